@@ -1,0 +1,1 @@
+//! load crate (placeholder; filled by its issue).

@@ -1,0 +1,1 @@
+//! model crate (placeholder; filled by its issue).

@@ -1,0 +1,1 @@
+//! server crate (placeholder; filled by its issue).

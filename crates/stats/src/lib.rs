@@ -1,0 +1,1 @@
+//! stats crate (placeholder; filled by its issue).

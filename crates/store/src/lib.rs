@@ -1,0 +1,1 @@
+//! store crate (placeholder; filled by its issue).

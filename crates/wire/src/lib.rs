@@ -1,0 +1,1 @@
+//! wire crate (placeholder; filled by its issue).
