@@ -1,0 +1,1 @@
+//! host crate (placeholder; filled by its issue).
