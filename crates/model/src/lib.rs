@@ -1,1 +1,18 @@
-//! model crate (placeholder; filled by its issue).
+//! `model` is the right-hand side of tailscope's data flow: the queueing model that says what
+//! latency distribution an ideal server would give for the same arrivals, the same
+//! per-request work and the same workers (Tales of the Tail §2, §3.2).
+//!
+//! - [`units`]: human durations and counts (`50us`, `10M`).
+//! - [`arrival`]: arrival processes and trace replay ([`ArrivalGen`]).
+//! - [`analytic`]: closed-form results.
+//!
+//! `model` does no I/O: the command line reads files and hands their text to the parsers here.
+
+pub mod analytic;
+pub mod arrival;
+mod error;
+pub mod units;
+
+pub use arrival::{mean_rate_of_trace, parse_trace, ArrivalGen, ArrivalSpec, TimeUnit, Trace};
+pub use error::ModelError;
+pub use units::{format_duration_ns, parse_count, parse_duration_ns};

@@ -1,0 +1,1 @@
+//! Closed-form queueing results (placeholder; written by the analytic helper).
