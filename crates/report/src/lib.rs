@@ -1,0 +1,194 @@
+//! Reports: the last step of tailscope's data flow. Turns distributions (already computed by
+//! `stats`/`model`/`load`) into pictures and files a person reads: CCDF plots in the style of
+//! Tales of the Tail (log–log, the y axis labelled by percentile) and CCDF point tables as CSV.
+
+use std::io::Write;
+use std::path::Path;
+
+use plotters::prelude::*;
+
+/// Errors from writing a report.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReportError {
+    #[error("nothing to plot: every series is empty")]
+    Empty,
+    #[error("cannot write {path}: {msg}")]
+    Write { path: String, msg: String },
+    #[error("write failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// One line of a CCDF plot: points (latency in µs, P[X >= x]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    pub label: String,
+    pub points: Vec<(f64, f64)>,
+    /// Drawn dashed-looking (thinner, lighter) — used for the ideal beside a measurement.
+    pub dashed: bool,
+}
+
+impl Series {
+    pub fn new(label: impl Into<String>, points: Vec<(f64, f64)>) -> Self {
+        Series {
+            label: label.into(),
+            points,
+            dashed: false,
+        }
+    }
+}
+
+/// Label of a probability tick on the CCDF's y axis: 10^-k is the (1 - 10^-k) percentile, so the
+/// paper labels 0.1 as the 90th, 0.01 as the 99th percentile, and so on.
+pub fn percentile_label(p: f64) -> String {
+    if p >= 0.999_999 {
+        return "p0".to_string();
+    }
+    let pct = (1.0 - p) * 100.0;
+    let s = format!("{pct:.4}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("p{s}")
+}
+
+fn usable(points: &[(f64, f64)]) -> impl Iterator<Item = (f64, f64)> + '_ {
+    points
+        .iter()
+        .copied()
+        .filter(|(x, y)| x.is_finite() && y.is_finite() && *x > 0.0 && *y > 0.0)
+}
+
+/// Writes a log–log CCDF plot of `series` to an SVG file.
+pub fn ccdf_svg(path: &Path, title: &str, series: &[Series]) -> Result<(), ReportError> {
+    let (mut xmin, mut xmax, mut ymin) = (f64::INFINITY, 0.0f64, 1.0f64);
+    for s in series {
+        for (x, y) in usable(&s.points) {
+            xmin = xmin.min(x);
+            xmax = xmax.max(x);
+            ymin = ymin.min(y);
+        }
+    }
+    if !xmin.is_finite() || xmax <= 0.0 {
+        return Err(ReportError::Empty);
+    }
+    // Whole decades on both axes, as in the paper's figures.
+    let x0 = 10f64.powf(xmin.log10().floor());
+    let mut x1 = 10f64.powf(xmax.log10().ceil());
+    if x1 <= x0 {
+        x1 = x0 * 10.0;
+    }
+    // Slightly below the last decade so that its tick (and percentile label) is drawn.
+    let y0 = 10f64.powf(ymin.log10().floor()).min(0.1) * 0.98;
+    let werr = |e: &dyn std::fmt::Display| ReportError::Write {
+        path: path.display().to_string(),
+        msg: e.to_string(),
+    };
+
+    let root = SVGBackend::new(path, (900, 600)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| werr(&e))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 22))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(80)
+        .build_cartesian_2d((x0..x1).log_scale(), (y0..1.0f64).log_scale())
+        .map_err(|e| werr(&e))?;
+    chart
+        .configure_mesh()
+        .x_desc("latency (µs)")
+        .y_desc("P[X >= x]  (percentile)")
+        .x_label_formatter(&|x| format!("{x}"))
+        .y_label_formatter(&|y| {
+            let k = -y.log10();
+            if (k - k.round()).abs() < 1e-6 {
+                format!("{y:e} ({})", percentile_label(*y))
+            } else {
+                String::new()
+            }
+        })
+        .draw()
+        .map_err(|e| werr(&e))?;
+
+    for (i, s) in series.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        let style = if s.dashed {
+            color.mix(0.6).stroke_width(1)
+        } else {
+            color.stroke_width(2)
+        };
+        let pts: Vec<(f64, f64)> = usable(&s.points).collect();
+        if pts.is_empty() {
+            continue;
+        }
+        chart
+            .draw_series(LineSeries::new(pts, style))
+            .map_err(|e| werr(&e))?
+            .label(s.label.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| werr(&e))?;
+    root.present().map_err(|e| werr(&e))?;
+    Ok(())
+}
+
+/// Writes CCDF points as CSV: `series,latency_us,ccdf` with one row per point.
+pub fn ccdf_csv(w: &mut impl Write, series: &[Series]) -> Result<(), ReportError> {
+    writeln!(w, "series,latency_us,ccdf")?;
+    for s in series {
+        let label = s.label.replace('"', "'");
+        for (x, y) in &s.points {
+            writeln!(w, "\"{label}\",{x},{y}")?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentile_labels_follow_the_paper() {
+        assert_eq!(percentile_label(1.0), "p0");
+        assert_eq!(percentile_label(0.1), "p90");
+        assert_eq!(percentile_label(0.01), "p99");
+        assert_eq!(percentile_label(0.001), "p99.9");
+        assert_eq!(percentile_label(0.0001), "p99.99");
+    }
+
+    #[test]
+    fn svg_contains_every_series_label() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.svg");
+        let a = Series::new("measured", vec![(50.0, 1.0), (80.0, 0.1), (200.0, 0.001)]);
+        let mut b = Series::new("ideal", vec![(50.0, 1.0), (70.0, 0.1), (150.0, 0.001)]);
+        b.dashed = true;
+        ccdf_svg(&path, "test", &[a, b]).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        assert!(svg.contains("measured") && svg.contains("ideal"));
+        assert!(svg.contains("p99.9"));
+    }
+
+    #[test]
+    fn empty_series_is_an_error_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.svg");
+        let r = ccdf_svg(&path, "t", &[Series::new("x", vec![])]);
+        assert!(matches!(r, Err(ReportError::Empty)));
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn csv_has_a_row_per_point() {
+        let mut out = Vec::new();
+        ccdf_csv(&mut out, &[Series::new("a", vec![(1.0, 1.0), (2.0, 0.5)])]).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        assert_eq!(s.lines().count(), 3);
+        assert!(s.contains("\"a\",2,0.5"));
+    }
+}
