@@ -1,0 +1,73 @@
+//! [`Summary`]: what a recorder reports, and its JSON shapes.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::Estimate;
+
+/// Count, moments, extremes and the standard quantiles with confidence intervals (all ns).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Summary {
+    /// Number of values.
+    pub count: u64,
+    /// Mean.
+    pub mean_ns: f64,
+    /// Population standard deviation (divides by n).
+    pub stdev_ns: f64,
+    /// Smallest value (histogram: lowest value of its bucket).
+    pub min_ns: f64,
+    /// Largest value (histogram: highest value of its bucket).
+    pub max_ns: f64,
+    /// True when quantiles are exact, false when histogram-derived.
+    pub exact: bool,
+    /// Confidence level of the intervals.
+    pub confidence: f64,
+    /// The [`crate::STANDARD_QUANTILES`], in order.
+    pub quantiles: Vec<QuantileEstimate>,
+}
+
+/// One quantile of a [`Summary`].
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct QuantileEstimate {
+    /// JSON key, e.g. `"p99.9"`.
+    pub key: String,
+    /// The probability, e.g. 0.999.
+    pub q: f64,
+    /// Estimate and confidence interval in ns.
+    pub est: Estimate,
+}
+
+const NS_PER_US: f64 = 1000.0;
+
+impl Summary {
+    /// The estimate stored under `key` (`"p50"`, `"p99.9"`, …).
+    pub fn get(&self, key: &str) -> Option<&Estimate> {
+        self.quantiles.iter().find(|q| q.key == key).map(|q| &q.est)
+    }
+
+    /// `{"p50": µs, "p90": µs, …}`: the distribution object of DESIGN.md (microseconds).
+    pub fn distribution_json(&self) -> Value {
+        let map: Map<String, Value> = self
+            .quantiles
+            .iter()
+            .map(|q| (q.key.clone(), Value::from(q.est.value / NS_PER_US)))
+            .collect();
+        Value::Object(map)
+    }
+
+    /// `{"p50": {"value": µs, "lo": µs, "hi": µs}, …}`.
+    pub fn intervals_json(&self) -> Value {
+        let map: Map<String, Value> = self
+            .quantiles
+            .iter()
+            .map(|q| {
+                let mut inner = Map::new();
+                inner.insert("value".into(), Value::from(q.est.value / NS_PER_US));
+                inner.insert("lo".into(), Value::from(q.est.lo / NS_PER_US));
+                inner.insert("hi".into(), Value::from(q.est.hi / NS_PER_US));
+                (q.key.clone(), Value::Object(inner))
+            })
+            .collect();
+        Value::Object(map)
+    }
+}
