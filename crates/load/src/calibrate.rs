@@ -1,0 +1,168 @@
+//! Calibration (Tales of the Tail §3.2): saturate the target with a closed loop, measure
+//! its peak throughput, and take the inverse as the amortised per-request service time.
+//!
+//! Closed loop needs no precise clock, so one thread drives all connections.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crate::conn::Conn;
+use crate::engine::dur_ns;
+use crate::error::LoadError;
+use crate::protocol::{Protocol, Reply};
+use crate::run::open_connections;
+use crate::sys::Epoll;
+use crate::target::Target;
+
+/// A request unanswered this long is presumed lost (UDP) and replaced.
+const LOST_AFTER_NS: u64 = 1_000_000_000;
+
+/// Result of [`calibrate`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Calibration {
+    /// Replies per second during the measurement window (whole target, all workers).
+    pub peak_rps: f64,
+    /// 1 / peak_rps in ns: the amortised service time of one request on the whole target
+    /// (multiply by the target's worker count for the per-worker service time).
+    pub service_ns: f64,
+    /// Replies counted in the measurement window.
+    pub requests: u64,
+    /// Length of the measurement window.
+    pub duration_ns: u64,
+}
+
+struct Cal {
+    conn: Conn,
+    /// (id, sent at) of requests in flight, oldest first.
+    out: VecDeque<(u64, u64)>,
+}
+
+/// Saturates `target` with `outstanding` requests in flight on each of `connections`
+/// connections for `warmup + duration`, counting replies only after the warm-up.
+pub fn calibrate(
+    target: &Target,
+    factory: &dyn Fn() -> Box<dyn Protocol>,
+    connections: usize,
+    outstanding: usize,
+    duration: Duration,
+    warmup: Duration,
+    stop: &AtomicBool,
+) -> Result<Calibration, LoadError> {
+    if connections == 0 || outstanding == 0 {
+        return Err(LoadError::Config(
+            "calibration needs at least one connection and one outstanding request".into(),
+        ));
+    }
+    if duration.is_zero() {
+        return Err(LoadError::Config(
+            "calibration duration must be positive".into(),
+        ));
+    }
+    let conns = open_connections(target, factory, connections, Duration::from_secs(5))?;
+    let mut epoll = Epoll::new(connections).map_err(|e| LoadError::io("creating epoll", e))?;
+    let mut cals: Vec<Cal> = Vec::with_capacity(connections);
+    for (i, conn) in conns.into_iter().enumerate() {
+        if let Some(fd) = conn.fd() {
+            epoll
+                .add(fd, i as u64)
+                .map_err(|e| LoadError::io("epoll_ctl", e))?;
+        }
+        cals.push(Cal {
+            conn,
+            out: VecDeque::with_capacity(outstanding),
+        });
+    }
+    let clock = host::tstamp::mono_now_ns;
+    let t0 = clock();
+    let measure_from = t0 + dur_ns(warmup);
+    let end = measure_from + dur_ns(duration);
+    let mut next_id = 0u64;
+    let mut counted = 0u64;
+    let conn_err = |e: &dyn std::fmt::Display| LoadError::Connection(e.to_string());
+    for c in &mut cals {
+        top_up(c, outstanding, &mut next_id, clock()).map_err(|e| conn_err(&e))?;
+    }
+    let mut ready = Vec::new();
+    let mut replies: Vec<(Reply, u64)> = Vec::new();
+    let mut last_t = t0;
+    loop {
+        let now = clock();
+        last_t = last_t.max(now);
+        if now >= end || stop.load(Ordering::Relaxed) {
+            break;
+        }
+        ready.clear();
+        ready.extend(
+            epoll
+                .wait(1_000_000)
+                .map_err(|e| LoadError::io("epoll_wait", e))?,
+        );
+        for &tok in &ready {
+            let Some(c) = cals.get_mut(tok as usize) else {
+                continue;
+            };
+            replies.clear();
+            c.conn
+                .read_replies(clock, |r, t, _| replies.push((r, t)))
+                .map_err(|e| conn_err(&e))?;
+            let carries_id = c.conn.proto.carries_id();
+            for &(r, t) in &replies {
+                if r.is_follow_up() {
+                    continue;
+                }
+                let matched = if carries_id {
+                    match r.id.and_then(|id| c.out.iter().position(|&(i, _)| i == id)) {
+                        Some(p) => c.out.remove(p).is_some(),
+                        None => false,
+                    }
+                } else {
+                    c.out.pop_front().is_some()
+                };
+                if matched && t >= measure_from && t < end {
+                    counted += 1;
+                }
+            }
+            top_up(c, outstanding, &mut next_id, clock()).map_err(|e| conn_err(&e))?;
+        }
+        // Replace requests that seem lost (datagrams), so the loop stays saturated.
+        let now = clock();
+        for c in &mut cals {
+            while c
+                .out
+                .front()
+                .is_some_and(|&(_, s)| s + LOST_AFTER_NS <= now)
+            {
+                c.out.pop_front();
+            }
+            top_up(c, outstanding, &mut next_id, now).map_err(|e| conn_err(&e))?;
+        }
+    }
+    let window_end = last_t.min(end);
+    let duration_ns = window_end.saturating_sub(measure_from);
+    if counted == 0 || duration_ns == 0 {
+        return Err(LoadError::NoReplies(target.addr));
+    }
+    let peak_rps = counted as f64 * 1e9 / duration_ns as f64;
+    Ok(Calibration {
+        peak_rps,
+        service_ns: 1e9 / peak_rps,
+        requests: counted,
+        duration_ns,
+    })
+}
+
+fn top_up(
+    c: &mut Cal,
+    outstanding: usize,
+    next_id: &mut u64,
+    now: u64,
+) -> Result<(), crate::conn::ConnFail> {
+    while c.out.len() < outstanding && !c.conn.has_pending_output() {
+        c.conn.queue(*next_id, 0);
+        c.out.push_back((*next_id, now));
+        *next_id += 1;
+        c.conn.flush()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,301 @@
+//! One engine connection: a non-blocking socket, its protocol codec and its byte buffers.
+//!
+//! The connection knows nothing of the schedule or of records; the engine and the
+//! calibrator keep that bookkeeping and call `queue`, `flush` and `read_replies`.
+
+use std::io::{self, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
+
+use crate::error::ProtoError;
+use crate::protocol::{Protocol, Reply};
+use crate::target::Transport;
+
+/// Initial and largest size of a TCP receive buffer; a reply must fit in the largest.
+const RBUF_INITIAL: usize = 16 * 1024;
+const RBUF_MAX: usize = 1 << 20;
+/// A UDP datagram can be at most this large.
+const UDP_MAX: usize = 65_536;
+/// Reads per readiness event before returning to the schedule (bounds the time one busy
+/// connection can hold up sends).
+const MAX_READS_PER_EVENT: usize = 8;
+
+enum Sock {
+    Tcp(TcpStream),
+    Udp(UdpSocket),
+}
+
+/// Why a connection stopped being usable.
+#[derive(Debug)]
+pub(crate) enum ConnFail {
+    Closed,
+    Io(io::Error),
+    Proto(ProtoError),
+}
+
+impl std::fmt::Display for ConnFail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConnFail::Closed => f.write_str("connection closed by the server"),
+            ConnFail::Io(e) => write!(f, "connection error: {e}"),
+            ConnFail::Proto(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+pub(crate) struct Conn {
+    sock: Option<Sock>,
+    pub(crate) proto: Box<dyn Protocol>,
+    transport: Transport,
+    rbuf: Vec<u8>,
+    rstart: usize,
+    rend: usize,
+    wbuf: Vec<u8>,
+    wpos: usize,
+    /// Whether kernel receive stamps were enabled on the socket.
+    pub(crate) rx_stamps: bool,
+    /// Non-fatal problems (bad UDP datagrams, ICMP errors): the latest one, for the user.
+    pub(crate) soft_error: Option<String>,
+}
+
+impl Conn {
+    /// A connection with no socket yet (see [`Conn::open`]).
+    pub(crate) fn new(proto: Box<dyn Protocol>) -> Self {
+        let transport = proto.transport();
+        let cap = match transport {
+            Transport::Tcp => RBUF_INITIAL,
+            Transport::Udp => UDP_MAX,
+        };
+        Conn {
+            sock: None,
+            proto,
+            transport,
+            rbuf: vec![0; cap],
+            rstart: 0,
+            rend: 0,
+            wbuf: Vec::with_capacity(256),
+            wpos: 0,
+            rx_stamps: false,
+            soft_error: None,
+        }
+    }
+
+    /// (Re)opens the socket. TCP connects with `connect_timeout`; UDP binds an ephemeral
+    /// port and connects (which cannot detect a dead server: its requests time out).
+    pub(crate) fn open(&mut self, addr: SocketAddr, connect_timeout: Duration) -> io::Result<()> {
+        self.close();
+        let sock = match self.transport {
+            Transport::Tcp => {
+                let s = TcpStream::connect_timeout(&addr, connect_timeout)?;
+                s.set_nodelay(true)?;
+                s.set_nonblocking(true)?;
+                Sock::Tcp(s)
+            }
+            Transport::Udp => {
+                let local: SocketAddr = if addr.is_ipv4() {
+                    (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
+                } else {
+                    (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+                };
+                let s = UdpSocket::bind(local)?;
+                s.connect(addr)?;
+                s.set_nonblocking(true)?;
+                Sock::Udp(s)
+            }
+        };
+        let fd = match &sock {
+            Sock::Tcp(s) => s.as_raw_fd(),
+            Sock::Udp(s) => s.as_raw_fd(),
+        };
+        // Kernel rx stamps are a bonus: without them kernel_rx_ns stays 0.
+        self.rx_stamps = host::tstamp::enable(fd, true, false).is_ok();
+        self.sock = Some(sock);
+        Ok(())
+    }
+
+    pub(crate) fn close(&mut self) {
+        self.sock = None;
+        self.rstart = 0;
+        self.rend = 0;
+        self.wbuf.clear();
+        self.wpos = 0;
+    }
+
+    pub(crate) fn is_open(&self) -> bool {
+        self.sock.is_some()
+    }
+
+    pub(crate) fn fd(&self) -> Option<RawFd> {
+        match self.sock.as_ref()? {
+            Sock::Tcp(s) => Some(s.as_raw_fd()),
+            Sock::Udp(s) => Some(s.as_raw_fd()),
+        }
+    }
+
+    /// Bytes (or a datagram) accepted by `queue` but not yet taken by the kernel.
+    pub(crate) fn has_pending_output(&self) -> bool {
+        self.wpos < self.wbuf.len()
+    }
+
+    /// Encodes request `id` into the output buffer (send it with [`Conn::flush`]).
+    pub(crate) fn queue(&mut self, id: u64, class: u8) {
+        if !self.has_pending_output() {
+            self.wbuf.clear();
+            self.wpos = 0;
+        }
+        self.proto.encode(id, class, &mut self.wbuf);
+    }
+
+    /// Writes as much pending output as the kernel takes without blocking.
+    pub(crate) fn flush(&mut self) -> Result<(), ConnFail> {
+        let Some(sock) = self.sock.as_mut() else {
+            return Err(ConnFail::Closed);
+        };
+        match sock {
+            Sock::Tcp(s) => {
+                while self.wpos < self.wbuf.len() {
+                    match s.write(&self.wbuf[self.wpos..]) {
+                        Ok(0) => return Err(ConnFail::Closed),
+                        Ok(n) => self.wpos += n,
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(ConnFail::Io(e)),
+                    }
+                }
+            }
+            Sock::Udp(s) => {
+                if self.wpos < self.wbuf.len() {
+                    // A refused error here is the ICMP report of an earlier datagram; the
+                    // current one was not sent, so try once more, then let it time out.
+                    for attempt in 0..2 {
+                        match s.send(&self.wbuf) {
+                            Ok(_) => break,
+                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                            Err(e) if attempt == 1 => {
+                                self.soft_error = Some(format!("udp send: {e}"));
+                            }
+                            Err(_) => {}
+                        }
+                    }
+                    self.wpos = self.wbuf.len();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads what is available and hands every complete reply to `on_reply` together with
+    /// the user-space receive time (`now()` just after the read) and the kernel receive
+    /// stamp (absolute CLOCK_MONOTONIC ns) of that read, if any.
+    pub(crate) fn read_replies(
+        &mut self,
+        now: impl Fn() -> u64,
+        mut on_reply: impl FnMut(Reply, u64, Option<u64>),
+    ) -> Result<(), ConnFail> {
+        let Some(fd) = self.fd() else {
+            return Err(ConnFail::Closed);
+        };
+        match self.transport {
+            Transport::Tcp => self.read_tcp(fd, &now, &mut on_reply),
+            Transport::Udp => {
+                self.read_udp(fd, &now, &mut on_reply);
+                Ok(())
+            }
+        }
+    }
+
+    fn read_tcp(
+        &mut self,
+        fd: RawFd,
+        now: &impl Fn() -> u64,
+        on_reply: &mut impl FnMut(Reply, u64, Option<u64>),
+    ) -> Result<(), ConnFail> {
+        for _ in 0..MAX_READS_PER_EVENT {
+            self.make_room()?;
+            let (n, krx) = match host::tstamp::recv_with_stamp(fd, &mut self.rbuf[self.rend..], 0) {
+                Ok((0, _)) => return Err(ConnFail::Closed),
+                Ok(v) => v,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(ConnFail::Io(e)),
+            };
+            let t = now();
+            self.rend += n;
+            while self.rstart < self.rend {
+                match self.proto.decode(&self.rbuf[self.rstart..self.rend]) {
+                    Ok(Some((used, reply))) => {
+                        // A codec claiming more bytes than it was given is a codec bug;
+                        // treat it as malformed input rather than slicing out of bounds.
+                        if used == 0 || used > self.rend - self.rstart {
+                            return Err(ConnFail::Proto(ProtoError::Malformed(format!(
+                                "codec consumed {used} of {} bytes",
+                                self.rend - self.rstart
+                            ))));
+                        }
+                        self.rstart += used;
+                        on_reply(reply, t, krx);
+                    }
+                    Ok(None) => break,
+                    Err(e) => return Err(ConnFail::Proto(e)),
+                }
+            }
+            if self.rstart == self.rend {
+                self.rstart = 0;
+                self.rend = 0;
+            }
+            if self.rend < self.rbuf.len() {
+                // A short read: the socket is (almost certainly) drained.
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// Ensures free space after `rend`: compact, then grow up to `RBUF_MAX`.
+    fn make_room(&mut self) -> Result<(), ConnFail> {
+        if self.rend < self.rbuf.len() {
+            return Ok(());
+        }
+        if self.rstart > 0 {
+            self.rbuf.copy_within(self.rstart..self.rend, 0);
+            self.rend -= self.rstart;
+            self.rstart = 0;
+            return Ok(());
+        }
+        if self.rbuf.len() >= RBUF_MAX {
+            return Err(ConnFail::Proto(ProtoError::Malformed(format!(
+                "reply larger than {RBUF_MAX} bytes"
+            ))));
+        }
+        let new_len = (self.rbuf.len() * 2).min(RBUF_MAX);
+        self.rbuf.resize(new_len, 0);
+        Ok(())
+    }
+
+    fn read_udp(
+        &mut self,
+        fd: RawFd,
+        now: &impl Fn() -> u64,
+        on_reply: &mut impl FnMut(Reply, u64, Option<u64>),
+    ) {
+        for _ in 0..MAX_READS_PER_EVENT {
+            let (n, krx) = match host::tstamp::recv_with_stamp(fd, &mut self.rbuf, 0) {
+                Ok(v) => v,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    // ICMP port unreachable and the like: the requests will time out.
+                    self.soft_error = Some(format!("udp receive: {e}"));
+                    continue;
+                }
+            };
+            let t = now();
+            match self.proto.decode(&self.rbuf[..n]) {
+                Ok(Some((_, reply))) => on_reply(reply, t, krx),
+                Ok(None) => self.soft_error = Some(format!("truncated datagram of {n} bytes")),
+                Err(e) => self.soft_error = Some(format!("bad datagram: {e}")),
+            }
+        }
+    }
+}

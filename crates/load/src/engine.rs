@@ -1,0 +1,587 @@
+//! One generator thread: the engine loop.
+//!
+//! The loop is driven by the thread's slice of the schedule (data, computed up front):
+//! send every request whose intended time has come, flush, poll epoll for replies, and
+//! every ~100 µs expire timeouts and retry broken connections. While the next send is
+//! near it spins (epoll with timeout 0); when it is far and `yield_when_far` is set it
+//! sleeps in epoll until ~100 µs before it.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::config::LoadConfig;
+use crate::conn::{Conn, ConnFail};
+use crate::protocol::Reply;
+use crate::record::{Outcome, RequestRecord};
+use crate::sys::Epoll;
+
+/// Sleep in epoll only when the next send is further away than this...
+const FAR_NS: u64 = 200_000;
+/// ...and then wake this much before it, to spin the rest of the way.
+const WAKE_EARLY_NS: u64 = 100_000;
+/// Timeouts, reconnects and the progress counter are looked after this often.
+const MAINTENANCE_NS: u64 = 100_000;
+/// Longest single sleep, so the stop flag and progress stay responsive.
+const MAX_SLEEP_NS: u64 = 5_000_000;
+/// After the stop flag, outstanding requests get at most this long to come back.
+const STOP_GRACE_NS: u64 = 100_000_000;
+/// Reconnect attempts per failure, with exponential backoff from 1 ms capped at 250 ms.
+const MAX_RECONNECTS: u32 = 12;
+const MAX_BACKOFF_NS: u64 = 250_000_000;
+/// A FIFO-matched connection whose oldest timed-out request is still unanswered after
+/// this many timeouts is reset (its byte stream is presumably stuck).
+const FIFO_RESET_TIMEOUTS: u64 = 4;
+/// Distinct error messages kept for the user.
+pub(crate) const MAX_ERRORS: usize = 8;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum St {
+    Unsent,
+    InFlight,
+    Done,
+}
+
+/// A connection and its bookkeeping.
+pub(crate) struct Slot {
+    conn: Conn,
+    /// Index among all the run's connections (what records store).
+    global: u32,
+    /// Local indices of requests sent on it, in send order (completed ones removed lazily
+    /// when replies carry ids; exact FIFO otherwise).
+    inflight: VecDeque<u32>,
+    /// Requests sent and not yet answered, timed out or failed.
+    live: usize,
+    /// FIFO matching only: leading `inflight` entries that timed out but whose (late)
+    /// replies must still be consumed to keep the stream in step.
+    zombies: usize,
+    /// Set while the connection is broken and waiting to be retried.
+    down: Option<Down>,
+    /// Reconnecting gave up; nothing more is sent on it.
+    dead: bool,
+}
+
+impl Slot {
+    pub(crate) fn new(conn: Conn, global: u32) -> Self {
+        Slot {
+            conn,
+            global,
+            inflight: VecDeque::new(),
+            live: 0,
+            zombies: 0,
+            down: None,
+            dead: false,
+        }
+    }
+}
+
+struct Down {
+    next_try_ns: u64,
+    attempts: u32,
+}
+
+/// What one generator thread hands back.
+pub(crate) struct ThreadOutput {
+    pub records: Vec<RequestRecord>,
+    pub errors: Vec<String>,
+    pub interrupted: bool,
+}
+
+pub(crate) struct Engine<'a> {
+    thread: u64,
+    threads: u64,
+    addr: SocketAddr,
+    timeout_ns: u64,
+    max_outstanding: usize,
+    yield_when_far: bool,
+    carries_id: bool,
+    slots: Vec<Slot>,
+    recs: Vec<RequestRecord>,
+    state: Vec<St>,
+    /// Per request: local slot it must use, or u32::MAX for any.
+    forced: Option<Vec<u32>>,
+    /// Schedule cursor: first request not yet sent or dropped.
+    next: usize,
+    rr: usize,
+    dead_slots: usize,
+    epoll: Epoll,
+    ready: Vec<u64>,
+    replies: Vec<(Reply, u64, Option<u64>)>,
+    /// Slots holding output the kernel did not take yet.
+    pending_out: Vec<usize>,
+    start: u64,
+    completed: u64,
+    errors: Vec<String>,
+    stop: &'a AtomicBool,
+    done: &'a AtomicU64,
+}
+
+impl<'a> Engine<'a> {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        cfg: &LoadConfig,
+        thread: usize,
+        threads: usize,
+        slots: Vec<Slot>,
+        recs: Vec<RequestRecord>,
+        forced_global: Option<Vec<u32>>,
+        stop: &'a AtomicBool,
+        done: &'a AtomicU64,
+    ) -> std::io::Result<Self> {
+        let epoll = Epoll::new(slots.len())?;
+        for (i, s) in slots.iter().enumerate() {
+            if let Some(fd) = s.conn.fd() {
+                epoll.add(fd, i as u64)?;
+            }
+        }
+        let carries_id = match slots.first() {
+            Some(s) => s.conn.proto.carries_id(),
+            None => true,
+        };
+        // Global connection c lives on thread c % threads at local index c / threads.
+        let forced = forced_global.map(|v| {
+            v.into_iter()
+                .map(|g| if g == u32::MAX { g } else { g / threads as u32 })
+                .collect()
+        });
+        let n = recs.len();
+        Ok(Engine {
+            thread: thread as u64,
+            threads: threads as u64,
+            addr: cfg.target.addr,
+            timeout_ns: dur_ns(cfg.timeout),
+            max_outstanding: cfg.max_outstanding_per_conn,
+            yield_when_far: cfg.yield_when_far,
+            carries_id,
+            slots,
+            recs,
+            state: vec![St::Unsent; n],
+            forced,
+            next: 0,
+            rr: 0,
+            dead_slots: 0,
+            epoll,
+            ready: Vec::with_capacity(64),
+            replies: Vec::with_capacity(64),
+            pending_out: Vec::new(),
+            start: 0,
+            completed: 0,
+            errors: Vec::new(),
+            stop,
+            done,
+        })
+    }
+
+    #[inline]
+    fn now(&self) -> u64 {
+        host::tstamp::mono_now_ns().saturating_sub(self.start)
+    }
+
+    /// Runs the thread's schedule from the absolute CLOCK_MONOTONIC instant `start`.
+    pub(crate) fn run(mut self, start: u64) -> ThreadOutput {
+        self.start = start;
+        let mut interrupted = false;
+        let mut drain_deadline: Option<u64> = None;
+        let mut last_maintenance = 0u64;
+        loop {
+            let now = self.now();
+            if !interrupted && self.stop.load(Ordering::Relaxed) {
+                interrupted = true;
+                self.cut_schedule(now);
+                drain_deadline = Some(now + STOP_GRACE_NS.min(self.timeout_ns));
+            }
+            self.send_due(now);
+            self.flush_pending();
+            let budget = self.wait_budget(self.now());
+            if let Err(e) = self.poll(budget) {
+                self.note_error(format!("epoll: {e}"));
+            }
+            let now = self.now();
+            let finished = self.next == self.recs.len();
+            if finished || now >= last_maintenance + MAINTENANCE_NS {
+                last_maintenance = now;
+                self.expire(now);
+                self.reconnect(now);
+                self.collect_soft_errors();
+                self.done.store(self.completed, Ordering::Relaxed);
+            }
+            if finished && self.slots.iter().all(|s| s.live == 0) {
+                break;
+            }
+            if drain_deadline.is_some_and(|d| now >= d) {
+                break;
+            }
+        }
+        // Whatever is still out when the stop grace ends counts as timed out.
+        for (r, st) in self.recs.iter_mut().zip(&self.state) {
+            if *st == St::InFlight {
+                r.outcome = Outcome::Timeout;
+            }
+        }
+        self.done.store(self.recs.len() as u64, Ordering::Relaxed);
+        ThreadOutput {
+            records: self.recs,
+            errors: self.errors,
+            interrupted,
+        }
+    }
+
+    /// On stop: requests not yet due leave the run; due but unsent ones stay as Dropped.
+    fn cut_schedule(&mut self, now: u64) {
+        let cut = self.next + self.recs[self.next..].partition_point(|r| r.intended_ns <= now);
+        self.recs.truncate(cut);
+        self.state.truncate(cut);
+        if let Some(f) = self.forced.as_mut() {
+            f.truncate(cut);
+        }
+        for i in self.next..cut {
+            self.state[i] = St::Done;
+            self.completed += 1;
+        }
+        self.next = cut;
+    }
+
+    fn send_due(&mut self, now: u64) {
+        while self.next < self.recs.len() {
+            let i = self.next;
+            let intended = self.recs[i].intended_ns;
+            if intended > now {
+                return;
+            }
+            let forced = self
+                .forced
+                .as_ref()
+                .map(|f| f[i] as usize)
+                .filter(|&s| s != u32::MAX as usize && s < self.slots.len());
+            match self.pick(forced) {
+                Some(s) => self.send(i, s),
+                None => {
+                    let hopeless = match forced {
+                        Some(s) => self.slots[s].dead,
+                        None => self.dead_slots == self.slots.len(),
+                    };
+                    if hopeless || now - intended > self.timeout_ns {
+                        // Never sent: stays Dropped.
+                        if let Some(s) = forced {
+                            self.recs[i].conn = self.slots[s].global;
+                        }
+                        self.state[i] = St::Done;
+                        self.completed += 1;
+                        self.next += 1;
+                    } else {
+                        // Backlog: wait (in order) for a connection to free up.
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    fn usable(&self, s: usize) -> bool {
+        let slot = &self.slots[s];
+        slot.conn.is_open()
+            && !slot.conn.has_pending_output()
+            && slot.live + slot.zombies < self.max_outstanding
+    }
+
+    fn pick(&mut self, forced: Option<usize>) -> Option<usize> {
+        if let Some(s) = forced {
+            return self.usable(s).then_some(s);
+        }
+        let n = self.slots.len();
+        for k in 0..n {
+            let s = (self.rr + k) % n;
+            if self.usable(s) {
+                self.rr = s + 1;
+                return Some(s);
+            }
+        }
+        None
+    }
+
+    fn send(&mut self, i: usize, s: usize) {
+        let id = i as u64 * self.threads + self.thread;
+        let class = self.recs[i].class;
+        self.next += 1;
+        self.state[i] = St::InFlight;
+        let slot = &mut self.slots[s];
+        slot.conn.queue(id, class);
+        slot.inflight.push_back(i as u32);
+        slot.live += 1;
+        self.recs[i].conn = slot.global;
+        // Stamped just before the write that carries the request.
+        self.recs[i].sent_ns = self.now().max(1);
+        let slot = &mut self.slots[s];
+        match slot.conn.flush() {
+            Ok(()) if slot.conn.has_pending_output() => self.pending_out.push(s),
+            Ok(()) => {}
+            Err(f) => self.fail(s, &f),
+        }
+    }
+
+    fn flush_pending(&mut self) {
+        if self.pending_out.is_empty() {
+            return;
+        }
+        let list = std::mem::take(&mut self.pending_out);
+        for s in list {
+            match self.slots[s].conn.flush() {
+                Ok(()) if self.slots[s].conn.has_pending_output() => self.pending_out.push(s),
+                Ok(()) => {}
+                Err(ConnFail::Closed) if !self.slots[s].conn.is_open() => {}
+                Err(f) => self.fail(s, &f),
+            }
+        }
+    }
+
+    /// How long the next epoll wait may sleep.
+    fn wait_budget(&self, now: u64) -> u64 {
+        match self.recs.get(self.next) {
+            Some(r) if r.intended_ns > now => {
+                let gap = r.intended_ns - now;
+                if self.yield_when_far && gap > FAR_NS {
+                    (gap - WAKE_EARLY_NS).min(MAX_SLEEP_NS)
+                } else {
+                    0
+                }
+            }
+            Some(_) => 0,
+            // Schedule done: only replies, timeouts and reconnects remain.
+            None => {
+                let reconnecting = self.slots.iter().any(|s| s.down.is_some());
+                if reconnecting {
+                    MAINTENANCE_NS
+                } else {
+                    1_000_000
+                }
+            }
+        }
+    }
+
+    fn poll(&mut self, budget_ns: u64) -> std::io::Result<()> {
+        self.ready.clear();
+        self.ready.extend(self.epoll.wait(budget_ns)?);
+        for k in 0..self.ready.len() {
+            let s = self.ready[k] as usize;
+            if s < self.slots.len() && self.slots[s].conn.is_open() {
+                self.read(s);
+            }
+        }
+        Ok(())
+    }
+
+    fn read(&mut self, s: usize) {
+        let start = self.start;
+        let replies = &mut self.replies;
+        replies.clear();
+        let res = self.slots[s].conn.read_replies(
+            || host::tstamp::mono_now_ns().saturating_sub(start),
+            |r, t, k| replies.push((r, t, k)),
+        );
+        for k in 0..self.replies.len() {
+            let (reply, t, krx) = self.replies[k];
+            self.on_reply(s, reply, t, krx);
+        }
+        if let Err(f) = res {
+            self.fail(s, &f);
+        }
+    }
+
+    fn index_of(&self, id: u64) -> Option<usize> {
+        (id % self.threads == self.thread)
+            .then(|| (id / self.threads) as usize)
+            .filter(|&i| i < self.recs.len())
+    }
+
+    fn on_reply(&mut self, s: usize, reply: Reply, t: u64, krx: Option<u64>) {
+        if reply.is_follow_up() {
+            if let Some((id, t6)) = reply.tx_stamp_for {
+                if let Some(i) = self.index_of(id) {
+                    self.recs[i].stamps[5] = t6;
+                }
+            }
+            return;
+        }
+        let i = if self.carries_id {
+            match reply.id.and_then(|id| self.index_of(id)) {
+                Some(i)
+                    if self.state[i] == St::InFlight
+                        && self.recs[i].conn == self.slots[s].global =>
+                {
+                    i
+                }
+                // Late (already timed out), duplicate or foreign id: ignore.
+                _ => return,
+            }
+        } else {
+            let slot = &mut self.slots[s];
+            match slot.inflight.pop_front() {
+                None => return,
+                Some(_) if slot.zombies > 0 => {
+                    slot.zombies -= 1;
+                    return;
+                }
+                Some(i) => i as usize,
+            }
+        };
+        let slot = &mut self.slots[s];
+        slot.live -= 1;
+        let r = &mut self.recs[i];
+        r.received_ns = t.max(1);
+        r.kernel_rx_ns = krx.map_or(0, |k| k.saturating_sub(self.start));
+        r.outcome = if reply.ok {
+            Outcome::Ok
+        } else {
+            Outcome::Error
+        };
+        if let Some(st) = reply.stamps {
+            r.stamps = st;
+        }
+        self.state[i] = St::Done;
+        self.completed += 1;
+    }
+
+    /// The connection broke: its outstanding requests fail, and it is retried later.
+    fn fail(&mut self, s: usize, why: &ConnFail) {
+        self.note_error(why.to_string());
+        let now = self.now();
+        let slot = &mut self.slots[s];
+        for i in slot.inflight.drain(..) {
+            let i = i as usize;
+            if self.state[i] == St::InFlight {
+                self.recs[i].outcome = Outcome::Error;
+                self.state[i] = St::Done;
+                self.completed += 1;
+            }
+        }
+        slot.live = 0;
+        slot.zombies = 0;
+        slot.conn.close();
+        slot.down = Some(Down {
+            next_try_ns: now + backoff_ns(0),
+            attempts: 0,
+        });
+    }
+
+    fn expire(&mut self, now: u64) {
+        let timeout = self.timeout_ns;
+        let mut reset = Vec::new();
+        for (s, slot) in self.slots.iter_mut().enumerate() {
+            if self.carries_id {
+                while let Some(&i) = slot.inflight.front() {
+                    let i = i as usize;
+                    if self.state[i] != St::InFlight {
+                        slot.inflight.pop_front();
+                    } else if self.recs[i].sent_ns + timeout <= now {
+                        self.recs[i].outcome = Outcome::Timeout;
+                        self.state[i] = St::Done;
+                        self.completed += 1;
+                        slot.live -= 1;
+                        slot.inflight.pop_front();
+                    } else {
+                        break;
+                    }
+                }
+            } else {
+                while let Some(&i) = slot.inflight.get(slot.zombies) {
+                    let i = i as usize;
+                    if self.recs[i].sent_ns + timeout > now {
+                        break;
+                    }
+                    self.recs[i].outcome = Outcome::Timeout;
+                    self.state[i] = St::Done;
+                    self.completed += 1;
+                    slot.live -= 1;
+                    slot.zombies += 1;
+                }
+                if let Some(&oldest) = slot.inflight.front().filter(|_| slot.zombies > 0) {
+                    if self.recs[oldest as usize].sent_ns + FIFO_RESET_TIMEOUTS * timeout <= now {
+                        reset.push(s);
+                    }
+                }
+            }
+        }
+        for s in reset {
+            self.fail(
+                s,
+                &ConnFail::Io(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "replies stopped on a FIFO-matched connection; reconnecting",
+                )),
+            );
+        }
+    }
+
+    fn reconnect(&mut self, now: u64) {
+        let connect_timeout = Duration::from_nanos(self.timeout_ns.clamp(1_000_000, 50_000_000));
+        for s in 0..self.slots.len() {
+            let due = self.slots[s]
+                .down
+                .as_ref()
+                .is_some_and(|d| d.next_try_ns <= now);
+            if !due {
+                continue;
+            }
+            let slot = &mut self.slots[s];
+            let res =
+                slot.conn
+                    .open(self.addr, connect_timeout)
+                    .and_then(|()| match slot.conn.fd() {
+                        Some(fd) => self.epoll.add(fd, s as u64),
+                        None => Ok(()),
+                    });
+            match res {
+                Ok(()) => slot.down = None,
+                Err(e) => {
+                    slot.conn.close();
+                    let attempts = slot.down.as_ref().map_or(0, |d| d.attempts) + 1;
+                    if attempts >= MAX_RECONNECTS {
+                        slot.down = None;
+                        slot.dead = true;
+                        self.dead_slots += 1;
+                    } else {
+                        let t = host::tstamp::mono_now_ns().saturating_sub(self.start);
+                        slot.down = Some(Down {
+                            next_try_ns: t + backoff_ns(attempts),
+                            attempts,
+                        });
+                    }
+                    self.note_error(format!("reconnect to {}: {e}", self.addr));
+                }
+            }
+        }
+    }
+
+    fn collect_soft_errors(&mut self) {
+        for s in 0..self.slots.len() {
+            if let Some(e) = self.slots[s].conn.soft_error.take() {
+                self.note_error(e);
+            }
+        }
+    }
+
+    fn note_error(&mut self, msg: String) {
+        note_error(&mut self.errors, msg);
+    }
+
+    /// Records a problem found while setting the thread up (e.g. pinning).
+    pub(crate) fn note_error_pub(&mut self, msg: String) {
+        self.note_error(msg);
+    }
+}
+
+/// Keeps the first few distinct messages.
+pub(crate) fn note_error(errors: &mut Vec<String>, msg: String) {
+    if errors.len() < MAX_ERRORS && !errors.contains(&msg) {
+        errors.push(msg);
+    }
+}
+
+fn backoff_ns(attempt: u32) -> u64 {
+    (1_000_000u64 << attempt.min(20)).min(MAX_BACKOFF_NS)
+}
+
+pub(crate) fn dur_ns(d: Duration) -> u64 {
+    d.as_nanos().min(u64::MAX as u128 / 2) as u64
+}

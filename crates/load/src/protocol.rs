@@ -1,0 +1,140 @@
+//! The one trait every protocol codec implements for the engine, and the null-RPC codec.
+//!
+//! Codecs are pure (bytes in, bytes out, via crate `wire`); the engine owns sockets and time.
+
+use crate::error::ProtoError;
+use crate::target::Transport;
+
+/// A protocol codec for the engine. One instance per connection (it may keep parse state).
+pub trait Protocol: Send {
+    /// The transport this codec instance is configured for.
+    fn transport(&self) -> Transport;
+    /// Append request number `id` (unique per run) to `out`. `class` is the request label.
+    fn encode(&mut self, id: u64, class: u8, out: &mut Vec<u8>);
+    /// Try to parse one reply from the front of `buf`. `Ok(None)` = need more bytes.
+    /// For datagram transports `buf` holds exactly one datagram.
+    fn decode(&mut self, buf: &[u8]) -> Result<Option<(usize, Reply)>, ProtoError>;
+    /// Whether replies carry the request id (else matched in FIFO order per connection).
+    fn carries_id(&self) -> bool;
+}
+
+/// One parsed message from the server.
+///
+/// A message with `id == None` and `tx_stamp_for == Some(..)` is a pure follow-up (it
+/// completes no request); any other message completes one request: the one named by `id`,
+/// or, when the protocol does not carry ids, the oldest outstanding one on the connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reply {
+    /// The request id echoed by the server, if the protocol carries one.
+    pub id: Option<u64>,
+    /// Whether the server reported success (an error reply still completes the request).
+    pub ok: bool,
+    /// Server stage stamps T1..T6 (server CLOCK_MONOTONIC ns; 0 = missing).
+    pub stamps: Option<[u64; 6]>,
+    /// A late transmit stamp: (request id, T6), sent after the reply itself.
+    pub tx_stamp_for: Option<(u64, u64)>,
+}
+
+impl Reply {
+    /// Whether this message is only a follow-up carrying T6 for an earlier reply.
+    pub fn is_follow_up(&self) -> bool {
+        self.id.is_none() && self.tx_stamp_for.is_some()
+    }
+}
+
+/// The null-RPC protocol (crate `wire::nullrpc`): fixed-size requests echoed by the server,
+/// optionally with the server's T1..T6 stamps appended.
+#[derive(Clone, Debug)]
+pub struct NullRpc {
+    /// Total request frame length in bytes (header included), 32..=65536.
+    pub request_len: usize,
+    /// Ask the server to append its T1..T6 stage stamps.
+    pub want_stamps: bool,
+    /// Ask the server for a follow-up frame carrying the kernel transmit stamp T6.
+    pub want_tx_stamp: bool,
+    transport: Transport,
+}
+
+impl NullRpc {
+    /// A null-RPC codec. `request_len` is clamped into the frame limits of `wire`.
+    pub fn new(
+        transport: Transport,
+        request_len: usize,
+        want_stamps: bool,
+        want_tx_stamp: bool,
+    ) -> Self {
+        NullRpc {
+            request_len: request_len.clamp(wire::nullrpc::HEADER_LEN, wire::nullrpc::MAX_FRAME),
+            want_stamps,
+            want_tx_stamp,
+            transport,
+        }
+    }
+}
+
+impl Protocol for NullRpc {
+    fn transport(&self) -> Transport {
+        self.transport
+    }
+
+    fn encode(&mut self, id: u64, _class: u8, out: &mut Vec<u8>) {
+        let flags = wire::nullrpc::Flags {
+            want_stamps: self.want_stamps,
+            want_tx_stamp: self.want_tx_stamp,
+        };
+        // The length is clamped into wire's limits in `new`, so encoding cannot fail; if a
+        // future wire version disagrees, the server sees a short frame and the request
+        // times out rather than the engine panicking.
+        let _ = wire::nullrpc::encode_request(out, id, 0, self.request_len, flags);
+    }
+
+    fn decode(&mut self, buf: &[u8]) -> Result<Option<(usize, Reply)>, ProtoError> {
+        use wire::nullrpc::{decode, Decoded, Kind};
+        match decode(buf) {
+            Ok(Decoded::Incomplete { .. }) => Ok(None),
+            Ok(Decoded::Frame {
+                header,
+                stamps,
+                tx_stamp,
+                consumed,
+                ..
+            }) => match header.kind {
+                Kind::Response => Ok(Some((
+                    consumed,
+                    Reply {
+                        id: Some(header.id),
+                        ok: true,
+                        stamps: stamps.map(|s| s.0),
+                        tx_stamp_for: None,
+                    },
+                ))),
+                Kind::TxStamp => {
+                    let t6 = tx_stamp.ok_or_else(|| {
+                        ProtoError::Malformed(format!(
+                            "tx-stamp frame for id {} without a stamp",
+                            header.id
+                        ))
+                    })?;
+                    Ok(Some((
+                        consumed,
+                        Reply {
+                            id: None,
+                            ok: true,
+                            stamps: None,
+                            tx_stamp_for: Some((header.id, t6)),
+                        },
+                    )))
+                }
+                Kind::Request => Err(ProtoError::Unexpected(format!(
+                    "request frame (id {}) sent to the client",
+                    header.id
+                ))),
+            },
+            Err(e) => Err(ProtoError::Malformed(e.to_string())),
+        }
+    }
+
+    fn carries_id(&self) -> bool {
+        true
+    }
+}

@@ -1,0 +1,200 @@
+//! Target URLs: which protocol to speak, over which transport, to which address.
+
+use std::fmt;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::str::FromStr;
+
+use crate::error::LoadError;
+
+/// The transport a protocol runs over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Transport {
+    /// One TCP connection per engine connection (TCP_NODELAY set).
+    Tcp,
+    /// One connected UDP socket per engine connection; lost datagrams time out.
+    Udp,
+}
+
+impl fmt::Display for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Transport::Tcp => "tcp",
+            Transport::Udp => "udp",
+        })
+    }
+}
+
+/// A known URL scheme. New protocols (memcached, http, redis) add one row to [`SCHEMES`].
+struct SchemeInfo {
+    name: &'static str,
+    /// Transport when the URL does not say `+tcp` / `+udp`.
+    default: Transport,
+    /// Transports the protocol can run over.
+    allowed: &'static [Transport],
+}
+
+const SCHEMES: &[SchemeInfo] = &[SchemeInfo {
+    name: "nullrpc",
+    default: Transport::Tcp,
+    allowed: &[Transport::Tcp, Transport::Udp],
+}];
+
+/// A parsed target such as `nullrpc://127.0.0.1:7000` or `nullrpc+udp://[::1]:7000`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    /// The protocol name without the transport suffix (`"nullrpc"`).
+    pub scheme: String,
+    /// The transport (from the `+tcp` / `+udp` suffix, else the protocol's default).
+    pub transport: Transport,
+    /// The resolved address (the first one the resolver returns).
+    pub addr: SocketAddr,
+    /// Anything after the authority, starting with `/` (used by HTTP later).
+    pub path: Option<String>,
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}+{}://{}", self.scheme, self.transport, self.addr)?;
+        if let Some(p) = &self.path {
+            f.write_str(p)?;
+        }
+        Ok(())
+    }
+}
+
+fn known_schemes() -> String {
+    SCHEMES
+        .iter()
+        .map(|s| s.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl FromStr for Target {
+    type Err = LoadError;
+
+    fn from_str(url: &str) -> Result<Self, LoadError> {
+        let bad = |reason: String| LoadError::BadTarget {
+            url: url.to_string(),
+            reason,
+        };
+        let (scheme_part, rest) = url.split_once("://").ok_or_else(|| {
+            bad(format!(
+                "expected SCHEME://HOST:PORT (schemes: {})",
+                known_schemes()
+            ))
+        })?;
+        let scheme_part = scheme_part.to_ascii_lowercase();
+        let (name, transport) = match scheme_part.split_once('+') {
+            Some((n, "tcp")) => (n, Some(Transport::Tcp)),
+            Some((n, "udp")) => (n, Some(Transport::Udp)),
+            Some((_, t)) => return Err(bad(format!("unknown transport '{t}' (use +tcp or +udp)"))),
+            None => (scheme_part.as_str(), None),
+        };
+        let info = SCHEMES.iter().find(|s| s.name == name).ok_or_else(|| {
+            bad(format!(
+                "unknown scheme '{name}' (known: {})",
+                known_schemes()
+            ))
+        })?;
+        let transport = transport.unwrap_or(info.default);
+        if !info.allowed.contains(&transport) {
+            return Err(bad(format!("{name} does not run over {transport}")));
+        }
+        let (authority, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], Some(rest[i..].to_string())),
+            None => (rest, None),
+        };
+        let addr = resolve(authority).map_err(bad)?;
+        Ok(Target {
+            scheme: name.to_string(),
+            transport,
+            addr,
+            path,
+        })
+    }
+}
+
+/// Splits `host:port` / `[v6]:port`, checks the port, and resolves the host.
+fn resolve(authority: &str) -> Result<SocketAddr, String> {
+    if authority.is_empty() {
+        return Err("missing host".into());
+    }
+    let (host, port) = if let Some(after) = authority.strip_prefix('[') {
+        let (h, tail) = after
+            .split_once(']')
+            .ok_or_else(|| "unclosed '[' in IPv6 address".to_string())?;
+        let port = tail
+            .strip_prefix(':')
+            .ok_or_else(|| "missing port (write [ADDR]:PORT)".to_string())?;
+        (h, port)
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, _)) if h.contains(':') => {
+                return Err("IPv6 addresses must be in brackets: [ADDR]:PORT".into())
+            }
+            Some((h, p)) => (h, p),
+            None => return Err("missing port (write HOST:PORT)".into()),
+        }
+    };
+    if host.is_empty() {
+        return Err("missing host".into());
+    }
+    if port.is_empty() {
+        return Err("missing port (write HOST:PORT)".into());
+    }
+    let port: u16 = port
+        .parse()
+        .map_err(|_| format!("bad port '{port}' (expected 1-65535)"))?;
+    if port == 0 {
+        return Err("port 0 is not a valid target port".into());
+    }
+    let mut addrs = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve host '{host}': {e}"))?;
+    addrs
+        .next()
+        .ok_or_else(|| format!("host '{host}' resolved to no address"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(url: &str) -> String {
+        url.parse::<Target>().unwrap_err().to_string()
+    }
+
+    #[test]
+    fn parses_tcp_and_udp() {
+        let t: Target = "nullrpc://127.0.0.1:7000".parse().unwrap();
+        assert_eq!(t.scheme, "nullrpc");
+        assert_eq!(t.transport, Transport::Tcp);
+        assert_eq!(t.addr, "127.0.0.1:7000".parse().unwrap());
+        assert_eq!(t.path, None);
+        let u: Target = "nullrpc+udp://[::1]:7000".parse().unwrap();
+        assert_eq!(u.transport, Transport::Udp);
+        assert_eq!(u.addr, "[::1]:7000".parse().unwrap());
+        let p: Target = "NullRPC+tcp://127.0.0.1:9/x/y".parse().unwrap();
+        assert_eq!(p.path.as_deref(), Some("/x/y"));
+        assert_eq!(p.to_string(), "nullrpc+tcp://127.0.0.1:9/x/y");
+    }
+
+    #[test]
+    fn rejects_bad_urls_with_reasons() {
+        assert!(err("ftp://127.0.0.1:1").contains("unknown scheme 'ftp'"));
+        assert!(err("ftp://127.0.0.1:1").contains("nullrpc"));
+        assert!(err("nullrpc://127.0.0.1").contains("missing port"));
+        assert!(err("nullrpc://127.0.0.1:").contains("missing port"));
+        assert!(err("nullrpc://127.0.0.1:99999").contains("bad port '99999'"));
+        assert!(err("nullrpc://127.0.0.1:0").contains("port 0"));
+        assert!(err("nullrpc+sctp://127.0.0.1:1").contains("unknown transport 'sctp'"));
+        assert!(err("127.0.0.1:7000").contains("SCHEME://"));
+        assert!(err("nullrpc://:7000").contains("missing host"));
+        assert!(err("nullrpc://::1:7000").contains("brackets"));
+        assert!(err("nullrpc://[::1]7000").contains("missing port"));
+        assert!(err("nullrpc://no-such-host.invalid:7000").contains("cannot resolve host"));
+        // The URL itself is named in the message.
+        assert!(err("nullrpc://127.0.0.1").contains("'nullrpc://127.0.0.1'"));
+    }
+}
