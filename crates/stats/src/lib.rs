@@ -11,6 +11,21 @@
 //! latency entropy of the LNS paper ([`latency_entropy`]).
 //!
 //! The crate depends on nothing else in the workspace.
+//!
+//! ```
+//! use stats::{Quantile, Recorder};
+//!
+//! let mut rec = Recorder::for_count(10_000, 1_000_000); // small run: keep every value
+//! for i in 1..=10_000_u64 {
+//!     rec.record(i * 1_000); // 1 µs … 10 ms, in ns
+//! }
+//! let summary = rec.summarize(0.95)?;
+//! let p99 = summary.get("p99").unwrap();
+//! assert!(p99.lo <= p99.value && p99.value <= p99.hi);
+//! assert_eq!(summary.distribution_json()["p50"], serde_json::json!(5000.5));
+//! assert_eq!(rec.quantile(Quantile::new(0.5)?), Some(5_000_500.0));
+//! # Ok::<(), stats::StatsError>(())
+//! ```
 
 mod entropy;
 mod error;
@@ -28,7 +43,7 @@ pub use error::StatsError;
 pub use gof::{anderson_darling_exponential, AndersonDarling};
 pub use mean::mean_ci;
 pub use order_stat::{order_statistic_ci, quantile_sorted, EXACT_BINOMIAL_MAX_N};
-pub use recorder::Recorder;
+pub use recorder::{ExactSamples, Recorder, StreamingHistogram};
 pub use special::{normal_quantile, student_t_quantile};
 pub use summary::{QuantileEstimate, Summary};
 

@@ -9,6 +9,10 @@ use crate::{check_confidence, Estimate, Quantile, StatsError, STANDARD_QUANTILES
 /// Significant digits of the histogram that [`Recorder::for_count`] and merges create.
 const DEFAULT_SIGFIG: u8 = 3;
 
+/// Cap on the values [`Recorder::for_count`] pre-allocates (128 MiB of `u64`), so that a
+/// generous `exact_limit` cannot turn a count estimate into a huge up-front allocation.
+const MAX_PREALLOCATED: u64 = 1 << 24;
+
 /// Records latencies in integer nanoseconds.
 ///
 /// *Exact* keeps every value (exact quantiles, order-statistic confidence intervals on the
@@ -78,10 +82,11 @@ impl Recorder {
     }
 
     /// Exact when `expected_count <= exact_limit`, else a streaming recorder with 3
-    /// significant digits.
+    /// significant digits. The exact recorder pre-allocates room for at most
+    /// 16 Mi values (it grows as needed beyond that).
     pub fn for_count(expected_count: u64, exact_limit: u64) -> Self {
         if expected_count <= exact_limit {
-            Recorder::exact(usize::try_from(expected_count).unwrap_or(0))
+            Recorder::exact(expected_count.min(MAX_PREALLOCATED) as usize)
         } else {
             Recorder::Streaming(default_streaming())
         }
@@ -225,8 +230,10 @@ impl Recorder {
     ///
     /// Each interval is the order-statistic interval widened, if needed, to contain the
     /// point estimate (matters only when the sample is too small for the quantile). In
-    /// streaming mode its ends are the lowest / highest values of the histogram buckets
-    /// holding those ranks, so the histogram's rounding never narrows it.
+    /// streaming mode the ranks are looked up in the histogram's cumulative counts directly
+    /// (the same bucket `value_at_quantile((rank + 1)/n)` finds, without its float rounding),
+    /// and the interval's ends are the lowest / highest values of those buckets, so the
+    /// histogram's rounding never narrows it.
     pub fn summarize(&mut self, confidence: f64) -> Result<Summary, StatsError> {
         check_confidence(confidence)?;
         let n = self.len();
