@@ -96,21 +96,21 @@ pub(crate) fn decay_root(a: f64, c: usize) -> f64 {
 
 /// Number of queue states (0..=N) to keep, or an error if that is unreasonable.
 pub(crate) fn state_count(a: f64, c: usize, x0: f64, width: usize) -> Result<usize, AnalyticError> {
-    let rho = a / c as f64;
-    let too_many = |states: usize| AnalyticError::TooManyStates {
-        rho,
-        states,
-        limit: ENTRY_LIMIT / width.max(1),
-    };
+    // Memory is states x width entries, work states x width x c operations.
+    let width = width.max(1);
+    let limit = (ENTRY_LIMIT / width).min(WORK_LIMIT / (width * c.max(1)));
     let body = TAIL_LOG / x0;
-    if !body.is_finite() || body > ENTRY_LIMIT as f64 {
-        return Err(too_many(usize::MAX));
-    }
-    let states = body.ceil() as usize + 2 * c + width + 10;
-    if states.saturating_mul(width) > ENTRY_LIMIT
-        || states.saturating_mul(width).saturating_mul(c) > WORK_LIMIT
-    {
-        return Err(too_many(states));
+    let states = if body.is_finite() && body < limit as f64 {
+        body.ceil() as usize + 2 * c + width + 10
+    } else {
+        usize::MAX
+    };
+    if states > limit {
+        return Err(AnalyticError::TooManyStates {
+            rho: a / c as f64,
+            states,
+            limit,
+        });
     }
     Ok(states)
 }

@@ -78,7 +78,7 @@ pub enum AnalyticError {
     /// than is reasonable.
     #[error(
         "utilisation rho = {rho} is too close to 1 for the exact deterministic-service form \
-         ({states} queue states needed, limit {limit})"
+         with this many workers ({states} queue states needed, limit {limit})"
     )]
     TooManyStates {
         rho: f64,
