@@ -4,15 +4,25 @@
 //!
 //! - [`units`]: human durations and counts (`50us`, `10M`).
 //! - [`arrival`]: arrival processes and trace replay ([`ArrivalGen`]).
+//! - [`service`]: service-time distributions ([`ServiceGen`]).
+//! - [`sim`]: the discrete-event simulator ([`simulate`]) for A/S/c queues under FIFO, LIFO,
+//!   random order, random worker, static partitioning and priorities.
+//! - [`collect`]: a [`Sink`] that records simulated latencies in `stats` recorders.
 //! - [`analytic`]: closed-form results.
 //!
 //! `model` does no I/O: the command line reads files and hands their text to the parsers here.
 
 pub mod analytic;
 pub mod arrival;
+pub mod collect;
 mod error;
+pub mod service;
+pub mod sim;
 pub mod units;
 
 pub use arrival::{mean_rate_of_trace, parse_trace, ArrivalGen, ArrivalSpec, TimeUnit, Trace};
+pub use collect::Collector;
 pub use error::ModelError;
+pub use service::{parse_empirical, ServiceGen, ServiceSpec};
+pub use sim::{simulate, Completion, Discipline, SimConfig, SimOutcome, Sink};
 pub use units::{format_duration_ns, parse_count, parse_duration_ns};

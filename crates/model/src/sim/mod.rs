@@ -1,0 +1,367 @@
+//! The discrete-event simulator: an A/S/c queue fed by an [`ArrivalSpec`] and a
+//! [`ServiceSpec`], under one of the queueing disciplines of Tales of the Tail §2.4 (plus
+//! static partitioning and priorities). Every request's completion goes to a [`Sink`]; the
+//! simulator itself keeps only the queue contents, so memory stays bounded for any length.
+//!
+//! FIFO, random-worker and round-robin need no event queue (see [`fast`]); LIFO, random
+//! order and the priority disciplines run an event loop (see [`event`]).
+
+mod event;
+mod fast;
+
+use std::str::FromStr;
+
+use crate::arrival::{mean_rate_of_trace, ArrivalGen, ArrivalSpec};
+use crate::service::{ServiceGen, ServiceSpec};
+use crate::ModelError;
+
+/// The order in which waiting requests are served.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Discipline {
+    /// One shared queue, first come first served.
+    Fifo,
+    /// One shared queue, most recent arrival first (non-preemptive).
+    Lifo,
+    /// One shared queue, a free worker takes a uniformly random waiting request.
+    Random,
+    /// Each request goes to a uniformly random worker; each worker has its own FIFO queue.
+    RandomWorker,
+    /// Static partition: request k is on connection k mod N (or the trace's connection id),
+    /// connection j is pinned to worker j mod c; each worker has its own FIFO queue.
+    RoundRobin,
+    /// Non-preemptive priority, class 0 highest, FIFO within a class, one shared queue.
+    Priority,
+    /// Preemptive-resume priority: an arriving request preempts the lowest-priority job in
+    /// service when all workers are busy and that job's class is lower; the preempted job
+    /// goes back to the front of its class queue with its remaining work.
+    PriorityPreemptive,
+}
+
+impl Discipline {
+    /// The name accepted by [`FromStr`].
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Fifo => "fifo",
+            Self::Lifo => "lifo",
+            Self::Random => "random",
+            Self::RandomWorker => "random-worker",
+            Self::RoundRobin => "round-robin",
+            Self::Priority => "priority",
+            Self::PriorityPreemptive => "priority-preemptive",
+        }
+    }
+
+    fn is_priority(self) -> bool {
+        matches!(self, Self::Priority | Self::PriorityPreemptive)
+    }
+}
+
+impl FromStr for Discipline {
+    type Err = ModelError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(
+            match s.trim().to_ascii_lowercase().replace('_', "-").as_str() {
+                "fifo" | "fcfs" => Self::Fifo,
+                "lifo" => Self::Lifo,
+                "random" | "random-request" => Self::Random,
+                "random-worker" => Self::RandomWorker,
+                "round-robin" | "rr" | "partitioned" => Self::RoundRobin,
+                "priority" => Self::Priority,
+                "priority-preemptive" => Self::PriorityPreemptive,
+                _ => return Err(ModelError::Discipline(s.to_string())),
+            },
+        )
+    }
+}
+
+/// Everything a simulation needs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimConfig {
+    pub arrival: ArrivalSpec,
+    /// Mean arrival rate; `None` only for a trace replayed as recorded.
+    pub rate_per_s: Option<f64>,
+    pub service: ServiceSpec,
+    pub workers: u32,
+    pub discipline: Discipline,
+    /// Probability of each class (class 0 first); empty means one class. Priority disciplines
+    /// need at least two.
+    pub class_probs: Vec<f64>,
+    /// Connections for [`Discipline::RoundRobin`] (default: one per worker); ignored when the
+    /// trace carries connection ids.
+    pub connections: Option<u32>,
+    /// Requests to simulate (a trace may end sooner).
+    pub requests: u64,
+    /// Leading fraction of requests that the collector discards.
+    pub warmup_fraction: f64,
+    pub seed: u64,
+}
+
+/// One finished request. Times in ns from the start of the simulation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Completion {
+    /// Arrival order, from 0.
+    pub index: u64,
+    pub class: u8,
+    pub arrival_ns: f64,
+    /// Time spent waiting (not in service).
+    pub wait_ns: f64,
+    /// Completion − arrival.
+    pub response_ns: f64,
+}
+
+/// Receives every completion, warm-up included, possibly out of arrival order.
+pub trait Sink {
+    fn record(&mut self, c: &Completion);
+}
+
+impl<F: FnMut(&Completion)> Sink for F {
+    #[inline]
+    fn record(&mut self, c: &Completion) {
+        self(c)
+    }
+}
+
+/// What a simulation did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimOutcome {
+    /// Requests completed.
+    pub requests: u64,
+    /// Time of the last completion.
+    pub simulated_ns: f64,
+    /// λ·E[S]/c from the configured (or the trace's) rate and the service spec.
+    pub offered_load: f64,
+    /// Work actually served ÷ (workers × simulated time).
+    pub busy_fraction: f64,
+}
+
+impl SimConfig {
+    /// The arrival rate that loads each of `workers` servers to `load`: λ = load·c/E[S].
+    pub fn rate_for_load(
+        load: f64,
+        workers: u32,
+        service: &ServiceSpec,
+    ) -> Result<f64, ModelError> {
+        if !(load > 0.0 && load < 1.0) {
+            return Err(ModelError::Utilisation(load));
+        }
+        if workers == 0 {
+            return Err(ModelError::NoWorkers);
+        }
+        service.validate()?;
+        Ok(load * workers as f64 * 1e9 / service.mean_ns())
+    }
+
+    /// The mean arrival rate in requests/s: the configured one, else the trace's.
+    pub fn effective_rate(&self) -> Option<f64> {
+        match (self.rate_per_s, &self.arrival) {
+            (Some(r), _) => Some(r),
+            (None, ArrivalSpec::Trace(t)) => mean_rate_of_trace(t),
+            (None, _) => None,
+        }
+    }
+
+    /// Offered load per worker ρ = λ·E[S]/c (0 when the rate is unknown).
+    pub fn offered_load(&self) -> f64 {
+        self.effective_rate().unwrap_or(0.0) * self.service.mean_ns()
+            / 1e9
+            / self.workers.max(1) as f64
+    }
+
+    /// Checks the whole configuration before anything runs.
+    pub fn validate(&self) -> Result<(), ModelError> {
+        if self.workers == 0 {
+            return Err(ModelError::NoWorkers);
+        }
+        if self.requests == 0 {
+            return Err(ModelError::Invalid {
+                name: "requests",
+                reason: "must be at least 1",
+                value: "0".into(),
+            });
+        }
+        if !(self.warmup_fraction >= 0.0 && self.warmup_fraction < 1.0) {
+            return Err(ModelError::Warmup(self.warmup_fraction));
+        }
+        if self.connections == Some(0) {
+            return Err(ModelError::Invalid {
+                name: "connections",
+                reason: "must be at least 1",
+                value: "0".into(),
+            });
+        }
+        if !self.class_probs.is_empty() {
+            let sum: f64 = self.class_probs.iter().sum();
+            let bad = self
+                .class_probs
+                .iter()
+                .any(|p| !(p.is_finite() && *p >= 0.0));
+            if bad || (sum - 1.0).abs() > 1e-9 {
+                return Err(ModelError::ClassProbs(self.class_probs.clone()));
+            }
+        }
+        let classes = self.class_probs.len().max(1);
+        if classes > 255 || (self.discipline.is_priority() && classes < 2) {
+            return Err(ModelError::Classes {
+                discipline: self.discipline.name(),
+                classes,
+            });
+        }
+        self.service.validate()?;
+        // Checks the arrival parameters and the rate.
+        ArrivalGen::new(&self.arrival, self.rate_per_s, 0)?;
+        let rho = self.offered_load();
+        if rho >= 1.0 {
+            return Err(ModelError::Utilisation(rho));
+        }
+        Ok(())
+    }
+}
+
+/// Independent, reproducible RNG seeds for the arrival, service, routing and class streams
+/// (SplitMix64 finaliser over seed and stream number).
+fn stream_seed(seed: u64, stream: u64) -> u64 {
+    let mut z = seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The inputs every simulation path shares: arrivals, service times and class labels, all
+/// generated lazily in arrival order.
+pub(crate) struct Source {
+    arrivals: ArrivalGen,
+    service: ServiceGen,
+    classes: ClassPicker,
+    /// Arrival time of the most recent request.
+    now: f64,
+    next_index: u64,
+    limit: u64,
+    served_ns: f64,
+}
+
+/// One arriving request.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Arrival {
+    pub index: u64,
+    pub class: u8,
+    pub time: f64,
+    pub service: f64,
+    /// The trace's connection id, when it has one.
+    pub conn: Option<u32>,
+}
+
+impl Source {
+    fn new(cfg: &SimConfig) -> Result<Self, ModelError> {
+        Ok(Self {
+            arrivals: ArrivalGen::new(&cfg.arrival, cfg.rate_per_s, stream_seed(cfg.seed, 1))?,
+            service: ServiceGen::new(&cfg.service, stream_seed(cfg.seed, 2))?,
+            classes: ClassPicker::new(&cfg.class_probs, stream_seed(cfg.seed, 4)),
+            now: 0.0,
+            next_index: 0,
+            limit: cfg.requests,
+            served_ns: 0.0,
+        })
+    }
+
+    /// The next request, or `None` when `requests` have arrived or the trace ended.
+    #[inline]
+    pub fn next(&mut self) -> Option<Arrival> {
+        if self.next_index >= self.limit {
+            return None;
+        }
+        let gap = self.arrivals.next_gap_ns()?;
+        self.now += gap;
+        let service = self.service.sample_ns();
+        self.served_ns += service;
+        let index = self.next_index;
+        self.next_index += 1;
+        Some(Arrival {
+            index,
+            class: self.classes.pick(),
+            time: self.now,
+            service,
+            conn: self.arrivals.next_conn(),
+        })
+    }
+}
+
+/// Draws class labels from the configured probabilities.
+struct ClassPicker {
+    /// Cumulative probabilities; empty for a single class.
+    cumulative: Vec<f64>,
+    rng: rand_xoshiro::Xoshiro256PlusPlus,
+}
+
+impl ClassPicker {
+    fn new(probs: &[f64], seed: u64) -> Self {
+        use rand::SeedableRng;
+        let mut acc = 0.0;
+        let cumulative = if probs.len() <= 1 {
+            Vec::new()
+        } else {
+            probs
+                .iter()
+                .map(|p| {
+                    acc += p;
+                    acc
+                })
+                .collect()
+        };
+        Self {
+            cumulative,
+            rng: rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed),
+        }
+    }
+
+    #[inline]
+    fn pick(&mut self) -> u8 {
+        use rand::Rng;
+        if self.cumulative.is_empty() {
+            return 0;
+        }
+        let u: f64 = self.rng.gen();
+        let k = self
+            .cumulative
+            .iter()
+            .position(|c| u < *c)
+            .unwrap_or(self.cumulative.len() - 1);
+        k as u8
+    }
+}
+
+/// Runs the simulation described by `cfg`, handing every completion to `sink`.
+pub fn simulate<S: Sink>(cfg: &SimConfig, sink: &mut S) -> Result<SimOutcome, ModelError> {
+    cfg.validate()?;
+    let mut src = Source::new(cfg)?;
+    let routing = stream_seed(cfg.seed, 3);
+    let (done, end_ns) = match cfg.discipline {
+        Discipline::Fifo => fast::fifo(&mut src, cfg.workers, sink),
+        Discipline::RandomWorker => fast::random_worker(&mut src, cfg.workers, routing, sink),
+        Discipline::RoundRobin => fast::round_robin(
+            &mut src,
+            cfg.workers,
+            cfg.connections.unwrap_or(cfg.workers),
+            sink,
+        ),
+        d => event::run(
+            &mut src,
+            cfg.workers,
+            d,
+            cfg.class_probs.len().max(1),
+            routing,
+            sink,
+        ),
+    };
+    let busy_fraction = if end_ns > 0.0 {
+        src.served_ns / (cfg.workers as f64 * end_ns)
+    } else {
+        0.0
+    };
+    Ok(SimOutcome {
+        requests: done,
+        simulated_ns: end_ns,
+        offered_load: cfg.offered_load(),
+        busy_fraction,
+    })
+}
