@@ -219,4 +219,6 @@ fn heavy_exact_form_is_skipped_not_fatal() {
     .unwrap();
     assert!(forms.iter().all(|f| !f.exact));
     assert!(!forms.is_empty());
+    let note = forms[0].note.as_deref().unwrap_or("");
+    assert!(note.contains("exact M/D/1 form not computed"), "{note}");
 }

@@ -174,8 +174,15 @@ pub fn closed_forms(q: &Query) -> Result<Vec<ClosedForm>, AnalyticError> {
         return priority_forms(q);
     }
     let mut out = Vec::new();
-    exact_fifo(q, &mut out)?;
+    let skipped = exact_fifo(q, &mut out)?;
+    let first_approx = out.len();
     approximate_fifo(q, &mut out)?;
+    if let (Some(why), Some(f)) = (skipped, out.get_mut(first_approx)) {
+        f.note = Some(match f.note.take() {
+            Some(n) => format!("{why}; {n}"),
+            None => why,
+        });
+    }
     Ok(out)
 }
 
@@ -203,7 +210,8 @@ fn blank(model: String, quantity: &str, source: &'static str, exact: bool) -> Cl
     }
 }
 
-fn exact_fifo(q: &Query, out: &mut Vec<ClosedForm>) -> Result<(), AnalyticError> {
+/// Push the exact FIFO form, if any. Returns why an applicable exact form was left out.
+fn exact_fifo(q: &Query, out: &mut Vec<ClosedForm>) -> Result<Option<String>, AnalyticError> {
     let (lambda, s, c) = (q.lambda, q.mean_service_s, q.workers);
     let dist = "waiting and response time distributions";
     match (q.arrival, q.service) {
@@ -235,7 +243,14 @@ fn exact_fifo(q: &Query, out: &mut Vec<ClosedForm>) -> Result<(), AnalyticError>
                     out.push(f);
                 }
                 // Too heavy for the exact solver: leave it to the approximations.
-                Err(AnalyticError::TooManyStates { .. } | AnalyticError::TooManyWorkers { .. }) => {
+                Err(
+                    e
+                    @ (AnalyticError::TooManyStates { .. } | AnalyticError::TooManyWorkers { .. }),
+                ) => {
+                    return Ok(Some(format!(
+                        "exact {} form not computed: {e}",
+                        q.kendall()
+                    )))
                 }
                 Err(e) => return Err(e),
             }
@@ -296,7 +311,7 @@ fn exact_fifo(q: &Query, out: &mut Vec<ClosedForm>) -> Result<(), AnalyticError>
         }
         _ => {}
     }
-    Ok(())
+    Ok(None)
 }
 
 /// An approximate mean with the heavy-traffic exponential tail attached.

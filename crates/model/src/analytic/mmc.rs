@@ -4,7 +4,7 @@
 //! Exact: the waiting time is 0 with probability `1 - C` (C = Erlang C) and otherwise
 //! exponential with rate `theta = c mu - lambda`. The response time is W + Exp(mu): a mixture
 //! of Exp(mu) and a hypoexponential with rates `theta` and `mu`, evaluated in a form that stays
-//! exact as `theta` approaches `mu` (see [`hypoexp_ccdf`]).
+//! exact as `theta` approaches `mu` (see `hypoexp_ccdf`).
 
 use super::solve::invert_ccdf;
 use super::{erlang_c, positive, probability, AnalyticError};
