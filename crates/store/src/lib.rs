@@ -1,1 +1,31 @@
-//! store crate (placeholder; filled by its issue).
+//! # store — the results store (the `store` stage of the data flow)
+//!
+//! ```text
+//! load generator ──► per-request records ──► analysis ──► [store] ──► report / runs export
+//! ```
+//!
+//! One SQLite file (bundled SQLite, WAL mode, 5 s busy timeout, so concurrent tailscope
+//! processes can share it) holds every run: its kind, target, configuration and host
+//! snapshot as JSON at [`Store::begin_run`]; its status and analysis summary at
+//! [`Store::finish_run`]; and, when kept, its raw per-request records as compressed
+//! columnar blobs ([`Store::put_columns`]). The crate is generic: columns are named `i64`
+//! vectors and JSON fields are `serde_json::Value`s; the meaning belongs to the callers.
+//!
+//! The default file is [`default_path`] (`$TAILSCOPE_DB`, else
+//! `$XDG_DATA_HOME/tailscope/runs.db`, else `~/.local/share/tailscope/runs.db`). Stored runs
+//! leave as CSV ([`export_csv`]) or JSON ([`export_json`]).
+
+mod codec;
+mod columns;
+mod db;
+mod error;
+mod export;
+mod paths;
+mod time;
+
+pub use columns::Columns;
+pub use db::{NewRun, RunRow, Store, SCHEMA_VERSION};
+pub use error::StoreError;
+pub use export::{export_csv, export_json};
+pub use paths::{default_path, DEFAULT_DB_ENV};
+pub use time::{civil_from_days, now_rfc3339, rfc3339_utc};

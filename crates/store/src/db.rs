@@ -1,0 +1,359 @@
+//! `Store`: the SQLite file, its schema and migrations, and the run/column operations.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{params, Connection, OptionalExtension, Row, Transaction, TransactionBehavior};
+use serde::{Deserialize, Serialize};
+
+use crate::{codec, time, Columns, StoreError};
+
+/// The schema this build writes, kept in SQLite's `user_version`. Version 0 is an empty
+/// file. A migration step `n -> n + 1` goes into [`MIGRATIONS`] at index `n`.
+pub const SCHEMA_VERSION: i64 = 1;
+
+const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
+    // 0 -> 1: runs and their raw-record columns.
+    "CREATE TABLE runs (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        kind        TEXT NOT NULL,
+        status      TEXT NOT NULL,
+        target      TEXT NOT NULL,
+        started_at  TEXT NOT NULL,
+        finished_at TEXT,
+        config      TEXT NOT NULL,
+        host        TEXT NOT NULL,
+        summary     TEXT,
+        requests    INTEGER
+    );
+    CREATE TABLE columns (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        ord    INTEGER NOT NULL,
+        name   TEXT NOT NULL,
+        data   BLOB NOT NULL,
+        PRIMARY KEY (run_id, ord),
+        UNIQUE (run_id, name)
+    );",
+];
+
+/// How long a writer waits for another process's transaction before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What is known of a run when it starts.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct NewRun {
+    /// What produced it: "run", "calibrate", "sweep", ...
+    pub kind: String,
+    /// The target as the user named it (address, or "builtin").
+    pub target: String,
+    /// RFC 3339 UTC start time, e.g. from [`crate::now_rfc3339`].
+    pub started_at: String,
+    /// The validated configuration the run executed.
+    pub config: serde_json::Value,
+    /// The host snapshot taken before the run.
+    pub host: serde_json::Value,
+}
+
+/// One stored run, as listed and shown.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct RunRow {
+    pub id: i64,
+    pub kind: String,
+    /// "running" until [`Store::finish_run`] sets the outcome ("ok", "failed", ...). A run
+    /// still "running" in a listing was interrupted or is in progress elsewhere.
+    pub status: String,
+    pub target: String,
+    pub started_at: String,
+    /// RFC 3339 UTC time `finish_run` was called.
+    pub finished_at: Option<String>,
+    pub config: serde_json::Value,
+    pub host: serde_json::Value,
+    /// The analysis summary given to `finish_run`.
+    pub summary: Option<serde_json::Value>,
+    /// Number of raw per-request records stored with [`Store::put_columns`]; `None` when
+    /// none were kept.
+    pub requests: Option<i64>,
+}
+
+/// The results store: one SQLite database (WAL mode), shared safely between processes.
+pub struct Store {
+    conn: Connection,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("path", &self.conn.path())
+            .finish()
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed, with its parent directories) the store at `path`, switches
+    /// it to WAL, and brings its schema up to [`SCHEMA_VERSION`].
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        // WAL lets readers (`tailscope report`) run beside a writing `tailscope run`.
+        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Corrupt(format!(
+                "cannot switch {} to WAL (journal mode {mode})",
+                path.display()
+            )));
+        }
+        Self::setup(conn)
+    }
+
+    /// A private, empty store that vanishes when dropped (tests, `--no-store` runs).
+    pub fn open_in_memory() -> Result<Store, StoreError> {
+        Self::setup(Connection::open_in_memory()?)
+    }
+
+    fn setup(mut conn: Connection) -> Result<Store, StoreError> {
+        conn.pragma_update(None, "foreign_keys", true)?;
+        // NORMAL is durable across application crashes in WAL mode; only a power loss can
+        // drop the last transactions, never corrupt the file.
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        migrate(&mut conn)?;
+        Ok(Store { conn })
+    }
+
+    /// The schema version of the open file.
+    pub fn schema_version(&self) -> Result<i64, StoreError> {
+        Ok(self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?)
+    }
+
+    /// Inserts a run at its start, with status "running"; returns its id. Ids are never
+    /// reused, even after [`Store::delete_run`].
+    pub fn begin_run(&self, r: &NewRun) -> Result<i64, StoreError> {
+        self.conn.execute(
+            "INSERT INTO runs (kind, status, target, started_at, config, host)
+             VALUES (?1, 'running', ?2, ?3, ?4, ?5)",
+            params![
+                r.kind,
+                r.target,
+                r.started_at,
+                serde_json::to_string(&r.config)?,
+                serde_json::to_string(&r.host)?,
+            ],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Records a run's outcome and summary and stamps `finished_at` with the current time.
+    pub fn finish_run(
+        &self,
+        id: i64,
+        status: &str,
+        summary: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        let n = self.conn.execute(
+            "UPDATE runs SET status = ?2, summary = ?3, finished_at = ?4 WHERE id = ?1",
+            params![
+                id,
+                status,
+                serde_json::to_string(summary)?,
+                time::now_rfc3339()
+            ],
+        )?;
+        if n == 0 {
+            return Err(StoreError::UnknownRun(id));
+        }
+        Ok(())
+    }
+
+    /// Stores a run's raw per-request records, replacing any stored before. Each column
+    /// becomes one compressed blob (see the `codec` module); all or none are written.
+    pub fn put_columns(&self, id: i64, cols: &Columns) -> Result<(), StoreError> {
+        cols.validate()?;
+        let len = i64::try_from(cols.len)
+            .map_err(|_| StoreError::Corrupt("record count exceeds i64".into()))?;
+        // Compress before taking the write lock, so other writers wait only for the inserts.
+        let blobs = cols
+            .cols
+            .iter()
+            .map(|(name, v)| Ok((name.as_str(), codec::encode(v)?)))
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        let tx = self.write_tx()?;
+        let n = tx.execute(
+            "UPDATE runs SET requests = ?2 WHERE id = ?1",
+            params![id, len],
+        )?;
+        if n == 0 {
+            return Err(StoreError::UnknownRun(id));
+        }
+        tx.execute("DELETE FROM columns WHERE run_id = ?1", [id])?;
+        {
+            let mut ins = tx
+                .prepare("INSERT INTO columns (run_id, ord, name, data) VALUES (?1, ?2, ?3, ?4)")?;
+            for (ord, (name, blob)) in blobs.iter().enumerate() {
+                ins.execute(params![id, ord as i64, name, blob])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// A run's raw records; `None` when the run is unknown or kept none.
+    pub fn columns(&self, id: i64) -> Result<Option<Columns>, StoreError> {
+        // One read transaction, so a concurrent `put_columns` is seen whole or not at all.
+        let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Deferred)?;
+        let requests: Option<Option<i64>> = tx
+            .query_row("SELECT requests FROM runs WHERE id = ?1", [id], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        let Some(Some(requests)) = requests else {
+            return Ok(None);
+        };
+        let len = usize::try_from(requests)
+            .map_err(|_| StoreError::Corrupt(format!("run {id}: record count {requests}")))?;
+        let mut out = Columns::new(len);
+        let mut q = tx.prepare("SELECT name, data FROM columns WHERE run_id = ?1 ORDER BY ord")?;
+        let mut rows = q.query([id])?;
+        while let Some(row) = rows.next()? {
+            let name: String = row.get(0)?;
+            let blob: Vec<u8> = row.get(1)?;
+            let v = codec::decode(&blob, len).map_err(|e| match e {
+                StoreError::Corrupt(m) => {
+                    StoreError::Corrupt(format!("run {id}, column {name:?}: {m}"))
+                }
+                other => other,
+            })?;
+            out.push_column(&name, v)?;
+        }
+        Ok(Some(out))
+    }
+
+    /// All runs, newest (most recently begun) first.
+    pub fn list_runs(&self) -> Result<Vec<RunRow>, StoreError> {
+        let mut q = self
+            .conn
+            .prepare(&format!("SELECT {RUN_COLUMNS} FROM runs ORDER BY id DESC"))?;
+        let raw = q
+            .query_map([], RawRun::from_row)?
+            .collect::<Result<Vec<_>, _>>()?;
+        raw.into_iter().map(RawRun::parse).collect()
+    }
+
+    /// One run by id.
+    pub fn get_run(&self, id: i64) -> Result<Option<RunRow>, StoreError> {
+        self.conn
+            .query_row(
+                &format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"),
+                [id],
+                RawRun::from_row,
+            )
+            .optional()?
+            .map(RawRun::parse)
+            .transpose()
+    }
+
+    /// Deletes a run and its records; `false` when there was no such run.
+    pub fn delete_run(&self, id: i64) -> Result<bool, StoreError> {
+        let tx = self.write_tx()?;
+        tx.execute("DELETE FROM columns WHERE run_id = ?1", [id])?;
+        let n = tx.execute("DELETE FROM runs WHERE id = ?1", [id])?;
+        tx.commit()?;
+        Ok(n > 0)
+    }
+
+    /// A write transaction that takes the write lock up front (waiting up to the busy
+    /// timeout), instead of failing on a lock upgrade when another process wrote meanwhile.
+    fn write_tx(&self) -> Result<Transaction<'_>, StoreError> {
+        Ok(Transaction::new_unchecked(
+            &self.conn,
+            TransactionBehavior::Immediate,
+        )?)
+    }
+}
+
+fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    // Immediate: two processes opening a fresh file must not both create the tables.
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let found: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::SchemaTooNew {
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    if found < 0 {
+        return Err(StoreError::Corrupt(format!("schema version {found}")));
+    }
+    for step in &MIGRATIONS[found as usize..] {
+        tx.execute_batch(step)?;
+    }
+    if found < SCHEMA_VERSION {
+        tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+const RUN_COLUMNS: &str =
+    "id, kind, status, target, started_at, finished_at, config, host, summary, requests";
+
+/// A `runs` row before its JSON texts are parsed (parsing errors are ours, not SQLite's).
+struct RawRun {
+    id: i64,
+    kind: String,
+    status: String,
+    target: String,
+    started_at: String,
+    finished_at: Option<String>,
+    config: String,
+    host: String,
+    summary: Option<String>,
+    requests: Option<i64>,
+}
+
+impl RawRun {
+    fn from_row(r: &Row<'_>) -> rusqlite::Result<RawRun> {
+        Ok(RawRun {
+            id: r.get(0)?,
+            kind: r.get(1)?,
+            status: r.get(2)?,
+            target: r.get(3)?,
+            started_at: r.get(4)?,
+            finished_at: r.get(5)?,
+            config: r.get(6)?,
+            host: r.get(7)?,
+            summary: r.get(8)?,
+            requests: r.get(9)?,
+        })
+    }
+
+    fn parse(self) -> Result<RunRow, StoreError> {
+        let id = self.id;
+        let json = |field: &str, text: &str| {
+            serde_json::from_str(text)
+                .map_err(|e| StoreError::Corrupt(format!("run {id}: {field}: {e}")))
+        };
+        Ok(RunRow {
+            config: json("config", &self.config)?,
+            host: json("host", &self.host)?,
+            summary: self
+                .summary
+                .as_deref()
+                .map(|s| json("summary", s))
+                .transpose()?,
+            id,
+            kind: self.kind,
+            status: self.status,
+            target: self.target,
+            started_at: self.started_at,
+            finished_at: self.finished_at,
+            requests: self.requests,
+        })
+    }
+}
