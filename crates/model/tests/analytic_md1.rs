@@ -178,6 +178,7 @@ fn quantiles_invert_the_cdf_and_respect_the_atom() {
             "{p}"
         );
         assert_eq!(w.response_quantile(p).unwrap(), q + D);
+        assert!((w.response_ccdf(q + D) - (1.0 - p)).abs() < 1e-9 * (1.0 - p));
     }
     // First piece has a closed form: P(W <= t) = (1 - rho) e^{lambda t} for t < D.
     let q = w.wait_quantile(0.5).unwrap();
@@ -185,6 +186,7 @@ fn quantiles_invert_the_cdf_and_respect_the_atom() {
         let exact = (0.5 / 0.3_f64).ln() / (rho / D);
         assert!((q - exact).abs() < 1e-12 * exact);
     }
+    assert_eq!(w.response_ccdf(0.999 * D), 1.0);
     assert!(w.wait_quantile(1.0).is_err());
     assert!(w.wait_quantile(f64::NAN).is_err());
 }

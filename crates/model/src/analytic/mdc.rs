@@ -291,6 +291,11 @@ impl MdcWait {
         sum.min(1.0)
     }
 
+    /// P(R > t) for the response time R = W + d (the curve of Tales of the Tail's Figs 1-4).
+    pub fn response_ccdf(&self, t: f64) -> f64 {
+        self.wait_ccdf(t - self.d)
+    }
+
     /// P(W = 0) = P(Q < c).
     pub fn prob_no_wait(&self) -> f64 {
         self.cum[self.c - 1]
