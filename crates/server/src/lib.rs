@@ -1,1 +1,203 @@
-//! server crate (placeholder; filled by its issue).
+//! The built-in null-RPC server: the *target* end of `load generator ⇄ server` in the data
+//! flow, and the source of the per-request stage stamps in the request records.
+//!
+//! It answers each [`wire::nullrpc`] request by echoing its payload, after an optional,
+//! exactly known amount of synthetic work (a busy spin on `CLOCK_MONOTONIC` for a time drawn
+//! from a [`model::ServiceSpec`]). Because the work is known, a measured latency distribution
+//! can be compared with the queueing ideal for the same arrivals; what is left is the OS's
+//! and the architecture's doing (Tales of the Tail §3.3, §4). Four concurrency architectures
+//! ([`Arch`]) give the queueing structures the paper contrasts: per-connection threads,
+//! statically partitioned epoll workers (per-worker queues), and two single-queue servers
+//! (a shared UDP socket, a dispatcher feeding a FIFO).
+//!
+//! # Stage stamps
+//!
+//! When a request sets `WANT_STAMPS` (and [`ServerConfig::stamps`] allows it) the response
+//! carries six `CLOCK_MONOTONIC` ns stamps of this host (0 = not available). Tales of the
+//! Tail §3.3.1 stamps six events with a patched kernel; without patches tailscope takes:
+//!
+//! | ours | taken                                                               | paper |
+//! |------|---------------------------------------------------------------------|-------|
+//! | T1   | kernel software receive stamp (`SO_TIMESTAMPING`, realtime → monotonic): the stack's first sight of the packet that carried the request's last byte | ≈ T1 (driver notified; ours is a little later, at the stack's entry) |
+//! | —    | after TCP/UDP processing, before the application is woken            | T2 (needs a kernel patch; folded into our T1→T2) |
+//! | T2   | the worker is awake: return of `epoll_wait`, or of the blocking `recv`/`recvfrom` | T3 |
+//! | T3   | the request has been read and decoded                               | T4 |
+//! | T4   | the synthetic work is done                                           | (inside T4→T5) |
+//! | T5   | just before the response's `write`/`sendto`                         | T5 |
+//! | T6   | kernel software transmit stamp (error queue), sent in a follow-up frame when `WANT_TX_STAMP` | T6 |
+//!
+//! So T1→T2 is network stack plus wake-up, T2→T3 the copy to user space (and, for a thread
+//! serving several ready connections or pipelined requests, the wait for its turn), T3→T4
+//! the work (for [`Arch::Dispatch`] also the wait in the shared FIFO), T4→T5 the response
+//! encoding, T5→T6 the transmit path; T6 − T1 is the paper's server latency.
+//!
+//! T1 is known only for the request whose last byte ended a `recv` (TCP can hand several
+//! requests to one `recv`; the kernel stamp then belongs to the last). A request that
+//! arrived while its thread was already awake waited for no wake-up: its T2 is set to T1, so
+//! that T1 ≤ T2 ≤ T3 ≤ T4 ≤ T5 always holds. T6 is 0 in the response itself (it is not known
+//! until after the write).
+
+mod common;
+mod config;
+mod dispatch_arch;
+mod epoll_arch;
+mod error;
+mod thread_arch;
+mod udp_arch;
+
+use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+pub use common::Counters;
+pub use config::{Arch, ServerConfig};
+pub use error::ServerError;
+
+use common::{AtomicCounters, Stop};
+
+/// State every thread of one server sees.
+pub(crate) struct Shared {
+    pub cfg: ServerConfig,
+    pub stop: Stop,
+    pub counters: AtomicCounters,
+}
+
+/// What an architecture's `start` hands back: its threads and how to wake them for shutdown.
+pub(crate) struct Started {
+    pub threads: Vec<JoinHandle<()>>,
+    /// Called once after the stop flag is set, to wake threads blocked outside epoll.
+    pub wake: Box<dyn Fn() + Send + Sync>,
+}
+
+/// Entry points.
+pub struct Server;
+
+impl Server {
+    /// Serves TCP on an already-bound `listener` (tests bind `127.0.0.1:0`) with a TCP
+    /// architecture; starts the threads and returns at once.
+    pub fn start_tcp(
+        listener: TcpListener,
+        cfg: ServerConfig,
+    ) -> Result<ServerHandle, ServerError> {
+        if cfg.arch.is_udp() {
+            return Err(ServerError::Config(
+                "the udp architecture needs start_udp".into(),
+            ));
+        }
+        let local_addr = listener
+            .local_addr()
+            .map_err(|e| ServerError::io("getsockname", e))?;
+        let shared = prepare(cfg)?;
+        let started = match shared.cfg.arch {
+            Arch::Thread => thread_arch::start(listener, &shared)?,
+            Arch::Epoll => epoll_arch::start(listener, &shared)?,
+            Arch::Dispatch => dispatch_arch::start(listener, &shared)?,
+            Arch::Udp => unreachable!("checked above"),
+        };
+        Ok(ServerHandle::new(local_addr, shared, started))
+    }
+
+    /// Serves UDP on an already-bound `socket` with [`Arch::Udp`]; returns at once.
+    pub fn start_udp(socket: UdpSocket, cfg: ServerConfig) -> Result<ServerHandle, ServerError> {
+        if !cfg.arch.is_udp() {
+            return Err(ServerError::Config(format!(
+                "start_udp needs the udp architecture, not {}",
+                cfg.arch
+            )));
+        }
+        let local_addr = socket
+            .local_addr()
+            .map_err(|e| ServerError::io("getsockname", e))?;
+        let shared = prepare(cfg)?;
+        let started = udp_arch::start(socket, &shared)?;
+        Ok(ServerHandle::new(local_addr, shared, started))
+    }
+}
+
+/// Validates `cfg` and tries its placement on a scratch thread, so that a CPU set or a
+/// policy the kernel refuses is an error here rather than a silent failure in a worker.
+fn prepare(cfg: ServerConfig) -> Result<Arc<Shared>, ServerError> {
+    cfg.validate()?;
+    if !cfg.cpus.is_empty() || cfg.sched.is_some() {
+        let probe = cfg.clone();
+        std::thread::spawn(move || common::place(&probe))
+            .join()
+            .map_err(|_| ServerError::ThreadPanicked)??;
+    }
+    Ok(Arc::new(Shared {
+        cfg,
+        stop: Stop::new()?,
+        counters: AtomicCounters::default(),
+    }))
+}
+
+/// A running server. Dropping it shuts it down too (use [`ServerHandle::shutdown`] to get
+/// the final counters and any error).
+pub struct ServerHandle {
+    local_addr: SocketAddr,
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+    wake: Box<dyn Fn() + Send + Sync>,
+}
+
+impl ServerHandle {
+    fn new(local_addr: SocketAddr, shared: Arc<Shared>, s: Started) -> Self {
+        ServerHandle {
+            local_addr,
+            shared,
+            threads: s.threads,
+            wake: s.wake,
+        }
+    }
+
+    /// The address the server is bound to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The counters now.
+    pub fn counters(&self) -> Counters {
+        self.shared.counters.snapshot()
+    }
+
+    /// Stops every thread (they are woken: eventfd for epoll loops, `shutdown(2)` for
+    /// blocking sockets, a condition variable for the dispatch workers) and joins them.
+    pub fn shutdown(mut self) -> Result<Counters, ServerError> {
+        self.stop_and_join()?;
+        Ok(self.shared.counters.snapshot())
+    }
+
+    fn stop_and_join(&mut self) -> Result<(), ServerError> {
+        if self.threads.is_empty() {
+            return Ok(());
+        }
+        self.shared.stop.set();
+        (self.wake)();
+        let mut panicked = false;
+        for t in self.threads.drain(..) {
+            panicked |= t.join().is_err();
+        }
+        if panicked {
+            Err(ServerError::ThreadPanicked)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        let _ = self.stop_and_join();
+    }
+}
+
+/// Spawns a named server thread.
+pub(crate) fn spawn(
+    name: String,
+    f: impl FnOnce() + Send + 'static,
+) -> Result<JoinHandle<()>, ServerError> {
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(f)
+        .map_err(|e| ServerError::io("spawning a thread", e))
+}
