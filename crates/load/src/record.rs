@@ -18,7 +18,7 @@ pub enum Outcome {
 
 /// One per request. All times are integer ns since the run's start on CLOCK_MONOTONIC
 /// (the start instant itself is [`RunRecords::start_mono_ns`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RequestRecord {
     /// When the schedule said the request should be sent.
     pub intended_ns: u64,

@@ -1,0 +1,304 @@
+//! The open-loop engine against tiny in-test servers on 127.0.0.1:0.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use common::{Behaviour, TcpEcho, UdpEcho};
+use load::{
+    run_open_loop, LoadConfig, LoadError, NullRpc, Outcome, Protocol, RunRecords, StopAt, Target,
+    Transport,
+};
+
+fn target(addr: std::net::SocketAddr, udp: bool) -> Target {
+    let scheme = if udp { "nullrpc+udp" } else { "nullrpc" };
+    format!("{scheme}://{addr}").parse().unwrap()
+}
+
+fn nullrpc(transport: Transport) -> impl Fn() -> Box<dyn Protocol> {
+    move || Box::new(NullRpc::new(transport, 128, true, false)) as Box<dyn Protocol>
+}
+
+fn run(cfg: &LoadConfig) -> RunRecords {
+    let stop = AtomicBool::new(false);
+    run_open_loop(cfg, &nullrpc(cfg.target.transport), &stop, &|_, _| {}).unwrap()
+}
+
+/// Deterministic arrivals: the schedule length is known exactly (rate × duration ± 1).
+fn det_cfg(t: Target, rate: f64, ms: u64) -> LoadConfig {
+    let mut c = LoadConfig::new(t, rate);
+    c.arrival = model::ArrivalSpec::Deterministic;
+    c.stop = StopAt::Duration(Duration::from_millis(ms));
+    c.timeout = Duration::from_millis(500);
+    c
+}
+
+#[test]
+fn low_load_every_request_answered_at_the_target_rate() {
+    let server = TcpEcho::start(Behaviour {
+        reorder_ns: 200_000,
+        ..Default::default()
+    });
+    let mut cfg = det_cfg(target(server.addr, false), 2000.0, 1000);
+    cfg.connections = 4;
+    cfg.threads = 2;
+    let out = run(&cfg);
+    let n = out.records.len() as f64;
+    // Schedule length: 2000 requests in 1 s (the first may fall at t≈0 or at one gap).
+    assert!((1999.0..=2001.0).contains(&n), "schedule length {n}");
+    let ok = out.count(Outcome::Ok) as f64;
+    // Achieved rate (a count of answered requests over the schedule) within 5 % of target.
+    assert!(
+        (ok / 2000.0 - 1.0).abs() < 0.05,
+        "ok {ok} of {n}; errors {:?}",
+        out.errors
+    );
+    assert!(!out.interrupted);
+    assert!(out
+        .records
+        .windows(2)
+        .all(|w| w[0].intended_ns <= w[1].intended_ns));
+    // Replies come back out of order (server holds id%3 × 200 µs); matching by id must
+    // pair each record with its own reply: the server's stamps fall inside the record's
+    // own send/receive window.
+    for r in out.records.iter().filter(|r| r.outcome == Outcome::Ok) {
+        let (t3, t5) = (
+            r.stamps[2] - out.start_mono_ns,
+            r.stamps[4] - out.start_mono_ns,
+        );
+        assert!(r.sent_ns <= t3 && t3 <= t5 && t5 <= r.received_ns, "{r:?}");
+        assert!(r.lateness_ns().is_some());
+        assert!(r.latency_ns().unwrap() >= r.received_ns - r.sent_ns);
+        assert!((r.conn as usize) < cfg.connections);
+    }
+    let mut late: Vec<u64> = out.records.iter().filter_map(|r| r.lateness_ns()).collect();
+    late.sort_unstable();
+    let q = |p: f64| late[((late.len() - 1) as f64 * p) as usize];
+    eprintln!(
+        "lateness ns: p50 {} p99 {} max {}; kernel rx stamps on {} of {} replies",
+        q(0.5),
+        q(0.99),
+        q(1.0),
+        out.records.iter().filter(|r| r.kernel_rx_ns != 0).count(),
+        ok
+    );
+    let conns: std::collections::BTreeSet<u32> = out.records.iter().map(|r| r.conn).collect();
+    assert_eq!(conns.len(), 4, "requests are dealt over all connections");
+}
+
+#[test]
+fn request_count_and_warmup_and_classes() {
+    let server = TcpEcho::start(Behaviour::default());
+    let mut cfg = LoadConfig::new(target(server.addr, false), 5000.0);
+    cfg.stop = StopAt::Requests(600);
+    cfg.warmup = Duration::from_millis(40);
+    cfg.class_probs = vec![0.5, 0.5];
+    cfg.connections = 2;
+    cfg.threads = 2;
+    cfg.cpus = vec![0];
+    let out = run(&cfg);
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    assert_eq!(out.warmup_ns, 40_000_000);
+    assert_eq!(
+        out.measured().count(),
+        600,
+        "measured requests = StopAt::Requests exactly"
+    );
+    assert!(out.records.len() > 600, "warm-up requests are recorded too");
+    let ones = out.records.iter().filter(|r| r.class == 1).count() as f64;
+    let n = out.records.len() as f64;
+    // Binomial(n, 1/2): 5 sd.
+    assert!(
+        (ones - n / 2.0).abs() < 5.0 * (n / 4.0).sqrt(),
+        "{ones} of {n}"
+    );
+}
+
+#[test]
+fn latency_counts_from_intended_time_and_covers_service() {
+    // 300 µs of known work per request; 1 connection, 1 outstanding: the generator is
+    // forced to queue requests in its backlog when arrivals bunch up, so lateness appears.
+    let server = TcpEcho::start(Behaviour {
+        spin_ns: 300_000,
+        ..Default::default()
+    });
+    let mut cfg = LoadConfig::new(target(server.addr, false), 2000.0);
+    cfg.stop = StopAt::Requests(400);
+    cfg.max_outstanding_per_conn = 1;
+    cfg.timeout = Duration::from_secs(2);
+    let out = run(&cfg);
+    assert_eq!(out.count(Outcome::Ok), 400, "errors: {:?}", out.errors);
+    let mut late = 0;
+    for r in &out.records {
+        let lat = r.latency_ns().unwrap();
+        let lateness = r.lateness_ns().unwrap();
+        assert!(lat >= 300_000, "latency {lat} below the server's work");
+        assert!(
+            lat >= lateness + 300_000,
+            "latency includes lateness: {r:?}"
+        );
+        if lateness > 300_000 {
+            late += 1;
+        }
+    }
+    // Poisson at ρ = 0.6 with one request at a time: P(wait > 300 µs) is large (≈ 0.3);
+    // at least a few of 400 must have waited in the backlog.
+    assert!(late >= 10, "only {late} requests recorded as late");
+}
+
+#[test]
+fn stop_flag_ends_early_with_partial_records() {
+    let server = TcpEcho::start(Behaviour::default());
+    let mut cfg = det_cfg(target(server.addr, false), 1000.0, 60_000);
+    cfg.timeout = Duration::from_millis(200);
+    let stop = AtomicBool::new(false);
+    let calls = std::sync::atomic::AtomicU64::new(0);
+    let progress = |done: u64, total: u64| {
+        assert!(done <= total);
+        // Interrupt once progress has been reported twice (≈ 0.5 s into a 60 s run).
+        if calls.fetch_add(1, Ordering::Relaxed) >= 1 {
+            stop.store(true, Ordering::Relaxed);
+        }
+    };
+    let out = run_open_loop(&cfg, &nullrpc(Transport::Tcp), &stop, &progress).unwrap();
+    assert!(out.interrupted);
+    assert!(out.records.len() > 100, "{}", out.records.len());
+    assert!(out.records.len() < 60_000 / 2, "{}", out.records.len());
+    assert!(out.count(Outcome::Ok) > 100);
+}
+
+#[test]
+fn killed_server_fails_requests_and_run_returns() {
+    let mut server = TcpEcho::start(Behaviour::default());
+    let mut cfg = det_cfg(target(server.addr, false), 1000.0, 1500);
+    cfg.connections = 2;
+    cfg.timeout = Duration::from_millis(100);
+    let done = std::sync::atomic::AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let killer = s.spawn(|| {
+            // Kill once a third of the schedule is done (progress is reported by count).
+            while done.load(Ordering::Relaxed) < 500 {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            server.kill();
+        });
+        let out = run_open_loop(&cfg, &nullrpc(Transport::Tcp), &stop, &|d, _| {
+            done.store(d, Ordering::Relaxed)
+        })
+        .unwrap();
+        killer.join().unwrap();
+        let n = out.records.len();
+        assert!(
+            (1499..=1501).contains(&n),
+            "every scheduled request has a record: {n}"
+        );
+        let ok = out.count(Outcome::Ok);
+        eprintln!(
+            "killed server: ok {ok} error {} timeout {} dropped {}; errors {:?}",
+            out.count(Outcome::Error),
+            out.count(Outcome::Timeout),
+            out.count(Outcome::Dropped),
+            out.errors
+        );
+        let failed =
+            out.count(Outcome::Error) + out.count(Outcome::Timeout) + out.count(Outcome::Dropped);
+        assert_eq!(ok + failed, n);
+        assert!(ok >= 400, "ok {ok}");
+        assert!(failed >= 400, "failed {failed}");
+        assert!(!out.errors.is_empty());
+        // Nothing after the kill succeeded, and never-sent requests have no send time.
+        for r in &out.records {
+            if r.outcome == Outcome::Dropped {
+                assert_eq!(r.sent_ns, 0);
+            }
+        }
+    });
+}
+
+#[test]
+fn udp_lost_datagrams_time_out() {
+    let server = UdpEcho::start(10);
+    let mut cfg = det_cfg(target(server.addr, true), 2000.0, 500);
+    cfg.connections = 2;
+    cfg.timeout = Duration::from_millis(50);
+    let out = run(&cfg);
+    let n = out.records.len() as u64;
+    let dropped_by_server = server.dropped.load(Ordering::Relaxed);
+    assert_eq!(
+        dropped_by_server,
+        n / 10,
+        "server drops every 10th datagram"
+    );
+    assert_eq!(out.count(Outcome::Timeout) as u64, dropped_by_server);
+    assert_eq!(out.count(Outcome::Ok) as u64, n - dropped_by_server);
+    assert!(out
+        .records
+        .iter()
+        .filter(|r| r.outcome == Outcome::Ok)
+        .all(|r| r.stamps[2] != 0));
+}
+
+#[test]
+fn refused_connection_is_reported_before_the_run() {
+    let addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let cfg = det_cfg(target(addr, false), 1000.0, 100);
+    let stop = AtomicBool::new(false);
+    let err = run_open_loop(&cfg, &nullrpc(Transport::Tcp), &stop, &|_, _| {}).unwrap_err();
+    match &err {
+        LoadError::Connect { addr: a, .. } => assert_eq!(*a, addr),
+        e => panic!("expected Connect, got {e}"),
+    }
+    assert!(err.to_string().contains(&addr.to_string()));
+}
+
+#[test]
+fn invalid_configs_are_rejected() {
+    let t = target("127.0.0.1:9".parse().unwrap(), false);
+    let stop = AtomicBool::new(false);
+    let check = |c: LoadConfig, needle: &str| {
+        let e = run_open_loop(&c, &nullrpc(Transport::Tcp), &stop, &|_, _| {}).unwrap_err();
+        assert!(e.to_string().contains(needle), "{e}");
+    };
+    check(LoadConfig::new(t.clone(), 0.0), "rate must be positive");
+    let mut c = LoadConfig::new(t.clone(), 10.0);
+    c.connections = 0;
+    check(c, "connections");
+    let mut c = LoadConfig::new(t.clone(), 10.0);
+    c.class_probs = vec![0.5, 0.6];
+    check(c, "sum to 1");
+    let mut c = LoadConfig::new(t.clone(), 10.0);
+    c.cpus = vec![100_000];
+    check(c, "cpu 100000");
+    // A UDP codec against a TCP target.
+    let c = LoadConfig::new(t, 10.0);
+    let e = run_open_loop(&c, &nullrpc(Transport::Udp), &stop, &|_, _| {}).unwrap_err();
+    assert!(e.to_string().contains("protocol speaks udp"), "{e}");
+}
+
+#[test]
+fn trace_replay_keeps_times_and_connections() {
+    let server = TcpEcho::start(Behaviour::default());
+    // 300 arrivals 1 ms apart (as recorded), connection ids cycling 0..5 over 3 connections.
+    let text: String = (0..300)
+        .map(|i| format!("{} {}\n", 1000 + i * 1000, i % 5))
+        .collect();
+    let trace = model::parse_trace(&text, model::TimeUnit::Us).unwrap();
+    let mut cfg = LoadConfig::new(target(server.addr, false), 0.0);
+    cfg.arrival = model::ArrivalSpec::Trace(trace);
+    cfg.stop = StopAt::Duration(Duration::from_secs(10));
+    cfg.connections = 3;
+    cfg.threads = 2;
+    let out = run(&cfg);
+    assert_eq!(out.records.len(), 300);
+    assert_eq!(out.count(Outcome::Ok), 300, "{:?}", out.errors);
+    for (i, r) in out.records.iter().enumerate() {
+        // Rebased so the first arrival is at 0; gaps as recorded.
+        assert_eq!(r.intended_ns, i as u64 * 1_000_000);
+        assert_eq!(r.conn, (i % 5 % 3) as u32, "request {i}");
+    }
+}
