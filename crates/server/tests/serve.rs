@@ -262,3 +262,41 @@ fn start_rejects_a_mismatched_socket_or_bad_config() {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     assert!(server::Server::start_tcp(l, cfg(Arch::Epoll, 0)).is_err());
 }
+
+#[test]
+fn pipelined_stamped_requests_each_get_their_t6() {
+    const N: u64 = 30;
+    for arch in TCP {
+        let h = start(cfg(arch, 2));
+        let mut c = TcpClient::connect(h.local_addr());
+        let mut bytes = Vec::new();
+        for id in 0..N {
+            nullrpc::encode_request(&mut bytes, id, 0, DEFAULT_REQUEST_LEN, STAMPS).unwrap();
+        }
+        c.s.write_all(&bytes).unwrap();
+        let mut t5 = std::collections::BTreeMap::new();
+        let mut t6 = std::collections::BTreeMap::new();
+        while t5.len() < N as usize || t6.len() < N as usize {
+            let (hd, _, stamps, tx) = c.next_frame();
+            match hd.kind {
+                nullrpc::Kind::Response => {
+                    let s = stamps.expect("stamps").0;
+                    assert!(
+                        s[1] <= s[2] && s[2] <= s[3] && s[3] <= s[4],
+                        "{arch}: {s:?}"
+                    );
+                    assert!(t5.insert(hd.id, s[4]).is_none());
+                }
+                nullrpc::Kind::TxStamp => {
+                    assert!(t5.contains_key(&hd.id), "{arch}: T6 before its response");
+                    assert!(t6.insert(hd.id, tx.unwrap()).is_none());
+                }
+                k => panic!("unexpected {k:?}"),
+            }
+        }
+        for (id, t6) in &t6 {
+            assert!(t6 + SLACK_NS >= t5[id], "{arch}: T6 before T5 for {id}");
+        }
+        assert_eq!(h.shutdown().unwrap().tx_stamps_sent, N, "{arch}");
+    }
+}

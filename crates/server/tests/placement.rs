@@ -1,0 +1,93 @@
+//! Every server thread is pinned and scheduled as configured. Its own test binary (its own
+//! process), so that the only `ts-*` threads in /proc/self/task are this test's server's.
+
+mod common;
+
+use std::fs;
+
+use common::*;
+use host::placement::{online_cpus, SchedSpec};
+use server::{Arch, ServerConfig};
+use wire::nullrpc::Flags;
+
+/// (name, Cpus_allowed_list, nice) of this process's server threads.
+fn server_threads() -> Vec<(String, String, i64)> {
+    let mut out = Vec::new();
+    for e in fs::read_dir("/proc/self/task").unwrap() {
+        let dir = e.unwrap().path();
+        let Ok(name) = fs::read_to_string(dir.join("comm")) else {
+            continue;
+        };
+        let name = name.trim().to_string();
+        if !name.starts_with("ts-") {
+            continue;
+        }
+        let status = fs::read_to_string(dir.join("status")).unwrap();
+        let cpus = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .unwrap()
+            .trim()
+            .to_string();
+        // Field 19 of stat is nice; the comm field (2) is in parentheses and may hold spaces.
+        let stat = fs::read_to_string(dir.join("stat")).unwrap();
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        let nice: i64 = after.split(' ').nth(16).unwrap().parse().unwrap();
+        out.push((name, cpus, nice));
+    }
+    out
+}
+
+#[test]
+fn server_threads_are_pinned_and_niced() {
+    let cpu = online_cpus() - 1;
+    for arch in [Arch::Thread, Arch::Epoll, Arch::Udp, Arch::Dispatch] {
+        let h = start(ServerConfig {
+            cpus: vec![cpu],
+            sched: Some(SchedSpec::Other { nice: 3 }),
+            ..cfg(arch, 2)
+        });
+        // A connection, so the thread arch has a connection thread too.
+        let mut c = Client::new(arch, h.local_addr());
+        assert!(c.call(1, 64, Flags::default()).payload_ok);
+        let expected = match arch {
+            Arch::Thread => 2,   // acceptor + one connection
+            Arch::Epoll => 3,    // acceptor + 2 workers
+            Arch::Udp => 2,      // 2 workers
+            Arch::Dispatch => 3, // dispatcher + 2 workers
+        };
+        // Threads name themselves when they first run; give them the chance.
+        let mut threads = server_threads();
+        for _ in 0..500 {
+            if threads.len() >= expected && threads.iter().all(|t| t.1 == cpu.to_string()) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            threads = server_threads();
+        }
+        assert_eq!(threads.len(), expected, "{arch}: {threads:?}");
+        for (name, cpus, nice) in &threads {
+            assert_eq!(cpus, &cpu.to_string(), "{arch}: {name}");
+            assert_eq!(*nice, 3, "{arch}: {name}");
+        }
+        drop(c);
+        h.shutdown().unwrap();
+        assert!(
+            server_threads().is_empty(),
+            "{arch}: threads left after shutdown"
+        );
+    }
+}
+
+#[test]
+fn a_cpu_that_does_not_exist_is_refused_at_start() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let r = server::Server::start_tcp(
+        l,
+        ServerConfig {
+            cpus: vec![online_cpus()],
+            ..cfg(Arch::Epoll, 1)
+        },
+    );
+    assert!(matches!(r, Err(server::ServerError::Placement(_))));
+}
