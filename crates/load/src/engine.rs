@@ -21,6 +21,8 @@ use crate::sys::Epoll;
 const FAR_NS: u64 = 200_000;
 /// ...and then wake this much before it, to spin the rest of the way.
 const WAKE_EARLY_NS: u64 = 100_000;
+/// Within this of the next send, spin on the clock without polling for replies.
+const SPIN_ONLY_NS: u64 = 3_000;
 /// Timeouts, reconnects and the progress counter are looked after this often.
 const MAINTENANCE_NS: u64 = 100_000;
 /// Longest single sleep, so the stop flag and progress stay responsive.
@@ -193,7 +195,19 @@ impl<'a> Engine<'a> {
             }
             self.send_due(now);
             self.flush_pending();
-            let budget = self.wait_budget(self.now());
+            let now = self.now();
+            if let Some(r) = self.recs.get(self.next) {
+                if r.intended_ns > now && r.intended_ns - now <= SPIN_ONLY_NS {
+                    // The next send is a few µs away: an epoll syscall now could make it
+                    // late, so spin on the clock alone and send it on time.
+                    let due = r.intended_ns;
+                    while self.now() < due {
+                        std::hint::spin_loop();
+                    }
+                    continue;
+                }
+            }
+            let budget = self.wait_budget(now);
             if let Err(e) = self.poll(budget) {
                 self.note_error(format!("epoll: {e}"));
             }

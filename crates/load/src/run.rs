@@ -77,7 +77,7 @@ pub fn run_open_loop(
     let start = AtomicU64::new(0);
     let warmup_ns = crate::engine::dur_ns(cfg.warmup);
 
-    let outputs: Vec<Result<ThreadOutput, LoadError>> = std::thread::scope(|scope| {
+    let mut outputs: Vec<Result<ThreadOutput, LoadError>> = std::thread::scope(|scope| {
         let mut handles = Vec::with_capacity(threads);
         let mut spawn_error = None;
         for (t, (plan, slots)) in plans.into_iter().zip(per_thread).enumerate() {
@@ -128,6 +128,11 @@ pub fn run_open_loop(
             return vec![Err(e)];
         }
         while ready.load(Ordering::Acquire) < threads {
+            if handles.iter().any(|h| h.is_finished()) {
+                // A thread ended before the start: it panicked while setting up.
+                start.store(ABORT, Ordering::Release);
+                return join_all(handles);
+            }
             std::thread::sleep(Duration::from_micros(100));
         }
         start.store(
@@ -142,11 +147,7 @@ pub fn run_open_loop(
                 progress(done.iter().map(|d| d.load(Ordering::Relaxed)).sum(), total);
             }
         }
-        handles
-            .into_iter()
-            .enumerate()
-            .map(|(t, h)| h.join().unwrap_or(Err(LoadError::ThreadPanicked(t))))
-            .collect()
+        join_all(handles)
     });
 
     let mut out = RunRecords {
@@ -156,6 +157,16 @@ pub fn run_open_loop(
         interrupted: stop.load(Ordering::Relaxed),
         errors: Vec::new(),
     };
+    // Report a panic in preference to the "aborted" errors it caused in other threads.
+    if let Some(i) = outputs
+        .iter()
+        .position(|o| matches!(o, Err(LoadError::ThreadPanicked(_))))
+    {
+        return Err(outputs
+            .swap_remove(i)
+            .err()
+            .unwrap_or(LoadError::ThreadPanicked(i)));
+    }
     for o in outputs {
         let o = o?;
         out.interrupted |= o.interrupted;
@@ -168,6 +179,16 @@ pub fn run_open_loop(
     out.records.sort_by_key(|r| r.intended_ns);
     progress(out.records.len() as u64, out.records.len() as u64);
     Ok(out)
+}
+
+fn join_all(
+    handles: Vec<std::thread::ScopedJoinHandle<'_, Result<ThreadOutput, LoadError>>>,
+) -> Vec<Result<ThreadOutput, LoadError>> {
+    handles
+        .into_iter()
+        .enumerate()
+        .map(|(t, h)| h.join().unwrap_or(Err(LoadError::ThreadPanicked(t))))
+        .collect()
 }
 
 fn wait_for_start(start: &AtomicU64) -> u64 {

@@ -302,3 +302,56 @@ fn trace_replay_keeps_times_and_connections() {
         assert_eq!(r.conn, (i % 5 % 3) as u32, "request {i}");
     }
 }
+
+#[test]
+fn tx_stamp_follow_ups_fill_t6() {
+    let server = TcpEcho::start(Behaviour::default());
+    let mut cfg = det_cfg(target(server.addr, false), 2000.0, 200);
+    cfg.yield_when_far = false; // the pure spinning path
+    let factory = || Box::new(NullRpc::new(Transport::Tcp, 64, true, true)) as Box<dyn Protocol>;
+    let stop = AtomicBool::new(false);
+    let out = run_open_loop(&cfg, &factory, &stop, &|_, _| {}).unwrap();
+    assert_eq!(out.count(Outcome::Ok), out.records.len());
+    for r in &out.records {
+        // T6 arrives in a separate frame after the reply, and is after T5.
+        assert!(r.stamps[5] >= r.stamps[4] && r.stamps[4] != 0, "{r:?}");
+    }
+}
+
+#[test]
+fn server_dying_with_requests_in_flight_marks_them_error() {
+    // 3 ms of work per request at 500/s (ρ = 1.5): a queue builds, so many requests are
+    // in flight when the server dies; they become Error, later ones Dropped.
+    let mut server = TcpEcho::start(Behaviour {
+        spin_ns: 3_000_000,
+        ..Default::default()
+    });
+    let mut cfg = det_cfg(target(server.addr, false), 500.0, 1000);
+    cfg.timeout = Duration::from_secs(5);
+    let done = std::sync::atomic::AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let killer = s.spawn(|| {
+            while server.served.load(Ordering::Relaxed) < 50 {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            server.kill();
+        });
+        let out = run_open_loop(&cfg, &nullrpc(Transport::Tcp), &stop, &|d, _| {
+            done.store(d, Ordering::Relaxed)
+        })
+        .unwrap();
+        killer.join().unwrap();
+        let (ok, err) = (out.count(Outcome::Ok), out.count(Outcome::Error));
+        let dropped = out.count(Outcome::Dropped);
+        eprintln!("dying server: ok {ok} error {err} dropped {dropped}");
+        assert!(ok >= 45, "ok {ok}");
+        assert!(err >= 1, "in-flight requests at the kill become Error");
+        assert!(dropped >= 1);
+        assert_eq!(out.count(Outcome::Timeout), 0);
+        assert_eq!(ok + err + dropped, out.records.len());
+        for r in out.records.iter().filter(|r| r.outcome == Outcome::Error) {
+            assert!(r.sent_ns != 0 && r.received_ns == 0);
+        }
+    });
+}

@@ -161,6 +161,10 @@ fn serve_conn(mut s: TcpStream, b: Behaviour, served: Arc<AtomicU64>) {
                     let stamps = Stamps([0, 0, t3, t4, now(), 0]);
                     let want = header.flags.want_stamps;
                     encode_response(&mut out, &header, payload, want.then_some(&stamps)).unwrap();
+                    if header.flags.want_tx_stamp {
+                        // A follow-up with a made-up T6 (this host's clock after the reply).
+                        wire::nullrpc::encode_tx_stamp(&mut out, header.id, now());
+                    }
                     start += consumed;
                     served.fetch_add(1, Ordering::Relaxed);
                     if b.reorder_ns > 0 {
