@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::{codec, time, Columns, StoreError};
 
 /// The schema this build writes, kept in SQLite's `user_version`. Version 0 is an empty
-/// file. A migration step `n -> n + 1` goes into [`MIGRATIONS`] at index `n`.
+/// file. The migration step `n -> n + 1` is the `n`-th entry of the private `MIGRATIONS`.
 pub const SCHEMA_VERSION: i64 = 1;
 
 const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
