@@ -355,3 +355,55 @@ fn server_dying_with_requests_in_flight_marks_them_error() {
         }
     });
 }
+
+/// Null-RPC seen through a protocol without ids: replies must be matched in FIFO order.
+struct FifoNullRpc(NullRpc);
+
+impl Protocol for FifoNullRpc {
+    fn transport(&self) -> Transport {
+        self.0.transport()
+    }
+    fn encode(&mut self, id: u64, class: u8, out: &mut Vec<u8>) {
+        self.0.encode(id, class, out)
+    }
+    fn decode(&mut self, buf: &[u8]) -> Result<Option<(usize, load::Reply)>, load::ProtoError> {
+        Ok(self
+            .0
+            .decode(buf)?
+            .map(|(n, r)| (n, load::Reply { id: None, ..r })))
+    }
+    fn carries_id(&self) -> bool {
+        false
+    }
+}
+
+#[test]
+fn fifo_matching_survives_timeouts() {
+    // Every 50th request stalls the (in-order) server for 30 ms, past the 10 ms timeout:
+    // it and the requests queued behind it time out, and their late replies must be
+    // consumed without shifting later replies onto the wrong requests.
+    let server = TcpEcho::start(Behaviour {
+        stall_every: 50,
+        stall_ns: 30_000_000,
+        ..Default::default()
+    });
+    let mut cfg = det_cfg(target(server.addr, false), 1000.0, 400);
+    cfg.timeout = Duration::from_millis(10);
+    cfg.max_outstanding_per_conn = 1000;
+    let factory = || {
+        Box::new(FifoNullRpc(NullRpc::new(Transport::Tcp, 128, true, false))) as Box<dyn Protocol>
+    };
+    let stop = AtomicBool::new(false);
+    let out = run_open_loop(&cfg, &factory, &stop, &|_, _| {}).unwrap();
+    let (ok, to) = (out.count(Outcome::Ok), out.count(Outcome::Timeout));
+    eprintln!("fifo: ok {ok} timeout {to} errors {:?}", out.errors);
+    assert!(to >= 8, "stalled requests time out: {to}");
+    assert!(ok >= 200, "ok {ok}");
+    for r in out.records.iter().filter(|r| r.outcome == Outcome::Ok) {
+        let t3 = r.stamps[2] - out.start_mono_ns;
+        assert!(
+            r.sent_ns <= t3 && t3 <= r.received_ns,
+            "mismatched reply: {r:?}"
+        );
+    }
+}

@@ -36,6 +36,9 @@ pub struct Behaviour {
     /// Hold the reply to request `id` for `(id % 3) * reorder_ns` extra, so replies on one
     /// connection come back out of order when requests arrive close together.
     pub reorder_ns: u64,
+    /// Requests whose id is a multiple of `stall_every` (if > 0) take `stall_ns` instead.
+    pub stall_every: u64,
+    pub stall_ns: u64,
 }
 
 /// A TCP null-RPC echo server: one reader thread per connection; replies carry stamps
@@ -148,7 +151,9 @@ fn serve_conn(mut s: TcpStream, b: Behaviour, served: Arc<AtomicU64>) {
                     ..
                 }) if header.kind == Kind::Request => {
                     assert!(wire::nullrpc::check_payload(header.id, payload));
-                    if b.paced {
+                    if b.stall_every > 0 && header.id.is_multiple_of(b.stall_every) {
+                        spin_ns(b.stall_ns);
+                    } else if b.paced {
                         free_at = free_at.max(t3) + b.spin_ns;
                         while now() < free_at {
                             std::hint::spin_loop();

@@ -17,6 +17,8 @@ use crate::protocol::Reply;
 use crate::record::{Outcome, RequestRecord};
 use crate::sys::Epoll;
 
+mod faults;
+
 /// Sleep in epoll only when the next send is further away than this...
 const FAR_NS: u64 = 200_000;
 /// ...and then wake this much before it, to spin the rest of the way.
@@ -257,6 +259,16 @@ impl<'a> Engine<'a> {
     }
 
     fn send_due(&mut self, now: u64) {
+        if self.dead_slots == self.slots.len() && self.next < self.recs.len() {
+            // Every connection is gone for good: nothing more can be sent, so the rest
+            // of the schedule is Dropped now and the run can end promptly.
+            for i in self.next..self.recs.len() {
+                self.state[i] = St::Done;
+            }
+            self.completed += (self.recs.len() - self.next) as u64;
+            self.next = self.recs.len();
+            return;
+        }
         while self.next < self.recs.len() {
             let i = self.next;
             let intended = self.recs[i].intended_ns;
@@ -456,129 +468,6 @@ impl<'a> Engine<'a> {
         self.completed += 1;
     }
 
-    /// The connection broke: its outstanding requests fail, and it is retried later.
-    fn fail(&mut self, s: usize, why: &ConnFail) {
-        self.note_error(why.to_string());
-        let now = self.now();
-        let slot = &mut self.slots[s];
-        for i in slot.inflight.drain(..) {
-            let i = i as usize;
-            if self.state[i] == St::InFlight {
-                self.recs[i].outcome = Outcome::Error;
-                self.state[i] = St::Done;
-                self.completed += 1;
-            }
-        }
-        slot.live = 0;
-        slot.zombies = 0;
-        slot.conn.close();
-        slot.down = Some(Down {
-            next_try_ns: now + backoff_ns(0),
-            attempts: 0,
-        });
-    }
-
-    fn expire(&mut self, now: u64) {
-        let timeout = self.timeout_ns;
-        let mut reset = Vec::new();
-        for (s, slot) in self.slots.iter_mut().enumerate() {
-            if self.carries_id {
-                while let Some(&i) = slot.inflight.front() {
-                    let i = i as usize;
-                    if self.state[i] != St::InFlight {
-                        slot.inflight.pop_front();
-                    } else if self.recs[i].sent_ns + timeout <= now {
-                        self.recs[i].outcome = Outcome::Timeout;
-                        self.state[i] = St::Done;
-                        self.completed += 1;
-                        slot.live -= 1;
-                        slot.inflight.pop_front();
-                    } else {
-                        break;
-                    }
-                }
-            } else {
-                while let Some(&i) = slot.inflight.get(slot.zombies) {
-                    let i = i as usize;
-                    if self.recs[i].sent_ns + timeout > now {
-                        break;
-                    }
-                    self.recs[i].outcome = Outcome::Timeout;
-                    self.state[i] = St::Done;
-                    self.completed += 1;
-                    slot.live -= 1;
-                    slot.zombies += 1;
-                }
-                if let Some(&oldest) = slot.inflight.front().filter(|_| slot.zombies > 0) {
-                    if self.recs[oldest as usize].sent_ns + FIFO_RESET_TIMEOUTS * timeout <= now {
-                        reset.push(s);
-                    }
-                }
-            }
-        }
-        for s in reset {
-            self.fail(
-                s,
-                &ConnFail::Io(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    "replies stopped on a FIFO-matched connection; reconnecting",
-                )),
-            );
-        }
-    }
-
-    fn reconnect(&mut self, now: u64) {
-        let connect_timeout = Duration::from_nanos(self.timeout_ns.clamp(1_000_000, 50_000_000));
-        for s in 0..self.slots.len() {
-            let due = self.slots[s]
-                .down
-                .as_ref()
-                .is_some_and(|d| d.next_try_ns <= now);
-            if !due {
-                continue;
-            }
-            let slot = &mut self.slots[s];
-            let res =
-                slot.conn
-                    .open(self.addr, connect_timeout)
-                    .and_then(|()| match slot.conn.fd() {
-                        Some(fd) => self.epoll.add(fd, s as u64),
-                        None => Ok(()),
-                    });
-            match res {
-                Ok(()) => slot.down = None,
-                Err(e) => {
-                    slot.conn.close();
-                    let attempts = slot.down.as_ref().map_or(0, |d| d.attempts) + 1;
-                    if attempts >= MAX_RECONNECTS {
-                        slot.down = None;
-                        slot.dead = true;
-                        self.dead_slots += 1;
-                    } else {
-                        let t = host::tstamp::mono_now_ns().saturating_sub(self.start);
-                        slot.down = Some(Down {
-                            next_try_ns: t + backoff_ns(attempts),
-                            attempts,
-                        });
-                    }
-                    self.note_error(format!("reconnect to {}: {e}", self.addr));
-                }
-            }
-        }
-    }
-
-    fn collect_soft_errors(&mut self) {
-        for s in 0..self.slots.len() {
-            if let Some(e) = self.slots[s].conn.soft_error.take() {
-                self.note_error(e);
-            }
-        }
-    }
-
-    fn note_error(&mut self, msg: String) {
-        note_error(&mut self.errors, msg);
-    }
-
     /// Records a problem found while setting the thread up (e.g. pinning).
     pub(crate) fn note_error_pub(&mut self, msg: String) {
         self.note_error(msg);
@@ -590,10 +479,6 @@ pub(crate) fn note_error(errors: &mut Vec<String>, msg: String) {
     if errors.len() < MAX_ERRORS && !errors.contains(&msg) {
         errors.push(msg);
     }
-}
-
-fn backoff_ns(attempt: u32) -> u64 {
-    (1_000_000u64 << attempt.min(20)).min(MAX_BACKOFF_NS)
 }
 
 pub(crate) fn dur_ns(d: Duration) -> u64 {

@@ -1,0 +1,136 @@
+//! The engine's fault handling: broken connections, timeouts, reconnects, error notes.
+
+use std::time::Duration;
+
+use super::{note_error, Down, Engine, St, FIFO_RESET_TIMEOUTS, MAX_BACKOFF_NS, MAX_RECONNECTS};
+use crate::conn::ConnFail;
+use crate::record::Outcome;
+
+impl Engine<'_> {
+    /// The connection broke: its outstanding requests fail, and it is retried later.
+    pub(super) fn fail(&mut self, s: usize, why: &ConnFail) {
+        self.note_error(why.to_string());
+        let now = self.now();
+        let slot = &mut self.slots[s];
+        for i in slot.inflight.drain(..) {
+            let i = i as usize;
+            if self.state[i] == St::InFlight {
+                self.recs[i].outcome = Outcome::Error;
+                self.state[i] = St::Done;
+                self.completed += 1;
+            }
+        }
+        slot.live = 0;
+        slot.zombies = 0;
+        slot.conn.close();
+        slot.down = Some(Down {
+            next_try_ns: now + backoff_ns(0),
+            attempts: 0,
+        });
+    }
+
+    pub(super) fn expire(&mut self, now: u64) {
+        let timeout = self.timeout_ns;
+        let mut reset = Vec::new();
+        for (s, slot) in self.slots.iter_mut().enumerate() {
+            if self.carries_id {
+                while let Some(&i) = slot.inflight.front() {
+                    let i = i as usize;
+                    if self.state[i] != St::InFlight {
+                        slot.inflight.pop_front();
+                    } else if self.recs[i].sent_ns + timeout <= now {
+                        self.recs[i].outcome = Outcome::Timeout;
+                        self.state[i] = St::Done;
+                        self.completed += 1;
+                        slot.live -= 1;
+                        slot.inflight.pop_front();
+                    } else {
+                        break;
+                    }
+                }
+            } else {
+                while let Some(&i) = slot.inflight.get(slot.zombies) {
+                    let i = i as usize;
+                    if self.recs[i].sent_ns + timeout > now {
+                        break;
+                    }
+                    self.recs[i].outcome = Outcome::Timeout;
+                    self.state[i] = St::Done;
+                    self.completed += 1;
+                    slot.live -= 1;
+                    slot.zombies += 1;
+                }
+                if let Some(&oldest) = slot.inflight.front().filter(|_| slot.zombies > 0) {
+                    if self.recs[oldest as usize].sent_ns + FIFO_RESET_TIMEOUTS * timeout <= now {
+                        reset.push(s);
+                    }
+                }
+            }
+        }
+        for s in reset {
+            self.fail(
+                s,
+                &ConnFail::Io(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "replies stopped on a FIFO-matched connection; reconnecting",
+                )),
+            );
+        }
+    }
+
+    pub(super) fn reconnect(&mut self, now: u64) {
+        let connect_timeout = Duration::from_nanos(self.timeout_ns.clamp(1_000_000, 50_000_000));
+        for s in 0..self.slots.len() {
+            let due = self.slots[s]
+                .down
+                .as_ref()
+                .is_some_and(|d| d.next_try_ns <= now);
+            if !due {
+                continue;
+            }
+            let slot = &mut self.slots[s];
+            let res =
+                slot.conn
+                    .open(self.addr, connect_timeout)
+                    .and_then(|()| match slot.conn.fd() {
+                        Some(fd) => self.epoll.add(fd, s as u64),
+                        None => Ok(()),
+                    });
+            match res {
+                Ok(()) => slot.down = None,
+                Err(e) => {
+                    slot.conn.close();
+                    let attempts = slot.down.as_ref().map_or(0, |d| d.attempts) + 1;
+                    if attempts >= MAX_RECONNECTS {
+                        slot.down = None;
+                        slot.dead = true;
+                        self.dead_slots += 1;
+                    } else {
+                        let t = host::tstamp::mono_now_ns().saturating_sub(self.start);
+                        slot.down = Some(Down {
+                            next_try_ns: t + backoff_ns(attempts),
+                            attempts,
+                        });
+                    }
+                    self.note_error(format!("reconnect to {}: {e}", self.addr));
+                }
+            }
+        }
+    }
+
+    pub(super) fn collect_soft_errors(&mut self) {
+        for s in 0..self.slots.len() {
+            if let Some(e) = self.slots[s].conn.soft_error.take() {
+                self.note_error(e);
+            }
+        }
+    }
+
+    pub(super) fn note_error(&mut self, msg: String) {
+        note_error(&mut self.errors, msg);
+    }
+}
+
+pub(super) fn backoff_ns(attempt: u32) -> u64 {
+    (1_000_000u64 << attempt.min(20)).min(MAX_BACKOFF_NS)
+}
