@@ -1,0 +1,355 @@
+//! Command-line definitions (clap derive). Values are kept as text here and validated into the
+//! domain crates' types by each command before any work starts.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "tailscope",
+    version,
+    about = "A tail-latency lab for network services: ideal (queueing theory) vs measured latency",
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Simulate or compute the ideal latency distribution of an A/S/c queue.
+    Model(ModelCmd),
+    /// Run the built-in null-RPC server.
+    Serve(ServeArgs),
+    /// Open-loop load against a target; measured vs ideal; stored.
+    Run(RunArgs),
+    /// Find a target's peak throughput and per-request service time (Tales §3.2).
+    Calibrate(CalibrateArgs),
+    /// The one-command tour: built-in server, calibration, three loads, measured vs ideal.
+    Demo(DemoArgs),
+    /// List, show and export stored runs.
+    Runs(RunsCmd),
+}
+
+/// Where the results store lives.
+#[derive(Args, Debug, Clone)]
+pub struct DbArgs {
+    /// SQLite results file (default: $TAILSCOPE_DB, else ~/.local/share/tailscope/runs.db).
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ServeArgs {
+    /// Address to bind (port 0 picks a free port; the bound address is printed when ready).
+    #[arg(long, default_value = "127.0.0.1:7000")]
+    pub listen: String,
+    /// Concurrency architecture: thread (thread per connection, blocking I/O), epoll (N epoll
+    /// workers, connections statically partitioned), udp (N workers on one UDP socket),
+    /// dispatch (a dispatcher feeding N workers from one queue).
+    #[arg(long, default_value = "thread")]
+    pub arch: String,
+    /// Worker threads (epoll, udp, dispatch).
+    #[arg(long, default_value_t = 1)]
+    pub workers: usize,
+    /// Synthetic work per request, spent busy-spinning: det:50us, exp:50us, lognormal:50us,1.0.
+    #[arg(long)]
+    pub work: Option<String>,
+    /// CPUs the server threads run on (e.g. 1 or 0-3).
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// Scheduling policy per thread: other, other:NICE, fifo:PRIO, rr:PRIO.
+    #[arg(long)]
+    pub sched: Option<String>,
+    /// Largest accepted frame in bytes; larger frames close the connection.
+    #[arg(long, default_value_t = 65536)]
+    pub max_frame: usize,
+    /// Seed of the synthetic work distribution.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print the ready message as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Load options shared by `run` and `demo`.
+#[derive(Args, Debug, Clone)]
+pub struct LoadArgs {
+    /// Arrival process: poisson, det, lognormal:SIGMA, pareto:SHAPE, trace:PATH.
+    #[arg(long, default_value = "poisson")]
+    pub arrival: String,
+    /// Unit of a trace file's timestamps: ns or us.
+    #[arg(long, default_value = "ns", value_name = "ns|us")]
+    pub trace_unit: String,
+    /// Run length (e.g. 10s); the warm-up is inside it.
+    #[arg(long, default_value = "10s", conflicts_with = "requests")]
+    pub duration: String,
+    /// Stop after this many requests instead of a duration (e.g. 100k).
+    #[arg(long)]
+    pub requests: Option<String>,
+    /// Warm-up excluded from every figure.
+    #[arg(long, default_value = "1s")]
+    pub warmup: String,
+    /// Connections to the target.
+    #[arg(long, default_value_t = 8)]
+    pub connections: usize,
+    /// Generator threads.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// CPUs for the generator threads (e.g. 0).
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// Requests in flight per connection before further ones wait in the client.
+    #[arg(long, default_value_t = 64)]
+    pub max_outstanding: usize,
+    /// Per-request timeout.
+    #[arg(long, default_value = "1s")]
+    pub timeout: String,
+    /// Null-RPC request size in bytes.
+    #[arg(long, default_value_t = 128)]
+    pub request_size: usize,
+    /// Do not ask the server for stage stamps.
+    #[arg(long)]
+    pub no_stamps: bool,
+    /// Flag the run invalid when the generator's lateness p99 exceeds this.
+    #[arg(long, default_value = "50us")]
+    pub lateness_threshold: String,
+    /// Seed of the arrival schedule.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Confidence level of the intervals.
+    #[arg(long, default_value_t = 0.95)]
+    pub confidence: f64,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Target URL: nullrpc://HOST:PORT or nullrpc+udp://HOST:PORT.
+    pub target: String,
+    /// Request rate: requests per second (10000) or a percentage of the calibrated capacity (70%).
+    #[arg(long)]
+    pub rate: String,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Per-request service time for the ideal (default: the target's stored calibration).
+    #[arg(long)]
+    pub service: Option<String>,
+    /// Workers of the target, for the ideal.
+    #[arg(long, default_value_t = 1)]
+    pub workers: u32,
+    /// Queue structure of the target, for the ideal: single (one shared queue) or per-worker
+    /// (connections statically partitioned over the workers).
+    #[arg(long, default_value = "single")]
+    pub queues: String,
+    #[command(flatten)]
+    pub db: DbArgs,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct CalibrateArgs {
+    /// Target URL: nullrpc://HOST:PORT or nullrpc+udp://HOST:PORT.
+    pub target: String,
+    /// Measurement length.
+    #[arg(long, default_value = "5s")]
+    pub duration: String,
+    /// Warm-up before measuring.
+    #[arg(long, default_value = "1s")]
+    pub warmup: String,
+    /// Connections used to saturate the target.
+    #[arg(long, default_value_t = 4)]
+    pub connections: usize,
+    /// Requests kept in flight per connection.
+    #[arg(long, default_value_t = 8)]
+    pub outstanding: usize,
+    /// Null-RPC request size in bytes.
+    #[arg(long, default_value_t = 128)]
+    pub request_size: usize,
+    /// Calibrate without stage stamps (use when the runs will use --no-stamps).
+    #[arg(long)]
+    pub no_stamps: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Print exactly one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct DemoArgs {
+    /// Synthetic service time of the built-in server.
+    #[arg(long, default_value = "det:50us")]
+    pub work: String,
+    /// Utilisations to run, in percent of the calibrated capacity.
+    #[arg(long, default_value = "30,60,85", value_delimiter = ',')]
+    pub loads: Vec<f64>,
+    /// Length of each run.
+    #[arg(long, default_value = "12s")]
+    pub duration: String,
+    /// CPU for the server (default 1 when the machine has two or more CPUs).
+    #[arg(long)]
+    pub server_cpu: Option<usize>,
+    /// CPU for the generator (default 0).
+    #[arg(long)]
+    pub client_cpu: Option<usize>,
+    /// Server scheduling policy: other, other:NICE, fifo:PRIO.
+    #[arg(long)]
+    pub sched: Option<String>,
+    /// Where to write the CCDF plot.
+    #[arg(long, default_value = "tailscope-demo.svg")]
+    pub plot: PathBuf,
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Print exactly one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct RunsCmd {
+    #[command(subcommand)]
+    pub sub: RunsSub,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum RunsSub {
+    /// List stored runs, newest first.
+    List {
+        #[command(flatten)]
+        db: DbArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one run's configuration and summary.
+    Show {
+        id: i64,
+        #[command(flatten)]
+        db: DbArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Export one run's per-request records (csv or json).
+    Export {
+        id: i64,
+        #[arg(long, default_value = "csv")]
+        format: String,
+        /// Output file (default: stdout).
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+}
+
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ModelCmd {
+    #[command(subcommand)]
+    pub sub: Option<ModelSub>,
+    #[command(flatten)]
+    pub args: ModelArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ModelSub {
+    /// Reproduce a figure of Tales of the Tail §2 (1: arrival processes, 2: utilisation,
+    /// 3: workers, 4: queueing disciplines) as a table and a plotted CCDF.
+    Figure(FigureArgs),
+}
+
+/// Output options shared by the model commands.
+#[derive(Args, Debug, Clone)]
+pub struct OutputArgs {
+    /// Print exactly one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Write CCDF points (series, latency_us, ccdf) to this CSV file.
+    #[arg(long, value_name = "PATH")]
+    pub ccdf: Option<PathBuf>,
+    /// Write a log-log CCDF plot (SVG) to this file.
+    #[arg(long, value_name = "PATH")]
+    pub plot: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ModelArgs {
+    /// Arrival process: poisson, det (the paper's "uniform"), lognormal:SIGMA, pareto:SHAPE,
+    /// trace:PATH (one timestamp per line; see --trace-unit).
+    #[arg(long, default_value = "poisson")]
+    pub arrival: String,
+    /// Unit of the timestamps in a trace file: ns or us.
+    #[arg(long, default_value = "ns", value_name = "ns|us")]
+    pub trace_unit: String,
+    /// Service time: det:50us, exp:50us, lognormal:50us,1.0 (mean, sigma), pareto:50us,2.5
+    /// (mean, shape), empirical:PATH (one duration per line, e.g. 48us).
+    #[arg(long, default_value = "det:50us")]
+    pub service: String,
+    /// Number of workers (c).
+    #[arg(long, default_value_t = 1)]
+    pub workers: u32,
+    /// Utilisation per worker, in (0, 1); the arrival rate is load * workers / E[S].
+    #[arg(long, conflicts_with = "rate")]
+    pub load: Option<f64>,
+    /// Arrival rate in requests per second (instead of --load).
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Queueing discipline: fifo, lifo, random, random-worker, round-robin, priority,
+    /// priority-preemptive.
+    #[arg(long, default_value = "fifo")]
+    pub discipline: String,
+    /// Priority class probabilities, highest priority first (e.g. 0.2,0.8).
+    #[arg(long, value_name = "P0,P1,..")]
+    pub classes: Option<String>,
+    /// Connections for round-robin static partitioning (default: one per worker).
+    #[arg(long)]
+    pub connections: Option<u32>,
+    /// Requests to simulate (e.g. 10M, 1e9). Default 1M.
+    #[arg(long, default_value = "1M")]
+    pub requests: String,
+    /// Fraction of the first requests excluded as warm-up.
+    #[arg(long, default_value_t = 0.01)]
+    pub warmup: f64,
+    /// Seed of every random stream; the same seed gives the same result.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Independent replications (seeds seed..seed+R). With R >= 2 the confidence intervals come
+    /// from the spread between replications, which is honest for autocorrelated samples.
+    #[arg(long, default_value_t = 1)]
+    pub replications: u32,
+    /// Keep every response time (exact quantiles) up to this many requests; above, a streaming
+    /// HdrHistogram (3 significant digits) keeps memory bounded.
+    #[arg(long, default_value = "20M")]
+    pub exact_limit: String,
+    /// Confidence level of the intervals.
+    #[arg(long, default_value_t = 0.95)]
+    pub confidence: f64,
+    /// Print the closed-form results that apply (exact or approximate, each with its source)
+    /// instead of simulating.
+    #[arg(long)]
+    pub analytic: bool,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct FigureArgs {
+    /// Figure number: 1, 2, 3 or 4.
+    pub number: u32,
+    /// Requests simulated per curve.
+    #[arg(long, default_value = "2M")]
+    pub requests: String,
+    /// Seed of every random stream.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Extra arrival trace to add to figure 1 (the paper's Wikipedia trace is not shipped).
+    #[arg(long, value_name = "PATH")]
+    pub trace: Option<PathBuf>,
+    /// Unit of the timestamps in --trace: ns or us.
+    #[arg(long, default_value = "ns", value_name = "ns|us")]
+    pub trace_unit: String,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}

@@ -1,0 +1,93 @@
+//! Small pieces shared by the measuring commands: signal flag, CPU lists, scheduling policy,
+//! durations, the results store, host facts.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use host::placement::{self, SchedSpec};
+
+use crate::cli::DbArgs;
+use crate::exit::{usage, OrUsage};
+
+/// A flag set by SIGINT or SIGTERM (the first one; a second SIGINT kills as usual).
+pub fn shutdown_flag() -> anyhow::Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&flag))
+            .context("cannot install signal handler")?;
+        signal_hook::flag::register(sig, Arc::clone(&flag))
+            .context("cannot install signal handler")?;
+    }
+    Ok(flag)
+}
+
+/// `--cpus` → CPU ids, checked against the CPUs that are online.
+pub fn parse_cpus(s: Option<&str>) -> anyhow::Result<Vec<usize>> {
+    match s {
+        None => Ok(Vec::new()),
+        Some(s) => {
+            let v = placement::parse_cpu_list(s).or_usage_ctx("--cpus")?;
+            let online = placement::online_cpus();
+            if let Some(bad) = v.iter().find(|c| **c >= online) {
+                return Err(usage(format!(
+                    "--cpus: CPU {bad} does not exist (this machine has {online})"
+                )));
+            }
+            Ok(v)
+        }
+    }
+}
+
+pub fn parse_sched(s: Option<&str>) -> anyhow::Result<Option<SchedSpec>> {
+    s.map(|s| s.parse::<SchedSpec>().or_usage_ctx("--sched"))
+        .transpose()
+}
+
+pub fn parse_duration(flag: &str, s: &str) -> anyhow::Result<Duration> {
+    let ns = model::parse_duration_ns(s).or_usage_ctx(flag)?;
+    Ok(Duration::from_nanos(ns.round() as u64))
+}
+
+/// The store file: --db, else $TAILSCOPE_DB, else the default location.
+pub fn db_path(a: &DbArgs) -> anyhow::Result<PathBuf> {
+    match &a.db {
+        Some(p) => Ok(p.clone()),
+        None => store::default_path().or_usage(),
+    }
+}
+
+pub fn open_store(a: &DbArgs) -> anyhow::Result<store::Store> {
+    let p = db_path(a)?;
+    store::Store::open(&p)
+        .map_err(|e| usage(format!("cannot open results store {}: {e}", p.display())))
+}
+
+/// Facts about this host stored with every run.
+pub fn host_facts() -> serde_json::Value {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .ok()
+    };
+    let model_name = read("/proc/cpuinfo").and_then(|c| {
+        c.lines()
+            .find(|l| l.starts_with("model name"))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+    });
+    serde_json::json!({
+        "hostname": read("/proc/sys/kernel/hostname"),
+        "kernel": read("/proc/sys/kernel/osrelease"),
+        "cpus_online": placement::online_cpus(),
+        "cpu_model": model_name,
+        "tailscope_version": env!("CARGO_PKG_VERSION"),
+    })
+}
+
+/// Now, as an RFC 3339 UTC string (the store's format).
+pub fn now_rfc3339() -> String {
+    store::now_rfc3339()
+}

@@ -1,0 +1,28 @@
+//! One module per subcommand; `dispatch` routes the parsed command line.
+
+mod calibrate;
+mod common;
+mod demo;
+mod figure;
+mod model;
+mod run;
+mod runs;
+mod serve;
+mod simrun;
+
+use crate::cli::{Cli, Command, ModelSub};
+
+/// Runs the command; returns the process exit code for a completed command.
+pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        Command::Model(m) => match m.sub {
+            Some(ModelSub::Figure(f)) => figure::run(&f),
+            None => model::run(&m.args),
+        },
+        Command::Serve(a) => serve::run(&a),
+        Command::Run(a) => run::run(&a),
+        Command::Calibrate(a) => calibrate::run(&a),
+        Command::Demo(a) => demo::run(&a),
+        Command::Runs(c) => runs::run(&c),
+    }
+}

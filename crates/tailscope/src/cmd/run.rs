@@ -1,0 +1,555 @@
+//! `tailscope run`: open-loop load against a target, every request recorded, the measured
+//! distribution printed beside the ideal one for the same arrivals, and the run stored.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use analysis::{AnalysisConfig, IdealSpec, QueueStructure, RunAnalysis};
+use indicatif::{ProgressBar, ProgressStyle};
+use load::{LoadConfig, NullRpc, Protocol, RequestRecord, RunRecords, StopAt, Target};
+use serde_json::{json, Value};
+
+use super::common::{
+    host_facts, now_rfc3339, open_store, parse_cpus, parse_duration, shutdown_flag,
+};
+use crate::cli::{LoadArgs, RunArgs};
+use crate::exit::{usage, OrUsage};
+use crate::output::{self, fmt_ns};
+
+/// A requested rate: absolute, or a fraction of the calibrated capacity.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Rate {
+    PerSecond(f64),
+    OfCapacity(f64),
+}
+
+pub fn parse_rate(s: &str) -> anyhow::Result<Rate> {
+    let t = s.trim();
+    if let Some(p) = t.strip_suffix('%') {
+        let v: f64 = p
+            .trim()
+            .parse()
+            .map_err(|_| usage(format!("--rate: cannot parse '{s}'")))?;
+        if !(v > 0.0 && v.is_finite()) {
+            return Err(usage(format!(
+                "--rate must be a positive percentage, got '{s}'"
+            )));
+        }
+        return Ok(Rate::OfCapacity(v / 100.0));
+    }
+    let v = model::parse_count(t)
+        .map(|c| c as f64)
+        .or_else(|_| t.parse::<f64>())
+        .map_err(|_| {
+            usage(format!(
+                "--rate: cannot parse '{s}' (requests per second, or a percentage like 70%)"
+            ))
+        })?;
+    if !(v > 0.0 && v.is_finite()) {
+        return Err(usage(format!("--rate must be positive, got '{s}'")));
+    }
+    Ok(Rate::PerSecond(v))
+}
+
+pub fn parse_target(s: &str) -> anyhow::Result<Target> {
+    s.parse::<Target>().or_usage_ctx("target")
+}
+
+/// A protocol factory for a target.
+pub fn factory(
+    t: &Target,
+    request_size: usize,
+    stamps: bool,
+) -> anyhow::Result<Box<dyn Fn() -> Box<dyn Protocol> + Send + Sync>> {
+    if !(wire::nullrpc::HEADER_LEN..=wire::nullrpc::MAX_FRAME).contains(&request_size) {
+        return Err(usage(format!(
+            "--request-size must be between {} and {} bytes, got {request_size}",
+            wire::nullrpc::HEADER_LEN,
+            wire::nullrpc::MAX_FRAME
+        )));
+    }
+    let transport = t.transport;
+    Ok(Box::new(move || {
+        Box::new(NullRpc::new(transport, request_size, stamps, stamps)) as Box<dyn Protocol>
+    }))
+}
+
+/// Validated load options (everything but the rate and the target).
+pub struct LoadPlan {
+    pub arrival: model::ArrivalSpec,
+    pub stop: StopAt,
+    pub warmup: Duration,
+    pub timeout: Duration,
+    pub cpus: Vec<usize>,
+    pub lateness_threshold_ns: f64,
+}
+
+pub fn plan(a: &LoadArgs) -> anyhow::Result<LoadPlan> {
+    let unit = super::model::parse_unit(&a.trace_unit)?;
+    let arrival = super::model::parse_arrival(&a.arrival, unit)?;
+    let stop = match &a.requests {
+        Some(r) => {
+            let n = model::parse_count(r).or_usage_ctx("--requests")?;
+            if n == 0 {
+                return Err(usage("--requests must be at least 1"));
+            }
+            StopAt::Requests(n)
+        }
+        None => StopAt::Duration(parse_duration("--duration", &a.duration)?),
+    };
+    if a.connections == 0 || a.threads == 0 || a.max_outstanding == 0 {
+        return Err(usage(
+            "--connections, --threads and --max-outstanding must be at least 1",
+        ));
+    }
+    if a.threads > a.connections {
+        return Err(usage(format!(
+            "--threads ({}) cannot exceed --connections ({}): each thread owns connections",
+            a.threads, a.connections
+        )));
+    }
+    if !(a.confidence > 0.0 && a.confidence < 1.0) {
+        return Err(usage(format!(
+            "--confidence must be in (0, 1), got {}",
+            a.confidence
+        )));
+    }
+    let warmup = parse_duration("--warmup", &a.warmup)?;
+    if let StopAt::Duration(d) = stop {
+        if warmup >= d {
+            return Err(usage(format!(
+                "--warmup ({}) must be shorter than --duration ({})",
+                a.warmup, a.duration
+            )));
+        }
+    }
+    Ok(LoadPlan {
+        arrival,
+        stop,
+        warmup,
+        timeout: parse_duration("--timeout", &a.timeout)?,
+        cpus: parse_cpus(a.cpus.as_deref())?,
+        lateness_threshold_ns: model::parse_duration_ns(&a.lateness_threshold)
+            .or_usage_ctx("--lateness-threshold")?,
+    })
+}
+
+pub fn load_config(target: &Target, a: &LoadArgs, p: &LoadPlan, rate: f64) -> LoadConfig {
+    LoadConfig {
+        target: target.clone(),
+        arrival: p.arrival.clone(),
+        rate_per_s: rate,
+        stop: p.stop,
+        warmup: p.warmup,
+        connections: a.connections,
+        threads: a.threads,
+        cpus: p.cpus.clone(),
+        max_outstanding_per_conn: a.max_outstanding,
+        timeout: p.timeout,
+        seed: a.seed,
+        class_probs: Vec::new(),
+        yield_when_far: true,
+    }
+}
+
+/// Runs the load with a progress bar on stderr.
+pub fn execute(
+    cfg: &LoadConfig,
+    f: &(dyn Fn() -> Box<dyn Protocol> + Send + Sync),
+    stop: &AtomicBool,
+    label: &str,
+) -> anyhow::Result<RunRecords> {
+    let bar = ProgressBar::new(0);
+    if let Ok(style) = ProgressStyle::with_template(
+        "{msg} [{bar:30}] {human_pos}/{human_len} requests ({elapsed})",
+    ) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message(label.to_string());
+    let progress = |done: u64, total: u64| {
+        bar.set_length(total);
+        bar.set_position(done);
+    };
+    let r = load::run_open_loop(cfg, f, stop, &progress);
+    bar.finish_and_clear();
+    Ok(r?)
+}
+
+/// The status of a finished run, and its exit code.
+pub fn status_of(rec: &RunRecords, a: &RunAnalysis) -> (&'static str, i32) {
+    let bad = a.outcomes.error + a.outcomes.timeout + a.outcomes.dropped;
+    if rec.interrupted {
+        ("interrupted", 1)
+    } else if a.outcomes.ok == 0 || bad * 1000 > a.requests {
+        // More than 0.1 % of the requests failed: the target did not hold up (or died).
+        ("failed", 1)
+    } else if a.lateness_flagged {
+        ("invalid", 1)
+    } else {
+        ("ok", 0)
+    }
+}
+
+/// The per-request records as named columns for the store.
+pub fn columns(records: &[RequestRecord]) -> anyhow::Result<store::Columns> {
+    let n = records.len();
+    let mut c = store::Columns::new(n);
+    let col = |f: &dyn Fn(&RequestRecord) -> i64| records.iter().map(f).collect::<Vec<i64>>();
+    let i = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    c.push_column("intended_ns", col(&|r| i(r.intended_ns)))?;
+    c.push_column("sent_ns", col(&|r| i(r.sent_ns)))?;
+    c.push_column("received_ns", col(&|r| i(r.received_ns)))?;
+    c.push_column("kernel_rx_ns", col(&|r| i(r.kernel_rx_ns)))?;
+    c.push_column("conn", col(&|r| i64::from(r.conn)))?;
+    c.push_column("class", col(&|r| i64::from(r.class)))?;
+    c.push_column("outcome", col(&|r| outcome_code(r.outcome)))?;
+    for k in 0..6 {
+        c.push_column(&format!("t{}_ns", k + 1), col(&|r| i(r.stamps[k])))?;
+    }
+    Ok(c)
+}
+
+/// Outcome codes in the stored `outcome` column.
+pub fn outcome_code(o: load::Outcome) -> i64 {
+    match o {
+        load::Outcome::Ok => 0,
+        load::Outcome::Error => 1,
+        load::Outcome::Timeout => 2,
+        load::Outcome::Dropped => 3,
+    }
+}
+
+/// The JSON object of a run (issue 3's interface; later keys are additive).
+pub fn run_json(
+    run_id: Option<i64>,
+    status: &str,
+    target: &str,
+    rec: &RunRecords,
+    a: &RunAnalysis,
+) -> Value {
+    let o = &a.outcomes;
+    json!({
+        "status": status,
+        "run_id": run_id,
+        "target": target,
+        "requests": a.requests,
+        "achieved_rate_rps": a.achieved_rate_rps,
+        "outcomes": {"ok": o.ok, "error": o.error, "timeout": o.timeout, "dropped": o.dropped},
+        "measured": a.measured.distribution_json(),
+        "measured_ci": a.measured.intervals_json(),
+        "mean_us": a.measured.mean_ns / 1e3,
+        "ideal": a.ideal.as_ref().map(|s| s.distribution_json()),
+        "ideal_ci": a.ideal.as_ref().map(|s| s.intervals_json()),
+        "ideal_spec": a.ideal_spec,
+        "ideal_note": a.ideal_note,
+        "excess": a.excess_json(),
+        "excess_ci": a.excess,
+        "lateness": a.lateness.distribution_json(),
+        "lateness_flagged": a.lateness_flagged,
+        "arrival_check": a.arrival_check,
+        "stages": a.stages,
+        "client_wakeup": a.client_wakeup.as_ref().map(|s| s.distribution_json()),
+        "connection_errors": rec.errors,
+    })
+}
+
+/// Prints the run for a person.
+pub fn print_human(status: &str, run_id: Option<i64>, target: &str, a: &RunAnalysis) {
+    let id = run_id
+        .map(|i| format!("run {i}"))
+        .unwrap_or_else(|| "run (not stored)".into());
+    println!(
+        "{id} · {target} · {status} · {} requests after warm-up · achieved {:.0} req/s",
+        a.requests, a.achieved_rate_rps
+    );
+    let o = &a.outcomes;
+    println!(
+        "outcomes: ok {}, error {}, timeout {}, dropped {}",
+        o.ok, o.error, o.timeout, o.dropped
+    );
+    let conf = a.measured.confidence * 100.0;
+    println!(
+        "{:<8} {:>10} {:<24} {:>10} {:<24} {:>8} {:<16}",
+        "",
+        "measured",
+        format!("{conf:.0}% CI"),
+        "ideal",
+        format!("{conf:.0}% CI"),
+        "excess",
+        "CI"
+    );
+    for q in &a.measured.quantiles {
+        let ideal = a.ideal.as_ref().and_then(|s| s.get(&q.key));
+        let ex = a.excess.iter().find(|e| e.key == q.key);
+        println!(
+            "{:<8} {:>10} {:<24} {:>10} {:<24} {:>8} {:<16}",
+            q.key,
+            fmt_ns(q.est.value),
+            format!("[{}, {}]", fmt_ns(q.est.lo), fmt_ns(q.est.hi)),
+            ideal.map(|e| fmt_ns(e.value)).unwrap_or_else(|| "-".into()),
+            ideal
+                .map(|e| format!("[{}, {}]", fmt_ns(e.lo), fmt_ns(e.hi)))
+                .unwrap_or_default(),
+            ex.map(|e| format!("{:.2}x", e.value))
+                .unwrap_or_else(|| "-".into()),
+            ex.map(|e| format!("[{:.2}, {:.2}]", e.lo, e.hi))
+                .unwrap_or_default(),
+        );
+    }
+    if let Some(spec) = &a.ideal_spec {
+        println!(
+            "ideal: the run's own arrival times through {} worker(s), {} queue(s), deterministic service {}",
+            spec.workers,
+            match spec.queues {
+                QueueStructure::Single => "one shared",
+                QueueStructure::PerWorker => "per-worker",
+            },
+            fmt_ns(spec.service_ns)
+        );
+    }
+    if let Some(n) = &a.ideal_note {
+        println!("ideal: {n}");
+    }
+    let late = |k: &str| {
+        a.lateness
+            .get(k)
+            .map(|e| fmt_ns(e.value))
+            .unwrap_or_default()
+    };
+    println!(
+        "generator lateness (sent − intended): p50 {}, p99 {}, p99.9 {}{}",
+        late("p50"),
+        late("p99"),
+        late("p99.9"),
+        if a.lateness_flagged {
+            "  — FLAGGED: the generator fell behind its schedule"
+        } else {
+            ""
+        }
+    );
+    if let Some(c) = &a.arrival_check {
+        println!(
+            "arrivals: Anderson–Darling on {} inter-arrival gaps: A² = {:.3}, p = {:.3} → {}",
+            c.n,
+            c.statistic,
+            c.p_value,
+            if c.exponential {
+                "consistent with exponential"
+            } else {
+                "NOT exponential"
+            }
+        );
+    }
+    if let Some(w) = &a.client_wakeup {
+        let g = |k: &str| w.get(k).map(|e| fmt_ns(e.value)).unwrap_or_default();
+        println!(
+            "client wake-up (kernel rx → user space): p50 {}, p99 {}",
+            g("p50"),
+            g("p99")
+        );
+    }
+    if let Some(s) = &a.stages {
+        println!(
+            "stages (µs): slowest 1% ({} requests) vs median requests ({}):",
+            s.slow_requests, s.median_requests
+        );
+        println!(
+            "  {:<34} {:>10} {:>10} {:>10} {:>10}",
+            "stage", "slow p50", "slow p99", "med p50", "med p99"
+        );
+        for r in &s.rows {
+            println!(
+                "  {:<34} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
+                r.stage, r.slow_p50_us, r.slow_p99_us, r.median_p50_us, r.median_p99_us
+            );
+        }
+    }
+}
+
+/// The ideal's inputs for a run: given service time, or the target's stored calibration.
+fn ideal_spec(a: &RunArgs, calibrated: Option<f64>) -> anyhow::Result<Option<IdealSpec>> {
+    let queues = match a.queues.as_str() {
+        "single" => QueueStructure::Single,
+        "per-worker" => QueueStructure::PerWorker,
+        other => {
+            return Err(usage(format!(
+                "--queues must be single or per-worker, got '{other}'"
+            )))
+        }
+    };
+    if a.workers == 0 {
+        return Err(usage("--workers must be at least 1"));
+    }
+    let service_ns = match &a.service {
+        Some(s) => Some(model::parse_duration_ns(s).or_usage_ctx("--service")?),
+        None => calibrated,
+    };
+    Ok(service_ns.map(|service_ns| IdealSpec {
+        service_ns,
+        workers: a.workers,
+        queues,
+    }))
+}
+
+/// The latest stored calibration of a target: its per-request service time in ns.
+pub fn stored_calibration(st: &store::Store, target: &str) -> anyhow::Result<Option<f64>> {
+    for r in st.list_runs()? {
+        if r.kind == "calibrate" && r.target == target && r.status == "ok" {
+            if let Some(s) = r
+                .summary
+                .as_ref()
+                .and_then(|s| s.get("service_ns"))
+                .and_then(|v| v.as_f64())
+            {
+                return Ok(Some(s));
+            }
+        }
+    }
+    Ok(None)
+}
+
+pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
+    // Validate everything, then run.
+    let target = parse_target(&a.target)?;
+    let rate = parse_rate(&a.rate)?;
+    let p = plan(&a.load)?;
+    let f = factory(&target, a.load.request_size, !a.load.no_stamps)?;
+    output::check_outputs(&a.out)?;
+    let st = open_store(&a.db)?;
+    let calibrated = stored_calibration(&st, &a.target)?;
+    let ideal = ideal_spec(a, calibrated)?;
+    let rate_rps = match rate {
+        Rate::PerSecond(r) => r,
+        Rate::OfCapacity(frac) => {
+            let Some(spec) = &ideal else {
+                return Err(usage(format!(
+                    "--rate {} needs the target's capacity: run `tailscope calibrate {}` first or give --service",
+                    a.rate, a.target
+                )));
+            };
+            frac * f64::from(spec.workers) * 1e9 / spec.service_ns
+        }
+    };
+    let cfg = load_config(&target, &a.load, &p, rate_rps);
+    let stop = shutdown_flag()?;
+    let config_json = json!({
+        "target": a.target, "rate": a.rate, "rate_rps": rate_rps, "arrival": a.load.arrival,
+        "duration": a.load.duration, "requests": a.load.requests, "warmup": a.load.warmup,
+        "connections": a.load.connections, "threads": a.load.threads, "cpus": p.cpus,
+        "max_outstanding": a.load.max_outstanding, "timeout": a.load.timeout,
+        "request_size": a.load.request_size, "stamps": !a.load.no_stamps, "seed": a.load.seed,
+        "ideal": ideal,
+    });
+    let run_id = st.begin_run(&store::NewRun {
+        kind: "run".into(),
+        target: a.target.clone(),
+        started_at: now_rfc3339(),
+        config: config_json,
+        host: host_facts(),
+    })?;
+    let outcome = measure_and_store(
+        &st,
+        run_id,
+        &target,
+        &cfg,
+        f.as_ref(),
+        &stop,
+        ideal,
+        &p,
+        &a.load,
+        &a.target,
+    );
+    let (rec, an, status, code) = match outcome {
+        Ok(v) => v,
+        Err(e) => {
+            // Nothing measurable: the run is still recorded, as failed.
+            let _ = st.finish_run(run_id, "failed", &json!({"error": format!("{e:#}")}));
+            return Err(e);
+        }
+    };
+    let written = plot_run(&a.out, &a.target, &an)?;
+    if a.out.json {
+        let mut v = run_json(Some(run_id), status, &a.target, &rec, &an);
+        v["written"] = json!(written);
+        output::print_json(&v)?;
+    } else {
+        print_human(status, Some(run_id), &a.target, &an);
+        for w in written {
+            println!("wrote {w}");
+        }
+    }
+    Ok(code)
+}
+
+/// Runs the load, analyses it and stores records and summary. Returns the status and exit code.
+#[allow(clippy::too_many_arguments)]
+pub fn measure_and_store(
+    st: &store::Store,
+    run_id: i64,
+    target: &Target,
+    cfg: &LoadConfig,
+    f: &(dyn Fn() -> Box<dyn Protocol> + Send + Sync),
+    stop: &AtomicBool,
+    ideal: Option<IdealSpec>,
+    p: &LoadPlan,
+    a: &LoadArgs,
+    label: &str,
+) -> anyhow::Result<(RunRecords, RunAnalysis, &'static str, i32)> {
+    let rec = execute(cfg, f, stop, label)?;
+    st.put_columns(run_id, &columns(&rec.records)?)?;
+    let same_host = target.addr.ip().is_loopback();
+    let acfg = AnalysisConfig {
+        ideal,
+        warmup_ns: rec.warmup_ns,
+        arrival: p.arrival.clone(),
+        confidence: a.confidence,
+        lateness_threshold_ns: p.lateness_threshold_ns,
+        seed: a.seed,
+        same_host_start_mono_ns: same_host.then_some(rec.start_mono_ns),
+    };
+    let an = match analysis::analyse(&rec.records, &acfg) {
+        Ok(an) => an,
+        Err(e) => {
+            let status = if rec.interrupted || stop.load(Ordering::Relaxed) {
+                "interrupted"
+            } else {
+                "failed"
+            };
+            st.finish_run(run_id, status, &json!({"error": e.to_string(), "connection_errors": rec.errors, "records": rec.records.len()}))?;
+            anyhow::bail!(
+                "run {run_id} {status}: {e}{}",
+                rec.errors
+                    .first()
+                    .map(|m| format!(" ({m})"))
+                    .unwrap_or_default()
+            );
+        }
+    };
+    let (status, code) = status_of(&rec, &an);
+    st.finish_run(
+        run_id,
+        status,
+        &run_json(Some(run_id), status, label, &rec, &an),
+    )?;
+    Ok((rec, an, status, code))
+}
+
+fn plot_run(
+    out: &crate::cli::OutputArgs,
+    label: &str,
+    an: &RunAnalysis,
+) -> anyhow::Result<Vec<String>> {
+    if out.plot.is_none() && out.ccdf.is_none() {
+        return Ok(Vec::new());
+    }
+    let mut series = vec![report::Series::new(
+        format!("measured {label}"),
+        an.measured_ccdf_us.clone(),
+    )];
+    if !an.ideal_ccdf_us.is_empty() {
+        let mut s = report::Series::new("ideal (same arrivals)", an.ideal_ccdf_us.clone());
+        s.dashed = true;
+        series.push(s);
+    }
+    output::write_ccdf_outputs(out, &format!("{label}: measured vs ideal"), &series)
+}

@@ -1,0 +1,81 @@
+//! `tailscope serve`: the built-in null-RPC server in the foreground until SIGINT/SIGTERM.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde_json::json;
+use server::{Arch, Server, ServerConfig};
+
+use super::common::{parse_cpus, parse_sched, shutdown_flag};
+use crate::cli::ServeArgs;
+use crate::exit::{usage, OrUsage};
+use crate::output;
+
+/// Validates `serve` arguments into the server's configuration.
+pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
+    let arch: Arch = a.arch.parse().or_usage()?;
+    if a.workers == 0 {
+        return Err(usage("--workers must be at least 1"));
+    }
+    let work = match &a.work {
+        Some(w) => Some(super::model::parse_service(w)?),
+        None => None,
+    };
+    if a.max_frame < wire::nullrpc::HEADER_LEN || a.max_frame > wire::nullrpc::MAX_FRAME {
+        return Err(usage(format!(
+            "--max-frame must be between {} and {} bytes, got {}",
+            wire::nullrpc::HEADER_LEN,
+            wire::nullrpc::MAX_FRAME,
+            a.max_frame
+        )));
+    }
+    Ok(ServerConfig {
+        arch,
+        workers: a.workers,
+        work,
+        cpus: parse_cpus(a.cpus.as_deref())?,
+        sched: parse_sched(a.sched.as_deref())?,
+        stamps: true,
+        max_frame: a.max_frame,
+        seed: a.seed,
+    })
+}
+
+pub fn run(a: &ServeArgs) -> anyhow::Result<i32> {
+    let cfg = config(a)?;
+    let addr: std::net::SocketAddr = a.listen.parse().map_err(|_| {
+        usage(format!(
+            "--listen must be HOST:PORT with a numeric address, got '{}'",
+            a.listen
+        ))
+    })?;
+    let stop = shutdown_flag()?;
+    let handle = if matches!(cfg.arch, Arch::Udp) {
+        let sock = std::net::UdpSocket::bind(addr)
+            .map_err(|e| usage(format!("cannot bind udp {addr}: {e}")))?;
+        Server::start_udp(sock, cfg)?
+    } else {
+        let l = std::net::TcpListener::bind(addr)
+            .map_err(|e| usage(format!("cannot bind {addr}: {e}")))?;
+        Server::start_tcp(l, cfg)?
+    };
+    let bound = handle.local_addr();
+    if a.json {
+        output::print_json(
+            &json!({"listen": bound.to_string(), "arch": a.arch, "workers": a.workers}),
+        )?;
+    } else {
+        println!("{bound}");
+    }
+    // stdout may be a pipe read by a script waiting for the address.
+    std::io::Write::flush(&mut std::io::stdout())?;
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let c = handle.shutdown()?;
+    eprintln!(
+        "tailscope serve: stopped; served {} requests, {} connections accepted, {} closed for malformed frames",
+        c.served, c.connections_accepted, c.malformed_closed
+    );
+    Ok(0)
+}

@@ -1,0 +1,56 @@
+//! Mapping of errors to exit codes: 2 for bad usage or input, 1 for everything else.
+
+use std::fmt;
+
+/// An error in what the user asked for (arguments, input files). Exit code 2.
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl fmt::Display for Usage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+/// Builds a usage error (exit code 2) from anything displayable.
+pub fn usage(msg: impl fmt::Display) -> anyhow::Error {
+    anyhow::Error::new(Usage(msg.to_string()))
+}
+
+/// The exit code for an error: 2 when any error in its chain is a usage error, else 1.
+pub fn code_of(e: &anyhow::Error) -> i32 {
+    if e.chain().any(|c| c.downcast_ref::<Usage>().is_some()) {
+        2
+    } else {
+        1
+    }
+}
+
+/// Converts a domain crate's validation error into a usage error.
+pub trait OrUsage<T> {
+    fn or_usage(self) -> anyhow::Result<T>;
+    fn or_usage_ctx(self, what: &str) -> anyhow::Result<T>;
+}
+
+impl<T, E: fmt::Display> OrUsage<T> for Result<T, E> {
+    fn or_usage(self) -> anyhow::Result<T> {
+        self.map_err(usage)
+    }
+    fn or_usage_ctx(self, what: &str) -> anyhow::Result<T> {
+        self.map_err(|e| usage(format!("{what}: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_errors_map_to_2_and_others_to_1() {
+        assert_eq!(code_of(&usage("bad")), 2);
+        assert_eq!(code_of(&usage("bad").context("while parsing")), 2);
+        assert_eq!(code_of(&anyhow::anyhow!("measurement failed")), 1);
+    }
+}
