@@ -138,3 +138,60 @@ impl Protocol for NullRpc {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn round_trip_through_wire() {
+        let mut p = NullRpc::new(Transport::Tcp, 100, true, false);
+        let mut req = Vec::new();
+        p.encode(42, 0, &mut req);
+        assert_eq!(req.len(), 100);
+        let wire::nullrpc::Decoded::Frame {
+            header, payload, ..
+        } = wire::nullrpc::decode(&req).unwrap()
+        else {
+            panic!("request does not decode");
+        };
+        assert!(header.flags.want_stamps && !header.flags.want_tx_stamp);
+        let mut resp = Vec::new();
+        let st = wire::nullrpc::Stamps([1, 2, 3, 4, 5, 6]);
+        wire::nullrpc::encode_response(&mut resp, &header, payload, Some(&st)).unwrap();
+        wire::nullrpc::encode_tx_stamp(&mut resp, 42, 7);
+        assert_eq!(p.decode(&resp[..10]).unwrap(), None);
+        let (n, r) = p.decode(&resp).unwrap().unwrap();
+        assert_eq!(
+            r,
+            Reply {
+                id: Some(42),
+                ok: true,
+                stamps: Some([1, 2, 3, 4, 5, 6]),
+                tx_stamp_for: None
+            }
+        );
+        let (m, f) = p.decode(&resp[n..]).unwrap().unwrap();
+        assert_eq!(n + m, resp.len());
+        assert!(f.is_follow_up());
+        assert_eq!(f.tx_stamp_for, Some((42, 7)));
+        // A request sent back to the client is an error, not a reply.
+        assert!(matches!(p.decode(&req), Err(ProtoError::Unexpected(_))));
+        // Out-of-range lengths are clamped into the frame limits.
+        assert_eq!(
+            NullRpc::new(Transport::Udp, 1, false, false).request_len,
+            wire::nullrpc::HEADER_LEN
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn decode_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let mut p = NullRpc::new(Transport::Tcp, 128, true, true);
+            if let Ok(Some((n, _))) = p.decode(&bytes) {
+                prop_assert!(n > 0 && n <= bytes.len());
+            }
+        }
+    }
+}

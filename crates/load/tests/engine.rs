@@ -407,3 +407,42 @@ fn fifo_matching_survives_timeouts() {
         );
     }
 }
+
+#[test]
+fn garbage_replies_fail_the_connection_not_the_run() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let quit = std::sync::Arc::new(AtomicBool::new(false));
+    let q = quit.clone();
+    let garbage = std::thread::spawn(move || {
+        while !q.load(Ordering::Relaxed) {
+            let Ok((mut s, _)) = listener.accept() else {
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            };
+            std::thread::spawn(move || {
+                s.set_nonblocking(false).unwrap();
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = s.read(&mut buf) {
+                    if n == 0 || s.write_all(&[b'Z'; 64]).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    let mut cfg = det_cfg(target(addr, false), 1000.0, 300);
+    cfg.timeout = Duration::from_millis(50);
+    let out = run(&cfg);
+    quit.store(true, Ordering::Relaxed);
+    garbage.join().unwrap();
+    assert_eq!(out.count(Outcome::Ok), 0);
+    assert!(out.count(Outcome::Error) > 0);
+    assert!(
+        out.errors.iter().any(|e| e.contains("malformed")),
+        "{:?}",
+        out.errors
+    );
+}
