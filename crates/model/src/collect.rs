@@ -117,7 +117,7 @@ impl Collector {
 }
 
 impl Sink for Collector {
-    #[inline]
+    #[inline(always)]
     fn record(&mut self, c: &Completion) {
         if c.index < self.warmup {
             return;
