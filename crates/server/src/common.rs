@@ -121,6 +121,14 @@ impl Stop {
     }
 }
 
+/// After a failed `accept`: on anything but "no connection waiting" (e.g. EMFILE, which
+/// leaves the listener readable) pause briefly rather than spin on it.
+pub(crate) fn accept_backoff(e: &io::Error) {
+    if e.kind() != io::ErrorKind::WouldBlock && e.kind() != io::ErrorKind::Interrupted {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
 /// Pins the calling thread and applies the scheduling policy of `cfg`.
 pub(crate) fn place(cfg: &ServerConfig) -> Result<(), ServerError> {
     if !cfg.cpus.is_empty() {

@@ -13,7 +13,7 @@ use nix::errno::Errno;
 use nix::sys::epoll::{Epoll, EpollEvent, EpollFlags, EpollTimeout};
 use wire::nullrpc::Header;
 
-use crate::common::{place, AtomicCounters, InBuf, OutBuf, Pre, Work, STOP_TOKEN};
+use crate::common::{accept_backoff, place, AtomicCounters, InBuf, OutBuf, Pre, Work, STOP_TOKEN};
 use crate::epoll_arch::{new_epoll, READ_EVENTS};
 use crate::thread_arch::setup_conn;
 use crate::{spawn, ServerError, Shared, Started};
@@ -102,21 +102,26 @@ fn dispatcher(listener: &TcpListener, ep: &Epoll, queue: &Queue, shared: &Shared
                     close_all(ep, conns);
                     return;
                 }
-                LISTENER_TOKEN => {
-                    while let Ok((s, _)) = listener.accept() {
-                        if s.set_nonblocking(true).is_err() || setup_conn(&s, shared).is_err() {
-                            continue;
+                LISTENER_TOKEN => loop {
+                    let s = match listener.accept() {
+                        Ok((s, _)) => s,
+                        Err(e) => {
+                            accept_backoff(&e);
+                            break;
                         }
-                        let fd = s.as_raw_fd();
-                        if ep.add(&s, EpollEvent::new(READ_EVENTS, fd as u64)).is_ok() {
-                            let c = DConn {
-                                stream: s,
-                                out: Mutex::new(OutBuf::new()),
-                            };
-                            conns.insert(fd, (Arc::new(c), InBuf::new()));
-                        }
+                    };
+                    if s.set_nonblocking(true).is_err() || setup_conn(&s, shared).is_err() {
+                        continue;
                     }
-                }
+                    let fd = s.as_raw_fd();
+                    if ep.add(&s, EpollEvent::new(READ_EVENTS, fd as u64)).is_ok() {
+                        let c = DConn {
+                            stream: s,
+                            out: Mutex::new(OutBuf::new()),
+                        };
+                        conns.insert(fd, (Arc::new(c), InBuf::new()));
+                    }
+                },
                 tok => {
                     let fd = tok as RawFd;
                     let Some((c, inb)) = conns.get_mut(&fd) else {

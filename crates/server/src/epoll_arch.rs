@@ -11,7 +11,7 @@ use host::tstamp::mono_now_ns;
 use nix::errno::Errno;
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 
-use crate::common::{place, AtomicCounters, InBuf, OutBuf, Pre, Work, STOP_TOKEN};
+use crate::common::{accept_backoff, place, AtomicCounters, InBuf, OutBuf, Pre, Work, STOP_TOKEN};
 use crate::thread_arch::setup_conn;
 use crate::{spawn, ServerError, Shared, Started};
 
@@ -71,7 +71,14 @@ fn accept_loop(listener: TcpListener, slots: Vec<(Arc<Epoll>, Inbox)>, shared: &
     let _ = place(&shared.cfg);
     let mut next = 0usize;
     while let Ok(true) = shared.stop.wait_readable(listener.as_raw_fd()) {
-        while let Ok((s, _)) = listener.accept() {
+        loop {
+            let s = match listener.accept() {
+                Ok((s, _)) => s,
+                Err(e) => {
+                    accept_backoff(&e);
+                    break;
+                }
+            };
             if s.set_nonblocking(true).is_err() || setup_conn(&s, shared).is_err() {
                 continue;
             }

@@ -9,7 +9,7 @@ use std::thread::JoinHandle;
 
 use host::tstamp::{self, mono_now_ns};
 
-use crate::common::{place, AtomicCounters, InBuf, OutBuf, Pre, Work};
+use crate::common::{accept_backoff, place, AtomicCounters, InBuf, OutBuf, Pre, Work};
 use crate::{spawn, ServerError, Shared, Started};
 
 /// Connections still open, so that shutdown can `shutdown(2)` them out of blocking calls.
@@ -48,7 +48,10 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     while let Ok(true) = shared.stop.wait_readable(listener.as_raw_fd()) {
         let s = match listener.accept() {
             Ok((s, _)) => s,
-            Err(_) => continue, // WouldBlock, ECONNABORTED, EMFILE…: try again on the next wake.
+            Err(e) => {
+                accept_backoff(&e);
+                continue;
+            }
         };
         if s.set_nonblocking(false).is_err() || setup_conn(&s, &shared).is_err() {
             continue;
