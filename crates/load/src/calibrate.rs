@@ -152,17 +152,20 @@ pub fn calibrate(
     })
 }
 
+/// Refills the connection's window; all missing requests go out in one write.
 fn top_up(
     c: &mut Cal,
     outstanding: usize,
     next_id: &mut u64,
     now: u64,
 ) -> Result<(), crate::conn::ConnFail> {
-    while c.out.len() < outstanding && !c.conn.has_pending_output() {
+    if c.conn.has_pending_output() || c.out.len() >= outstanding {
+        return Ok(());
+    }
+    while c.out.len() < outstanding {
         c.conn.queue(*next_id, 0);
         c.out.push_back((*next_id, now));
         *next_id += 1;
-        c.conn.flush()?;
     }
-    Ok(())
+    c.conn.flush()
 }

@@ -3,6 +3,7 @@
 //! The connection knows nothing of the schedule or of records; the engine and the
 //! calibrator keep that bookkeeping and call `queue`, `flush` and `read_replies`.
 
+use std::collections::VecDeque;
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
@@ -53,6 +54,8 @@ pub(crate) struct Conn {
     rend: usize,
     wbuf: Vec<u8>,
     wpos: usize,
+    /// UDP only: where each queued datagram ends in `wbuf`.
+    dgram_ends: VecDeque<usize>,
     /// Whether kernel receive stamps were enabled on the socket.
     pub(crate) rx_stamps: bool,
     /// Non-fatal problems (bad UDP datagrams, ICMP errors): the latest one, for the user.
@@ -76,6 +79,7 @@ impl Conn {
             rend: 0,
             wbuf: Vec::with_capacity(256),
             wpos: 0,
+            dgram_ends: VecDeque::new(),
             rx_stamps: false,
             soft_error: None,
         }
@@ -120,6 +124,7 @@ impl Conn {
         self.rend = 0;
         self.wbuf.clear();
         self.wpos = 0;
+        self.dgram_ends.clear();
     }
 
     pub(crate) fn is_open(&self) -> bool {
@@ -143,8 +148,12 @@ impl Conn {
         if !self.has_pending_output() {
             self.wbuf.clear();
             self.wpos = 0;
+            self.dgram_ends.clear();
         }
         self.proto.encode(id, class, &mut self.wbuf);
+        if self.transport == Transport::Udp {
+            self.dgram_ends.push_back(self.wbuf.len());
+        }
     }
 
     /// Writes as much pending output as the kernel takes without blocking.
@@ -165,11 +174,13 @@ impl Conn {
                 }
             }
             Sock::Udp(s) => {
-                if self.wpos < self.wbuf.len() {
+                // One datagram per queued request.
+                while let Some(&end) = self.dgram_ends.front() {
+                    let dgram = &self.wbuf[self.wpos..end];
                     // A refused error here is the ICMP report of an earlier datagram; the
                     // current one was not sent, so try once more, then let it time out.
                     for attempt in 0..2 {
-                        match s.send(&self.wbuf) {
+                        match s.send(dgram) {
                             Ok(_) => break,
                             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                             Err(e) if attempt == 1 => {
@@ -178,7 +189,8 @@ impl Conn {
                             Err(_) => {}
                         }
                     }
-                    self.wpos = self.wbuf.len();
+                    self.wpos = end;
+                    self.dgram_ends.pop_front();
                 }
             }
         }

@@ -28,7 +28,8 @@ pub struct RequestRecord {
     pub received_ns: u64,
     /// Client-side kernel software receive stamp of that read; 0 if unavailable.
     pub kernel_rx_ns: u64,
-    /// Index of the connection it was sent on (or was meant for).
+    /// Index of the connection it was sent on; for a request never sent, the connection a
+    /// trace assigned it, else 0.
     pub conn: u32,
     /// Request label (class), from the configured class probabilities.
     pub class: u8,

@@ -141,7 +141,7 @@ pub fn run_open_loop(
         );
         let mut last = std::time::Instant::now();
         while !handles.iter().all(|h| h.is_finished()) {
-            std::thread::sleep(Duration::from_millis(5));
+            std::thread::sleep(Duration::from_millis(20));
             if last.elapsed() >= PROGRESS_EVERY {
                 last = std::time::Instant::now();
                 progress(done.iter().map(|d| d.load(Ordering::Relaxed)).sum(), total);

@@ -61,3 +61,25 @@ fn calibration_of_an_unreachable_target_fails_cleanly() {
     .unwrap_err();
     assert!(matches!(e, load::LoadError::Connect { .. }), "{e}");
 }
+
+#[test]
+fn calibration_over_udp_counts_replies() {
+    // The UDP echo answers at once; check only that batching keeps one request per
+    // datagram (every request answered: the server drops nothing here) and counts add up.
+    let server = common::UdpEcho::start(0);
+    let target = format!("nullrpc+udp://{}", server.addr).parse().unwrap();
+    let factory = || Box::new(NullRpc::new(Transport::Udp, 128, false, false)) as Box<dyn Protocol>;
+    let stop = AtomicBool::new(false);
+    let cal = calibrate(
+        &target,
+        &factory,
+        2,
+        8,
+        Duration::from_millis(100),
+        Duration::from_millis(20),
+        &stop,
+    )
+    .unwrap();
+    assert!(cal.requests > 100, "{cal:?}");
+    assert_eq!(cal.duration_ns, 100_000_000);
+}
