@@ -41,13 +41,15 @@ impl Series {
 /// Label of a probability tick on the CCDF's y axis: 10^-k is the (1 - 10^-k) percentile, so the
 /// paper labels 0.1 as the 90th, 0.01 as the 99th percentile, and so on.
 pub fn percentile_label(p: f64) -> String {
-    if p >= 0.999_999 {
-        return "p0".to_string();
+    // Work in whole decades k = -log10(p): p = 10^-k is the percentile 100 − 10^(2−k), written
+    // as "p99." followed by k − 2 nines, which avoids floating-point noise such as p99.98999.
+    let k = (-p.log10()).round().max(0.0) as usize;
+    match k {
+        0 => "p0".to_string(),
+        1 => "p90".to_string(),
+        2 => "p99".to_string(),
+        _ => format!("p99.{}", "9".repeat(k - 2)),
     }
-    let pct = (1.0 - p) * 100.0;
-    let s = format!("{pct:.4}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    format!("p{s}")
 }
 
 fn usable(points: &[(f64, f64)]) -> impl Iterator<Item = (f64, f64)> + '_ {
@@ -89,7 +91,7 @@ pub fn ccdf_svg(path: &Path, title: &str, series: &[Series]) -> Result<(), Repor
         .caption(title, ("sans-serif", 22))
         .margin(15)
         .x_label_area_size(45)
-        .y_label_area_size(80)
+        .y_label_area_size(120)
         .build_cartesian_2d((x0..x1).log_scale(), (y0..1.0f64).log_scale())
         .map_err(|e| werr(&e))?;
     chart
@@ -100,7 +102,10 @@ pub fn ccdf_svg(path: &Path, title: &str, series: &[Series]) -> Result<(), Repor
         .y_label_formatter(&|y| {
             let k = -y.log10();
             if (k - k.round()).abs() < 1e-6 {
-                format!("{y:e} ({})", percentile_label(*y))
+                match k.round() as i64 {
+                    0 => format!("1 ({})", percentile_label(*y)),
+                    k => format!("1e-{k} ({})", percentile_label(*y)),
+                }
             } else {
                 String::new()
             }
@@ -159,6 +164,8 @@ mod tests {
         assert_eq!(percentile_label(0.01), "p99");
         assert_eq!(percentile_label(0.001), "p99.9");
         assert_eq!(percentile_label(0.0001), "p99.99");
+        assert_eq!(percentile_label(9.9999e-5), "p99.99");
+        assert_eq!(percentile_label(1e-6), "p99.9999");
     }
 
     #[test]

@@ -18,9 +18,10 @@ use crate::output::{self, fmt_ns, us};
 
 const SERVICE_NS: f64 = 50_000.0;
 /// Parameters the paper does not give for Figure 1's lognormal and Pareto inter-arrival times;
-/// ours, stated in the output.
+/// ours, stated in the output. α = 1.5 (infinite variance) reproduces the paper's ordering, in
+/// which Pareto arrivals have the heaviest tail; with α > 2 Pareto gaps are smoother than Poisson.
 const LOGNORMAL_SIGMA: f64 = 1.0;
-const PARETO_SHAPE: f64 = 2.5;
+const PARETO_SHAPE: f64 = 1.5;
 
 struct Curve {
     label: String,
@@ -35,6 +36,9 @@ struct Claim {
     exact: Option<f64>,
     simulated: f64,
     unit: &'static str,
+    /// Relative tolerance for agreement: the paper's "about N×" statements are rounded, its
+    /// stated values in µs are not.
+    tolerance: f64,
 }
 
 fn base(
@@ -209,6 +213,7 @@ fn claims(fig: u32, cs: &[Curve], rs: &[SimResult]) -> Vec<Claim> {
             exact: ratio(exact_q(&cs[5], "p99"), exact_q(&cs[0], "p99")),
             simulated: q(&rs[5], "p99") / q(&rs[0], "p99"),
             unit: "x",
+            tolerance: 0.15,
         }],
         3 => vec![
             Claim {
@@ -217,6 +222,7 @@ fn claims(fig: u32, cs: &[Curve], rs: &[SimResult]) -> Vec<Claim> {
                 exact: ratio(exact_q(&cs[0], "p99"), exact_q(&cs[3], "p99")),
                 simulated: q(&rs[0], "p99") / q(&rs[3], "p99"),
                 unit: "x",
+                tolerance: 0.15,
             },
             Claim {
                 text: "with separate per-worker queues p99 is the same as 1 worker (ratio 1)",
@@ -224,6 +230,7 @@ fn claims(fig: u32, cs: &[Curve], rs: &[SimResult]) -> Vec<Claim> {
                 exact: None,
                 simulated: q(&rs[0], "p99") / q(&rs[4], "p99"),
                 unit: "x",
+                tolerance: 0.15,
             },
         ],
         4 => vec![
@@ -233,6 +240,7 @@ fn claims(fig: u32, cs: &[Curve], rs: &[SimResult]) -> Vec<Claim> {
                 exact: exact_q(&cs[0], "p50").map(us),
                 simulated: us(q(&rs[0], "p50")),
                 unit: "µs",
+                tolerance: 0.05,
             },
             Claim {
                 text: "LIFO median response is 50 µs",
@@ -240,15 +248,16 @@ fn claims(fig: u32, cs: &[Curve], rs: &[SimResult]) -> Vec<Claim> {
                 exact: None,
                 simulated: us(q(&rs[1], "p50")),
                 unit: "µs",
+                tolerance: 0.05,
             },
         ],
         _ => Vec::new(),
     }
 }
 
-/// Paper and exact agree when within 15 % (the paper reads values off plots and rounds).
-fn agrees(paper: f64, exact: f64) -> bool {
-    (exact / paper - 1.0).abs() <= 0.15
+/// Paper and exact agree when within the claim's tolerance.
+fn agrees(c: &Claim, exact: f64) -> bool {
+    (exact / c.paper - 1.0).abs() <= c.tolerance
 }
 
 pub fn run(a: &FigureArgs) -> anyhow::Result<i32> {
@@ -297,7 +306,8 @@ pub fn run(a: &FigureArgs) -> anyhow::Result<i32> {
             .map(|c| {
                 json!({
                     "claim": c.text, "paper": c.paper, "exact": c.exact, "simulated": c.simulated, "unit": c.unit,
-                    "paper_agrees_with_exact": c.exact.map(|e| agrees(c.paper, e)),
+                    "tolerance": c.tolerance,
+                    "paper_agrees_with_exact": c.exact.map(|e| agrees(c, e)),
                 })
             })
             .collect();
@@ -359,7 +369,7 @@ pub fn run(a: &FigureArgs) -> anyhow::Result<i32> {
             u = c.unit
         );
         if let Some(e) = c.exact {
-            if !agrees(c.paper, e) {
+            if !agrees(c, e) {
                 println!(
                     "  the paper's text and exact theory disagree: the exact value is {e:.2}{}",
                     c.unit
