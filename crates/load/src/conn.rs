@@ -225,6 +225,7 @@ impl Conn {
     ) -> Result<(), ConnFail> {
         for _ in 0..MAX_READS_PER_EVENT {
             self.make_room()?;
+            let space = self.rbuf.len() - self.rend;
             let (n, krx) = match host::tstamp::recv_with_stamp(fd, &mut self.rbuf[self.rend..], 0) {
                 Ok((0, _)) => return Err(ConnFail::Closed),
                 Ok(v) => v,
@@ -256,8 +257,9 @@ impl Conn {
                 self.rstart = 0;
                 self.rend = 0;
             }
-            if self.rend < self.rbuf.len() {
-                // A short read: the socket is (almost certainly) drained.
+            if n < space {
+                // A short read: the socket is (almost certainly) drained; level-triggered
+                // epoll reports it again if not.
                 return Ok(());
             }
         }

@@ -99,6 +99,11 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_record_stays_under_100_bytes() {
+        assert!(std::mem::size_of::<RequestRecord>() <= 96);
+    }
+
+    #[test]
     fn latency_and_lateness() {
         let mut r = RequestRecord::scheduled(1_000, 2);
         assert_eq!(r.latency_ns(), None);

@@ -152,7 +152,7 @@ pub fn run_open_loop(
 
     let mut out = RunRecords {
         start_mono_ns: start.load(Ordering::Acquire),
-        records: Vec::with_capacity(total as usize),
+        records: Vec::new(),
         warmup_ns,
         interrupted: stop.load(Ordering::Relaxed),
         errors: Vec::new(),
@@ -168,9 +168,16 @@ pub fn run_open_loop(
             .unwrap_or(LoadError::ThreadPanicked(i)));
     }
     for o in outputs {
-        let o = o?;
+        let mut o = o?;
         out.interrupted |= o.interrupted;
-        out.records.extend_from_slice(&o.records);
+        if out.records.is_empty() {
+            // Reuse the first thread's vector: peak memory stays near one copy of the run.
+            std::mem::swap(&mut out.records, &mut o.records);
+            out.records
+                .reserve(total as usize - out.records.len().min(total as usize));
+        } else {
+            out.records.append(&mut o.records);
+        }
         for e in o.errors {
             note_error(&mut out.errors, e);
         }

@@ -61,7 +61,11 @@ impl Engine<'_> {
                     slot.zombies += 1;
                 }
                 if let Some(&oldest) = slot.inflight.front().filter(|_| slot.zombies > 0) {
-                    if self.recs[oldest as usize].sent_ns + FIFO_RESET_TIMEOUTS * timeout <= now {
+                    if self.recs[oldest as usize]
+                        .sent_ns
+                        .saturating_add(FIFO_RESET_TIMEOUTS.saturating_mul(timeout))
+                        <= now
+                    {
                         reset.push(s);
                     }
                 }
