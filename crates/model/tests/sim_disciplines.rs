@@ -72,32 +72,40 @@ fn md_c_conservation_is_exact() {
 
 #[test]
 fn mm_c_conservation_holds_statistically() {
-    // M/M/2 at ρ = 0.8: FIFO, LIFO and random order have the same mean response (Little's law;
-    // the number in system does not depend on the order with exponential service). Paired
-    // differences over 10 seeds; the 95 % CI of the difference must contain 0 ± 1 % of the mean.
-    let ds = [Discipline::Fifo, Discipline::Lifo, Discipline::Random];
+    // M/M/4 at ρ = 0.9: FIFO, LIFO, random order and both priority disciplines (two equal
+    // classes) have the same mean response: with exponential service and no use of job sizes,
+    // the number in system is the same birth–death process (Little's law). Paired
+    // differences over 10 seeds (same arrivals and service times); the 95 % CI of the
+    // difference must contain 0 ± 0.5 % of the mean. (A preemption rule that picked
+    // the victim with the most work left lowered the mean by about 2.5 %; this test fails on it.)
+    let ds = [
+        Discipline::Fifo,
+        Discipline::Lifo,
+        Discipline::Random,
+        Discipline::Priority,
+        Discipline::PriorityPreemptive,
+    ];
     let mut means = vec![Vec::new(); ds.len()];
     for seed in 0..10 {
         for (i, d) in ds.iter().enumerate() {
-            means[i].push(
-                run(&config(
-                    ServiceSpec::Exponential { mean_ns: D },
-                    2,
-                    0.8,
-                    *d,
-                    50_000,
-                    seed,
-                ))
-                .mean_response_ns(),
+            let mut cfg = config(
+                ServiceSpec::Exponential { mean_ns: D },
+                4,
+                0.9,
+                *d,
+                60_000,
+                seed,
             );
+            cfg.class_probs = vec![0.5, 0.5];
+            means[i].push(run(&cfg).mean_response_ns());
         }
     }
     for i in 1..ds.len() {
         let diff: Vec<f64> = means[0].iter().zip(&means[i]).map(|(a, b)| a - b).collect();
         let ci = mean_ci(&diff, 0.95).unwrap();
-        let slack = 0.01 * means[0][0];
+        let slack = 0.005 * means[0][0];
         println!(
-            "fifo − {:?} mean response: {:.1} [{:.1}, {:.1}] ns",
+            "fifo − {:?} mean response: {:.1} [{:.1}, {:.1}] ns (slack {slack:.1})",
             ds[i], ci.value, ci.lo, ci.hi
         );
         assert!(

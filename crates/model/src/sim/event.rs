@@ -28,6 +28,8 @@ struct Job {
 #[derive(Clone, Copy, Debug)]
 struct Running {
     job: Job,
+    /// When this stretch of service began (a resumed job starts a new stretch).
+    start: f64,
     end: f64,
 }
 
@@ -140,6 +142,7 @@ fn start(mut job: Job, now: f64) -> Running {
     job.waited += now - job.ready;
     Running {
         job,
+        start: now,
         end: now + job.remaining,
     }
 }
@@ -158,14 +161,21 @@ fn arrive(a: &Arrival, slots: &mut [Option<Running>], queue: &mut Queue, preempt
         return;
     }
     if preemptive {
-        // The lowest-priority job in service (largest class; among equals the one with the
-        // most work left), if it is lower than the arrival's class.
+        // The lowest-priority job in service (largest class), if it is lower than the
+        // arrival's class; among equals the one that started last. The choice must not look
+        // at remaining work: a real scheduler cannot, and preferring long residuals would
+        // favour short jobs and lower the mean below what preemptive-resume gives.
         let mut victim: Option<(usize, u8, f64)> = None;
         for (w, s) in slots.iter().enumerate() {
             if let Some(r) = s {
-                let better = !matches!(victim, Some((_, c, e)) if !(r.job.class > c || (r.job.class == c && r.end > e)));
+                let better = match victim {
+                    None => true,
+                    Some((_, c, started)) => {
+                        r.job.class > c || (r.job.class == c && r.start > started)
+                    }
+                };
                 if r.job.class > job.class && better {
-                    victim = Some((w, r.job.class, r.end));
+                    victim = Some((w, r.job.class, r.start));
                 }
             }
         }
