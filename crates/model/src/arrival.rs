@@ -254,6 +254,14 @@ impl ArrivalGen {
                 if t.times_ns.is_empty() {
                     return Err(ModelError::EmptyTrace);
                 }
+                if let Some(i) = t.times_ns.windows(2).position(|w| w[1] < w[0]) {
+                    return Err(ModelError::UnsortedTrace {
+                        line: i + 2,
+                        value: t.times_ns[i + 1].to_string(),
+                        prev_line: i + 1,
+                        prev_value: t.times_ns[i].to_string(),
+                    });
+                }
                 if let Some(c) = &t.conn {
                     if c.len() != t.times_ns.len() {
                         return Err(bad(format!(
@@ -436,6 +444,14 @@ mod tests {
         assert!(e.to_string().starts_with("line 2:"), "{e}");
         assert!(parse_trace("1 2\n3\n", TimeUnit::Ns).is_err());
         assert!(parse_trace("-1\n", TimeUnit::Ns).is_err());
+        let unsorted = Trace {
+            times_ns: vec![5, 3],
+            conn: None,
+        };
+        assert!(matches!(
+            ArrivalGen::new(&ArrivalSpec::Trace(unsorted), None, 0),
+            Err(ModelError::UnsortedTrace { line: 2, .. })
+        ));
         assert!(ArrivalGen::new(&ArrivalSpec::Poisson, None, 0).is_err());
         assert!(ArrivalGen::new(&ArrivalSpec::Poisson, Some(-1.0), 0).is_err());
         assert!(ArrivalGen::new(&ArrivalSpec::Poisson, Some(f64::NAN), 0).is_err());

@@ -22,7 +22,8 @@ pub enum ModelError {
     /// A trace file with no timestamps.
     #[error("trace is empty")]
     EmptyTrace,
-    /// A trace whose timestamps go backwards.
+    /// A trace whose timestamps go backwards (lines of the file, or 1-based positions for a
+    /// trace built in code).
     #[error("trace is not sorted: line {line} ({value}) is earlier than line {prev_line} ({prev_value})")]
     UnsortedTrace {
         line: usize,

@@ -279,3 +279,22 @@ fn collector_warmup_and_streaming() {
         Some(&50_000)
     );
 }
+
+#[test]
+fn class_labels_follow_the_probabilities() {
+    // 100 000 draws from (0.2, 0.8, 0): the class-0 share is within 4 binomial standard
+    // errors (0.5 %) of 0.2, and the zero-probability class never appears.
+    let cfg = SimConfig {
+        class_probs: vec![0.2, 0.8, 0.0],
+        requests: 100_000,
+        ..base()
+    };
+    let mut counts = [0u64; 3];
+    simulate(&cfg, &mut |c: &Completion| {
+        counts[usize::from(c.class)] += 1
+    })
+    .unwrap();
+    assert_eq!(counts[2], 0);
+    let share = counts[0] as f64 / 100_000.0;
+    assert!((share - 0.2).abs() < 0.005, "class-0 share {share}");
+}

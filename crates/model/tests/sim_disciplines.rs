@@ -52,7 +52,8 @@ fn q(c: &mut Collector, p: f64) -> f64 {
 fn md_c_conservation_is_exact() {
     // With identical (deterministic) service times, every work-conserving discipline has the
     // same number-in-system path, hence the same sum of response times for the same arrivals.
-    for workers in [1, 3] {
+    // 40 workers exercises the heap used for many workers on the FIFO fast path.
+    for workers in [1, 3, 40] {
         let means: Vec<f64> = [Discipline::Fifo, Discipline::Lifo, Discipline::Random]
             .into_iter()
             .map(|d| {

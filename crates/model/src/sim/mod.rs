@@ -297,7 +297,7 @@ impl ClassPicker {
     fn new(probs: &[f64], seed: u64) -> Self {
         use rand::SeedableRng;
         let mut acc = 0.0;
-        let cumulative = if probs.len() <= 1 {
+        let mut cumulative: Vec<f64> = if probs.len() <= 1 {
             Vec::new()
         } else {
             probs
@@ -308,6 +308,13 @@ impl ClassPicker {
                 })
                 .collect()
         };
+        // Rounding can leave the total a hair under 1: the last class with positive
+        // probability takes everything above, so a zero-probability class is never drawn.
+        if let Some(last) = probs.iter().rposition(|p| *p > 0.0) {
+            if let Some(c) = cumulative.get_mut(last) {
+                *c = f64::INFINITY;
+            }
+        }
         Self {
             cumulative,
             rng: rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed),
@@ -321,11 +328,7 @@ impl ClassPicker {
             return 0;
         }
         let u: f64 = self.rng.gen();
-        let k = self
-            .cumulative
-            .iter()
-            .position(|c| u < *c)
-            .unwrap_or(self.cumulative.len() - 1);
+        let k = self.cumulative.iter().position(|c| u < *c).unwrap_or(0);
         k as u8
     }
 }
