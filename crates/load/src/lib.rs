@@ -13,6 +13,26 @@
 //!   intended time, so a generator that falls behind shows up as lateness, not as a
 //!   shorter latency (no coordinated omission).
 //! - Protocols sit behind one trait, [`Protocol`]; [`NullRpc`] is the first.
+//!
+//! ```no_run
+//! use std::sync::atomic::AtomicBool;
+//! use std::time::Duration;
+//! use load::{run_open_loop, LoadConfig, NullRpc, Protocol, StopAt, Target};
+//!
+//! let target: Target = "nullrpc://127.0.0.1:7000".parse()?;
+//! let mut cfg = LoadConfig::new(target.clone(), 20_000.0); // Poisson, 20k req/s
+//! cfg.stop = StopAt::Duration(Duration::from_secs(10));
+//! cfg.connections = 8;
+//! cfg.threads = 2;
+//! let factory = move || {
+//!     Box::new(NullRpc::new(target.transport, 128, true, false)) as Box<dyn Protocol>
+//! };
+//! let stop = AtomicBool::new(false); // set from a SIGINT handler to end early
+//! let run = run_open_loop(&cfg, &factory, &stop, &|done, total| eprintln!("{done}/{total}"))?;
+//! let ok: Vec<u64> = run.measured().filter_map(|r| r.latency_ns()).collect();
+//! println!("{} ok of {}", ok.len(), run.records.len());
+//! # Ok::<(), load::LoadError>(())
+//! ```
 
 mod calibrate;
 mod config;
