@@ -300,6 +300,12 @@ fn trace_replay_keeps_times_and_connections() {
         // Rebased so the first arrival is at 0; gaps as recorded.
         assert_eq!(r.intended_ns, i as u64 * 1_000_000);
         assert_eq!(r.conn, (i % 5 % 3) as u32, "request {i}");
+        // Nothing goes out before its time, not even the request scheduled at 0.
+        assert!(
+            r.stamps[2] >= out.start_mono_ns + r.sent_ns,
+            "request {i} sent early: {r:?}"
+        );
+        assert!(r.sent_ns >= r.intended_ns);
     }
 }
 

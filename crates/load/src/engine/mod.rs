@@ -185,6 +185,19 @@ impl<'a> Engine<'a> {
     /// Runs the thread's schedule from the absolute CLOCK_MONOTONIC instant `start`.
     pub(crate) fn run(mut self, start: u64) -> ThreadOutput {
         self.start = start;
+        // Time zero is a little in the future (all threads start together): wait for it,
+        // sleeping most of the way, so that a request scheduled at 0 is not sent early.
+        loop {
+            let t = host::tstamp::mono_now_ns();
+            if t >= start {
+                break;
+            }
+            if start - t > FAR_NS {
+                std::thread::sleep(Duration::from_nanos(start - t - WAKE_EARLY_NS));
+            } else {
+                std::hint::spin_loop();
+            }
+        }
         let mut interrupted = false;
         let mut drain_deadline: Option<u64> = None;
         let mut last_maintenance = 0u64;
