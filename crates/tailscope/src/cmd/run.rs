@@ -10,7 +10,7 @@ use load::{LoadConfig, NullRpc, Protocol, RequestRecord, RunRecords, StopAt, Tar
 use serde_json::{json, Value};
 
 use super::common::{
-    host_facts, now_rfc3339, open_store, parse_cpus, parse_duration, shutdown_flag,
+    db_path, host_facts, now_rfc3339, open_store, parse_cpus, parse_duration, shutdown_flag,
 };
 use crate::cli::{LoadArgs, RunArgs};
 use crate::exit::{usage, OrUsage};
@@ -250,6 +250,8 @@ pub fn run_json(
         "stages": a.stages,
         "client_wakeup": a.client_wakeup.as_ref().map(|s| s.distribution_json()),
         "connection_errors": rec.errors,
+        "start_mono_ns": rec.start_mono_ns,
+        "warmup_ns": rec.warmup_ns,
     })
 }
 
@@ -409,14 +411,18 @@ pub fn stored_calibration(st: &store::Store, target: &str) -> anyhow::Result<Opt
 }
 
 pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
-    // Validate everything, then run.
+    // Validate everything, then run: nothing is written (not even the store file) on bad input.
     let target = parse_target(&a.target)?;
     let rate = parse_rate(&a.rate)?;
     let p = plan(&a.load)?;
     let f = factory(&target, a.load.request_size, !a.load.no_stamps)?;
     output::check_outputs(&a.out)?;
-    let st = open_store(&a.db)?;
-    let calibrated = stored_calibration(&st, &a.target)?;
+    let db = db_path(&a.db)?;
+    let calibrated = if a.service.is_none() && db.exists() {
+        stored_calibration(&open_store(&a.db)?, &a.target)?
+    } else {
+        None
+    };
     let ideal = ideal_spec(a, calibrated)?;
     let rate_rps = match rate {
         Rate::PerSecond(r) => r,
@@ -430,6 +436,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
             frac * f64::from(spec.workers) * 1e9 / spec.service_ns
         }
     };
+    let st = open_store(&a.db)?;
     let cfg = load_config(&target, &a.load, &p, rate_rps);
     let stop = shutdown_flag()?;
     let config_json = json!({

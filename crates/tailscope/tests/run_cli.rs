@@ -1,0 +1,491 @@
+//! `serve`, `run`, `calibrate` and `runs`, driven as a user drives them: a real built-in server
+//! process on 127.0.0.1 (port 0), the real generator, the real store in a temporary file.
+//! Nothing here asserts a wall-clock time: sleeps only place a fault (server killed, SIGINT)
+//! in the middle of a run whose length is given in requests or seconds.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// The tests share two CPUs: run them one at a time so that one's load is not another's noise.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_tailscope"));
+    c.env_remove("TAILSCOPE_DB");
+    c
+}
+
+/// A `tailscope serve` process and its bound address.
+struct Served {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(args: &[&str]) -> Served {
+    let mut child = bin()
+        .arg("serve")
+        .args(["--listen", "127.0.0.1:0"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start tailscope serve");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line.trim().to_string();
+    assert!(addr.starts_with("127.0.0.1:"), "serve printed '{addr}'");
+    Served { child, addr }
+}
+
+fn json_of(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON object ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn export_csv(db: &Path, id: i64) -> Vec<Vec<i64>> {
+    let out = bin()
+        .args([
+            "runs",
+            "export",
+            &id.to_string(),
+            "--format",
+            "csv",
+            "--db",
+            db.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(
+        header,
+        [
+            "intended_ns",
+            "sent_ns",
+            "received_ns",
+            "kernel_rx_ns",
+            "conn",
+            "class",
+            "outcome",
+            "t1_ns",
+            "t2_ns",
+            "t3_ns",
+            "t4_ns",
+            "t5_ns",
+            "t6_ns"
+        ]
+    );
+    lines
+        .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
+        .collect()
+}
+
+#[test]
+fn run_measures_stores_and_its_records_are_consistent() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let s = serve(&["--arch", "epoll", "--work", "det:200us"]);
+    let out = bin()
+        .args([
+            "run",
+            &format!("nullrpc://{}", s.addr),
+            "--rate",
+            "400",
+            "--duration",
+            "3s",
+            "--warmup",
+            "500ms",
+            "--connections",
+            "4",
+            "--service",
+            "210us",
+            "--workers",
+            "1",
+            "--lateness-threshold",
+            "1ms",
+            "--db",
+            db.to_str().unwrap(),
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let v = json_of(&out);
+    let status = v["status"].as_str().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(if status == "ok" { 0 } else { 1 }),
+        "status {status}"
+    );
+    assert_eq!(status, "ok", "{v}");
+    for k in [
+        "run_id",
+        "requests",
+        "achieved_rate_rps",
+        "outcomes",
+        "measured",
+        "ideal",
+        "lateness",
+        "excess",
+    ] {
+        assert!(v.get(k).is_some(), "missing {k}");
+    }
+    // Achieved rate at low load within 5 % of the target (a count over the span of send times).
+    let rate = v["achieved_rate_rps"].as_f64().unwrap();
+    assert!(
+        (rate / 400.0 - 1.0).abs() < 0.05,
+        "achieved {rate} req/s for 400"
+    );
+    // Ids matched: every request answered, none mismatched (a wrong id would be an error).
+    assert_eq!(v["outcomes"]["error"], 0);
+    assert_eq!(v["outcomes"]["timeout"], 0);
+    // Latency is never below the synthetic service time; the ideal's p50 is the service time.
+    assert!(v["measured"]["p50"].as_f64().unwrap() >= 200.0);
+    assert!((v["ideal"]["p50"].as_f64().unwrap() - 210.0).abs() < 1.0);
+
+    let id = v["run_id"].as_i64().unwrap();
+    let start = v["start_mono_ns"].as_i64().unwrap();
+    let rows = export_csv(&db, id);
+    assert!(rows.len() >= 1000, "{} records", rows.len());
+    let mut stamped = 0;
+    for r in &rows {
+        let (intended, sent, received, outcome) = (r[0], r[1], r[2], r[6]);
+        assert_eq!(outcome, 0, "every request ok");
+        assert!(
+            received - intended >= 200_000,
+            "latency {} ns below the 200 µs of work",
+            received - intended
+        );
+        assert!(sent >= intended);
+        let t = &r[7..13];
+        // T2..T5 always; T1 (kernel rx) and T6 (kernel tx) when the kernel gave them.
+        assert!(t[1] > 0 && t[2] > 0 && t[3] > 0 && t[4] > 0);
+        assert!(
+            t[1] <= t[2] && t[2] <= t[3] && t[3] <= t[4],
+            "stamps out of order: {t:?}"
+        );
+        assert!(
+            t[3] - t[2] >= 200_000,
+            "work stage shorter than the synthetic work"
+        );
+        // Same host, same CLOCK_MONOTONIC: the server's stamps lie inside the client's window.
+        // (T2 is the wake-up that preceded the read, which can predate a request that arrived
+        // while the worker was already awake; T3, "request read", cannot.)
+        assert!(
+            start + sent <= t[2] && t[4] <= start + received,
+            "stamps outside the client window"
+        );
+        if t[0] > 0 {
+            stamped += 1;
+            assert!(start + sent <= t[0] && t[0] <= t[1]);
+        }
+        if t[5] > 0 {
+            assert!(t[4] <= t[5]);
+        }
+    }
+    assert!(
+        stamped * 2 > rows.len(),
+        "kernel rx stamp T1 on only {stamped} of {}",
+        rows.len()
+    );
+
+    let out = bin()
+        .args(["runs", "list", "--db", db.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    let l = json_of(&out);
+    let runs = l["runs"].as_array().unwrap();
+    assert_eq!(runs[0]["id"].as_i64(), Some(id));
+    assert_eq!(runs[0]["status"], "ok");
+    for k in ["id", "status", "target", "started_at"] {
+        assert!(runs[0].get(k).is_some(), "runs list misses {k}");
+    }
+}
+
+#[test]
+fn a_run_survives_the_server_dying() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let mut s = serve(&["--arch", "thread"]);
+    let run = bin()
+        .args([
+            "run",
+            &format!("nullrpc://{}", s.addr),
+            "--rate",
+            "1000",
+            "--duration",
+            "6s",
+            "--warmup",
+            "200ms",
+            "--timeout",
+            "300ms",
+            "--service",
+            "20us",
+            "--db",
+            db.to_str().unwrap(),
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    s.child.kill().unwrap();
+    let _ = s.child.wait();
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json_of(&out);
+    assert_eq!(v["status"], "failed");
+    assert!(
+        v["outcomes"]["ok"].as_u64().unwrap() > 0,
+        "it measured before the kill"
+    );
+    let lost = v["outcomes"]["error"].as_u64().unwrap()
+        + v["outcomes"]["timeout"].as_u64().unwrap()
+        + v["outcomes"]["dropped"].as_u64().unwrap();
+    assert!(lost > 0);
+    let l = json_of(
+        &bin()
+            .args(["runs", "list", "--db", db.to_str().unwrap(), "--json"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(l["runs"][0]["status"], "failed");
+}
+
+#[test]
+fn sigint_stores_a_partial_run_marked_interrupted() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let s = serve(&["--arch", "epoll"]);
+    let run = bin()
+        .args([
+            "run",
+            &format!("nullrpc://{}", s.addr),
+            "--rate",
+            "2000",
+            "--duration",
+            "60s",
+            "--warmup",
+            "200ms",
+            "--service",
+            "20us",
+            "--db",
+            db.to_str().unwrap(),
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2000));
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe {
+        libc::kill(run.id() as i32, libc::SIGINT);
+    }
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json_of(&out);
+    assert_eq!(v["status"], "interrupted");
+    let n = v["requests"].as_u64().unwrap();
+    assert!(n > 100 && n < 100_000, "partial run of {n} requests");
+    let l = json_of(
+        &bin()
+            .args(["runs", "list", "--db", db.to_str().unwrap(), "--json"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(l["runs"][0]["status"], "interrupted");
+}
+
+#[test]
+fn calibrate_inverts_the_peak_throughput_and_feeds_percent_rates() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let s = serve(&["--arch", "epoll", "--work", "det:300us"]);
+    let url = format!("nullrpc://{}", s.addr);
+    let out = bin()
+        .args([
+            "calibrate",
+            &url,
+            "--duration",
+            "2s",
+            "--warmup",
+            "500ms",
+            "--db",
+            db.to_str().unwrap(),
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let v = json_of(&out);
+    assert!(out.status.success());
+    let svc = v["service_us"].as_f64().unwrap();
+    // The amortised service time is the 300 µs of work plus the server's per-request overhead.
+    assert!((300.0..600.0).contains(&svc), "calibrated service {svc} µs");
+    let out = bin()
+        .args([
+            "run",
+            &url,
+            "--rate",
+            "20%",
+            "--duration",
+            "2s",
+            "--warmup",
+            "500ms",
+            "--lateness-threshold",
+            "1ms",
+            "--db",
+            db.to_str().unwrap(),
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let r = json_of(&out);
+    let spec = &r["ideal_spec"];
+    assert!((spec["service_ns"].as_f64().unwrap() / 1e3 - svc).abs() < 1e-6);
+    let achieved = r["achieved_rate_rps"].as_f64().unwrap();
+    let asked = 0.2 * 1e6 / svc;
+    assert!(
+        (achieved / asked - 1.0).abs() < 0.1,
+        "achieved {achieved} for {asked}"
+    );
+}
+
+#[test]
+fn bad_targets_and_flags_exit_2_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sub").join("runs.db");
+    let dbs = db.to_str().unwrap().to_string();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["run", "foo://127.0.0.1:1", "--rate", "10"], "foo"),
+        (vec!["run", "nullrpc://127.0.0.1", "--rate", "10"], "port"),
+        (vec!["run", "nullrpc://127.0.0.1:9", "--rate", "abc"], "abc"),
+        (
+            vec!["run", "nullrpc://127.0.0.1:9", "--rate", "70%"],
+            "calibrate",
+        ),
+        (
+            vec![
+                "run",
+                "nullrpc://127.0.0.1:9",
+                "--rate",
+                "10",
+                "--duration=-1s",
+            ],
+            "-1s",
+        ),
+        (
+            vec![
+                "run",
+                "nullrpc://127.0.0.1:9",
+                "--rate",
+                "10",
+                "--cpus",
+                "999",
+            ],
+            "999",
+        ),
+        (
+            vec![
+                "run",
+                "nullrpc://127.0.0.1:9",
+                "--rate",
+                "10",
+                "--queues",
+                "many",
+            ],
+            "many",
+        ),
+        (vec!["serve", "--arch", "forking"], "forking"),
+        (vec!["serve", "--sched", "fifo:500"], "500"),
+        (vec!["runs", "export", "1", "--format", "xml"], "xml"),
+    ];
+    for (args, needle) in cases {
+        let mut cmd = bin();
+        cmd.args(&args);
+        if args[0] != "serve" {
+            cmd.args(["--db", &dbs]);
+        }
+        let out = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.contains(needle),
+            "{args:?}: '{err}' should name '{needle}'"
+        );
+        assert!(!db.exists(), "{args:?} wrote the store");
+    }
+}
+
+#[test]
+fn an_unreachable_target_is_a_clear_failure() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    // Bind then drop a listener: nothing listens on that port afterwards.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let out = bin()
+        .args([
+            "run",
+            &format!("nullrpc://127.0.0.1:{port}"),
+            "--rate",
+            "100",
+            "--duration",
+            "1s",
+            "--warmup",
+            "100ms",
+            "--service",
+            "10us",
+            "--db",
+            db.to_str().unwrap(),
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&port.to_string()), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
