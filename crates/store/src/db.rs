@@ -101,7 +101,21 @@ impl Store {
         let conn = Connection::open(path)?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
         // WAL lets readers (`tailscope report`) run beside a writing `tailscope run`.
-        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        // Switching the journal mode needs an exclusive lock, and SQLite reports SQLITE_BUSY
+        // for it at once, without calling the busy handler, when another process is opening
+        // (and switching) the same fresh file: retry for as long as the busy timeout.
+        let started = std::time::Instant::now();
+        let mode: String = loop {
+            match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)) {
+                Err(rusqlite::Error::SqliteFailure(e, _))
+                    if e.code == rusqlite::ErrorCode::DatabaseBusy
+                        && started.elapsed() < BUSY_TIMEOUT =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                other => break other?,
+            }
+        };
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(StoreError::Corrupt(format!(
                 "cannot switch {} to WAL (journal mode {mode})",
