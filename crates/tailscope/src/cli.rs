@@ -113,6 +113,11 @@ pub struct LoadArgs {
     /// Do not ask the server for stage stamps.
     #[arg(long)]
     pub no_stamps: bool,
+    /// Sleep (epoll with a timeout, waking 100 µs early) when the next send is more than
+    /// 200 µs away, instead of spinning; saves the generator's CPU at the cost of lateness
+    /// when wake-ups are slow (as on VMs).
+    #[arg(long)]
+    pub yield_when_far: bool,
     /// Flag the run invalid when the generator's lateness p99 exceeds this.
     #[arg(long, default_value = "50us")]
     pub lateness_threshold: String,

@@ -31,6 +31,7 @@ fn load_args(duration: &str, cpu: usize) -> LoadArgs {
         timeout: "1s".into(),
         request_size: wire::nullrpc::DEFAULT_REQUEST_LEN,
         no_stamps: false,
+        yield_when_far: false,
         lateness_threshold: "50us".into(),
         seed: 1,
         confidence: 0.95,

@@ -148,7 +148,7 @@ pub fn load_config(target: &Target, a: &LoadArgs, p: &LoadPlan, rate: f64) -> Lo
         timeout: p.timeout,
         seed: a.seed,
         class_probs: Vec::new(),
-        yield_when_far: true,
+        yield_when_far: a.yield_when_far,
     }
 }
 
