@@ -92,9 +92,19 @@ pub struct ArrivalCheck {
     /// deviation, such as the clock's granularity, so a fixed-size subsample keeps the test's
     /// power at a meaningful level).
     pub n: u64,
+    /// Anderson–Darling on the achieved (sent) gaps.
     pub statistic: f64,
     pub p_value: f64,
     pub exponential: bool,
+    /// The same test on the scheduled (intended) gaps: separates a bad schedule from a
+    /// generator that could not follow it.
+    pub schedule_statistic: f64,
+    pub schedule_p_value: f64,
+    /// Shortest achieved gap: a generator thread cannot send two requests closer than one
+    /// send's cost, so shorter scheduled gaps are stretched.
+    pub min_sent_gap_ns: u64,
+    /// Fraction of scheduled gaps shorter than that.
+    pub scheduled_below_min_fraction: f64,
 }
 
 /// Everything the analysis says about a run.
@@ -182,18 +192,9 @@ pub fn analyse(
         _ => 0.0,
     };
     let arrival_check = if matches!(cfg.arrival, ArrivalSpec::Poisson) && sent.len() > 20 {
-        let mut gaps: Vec<f64> = sent.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
-        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(cfg.seed ^ 0xAD);
-        gaps.shuffle(&mut rng);
-        gaps.truncate(AD_SAMPLE);
-        stats::anderson_darling_exponential(&gaps)
-            .ok()
-            .map(|ad| ArrivalCheck {
-                n: ad.n,
-                statistic: ad.modified,
-                p_value: ad.p_value,
-                exponential: !ad.reject_at_5pct,
-            })
+        let mut intended: Vec<u64> = counted.iter().map(|r| r.intended_ns).collect();
+        intended.sort_unstable();
+        arrival_check(&sent, &intended, cfg.seed)
     } else {
         None
     };
@@ -243,6 +244,35 @@ pub fn analyse(
         client_wakeup,
         measured_ccdf_us,
         ideal_ccdf_us,
+    })
+}
+
+/// Anderson–Darling of a subsample of the gaps between sorted times.
+fn ad_of_gaps(times: &[u64], seed: u64) -> Option<stats::AndersonDarling> {
+    let mut gaps: Vec<f64> = times.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
+    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed ^ 0xAD);
+    gaps.shuffle(&mut rng);
+    gaps.truncate(AD_SAMPLE);
+    stats::anderson_darling_exponential(&gaps).ok()
+}
+
+fn arrival_check(sent: &[u64], intended: &[u64], seed: u64) -> Option<ArrivalCheck> {
+    let achieved = ad_of_gaps(sent, seed)?;
+    let schedule = ad_of_gaps(intended, seed)?;
+    let min_sent_gap_ns = sent.windows(2).map(|w| w[1] - w[0]).min()?;
+    let short = intended
+        .windows(2)
+        .filter(|w| w[1] - w[0] < min_sent_gap_ns)
+        .count();
+    Some(ArrivalCheck {
+        n: achieved.n,
+        statistic: achieved.modified,
+        p_value: achieved.p_value,
+        exponential: !achieved.reject_at_5pct,
+        schedule_statistic: schedule.modified,
+        schedule_p_value: schedule.p_value,
+        min_sent_gap_ns,
+        scheduled_below_min_fraction: short as f64 / (intended.len().max(2) - 1) as f64,
     })
 }
 
