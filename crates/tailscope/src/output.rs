@@ -13,28 +13,13 @@ pub fn us(ns: f64) -> f64 {
     ns / 1e3
 }
 
-/// A latency for a terminal: three significant figures with a unit that fits.
+/// A latency for a terminal (model's formatting), "-" when there is none.
 pub fn fmt_ns(ns: f64) -> String {
-    if !ns.is_finite() {
-        return "-".to_string();
+    if ns.is_finite() {
+        model::format_duration_ns(ns)
+    } else {
+        "-".to_string()
     }
-    let (v, unit) = if ns >= 1e9 {
-        (ns / 1e9, "s")
-    } else if ns >= 1e6 {
-        (ns / 1e6, "ms")
-    } else if ns >= 1e3 {
-        (ns / 1e3, "µs")
-    } else {
-        (ns, "ns")
-    };
-    let digits = if v >= 100.0 {
-        0
-    } else if v >= 10.0 {
-        1
-    } else {
-        2
-    };
-    format!("{v:.digits$} {unit}")
 }
 
 /// `{"p50": µs, ...}` from (key, ns) pairs, as DESIGN.md specifies a distribution.

@@ -9,14 +9,8 @@ use super::{
     AnalyticError,
 };
 
-/// The standard quantiles every distribution is reported at: (key, level).
-pub const STANDARD_QUANTILES: [(&str, f64); 5] = [
-    ("p50", 0.5),
-    ("p90", 0.9),
-    ("p99", 0.99),
-    ("p99.9", 0.999),
-    ("p99.99", 0.9999),
-];
+/// The standard quantiles every distribution is reported at: (key, level), as in `stats`.
+pub use stats::STANDARD_QUANTILES;
 
 /// One closed-form result, with its provenance: every result names its source and whether it
 /// is exact or approximate.

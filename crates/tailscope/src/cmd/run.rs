@@ -238,6 +238,8 @@ pub fn run_json(
         "measured": a.measured.distribution_json(),
         "measured_ci": a.measured.intervals_json(),
         "mean_us": a.measured.mean_ns / 1e3,
+        "min_us": a.measured.min_ns / 1e3,
+        "max_us": a.measured.max_ns / 1e3,
         "ideal": a.ideal.as_ref().map(|s| s.distribution_json()),
         "ideal_ci": a.ideal.as_ref().map(|s| s.intervals_json()),
         "ideal_spec": a.ideal_spec,
