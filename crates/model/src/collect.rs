@@ -1,7 +1,13 @@
 //! The bridge from the simulator to `stats`: a [`Sink`] that drops the warm-up requests and
-//! records response and wait times, overall and per class, in `stats::Recorder`s.
+//! records response and wait times, overall and per class, in `stats::Recorder`s, and keeps
+//! what batch-means confidence intervals need.
+//!
+//! Why batch means: a queue's successive response times are strongly correlated, so the
+//! order-statistic interval (which assumes independent samples) is too narrow. The recorded
+//! requests are cut into [`BATCHES`] consecutive batches; the spread of the batch quantiles
+//! gives a Student-t interval, and the reported interval is the union of the two.
 
-use stats::Recorder;
+use stats::{Recorder, Summary, STANDARD_QUANTILES};
 
 use crate::sim::{Completion, Sink};
 
@@ -18,7 +24,23 @@ pub struct Collector {
     sum_response_ns: f64,
     sum_wait_ns: f64,
     recorded: u64,
+    /// Requests per batch (of the recorded ones).
+    batch_len: u64,
+    /// Streaming mode records into per-batch histograms (merged into `response`/`wait` when
+    /// first read), so batch means cost nothing extra; exact mode cuts the kept values instead.
+    batch_response: Vec<Recorder>,
+    batch_wait: Vec<Recorder>,
+    /// Per batch, the standard quantiles of response and wait, computed when first read.
+    batch_q: Option<(BatchQuantiles, BatchQuantiles)>,
 }
+
+/// Per batch, the five standard quantiles.
+type BatchQuantiles = Vec<[f64; 5]>;
+
+/// Batches of the batch-means intervals.
+pub const BATCHES: usize = 20;
+/// Fewer recorded requests than this per batch and no batch-means interval is made.
+const MIN_BATCH: u64 = 100;
 
 /// Rounds a non-negative time to whole nanoseconds (negatives from rounding error become 0).
 #[inline(always)]
@@ -55,10 +77,22 @@ impl Collector {
             }
         };
         let k = if classes > 1 { classes } else { 0 };
+        let streaming = kept > exact_limit;
+        let batched = kept / BATCHES as u64 >= MIN_BATCH;
+        let hist = || Recorder::for_count(u64::MAX, 0);
+        let nb = if streaming && batched { BATCHES } else { 0 };
         Self {
             warmup,
             response: Recorder::for_count(kept, exact_limit),
             wait: Recorder::for_count(kept, exact_limit),
+            batch_len: if batched {
+                kept / BATCHES as u64
+            } else {
+                u64::MAX
+            },
+            batch_response: (0..nb).map(|_| hist()).collect(),
+            batch_wait: (0..nb).map(|_| hist()).collect(),
+            batch_q: None,
             class_response: (0..k).map(|_| per_class()).collect(),
             class_wait: (0..k).map(|_| per_class()).collect(),
             sum_response_ns: 0.0,
@@ -69,16 +103,68 @@ impl Collector {
 
     /// Response times (arrival to completion) of all recorded requests.
     pub fn response(&mut self) -> &mut Recorder {
+        self.settle();
         &mut self.response
     }
 
     /// Waiting times (time not in service) of all recorded requests.
     pub fn wait(&mut self) -> &mut Recorder {
+        self.settle();
         &mut self.wait
+    }
+
+    /// Computes the batch quantiles (before anything sorts the exact values) and folds the
+    /// per-batch histograms into the overall ones. Runs once, when results are first read.
+    fn settle(&mut self) {
+        if self.batch_q.is_some() {
+            return;
+        }
+        let per_batch = |recs: &mut [Recorder]| -> Vec<[f64; 5]> {
+            recs.iter_mut().map(batch_quantiles).collect()
+        };
+        let q = if self.batch_response.is_empty() {
+            (
+                chunk_quantiles(&self.response, self.batch_len),
+                chunk_quantiles(&self.wait, self.batch_len),
+            )
+        } else {
+            let q = (
+                per_batch(&mut self.batch_response),
+                per_batch(&mut self.batch_wait),
+            );
+            for b in &self.batch_response {
+                // Both are auto-resizing histograms: merging cannot fail.
+                let _ = self.response.merge(b);
+            }
+            for b in &self.batch_wait {
+                let _ = self.wait.merge(b);
+            }
+            q
+        };
+        self.batch_q = Some(q);
+    }
+
+    /// Response and wait summaries whose intervals are the union of the order-statistic
+    /// interval and the batch-means interval (value ± t·s/√B over the batch quantiles).
+    pub fn summarize(&mut self, confidence: f64) -> Result<(Summary, Summary), stats::StatsError> {
+        self.settle();
+        let mut r = self.response.summarize(confidence)?;
+        let mut w = self.wait.summarize(confidence)?;
+        if let Some((br, bw)) = &self.batch_q {
+            widen(&mut r, br, confidence)?;
+            widen(&mut w, bw, confidence)?;
+        }
+        Ok((r, w))
+    }
+
+    /// Whether the intervals of [`Collector::summarize`] include batch means.
+    pub fn has_batch_means(&self) -> bool {
+        self.batch_len != u64::MAX
     }
 
     /// Response times of one class (with a single class, class 0 is everything).
     pub fn class_response(&mut self, class: usize) -> Option<&mut Recorder> {
+        self.settle();
         if self.class_response.is_empty() {
             (class == 0).then_some(&mut self.response)
         } else {
@@ -88,6 +174,7 @@ impl Collector {
 
     /// Waiting times of one class (with a single class, class 0 is everything).
     pub fn class_wait(&mut self, class: usize) -> Option<&mut Recorder> {
+        self.settle();
         if self.class_wait.is_empty() {
             (class == 0).then_some(&mut self.wait)
         } else {
@@ -123,8 +210,14 @@ impl Sink for Collector {
             return;
         }
         let (r, w) = (to_ns(c.response_ns), to_ns(c.wait_ns));
-        self.response.record(r);
-        self.wait.record(w);
+        if self.batch_response.is_empty() {
+            self.response.record(r);
+            self.wait.record(w);
+        } else {
+            let b = ((self.recorded / self.batch_len) as usize).min(BATCHES - 1);
+            self.batch_response[b].record(r);
+            self.batch_wait[b].record(w);
+        }
         if let (Some(rc), Some(wc)) = (
             self.class_response.get_mut(usize::from(c.class)),
             self.class_wait.get_mut(usize::from(c.class)),
@@ -136,4 +229,58 @@ impl Sink for Collector {
         self.sum_wait_ns += c.wait_ns;
         self.recorded += 1;
     }
+}
+
+/// The standard quantiles of one recorder (NaN where it has none).
+fn batch_quantiles(r: &mut Recorder) -> [f64; 5] {
+    let mut out = [f64::NAN; 5];
+    for (o, (_, q)) in out.iter_mut().zip(STANDARD_QUANTILES) {
+        if let Ok(q) = stats::Quantile::new(q) {
+            *o = r.quantile(q).unwrap_or(f64::NAN);
+        }
+    }
+    out
+}
+
+/// The standard quantiles of consecutive chunks of an exact recorder's values, in the order
+/// they were recorded; empty when the recorder is not exact or there are no full batches.
+fn chunk_quantiles(r: &Recorder, batch_len: u64) -> Vec<[f64; 5]> {
+    let Some(values) = r.values() else {
+        return Vec::new();
+    };
+    if batch_len == u64::MAX || batch_len == 0 {
+        return Vec::new();
+    }
+    values
+        .chunks(batch_len as usize)
+        .take(BATCHES)
+        .map(|c| {
+            let mut v = c.to_vec();
+            v.sort_unstable();
+            let mut out = [f64::NAN; 5];
+            for (o, (_, q)) in out.iter_mut().zip(STANDARD_QUANTILES) {
+                *o = stats::quantile_sorted(&v, q);
+            }
+            out
+        })
+        .collect()
+}
+
+/// Widens each standard quantile's interval to contain value ± t·s/√B of the batch quantiles.
+fn widen(s: &mut Summary, batches: &[[f64; 5]], confidence: f64) -> Result<(), stats::StatsError> {
+    for (i, q) in s.quantiles.iter_mut().enumerate().take(5) {
+        let per: Vec<f64> = batches
+            .iter()
+            .map(|b| b[i])
+            .filter(|v| v.is_finite())
+            .collect();
+        if per.len() < 2 {
+            continue;
+        }
+        let e = stats::mean_ci(&per, confidence)?;
+        let half = (e.hi - e.lo) / 2.0;
+        q.est.lo = q.est.lo.min(q.est.value - half).max(0.0);
+        q.est.hi = q.est.hi.max(q.est.value + half);
+    }
+    Ok(())
 }

@@ -10,9 +10,8 @@ pub const CI_BATCH_MEANS: &str = "batch means over 20 consecutive batches (Stude
      contain the order-statistic interval: a queue's successive response times are correlated, so \
      order statistics alone would be too narrow";
 pub const CI_REPLICATIONS: &str = "Student t over independent replications";
-
-/// Batches for the batch-means intervals of a single run.
-const BATCHES: usize = 20;
+pub const CI_ORDER_STAT: &str =
+    "order statistics (too few requests for batch means; assumes independent samples)";
 
 /// The summary of one simulated configuration.
 pub struct SimResult {
@@ -28,60 +27,22 @@ pub struct SimResult {
     pub replications: u32,
 }
 
-/// Forwards completions to the collector, keeps per-batch response histograms for the
-/// batch-means intervals, and advances a progress bar now and then.
+/// Forwards completions to the collector and advances a progress bar now and then.
 struct WithProgress<'a> {
     inner: &'a mut Collector,
     bar: &'a ProgressBar,
     n: u64,
-    /// Index of the first recorded (post-warm-up) request and the batch length.
-    first: u64,
-    batch_len: u64,
-    /// Response and wait recorders per batch.
-    batches: Vec<(Recorder, Recorder)>,
 }
 
 impl Sink for WithProgress<'_> {
     #[inline]
     fn record(&mut self, c: &Completion) {
         self.inner.record(c);
-        if !self.batches.is_empty() && c.index >= self.first {
-            let b =
-                (((c.index - self.first) / self.batch_len) as usize).min(self.batches.len() - 1);
-            let ns = |x: f64| if x > 0.0 { x.round() as u64 } else { 0 };
-            self.batches[b].0.record(ns(c.response_ns));
-            self.batches[b].1.record(ns(c.wait_ns));
-        }
         self.n += 1;
         if self.n & 0xF_FFFF == 0 {
             self.bar.set_position(self.n);
         }
     }
-}
-
-/// Widens each quantile's interval to contain value ± t·s/√B of the batch quantiles.
-fn widen_with_batches(
-    s: &mut Summary,
-    batches: &mut [Recorder],
-    confidence: f64,
-) -> anyhow::Result<()> {
-    for q in s.quantiles.iter_mut() {
-        let Ok(quant) = stats::Quantile::new(q.q) else {
-            continue;
-        };
-        let per: Vec<f64> = batches
-            .iter_mut()
-            .filter_map(|b| b.quantile(quant))
-            .collect();
-        if per.len() < 2 {
-            continue;
-        }
-        let e = stats::mean_ci(&per, confidence)?;
-        let half = (e.hi - e.lo) / 2.0;
-        q.est.lo = q.est.lo.min(q.est.value - half).max(0.0);
-        q.est.hi = q.est.hi.max(q.est.value + half);
-    }
-    Ok(())
 }
 
 fn bar(total: u64, label: &str) -> ProgressBar {
@@ -106,102 +67,81 @@ pub fn simulate(
     let reps = replications.max(1);
     let classes = cfg.class_probs.len().max(1);
     let bar = bar(cfg.requests * u64::from(reps), label);
-    let mut merged_resp: Option<Recorder> = None;
-    let mut merged_wait: Option<Recorder> = None;
-    let mut merged_class: Vec<Option<Recorder>> = vec![None; classes];
-    let mut per_rep: Vec<Vec<f64>> = vec![Vec::new(); STANDARD_QUANTILES.len()];
-    let mut per_rep_wait: Vec<Vec<f64>> = vec![Vec::new(); STANDARD_QUANTILES.len()];
+    let mut cols = Vec::new();
     let mut outcome = None;
-    let mut mean_sum = 0.0;
-    let mut recorded = 0;
-    let mut batch_recorders: Option<Vec<(Recorder, Recorder)>> = None;
     for r in 0..reps {
         let mut c = cfg.clone();
         c.seed = cfg.seed.wrapping_add(u64::from(r));
-        let limit = exact_limit / u64::from(reps);
-        let mut col = Collector::new(c.requests, c.warmup_fraction, classes, limit.max(1));
-        let first = (c.requests as f64 * c.warmup_fraction.clamp(0.0, 1.0)) as u64;
-        let kept = c.requests.saturating_sub(first);
-        let use_batches = reps == 1 && kept >= (BATCHES as u64) * 100;
+        let limit = (exact_limit / u64::from(reps)).max(1);
+        let mut col = Collector::new(c.requests, c.warmup_fraction, classes, limit);
         let mut sink = WithProgress {
             inner: &mut col,
             bar: &bar,
             n: 0,
-            first,
-            batch_len: (kept / BATCHES as u64).max(1),
-            batches: if use_batches {
-                (0..BATCHES)
-                    .map(|_| {
-                        (
-                            Recorder::for_count(u64::MAX, 0),
-                            Recorder::for_count(u64::MAX, 0),
-                        )
-                    })
-                    .collect()
-            } else {
-                Vec::new()
-            },
         };
-        let o = model::simulate(&c, &mut sink)?;
+        outcome = Some(model::simulate(&c, &mut sink)?);
         bar.inc(sink.n % 0x10_0000);
-        let mut batches = std::mem::take(&mut sink.batches);
-        recorded += col.recorded();
-        mean_sum += col.mean_response_ns() * col.recorded() as f64;
-        if !batches.is_empty() {
-            batch_recorders = Some(std::mem::take(&mut batches));
-        }
-        if reps > 1 {
-            let s = col.response().summarize(confidence)?;
-            let w = col.wait().summarize(confidence)?;
+        cols.push(col);
+    }
+    bar.finish_and_clear();
+    let Some(outcome) = outcome else {
+        anyhow::bail!("the simulation produced no requests");
+    };
+    let recorded: u64 = cols.iter().map(|c| c.recorded()).sum();
+    let mean_sum: f64 = cols
+        .iter()
+        .map(|c| c.mean_response_ns() * c.recorded() as f64)
+        .sum();
+    let (response, wait, ccdf, ci_method) = if let [col] = cols.as_mut_slice() {
+        let (r, w) = col.summarize(confidence)?;
+        let method = if col.has_batch_means() {
+            CI_BATCH_MEANS
+        } else {
+            CI_ORDER_STAT
+        };
+        (r, w, col.response().ccdf(10), method)
+    } else {
+        // Independent replications: each one's quantiles, then a t interval over them.
+        let mut per_rep = vec![Vec::new(); STANDARD_QUANTILES.len()];
+        let mut per_rep_wait = vec![Vec::new(); STANDARD_QUANTILES.len()];
+        let (mut all_r, mut all_w) = (Recorder::exact(0), Recorder::exact(0));
+        for col in cols.iter_mut() {
+            let (s, w) = col.summarize(confidence)?;
             for (i, q) in s.quantiles.iter().enumerate() {
                 per_rep[i].push(q.est.value);
             }
             for (i, q) in w.quantiles.iter().enumerate() {
                 per_rep_wait[i].push(q.est.value);
             }
+            all_r.merge(col.response())?;
+            all_w.merge(col.wait())?;
         }
-        merge_into(&mut merged_resp, col.response())?;
-        merge_into(&mut merged_wait, col.wait())?;
-        for (k, slot) in merged_class.iter_mut().enumerate() {
-            if let Some(rec) = col.class_response(k) {
-                merge_into(slot, rec)?;
-            }
-        }
-        outcome = Some(o);
-    }
-    bar.finish_and_clear();
-    let (Some(outcome), Some(mut resp), Some(mut wait)) = (outcome, merged_resp, merged_wait)
-    else {
-        anyhow::bail!("the simulation produced no requests");
-    };
-    let mut response = resp.summarize(confidence)?;
-    let mut wait_s = wait.summarize(confidence)?;
-    let ci_method = if reps > 1 {
-        replace_with_replication_ci(&mut response, &per_rep, confidence)?;
-        replace_with_replication_ci(&mut wait_s, &per_rep_wait, confidence)?;
-        CI_REPLICATIONS
-    } else {
-        if let Some(b) = batch_recorders.take() {
-            let (mut r, mut w): (Vec<Recorder>, Vec<Recorder>) = b.into_iter().unzip();
-            widen_with_batches(&mut response, &mut r, confidence)?;
-            widen_with_batches(&mut wait_s, &mut w, confidence)?;
-        }
-        CI_BATCH_MEANS
+        let mut r = all_r.summarize(confidence)?;
+        let mut w = all_w.summarize(confidence)?;
+        replace_with_replication_ci(&mut r, &per_rep, confidence)?;
+        replace_with_replication_ci(&mut w, &per_rep_wait, confidence)?;
+        (r, w, all_r.ccdf(10), CI_REPLICATIONS)
     };
     let mut class_response = Vec::new();
     if classes > 1 {
-        for rec in merged_class.iter_mut().flatten() {
-            if !rec.is_empty() {
-                class_response.push(rec.summarize(confidence)?);
+        for k in 0..classes {
+            let mut all = Recorder::exact(0);
+            for col in cols.iter_mut() {
+                if let Some(rec) = col.class_response(k) {
+                    all.merge(rec)?;
+                }
+            }
+            if !all.is_empty() {
+                class_response.push(all.summarize(confidence)?);
             }
         }
     }
     Ok(SimResult {
         outcome,
         recorded,
-        ccdf: resp.ccdf(10),
+        ccdf,
         response,
-        wait: wait_s,
+        wait,
         mean_response_ns: if recorded > 0 {
             mean_sum / recorded as f64
         } else {
@@ -211,18 +151,6 @@ pub fn simulate(
         ci_method,
         replications: reps,
     })
-}
-
-fn merge_into(slot: &mut Option<Recorder>, rec: &Recorder) -> anyhow::Result<()> {
-    match slot {
-        Some(m) => m.merge(rec)?,
-        None => {
-            let mut m = Recorder::exact(0);
-            m.merge(rec)?;
-            *slot = Some(m);
-        }
-    }
-    Ok(())
 }
 
 fn replace_with_replication_ci(
