@@ -10,7 +10,18 @@
 //! Modules:
 //! - [`nullrpc`]: the built-in server's null-RPC frame (request, echoed response with an
 //!   optional stamp trailer, transmit-stamp follow-up).
+//! - [`memcache`]: memcached's text protocol (get/set, pipelined) and its UDP framing with
+//!   multi-datagram reassembly.
+//! - [`http1`]: HTTP/1.1 GET requests and response framing (Content-Length, chunked).
+//! - [`resp`]: RESP2 (Redis) GET/SET and replies.
+//!
+//! Every decoder looks at the front of a buffer and answers "need more", a value and the
+//! bytes it used, or an error; none panics on any input and all bound the sizes they
+//! accept.
 
+pub mod http1;
+pub mod memcache;
 pub mod nullrpc;
+pub mod resp;
 
 pub use nullrpc::WireError;
