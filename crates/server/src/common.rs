@@ -194,6 +194,14 @@ impl Work {
         })
     }
 
+    /// A responder without synthetic work (for architectures that spend their own costs).
+    pub fn without_work(cfg: &ServerConfig) -> Self {
+        Work {
+            gen: None,
+            stamps_allowed: cfg.stamps,
+        }
+    }
+
     /// Whether this request gets stamps (then `pre` should be filled in by the caller).
     pub fn wants_stamps(&self, h: &Header) -> bool {
         self.stamps_allowed && h.flags.want_stamps

@@ -23,6 +23,11 @@ pub enum Arch {
     /// One dispatcher epoll thread reads and decodes requests into one shared FIFO queue that
     /// `workers` threads serve; workers write the responses (one queue, c servers).
     Dispatch,
+    /// The LNS paper's tandem server: a network-stack thread (cost T0 + L·mT), a dispatcher
+    /// thread, and k workers (cost R0 + k·mR), FCFS or with full-stack priority for
+    /// delay-sensitive requests. Configured by [`ServerConfig::staged`]; `workers` and `work`
+    /// are ignored (see [`crate::staged`]).
+    Staged,
 }
 
 impl Arch {
@@ -33,6 +38,7 @@ impl Arch {
             Arch::Epoll => "epoll",
             Arch::Udp => "udp",
             Arch::Dispatch => "dispatch",
+            Arch::Staged => "staged",
         }
     }
 
@@ -57,6 +63,7 @@ impl FromStr for Arch {
             "epoll" => Ok(Arch::Epoll),
             "udp" => Ok(Arch::Udp),
             "dispatch" => Ok(Arch::Dispatch),
+            "staged" => Ok(Arch::Staged),
             _ => Err(ServerError::UnknownArch(s.to_string())),
         }
     }
@@ -80,6 +87,85 @@ pub struct ServerConfig {
     pub max_frame: usize,
     /// Seed of the synthetic work generators (worker i uses `seed + i`).
     pub seed: u64,
+    /// Stage costs, worker count and discipline of [`Arch::Staged`] (ignored by the others).
+    pub staged: StagedConfig,
+}
+
+/// The tandem server of [`Arch::Staged`] (LNS paper §3, formulas 11–12). Costs are spent
+/// busy-spinning, so they are exactly known: stage 1 spends `t0_ns + L·mt_ns_per_byte` per
+/// request of payload length L bytes, each worker `r0_ns + k·mr_ns_per_worker`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StagedConfig {
+    /// T0: fixed network-stack cost per request, ns.
+    pub t0_ns: f64,
+    /// mT: network-stack cost per payload byte, ns.
+    pub mt_ns_per_byte: f64,
+    /// R0: fixed worker cost per request, ns.
+    pub r0_ns: f64,
+    /// mR: worker cost added per worker thread (contention), ns.
+    pub mr_ns_per_worker: f64,
+    /// k: worker threads.
+    pub workers: usize,
+    /// Full-stack priority for delay-sensitive requests (false: FCFS everywhere).
+    pub priority: bool,
+}
+
+impl Default for StagedConfig {
+    /// No cost, one worker, FCFS.
+    fn default() -> Self {
+        StagedConfig {
+            t0_ns: 0.0,
+            mt_ns_per_byte: 0.0,
+            r0_ns: 0.0,
+            mr_ns_per_worker: 0.0,
+            workers: 1,
+            priority: false,
+        }
+    }
+}
+
+impl StagedConfig {
+    /// T = T0 + L·mT for a request with `payload_len` payload bytes, rounded to whole ns.
+    pub fn stack_cost_ns(&self, payload_len: usize) -> u64 {
+        (self.t0_ns + payload_len as f64 * self.mt_ns_per_byte).round() as u64
+    }
+
+    /// R = R0 + k·mR, rounded to whole ns.
+    pub fn worker_cost_ns(&self) -> u64 {
+        (self.r0_ns + self.workers as f64 * self.mr_ns_per_worker).round() as u64
+    }
+
+    /// Checks that every cost is finite and non-negative, that one request's cost fits in
+    /// an hour, and that 1 ≤ k ≤ 4096.
+    pub fn validate(&self) -> Result<(), ServerError> {
+        const HOUR_NS: f64 = 3.6e12;
+        for (name, v) in [
+            ("t0", self.t0_ns),
+            ("mt", self.mt_ns_per_byte),
+            ("r0", self.r0_ns),
+            ("mr", self.mr_ns_per_worker),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(ServerError::Config(format!(
+                    "staged {name} must be a finite number ≥ 0, got {v}"
+                )));
+            }
+        }
+        if !(1..=4096).contains(&self.workers) {
+            return Err(ServerError::Config(format!(
+                "staged workers must be between 1 and 4096, got {}",
+                self.workers
+            )));
+        }
+        let stack_max = self.t0_ns + wire::nullrpc::MAX_FRAME as f64 * self.mt_ns_per_byte;
+        let worker = self.r0_ns + self.workers as f64 * self.mr_ns_per_worker;
+        if stack_max > HOUR_NS || worker > HOUR_NS {
+            return Err(ServerError::Config(
+                "a staged cost per request exceeds one hour".into(),
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Default for ServerConfig {
@@ -93,6 +179,7 @@ impl Default for ServerConfig {
             stamps: true,
             max_frame: wire::nullrpc::MAX_FRAME,
             seed: 0,
+            staged: StagedConfig::default(),
         }
     }
 }
@@ -100,10 +187,12 @@ impl Default for ServerConfig {
 impl ServerConfig {
     /// Checks the values that do not need the kernel.
     pub fn validate(&self) -> Result<(), ServerError> {
-        if self.workers == 0 && self.arch != Arch::Thread {
+        if self.arch == Arch::Staged {
+            self.staged.validate()?;
+        } else if self.workers == 0 && self.arch != Arch::Thread {
             return Err(ServerError::Config("workers must be at least 1".into()));
         }
-        if self.workers > 4096 {
+        if self.workers > 4096 && self.arch != Arch::Staged {
             return Err(ServerError::Config(format!(
                 "{} workers is more than 4096",
                 self.workers
@@ -137,13 +226,48 @@ mod tests {
 
     #[test]
     fn arch_names_round_trip() {
-        for a in [Arch::Thread, Arch::Epoll, Arch::Udp, Arch::Dispatch] {
+        for a in [
+            Arch::Thread,
+            Arch::Epoll,
+            Arch::Udp,
+            Arch::Dispatch,
+            Arch::Staged,
+        ] {
             assert_eq!(a.name().parse::<Arch>().unwrap(), a);
         }
         assert!(matches!(
             "fork".parse::<Arch>(),
             Err(ServerError::UnknownArch(_))
         ));
+    }
+
+    fn staged(s: StagedConfig) -> ServerConfig {
+        ServerConfig {
+            arch: Arch::Staged,
+            staged: s,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn staged_costs_follow_formulas_11_and_12() {
+        let s = StagedConfig {
+            t0_ns: 1000.0,
+            mt_ns_per_byte: 2.5,
+            r0_ns: 3000.0,
+            mr_ns_per_worker: 100.4,
+            workers: 5,
+            priority: true,
+        };
+        assert_eq!(s.stack_cost_ns(0), 1000);
+        assert_eq!(s.stack_cost_ns(96), 1240);
+        assert_eq!(s.worker_cost_ns(), 3502);
+        // The staged worker count is the one that counts; ServerConfig::workers is ignored.
+        let c = ServerConfig {
+            workers: 0,
+            ..staged(s)
+        };
+        assert!(c.validate().is_ok());
     }
 
     #[test]
@@ -167,6 +291,22 @@ mod tests {
                 cpus: vec![host::placement::online_cpus()],
                 ..Default::default()
             },
+            staged(StagedConfig {
+                workers: 0,
+                ..Default::default()
+            }),
+            staged(StagedConfig {
+                t0_ns: -1.0,
+                ..Default::default()
+            }),
+            staged(StagedConfig {
+                mr_ns_per_worker: f64::NAN,
+                ..Default::default()
+            }),
+            staged(StagedConfig {
+                mt_ns_per_byte: 1e12,
+                ..Default::default()
+            }),
         ];
         for c in bad {
             assert!(c.validate().is_err(), "{c:?} accepted");

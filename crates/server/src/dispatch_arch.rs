@@ -18,12 +18,24 @@ use crate::epoll_arch::{new_epoll, READ_EVENTS};
 use crate::thread_arch::setup_conn;
 use crate::{spawn, ServerError, Shared, Started};
 
-const LISTENER_TOKEN: u64 = u64::MAX - 1;
+pub(crate) const LISTENER_TOKEN: u64 = u64::MAX - 1;
 
 /// The part of a connection workers share with the dispatcher: the socket and its output.
-struct DConn {
-    stream: TcpStream,
-    out: Mutex<OutBuf>,
+pub(crate) struct DConn {
+    pub stream: TcpStream,
+    pub out: Mutex<OutBuf>,
+}
+
+/// The connections of one reading thread: shared part and input buffer, by fd.
+pub(crate) type Conns = HashMap<RawFd, (Arc<DConn>, InBuf)>;
+
+/// A request as the reading thread decoded it.
+pub(crate) struct Decoded {
+    pub conn: Arc<DConn>,
+    pub header: Header,
+    pub payload: Vec<u8>,
+    /// The kernel receive stamp, when this request's last byte ended the `recv`.
+    pub t1: Option<u64>,
 }
 
 struct Job {
@@ -87,7 +99,7 @@ pub(crate) fn start(listener: TcpListener, shared: &Arc<Shared>) -> Result<Start
 
 fn dispatcher(listener: &TcpListener, ep: &Epoll, queue: &Queue, shared: &Shared) {
     let _ = place(&shared.cfg);
-    let mut conns: HashMap<RawFd, (Arc<DConn>, InBuf)> = HashMap::new();
+    let mut conns = Conns::new();
     let mut events = vec![EpollEvent::empty(); 64];
     loop {
         let n = match ep.wait(&mut events, EpollTimeout::NONE) {
@@ -96,50 +108,87 @@ fn dispatcher(listener: &TcpListener, ep: &Epoll, queue: &Queue, shared: &Shared
             Err(_) => break,
         };
         let t2 = mono_now_ns();
-        for ev in &events[..n] {
-            match ev.data() {
-                STOP_TOKEN => {
-                    close_all(ep, conns);
-                    return;
-                }
-                LISTENER_TOKEN => loop {
-                    let s = match listener.accept() {
-                        Ok((s, _)) => s,
-                        Err(e) => {
-                            accept_backoff(&e);
-                            break;
-                        }
-                    };
-                    if s.set_nonblocking(true).is_err() || setup_conn(&s, shared).is_err() {
-                        continue;
-                    }
-                    let fd = s.as_raw_fd();
-                    if ep.add(&s, EpollEvent::new(READ_EVENTS, fd as u64)).is_ok() {
-                        let c = DConn {
-                            stream: s,
-                            out: Mutex::new(OutBuf::new()),
-                        };
-                        conns.insert(fd, (Arc::new(c), InBuf::new()));
-                    }
-                },
-                tok => {
-                    let fd = tok as RawFd;
-                    let Some((c, inb)) = conns.get_mut(&fd) else {
-                        continue;
-                    };
-                    if handle(c, inb, ev.events(), t2, ep, queue, shared).is_err() {
-                        let _ = ep.delete(&c.stream);
-                        let _ = c.stream.shutdown(Shutdown::Both);
-                        conns.remove(&fd);
-                    }
-                }
+        let mut batch = Vec::new();
+        let go_on = on_events(&events[..n], listener, ep, &mut conns, shared, &mut |d| {
+            let pre = (shared.cfg.stamps && d.header.flags.want_stamps)
+                .then(|| Pre::new(d.t1, t2, mono_now_ns()));
+            batch.push(Job {
+                conn: d.conn,
+                header: d.header,
+                payload: d.payload,
+                pre,
+            });
+        });
+        if !batch.is_empty() {
+            let Ok(mut q) = queue.jobs.lock() else { break };
+            let k = batch.len();
+            q.extend(batch);
+            drop(q);
+            if k == 1 {
+                queue.ready.notify_one();
+            } else {
+                queue.ready.notify_all();
             }
+        }
+        if !go_on {
+            break;
         }
     }
     close_all(ep, conns);
 }
 
-fn close_all(ep: &Epoll, conns: HashMap<RawFd, (Arc<DConn>, InBuf)>) {
+/// Handles the readiness `events` of a reading thread: accepts new connections, reads and
+/// decodes requests (each handed to `sink` in arrival order), writes pending output, closes
+/// broken connections. False when the stop signal was among them.
+pub(crate) fn on_events(
+    events: &[EpollEvent],
+    listener: &TcpListener,
+    ep: &Epoll,
+    conns: &mut Conns,
+    shared: &Shared,
+    sink: &mut dyn FnMut(Decoded),
+) -> bool {
+    for ev in events {
+        match ev.data() {
+            STOP_TOKEN => return false,
+            LISTENER_TOKEN => loop {
+                let s = match listener.accept() {
+                    Ok((s, _)) => s,
+                    Err(e) => {
+                        accept_backoff(&e);
+                        break;
+                    }
+                };
+                if s.set_nonblocking(true).is_err() || setup_conn(&s, shared).is_err() {
+                    continue;
+                }
+                let fd = s.as_raw_fd();
+                if ep.add(&s, EpollEvent::new(READ_EVENTS, fd as u64)).is_ok() {
+                    let c = DConn {
+                        stream: s,
+                        out: Mutex::new(OutBuf::new()),
+                    };
+                    conns.insert(fd, (Arc::new(c), InBuf::new()));
+                }
+            },
+            tok => {
+                let fd = tok as RawFd;
+                let Some((c, inb)) = conns.get_mut(&fd) else {
+                    continue;
+                };
+                if handle(c, inb, ev.events(), ep, shared, sink).is_err() {
+                    let _ = ep.delete(&c.stream);
+                    let _ = c.stream.shutdown(Shutdown::Both);
+                    conns.remove(&fd);
+                }
+            }
+        }
+    }
+    true
+}
+
+/// Shuts every connection down (at exit of the reading thread).
+pub(crate) fn close_all(ep: &Epoll, conns: Conns) {
     for (c, _) in conns.values() {
         let _ = ep.delete(&c.stream);
         let _ = c.stream.shutdown(Shutdown::Both);
@@ -151,10 +200,9 @@ fn handle(
     c: &Arc<DConn>,
     inb: &mut InBuf,
     ev: EpollFlags,
-    t2: u64,
     ep: &Epoll,
-    queue: &Queue,
     shared: &Shared,
+    sink: &mut dyn FnMut(Decoded),
 ) -> io::Result<()> {
     let counters = &shared.counters;
     let fd = c.stream.as_raw_fd();
@@ -185,43 +233,24 @@ fn handle(
     if n == 0 {
         return Err(io::ErrorKind::UnexpectedEof.into());
     }
-    let mut batch = Vec::new();
-    let mut result = Ok(());
     loop {
         match inb.pop_frame(shared.cfg.max_frame) {
-            Ok(Some(req)) => {
-                let pre = (shared.cfg.stamps && req.header.flags.want_stamps)
-                    .then(|| Pre::new(if req.at_tail { t1 } else { None }, t2, mono_now_ns()));
-                batch.push(Job {
-                    conn: Arc::clone(c),
-                    header: req.header,
-                    payload: inb.bytes(req.payload).to_vec(),
-                    pre,
-                });
-            }
-            Ok(None) => break,
+            Ok(Some(req)) => sink(Decoded {
+                conn: Arc::clone(c),
+                header: req.header,
+                payload: inb.bytes(req.payload).to_vec(),
+                t1: if req.at_tail { t1 } else { None },
+            }),
+            Ok(None) => return Ok(()),
             Err(e) => {
                 AtomicCounters::add(&counters.malformed_closed, 1);
-                result = Err(io::Error::new(io::ErrorKind::InvalidData, e));
-                break;
+                return Err(io::Error::new(io::ErrorKind::InvalidData, e));
             }
         }
     }
-    if !batch.is_empty() {
-        let mut q = lock(&queue.jobs)?;
-        let k = batch.len();
-        q.extend(batch);
-        drop(q);
-        if k == 1 {
-            queue.ready.notify_one();
-        } else {
-            queue.ready.notify_all();
-        }
-    }
-    result
 }
 
-fn lock<T>(m: &Mutex<T>) -> io::Result<std::sync::MutexGuard<'_, T>> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> io::Result<std::sync::MutexGuard<'_, T>> {
     m.lock()
         .map_err(|_| io::Error::other("a server thread panicked holding a lock"))
 }
@@ -265,24 +294,53 @@ fn worker(index: u64, queue: &Queue, ep: &Epoll, shared: &Shared) {
             }
         };
         let t4 = work.do_work(job.pre.is_some());
-        let Ok(mut out) = job.conn.out.lock() else {
+        if !reply(
+            &job.conn,
+            &job.header,
+            &job.payload,
+            job.pre,
+            t4,
+            &work,
+            ep,
+            shared,
+        ) {
             return;
-        };
-        // Responses of one connection may leave out of order when several workers serve it;
-        // each carries its request's id.
-        out.push(job.conn.stream.as_raw_fd(), job.header.id, |b| {
-            work.respond(&job.header, &job.payload, job.pre, t4, b)
-        });
-        AtomicCounters::add(&shared.counters.served, 1);
-        // A write error means the peer is gone; the dispatcher sees the hang-up and closes.
-        if out.flush(&job.conn.stream).is_ok() {
-            if out.tx_on {
-                if let Ok(n) = out.collect_tx_stamps(job.conn.stream.as_raw_fd()) {
-                    AtomicCounters::add(&shared.counters.tx_stamps_sent, n);
-                    let _ = out.flush(&job.conn.stream);
-                }
-            }
-            rearm(&job.conn, &mut out, ep);
         }
     }
+}
+
+/// A worker's answer: encodes the response (T5 taken there), writes it, forwards any transmit
+/// stamps already there, and leaves EPOLLOUT armed if output is left. False if a lock was
+/// poisoned (another server thread panicked).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn reply(
+    conn: &DConn,
+    header: &Header,
+    payload: &[u8],
+    pre: Option<Pre>,
+    t4: u64,
+    work: &Work,
+    ep: &Epoll,
+    shared: &Shared,
+) -> bool {
+    let Ok(mut out) = conn.out.lock() else {
+        return false;
+    };
+    // Responses of one connection may leave out of order when several workers serve it;
+    // each carries its request's id.
+    out.push(conn.stream.as_raw_fd(), header.id, |b| {
+        work.respond(header, payload, pre, t4, b)
+    });
+    AtomicCounters::add(&shared.counters.served, 1);
+    // A write error means the peer is gone; the reading thread sees the hang-up and closes.
+    if out.flush(&conn.stream).is_ok() {
+        if out.tx_on {
+            if let Ok(n) = out.collect_tx_stamps(conn.stream.as_raw_fd()) {
+                AtomicCounters::add(&shared.counters.tx_stamps_sent, n);
+                let _ = out.flush(&conn.stream);
+            }
+        }
+        rearm(conn, &mut out, ep);
+    }
+    true
 }

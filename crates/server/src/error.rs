@@ -10,7 +10,7 @@ pub enum ServerError {
     #[error("invalid server configuration: {0}")]
     Config(String),
     /// `Arch::from_str` got an unknown name.
-    #[error("unknown server architecture {0:?} (expected thread, epoll, udp or dispatch)")]
+    #[error("unknown server architecture {0:?} (expected thread, epoll, udp, dispatch or staged)")]
     UnknownArch(String),
     /// The synthetic work distribution was rejected by the model crate.
     #[error("synthetic work: {0}")]

@@ -8,7 +8,10 @@
 //! and the architecture's doing (Tales of the Tail §3.3, §4). Four concurrency architectures
 //! ([`Arch`]) give the queueing structures the paper contrasts: per-connection threads,
 //! statically partitioned epoll workers (per-worker queues), and two single-queue servers
-//! (a shared UDP socket, a dispatcher feeding a FIFO).
+//! (a shared UDP socket, a dispatcher feeding a FIFO). A fifth, [`Arch::Staged`], is the LNS
+//! paper's tandem of network stack, dispatcher and k workers with exactly known stage costs
+//! and optional full-stack priority for delay-sensitive requests (see [`staged`], which also
+//! gives its own stamp mapping).
 //!
 //! # Stage stamps
 //!
@@ -42,6 +45,7 @@ mod config;
 mod dispatch_arch;
 mod epoll_arch;
 mod error;
+pub mod staged;
 mod thread_arch;
 mod udp_arch;
 
@@ -50,7 +54,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 pub use common::Counters;
-pub use config::{Arch, ServerConfig};
+pub use config::{Arch, ServerConfig, StagedConfig};
 pub use error::ServerError;
 
 use common::{AtomicCounters, Stop};
@@ -92,6 +96,7 @@ impl Server {
             Arch::Thread => thread_arch::start(listener, &shared)?,
             Arch::Epoll => epoll_arch::start(listener, &shared)?,
             Arch::Dispatch => dispatch_arch::start(listener, &shared)?,
+            Arch::Staged => staged::start(listener, &shared)?,
             Arch::Udp => unreachable!("checked above"),
         };
         Ok(ServerHandle::new(local_addr, shared, started))
@@ -161,7 +166,8 @@ impl ServerHandle {
     }
 
     /// Stops every thread (they are woken: eventfd for epoll loops, `shutdown(2)` for
-    /// blocking sockets, a condition variable for the dispatch workers) and joins them.
+    /// blocking sockets, condition variables for the dispatch and staged queues) and joins
+    /// them. Requests still queued are dropped unanswered.
     pub fn shutdown(mut self) -> Result<Counters, ServerError> {
         self.stop_and_join()?;
         Ok(self.shared.counters.snapshot())

@@ -41,11 +41,19 @@ fn server_threads() -> Vec<(String, String, i64)> {
 #[test]
 fn server_threads_are_pinned_and_niced() {
     let cpu = online_cpus() - 1;
-    for arch in [Arch::Thread, Arch::Epoll, Arch::Udp, Arch::Dispatch] {
+    for arch in [
+        Arch::Thread,
+        Arch::Epoll,
+        Arch::Udp,
+        Arch::Dispatch,
+        Arch::Staged,
+    ] {
+        let mut c = cfg(arch, 2);
+        c.staged.workers = 2;
         let h = start(ServerConfig {
             cpus: vec![cpu],
             sched: Some(SchedSpec::Other { nice: 3 }),
-            ..cfg(arch, 2)
+            ..c
         });
         // A connection, so the thread arch has a connection thread too.
         let mut c = Client::new(arch, h.local_addr());
@@ -55,6 +63,7 @@ fn server_threads_are_pinned_and_niced() {
             Arch::Epoll => 3,    // acceptor + 2 workers
             Arch::Udp => 2,      // 2 workers
             Arch::Dispatch => 3, // dispatcher + 2 workers
+            Arch::Staged => 4,   // stack + dispatcher + 2 workers
         };
         // Threads name themselves when they first run; give them the chance.
         let mut threads = server_threads();
