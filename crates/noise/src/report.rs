@@ -1,0 +1,244 @@
+//! From a loop's raw ticks to a [`CpuReport`]: gaps in ns, time lost, the CCDF of aggregated
+//! time lost, the signal-to-noise ratio and the gap classes.
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::attribution::{Contributor, GoodBadUgly};
+use crate::LoopKind;
+
+/// One gap above the threshold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Gap {
+    /// Start (the read that opened the gap), ns since the run's common start.
+    pub start_ns: u64,
+    /// Length, ns.
+    pub len_ns: u64,
+    /// True when the gap matches the RT-throttling pattern (see [`crate::throttle`]); such
+    /// gaps are excluded from time lost, gaps per second, percentiles and SNR.
+    pub throttle: bool,
+}
+
+/// How the signal-to-noise ratio is computed (also printed in reports).
+pub const SNR_DEFINITION: &str = "snr = useful time / time lost, where time lost is the sum of \
+     the lengths of all gaps above the threshold (RT-throttle stalls excluded) and useful time \
+     is the observation window minus time lost minus throttle stalls; infinite (null in JSON) \
+     when nothing was lost";
+
+/// Number and total length of the gaps in one Good/Bad/Ugly class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ClassShare {
+    /// The class of the gap lengths.
+    pub class: GoodBadUgly,
+    /// Gaps in the class.
+    pub count: u64,
+    /// Their total length, ns.
+    pub lost_ns: u64,
+}
+
+/// What the probe saw on one CPU.
+#[derive(Clone, Debug, Serialize)]
+pub struct CpuReport {
+    /// The CPU.
+    pub cpu: usize,
+    /// Which loop ran.
+    pub loop_kind: LoopKind,
+    /// The clock read ([`crate::ClockKind::describe`]).
+    pub clock: String,
+    /// Calibrated ns per clock tick.
+    pub ns_per_tick: f64,
+    /// Gap threshold, ns.
+    pub threshold_ns: u64,
+    /// Loop iterations.
+    pub loops: u64,
+    /// Shortest iteration (Paired: between the two reads; Consecutive: read to read), ns.
+    pub min_loop_ns: f64,
+    /// Observation window: first read to last read, ns.
+    pub elapsed_ns: u64,
+    /// Every gap above the threshold that fitted the buffer, sorted by start.
+    pub gaps: Vec<Gap>,
+    /// Gaps above threshold that did not fit the buffer (counted in rates and time lost,
+    /// missing from the list, percentiles and CCDF).
+    pub gaps_dropped: u64,
+    /// Gaps whose two reads came from different CPUs (ignored, as in the paper's listings).
+    pub migrations: u64,
+    /// Non-throttle gaps (listed + dropped) per second of the window.
+    pub gaps_per_s: f64,
+    /// Σ lengths of non-throttle gaps (listed + dropped), ns.
+    pub time_lost_ns: u64,
+    /// `time_lost_ns / elapsed_ns`, in [0, 1].
+    pub time_lost_fraction: f64,
+    /// Σ lengths of gaps marked as RT throttling, ns.
+    pub throttle_lost_ns: u64,
+    /// Signal-to-noise ratio per [`SNR_DEFINITION`].
+    pub snr: f64,
+    /// Percentiles of the listed non-throttle gap lengths (None without gaps).
+    pub gap_summary: Option<stats::Summary>,
+    /// CCDF of aggregated time lost (Fig 8 of the paper): points `(x_ns, f)` where `f` is
+    /// the fraction of the window lost to listed non-throttle gaps of length ≥ `x`; x
+    /// increasing, f non-increasing, about 20 points per decade of x.
+    pub lost_ccdf: Vec<(f64, f64)>,
+    /// Gap counts and time by Good/Bad/Ugly class of their lengths.
+    pub gap_classes: Vec<ClassShare>,
+    /// Counters that moved on this CPU during the run, worst class first.
+    pub classes: Vec<Contributor>,
+    /// True when some gaps were identified as RT throttling.
+    pub rt_throttled: bool,
+    /// Things the reader should know (throttling, unreadable counters, buffer overflow).
+    pub warnings: Vec<String>,
+}
+
+/// Inputs of [`finish`] besides the gaps.
+pub(crate) struct Totals {
+    pub elapsed_ns: u64,
+    pub dropped: u64,
+    pub dropped_ns: u64,
+}
+
+/// Fills the derived fields (rates, time lost, SNR, summary, CCDF, classes) of `r` from
+/// `r.gaps`, `r.elapsed_ns` and the totals.
+pub(crate) fn finish(r: &mut CpuReport, t: &Totals) {
+    let noise: Vec<u64> = r
+        .gaps
+        .iter()
+        .filter(|g| !g.throttle)
+        .map(|g| g.len_ns)
+        .collect();
+    r.throttle_lost_ns = r.gaps.iter().filter(|g| g.throttle).map(|g| g.len_ns).sum();
+    r.rt_throttled = r.gaps.iter().any(|g| g.throttle);
+    r.elapsed_ns = t.elapsed_ns;
+    r.gaps_dropped = t.dropped;
+    let elapsed = t.elapsed_ns.max(1) as f64;
+    r.time_lost_ns = noise.iter().sum::<u64>() + t.dropped_ns;
+    r.gaps_per_s = (noise.len() as u64 + t.dropped) as f64 / (elapsed / 1e9);
+    r.time_lost_fraction = (r.time_lost_ns as f64 / elapsed).clamp(0.0, 1.0);
+    r.snr = snr(t.elapsed_ns, r.time_lost_ns, r.throttle_lost_ns);
+    r.gap_summary = if noise.is_empty() {
+        None
+    } else {
+        let mut rec = stats::Recorder::exact(noise.len());
+        for &l in &noise {
+            rec.record(l);
+        }
+        rec.summarize(0.95).ok()
+    };
+    r.lost_ccdf = lost_ccdf(&noise, t.elapsed_ns, 20);
+    r.gap_classes = [GoodBadUgly::Good, GoodBadUgly::Bad, GoodBadUgly::Ugly]
+        .into_iter()
+        .map(|class| {
+            let of: Vec<u64> = noise
+                .iter()
+                .copied()
+                .filter(|&l| GoodBadUgly::of_ns(l as f64) == class)
+                .collect();
+            ClassShare {
+                class,
+                count: of.len() as u64,
+                lost_ns: of.iter().sum(),
+            }
+        })
+        .collect();
+    if t.dropped > 0 {
+        r.warnings.push(format!(
+            "gap buffer full: {} gaps beyond the first {} were counted but not listed",
+            t.dropped,
+            r.gaps.len()
+        ));
+    }
+}
+
+/// [`SNR_DEFINITION`]: `(elapsed − lost − throttle) / lost`, `f64::INFINITY` when
+/// `lost == 0`.
+pub fn snr(elapsed_ns: u64, lost_ns: u64, throttle_ns: u64) -> f64 {
+    if lost_ns == 0 {
+        return f64::INFINITY;
+    }
+    elapsed_ns.saturating_sub(lost_ns + throttle_ns) as f64 / lost_ns as f64
+}
+
+/// CCDF of aggregated time lost: for each gap length x (thinned to about `per_decade`
+/// points per decade, always keeping the shortest and the longest), the fraction of
+/// `elapsed_ns` spent in gaps of length ≥ x.
+pub fn lost_ccdf(lens: &[u64], elapsed_ns: u64, per_decade: usize) -> Vec<(f64, f64)> {
+    let mut sorted = lens.to_vec();
+    sorted.sort_unstable();
+    let elapsed = elapsed_ns.max(1) as f64;
+    let step = 1.0 / per_decade.max(1) as f64;
+    let mut suffix: u64 = sorted.iter().sum();
+    let mut out: Vec<(f64, f64)> = Vec::new();
+    let mut last_log = f64::NEG_INFINITY;
+    let mut i = 0;
+    while i < sorted.len() {
+        let x = sorted[i];
+        let mut j = i;
+        while j < sorted.len() && sorted[j] == x {
+            j += 1;
+        }
+        let lg = (x.max(1) as f64).log10();
+        let is_last = j == sorted.len();
+        if lg >= last_log + step || is_last {
+            out.push((x as f64, suffix as f64 / elapsed));
+            last_log = lg;
+        }
+        suffix -= sorted[i..j].iter().sum::<u64>();
+        i = j;
+    }
+    out
+}
+
+impl CpuReport {
+    /// The JSON object of `tailscope noise --json` for this CPU: `cpu`, `min_loop_ns`,
+    /// `gaps_per_s`, `time_lost_fraction`, `snr` (null when infinite), `gaps` (the DESIGN.md
+    /// distribution of gap lengths in µs, null without gaps), plus the remaining figures.
+    pub fn to_json(&self) -> Value {
+        let finite = |x: f64| if x.is_finite() { json!(x) } else { Value::Null };
+        json!({
+            "cpu": self.cpu,
+            "loop": match self.loop_kind { LoopKind::Paired => "paired", LoopKind::Consecutive => "consecutive" },
+            "clock": self.clock,
+            "threshold_ns": self.threshold_ns,
+            "loops": self.loops,
+            "min_loop_ns": self.min_loop_ns,
+            "elapsed_ns": self.elapsed_ns,
+            "gap_count": self.gaps.iter().filter(|g| !g.throttle).count() as u64 + self.gaps_dropped,
+            "gaps_per_s": self.gaps_per_s,
+            "time_lost_ns": self.time_lost_ns,
+            "time_lost_fraction": self.time_lost_fraction,
+            "throttle_lost_ns": self.throttle_lost_ns,
+            "rt_throttled": self.rt_throttled,
+            "snr": finite(self.snr),
+            "snr_definition": SNR_DEFINITION,
+            "gaps": self.gap_summary.as_ref().map(|s| s.distribution_json()),
+            "max_gap_us": self.gap_summary.as_ref().map(|s| s.max_ns / 1000.0),
+            "lost_ccdf": self.lost_ccdf.iter().map(|&(x, f)| json!({"gap_ns": x, "fraction": f})).collect::<Vec<_>>(),
+            "gap_classes": self.gap_classes.iter().map(|c| json!({"class": c.class.name(), "count": c.count, "lost_ns": c.lost_ns})).collect::<Vec<_>>(),
+            "contributors": self.classes.iter().map(|c| json!({"source": c.source, "delta": c.delta, "per_s": c.per_s, "class": c.class.name(), "note": c.note})).collect::<Vec<_>>(),
+            "warnings": self.warnings,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ccdf_of_lost_time_exact_on_a_small_list() {
+        // lengths 1, 2, 2, 5 µs in a 100 µs window: lost ≥ x is 10, 9, 5 µs.
+        let c = lost_ccdf(&[2_000, 1_000, 5_000, 2_000], 100_000, 1000);
+        assert_eq!(c, vec![(1000.0, 0.10), (2000.0, 0.09), (5000.0, 0.05)]);
+        // thinning keeps first and last only when all are within one step
+        let c = lost_ccdf(&[1_000, 1_001, 1_002], 10_000, 1);
+        assert_eq!(c.len(), 2);
+        assert_eq!(c[0], (1000.0, 0.3003));
+        assert_eq!(c[1].0, 1002.0);
+        assert!(lost_ccdf(&[], 10, 20).is_empty());
+    }
+
+    #[test]
+    fn snr_is_useful_over_lost() {
+        assert_eq!(snr(1_000, 100, 0), 9.0);
+        assert_eq!(snr(1_000, 100, 400), 5.0);
+        assert!(snr(1_000, 0, 0).is_infinite());
+    }
+}
