@@ -1,0 +1,99 @@
+//! Attribution: the "why" at the end of the data flow (DESIGN.md, host probe + noise probe ─►
+//! attribution). While a run lasts, a [`Sampler`] records per-interval deltas of the counters
+//! behind the known sources of tail latency (Tales of the Tail §4): the server threads' run-queue
+//! wait and context switches, interrupts and softirqs on the server's CPUs, steal time, and CPU
+//! time of other tasks on those CPUs. After the run, [`explain`] lines these series up with the
+//! slowest 1 % of requests and with the per-stage breakdown of the analysis, ranks the sources
+//! that coincide with slow requests, and attaches each one's mitigation and trade-off
+//! ([`mitigation_table`], after Tales of the Tail Table 1).
+
+mod explain;
+pub mod procfs;
+mod sampler;
+mod table;
+
+use serde::Serialize;
+use std::path::PathBuf;
+
+pub use explain::{explain, SourceFinding, StageFinding, Why, PERMUTATION_SHIFTS};
+pub use sampler::{mono_now_ns, Probe, Sampler, SamplerConfig};
+pub use table::mitigation_table;
+
+/// Errors of the sampler.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AttribError {
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: unexpected format")]
+    Format { path: PathBuf },
+    #[error("no process {pid} under {root} (has it exited?)")]
+    NoProcess { pid: u32, root: PathBuf },
+    #[error("no thread {tid} in this process under {root}")]
+    NoThread { tid: u32, root: PathBuf },
+    #[error("CPU {cpu} does not exist on this host (it has CPUs {known:?})")]
+    UnknownCpu { cpu: usize, known: Vec<usize> },
+    #[error("the sampling interval must be positive")]
+    Interval,
+    #[error("cannot start the sampler thread: {0}")]
+    Thread(#[source] std::io::Error),
+}
+
+/// The family a sampled source belongs to; it selects the mitigation. `Concurrency`, `Numa` and
+/// `PowerSaving` have no sampled series (they come from the host check and the run's
+/// configuration) but are in the table so that all of Table 1 is here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SourceKind {
+    /// Other processes on the server's CPUs, and time stolen by the hypervisor.
+    Background,
+    /// Run-queue wait and involuntary switches of the server's threads (non-FIFO scheduling).
+    Scheduling,
+    /// Connections statically partitioned among workers (a queue per worker).
+    Concurrency,
+    Interrupts,
+    SoftIrq,
+    Numa,
+    PowerSaving,
+    /// OS and hardware noise as the TSC probe sees it (Where Has My Time Gone?).
+    Noise,
+}
+
+/// One sampled source: its per-interval deltas.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SourceSeries {
+    pub name: String,
+    pub kind: SourceKind,
+    /// Unit of the deltas ("ns", "count").
+    pub unit: String,
+    /// `deltas[i]` is the growth of the counter over interval i.
+    pub deltas: Vec<f64>,
+}
+
+/// Everything a sampler recorded. `t_mono_ns` holds the sample instants on CLOCK_MONOTONIC
+/// (absolute, not run-relative), one more than there are intervals: interval i runs from
+/// `t_mono_ns[i]` to `t_mono_ns[i + 1]`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Series {
+    pub t_mono_ns: Vec<u64>,
+    pub sources: Vec<SourceSeries>,
+    /// CPU time of the server's threads per interval, ns (context for the sources: how busy
+    /// the server itself was).
+    pub server_cpu_ns: Vec<f64>,
+}
+
+impl Series {
+    /// Number of intervals.
+    pub fn intervals(&self) -> usize {
+        self.t_mono_ns.len().saturating_sub(1)
+    }
+
+    /// The series of the source with this name.
+    pub fn source(&self, name: &str) -> Option<&SourceSeries> {
+        self.sources.iter().find(|s| s.name == name)
+    }
+}

@@ -1,0 +1,187 @@
+//! Parsers of the few /proc files the sampler reads. Each takes the file's text and returns
+//! plain numbers; none allocates per call beyond what the result needs. Hand-written because
+//! the crates that parse /proc (procfs) read many more files than we need per 10 ms sample and
+//! cannot reuse a buffer; these formats are simple and stable (Documentation/filesystems/proc.rst).
+
+/// Counters of one thread from `/proc/PID/task/TID/schedstat`: time on the CPU, time spent
+/// runnable but waiting on a run queue (both ns), and the number of timeslices run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TaskSchedstat {
+    pub runtime_ns: u64,
+    pub run_delay_ns: u64,
+    pub timeslices: u64,
+}
+
+/// `/proc/PID/task/TID/schedstat`: three numbers on one line.
+pub fn parse_task_schedstat(s: &str) -> Option<TaskSchedstat> {
+    let mut it = s.split_ascii_whitespace().map(|t| t.parse::<u64>().ok());
+    Some(TaskSchedstat {
+        runtime_ns: it.next()??,
+        run_delay_ns: it.next()??,
+        timeslices: it.next()??,
+    })
+}
+
+/// `(voluntary, nonvoluntary)` context switches from a `/proc/PID/task/TID/status` text.
+pub fn parse_ctxt_switches(s: &str) -> Option<(u64, u64)> {
+    let mut vol = None;
+    let mut invol = None;
+    for line in s.lines() {
+        if let Some(v) = line.strip_prefix("voluntary_ctxt_switches:") {
+            vol = v.trim().parse().ok();
+        } else if let Some(v) = line.strip_prefix("nonvoluntary_ctxt_switches:") {
+            invol = v.trim().parse().ok();
+        }
+    }
+    Some((vol?, invol?))
+}
+
+/// A per-CPU counter table as in `/proc/interrupts` and `/proc/softirqs`: a header naming the
+/// CPU columns (`CPU0 CPU1 …`, possibly with gaps when CPUs are offline), then one row per
+/// counter, `NAME: n0 n1 … [description]`. Rows with fewer numbers than columns (`ERR:`, `MIS:`)
+/// are system-wide totals and carry no per-CPU information; they are skipped.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CpuTable {
+    /// CPU id of each column.
+    pub cpus: Vec<usize>,
+    /// Row name (without the colon) and one count per column.
+    pub rows: Vec<(String, Vec<u64>)>,
+}
+
+impl CpuTable {
+    /// Sum of one row over the columns whose CPU is in `cpus` (all columns when empty).
+    pub fn row_sum(&self, row: &[u64], cpus: &[usize]) -> u64 {
+        self.cpus
+            .iter()
+            .zip(row)
+            .filter(|(c, _)| cpus.is_empty() || cpus.contains(c))
+            .map(|(_, v)| *v)
+            .sum()
+    }
+
+    /// Sum of every row over the chosen CPUs.
+    pub fn total(&self, cpus: &[usize]) -> u64 {
+        self.rows.iter().map(|(_, r)| self.row_sum(r, cpus)).sum()
+    }
+}
+
+/// Parse `/proc/interrupts` or `/proc/softirqs`; None when the header is missing.
+pub fn parse_cpu_table(s: &str) -> Option<CpuTable> {
+    let mut lines = s.lines();
+    let header = lines.next()?;
+    let cpus: Vec<usize> = header
+        .split_ascii_whitespace()
+        .map(|t| t.strip_prefix("CPU").and_then(|n| n.parse().ok()))
+        .collect::<Option<_>>()?;
+    if cpus.is_empty() {
+        return None;
+    }
+    let mut rows = Vec::new();
+    for line in lines {
+        let Some((name, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let vals: Vec<u64> = rest
+            .split_ascii_whitespace()
+            .take(cpus.len())
+            .map_while(|t| t.parse().ok())
+            .collect();
+        if vals.len() == cpus.len() {
+            rows.push((name.trim().to_string(), vals));
+        }
+    }
+    Some(CpuTable { cpus, rows })
+}
+
+/// Times of one CPU from `/proc/stat`, in clock ticks (USER_HZ).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuTicks {
+    pub cpu: usize,
+    /// user + nice + system: time spent running tasks (interrupt time is counted apart).
+    pub busy: u64,
+    pub irq: u64,
+    pub softirq: u64,
+    pub steal: u64,
+}
+
+/// The per-CPU lines (`cpuN user nice system idle iowait irq softirq steal …`) of `/proc/stat`.
+/// Kernels older than 2.6.11 have no steal column; it reads as 0.
+pub fn parse_stat_cpus(s: &str) -> Vec<CpuTicks> {
+    let mut out = Vec::new();
+    for line in s.lines() {
+        let mut it = line.split_ascii_whitespace();
+        let Some(cpu) = it
+            .next()
+            .and_then(|n| n.strip_prefix("cpu"))
+            .and_then(|n| n.parse::<usize>().ok())
+        else {
+            continue;
+        };
+        let v: Vec<u64> = it.map_while(|t| t.parse().ok()).take(8).collect();
+        if v.len() < 4 {
+            continue;
+        }
+        let at = |i: usize| v.get(i).copied().unwrap_or(0);
+        out.push(CpuTicks {
+            cpu,
+            busy: at(0) + at(1) + at(2),
+            irq: at(5),
+            softirq: at(6),
+            steal: at(7),
+        });
+    }
+    out
+}
+
+/// From `/proc/PID/stat`: `(utime + stime in ticks, processor last run on)`. The command name
+/// (field 2) may hold spaces and parentheses, so fields are counted after its last `)`.
+pub fn parse_pid_stat(s: &str) -> Option<(u64, usize)> {
+    let rest = &s[s.rfind(')')? + 1..];
+    // After the name: state is field 3; utime 14, stime 15, processor 39.
+    let f: Vec<&str> = rest.split_ascii_whitespace().collect();
+    let field = |n: usize| f.get(n - 3).and_then(|t| t.parse::<u64>().ok());
+    let cpu = usize::try_from(field(39)?).ok()?;
+    Some((field(14)? + field(15)?, cpu))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_with_offline_cpu_and_total_rows() {
+        let s = "      CPU0  CPU2\n 1:  5  7  IO-APIC  x\nERR: 3\nLOC: 10 20 Local timer\n";
+        let t = parse_cpu_table(s).unwrap();
+        assert_eq!(t.cpus, vec![0, 2]);
+        assert_eq!(t.rows.len(), 2);
+        assert_eq!(t.total(&[2]), 27);
+        assert_eq!(t.total(&[]), 42);
+        assert_eq!(t.total(&[1]), 0);
+    }
+
+    #[test]
+    fn pid_stat_with_odd_name() {
+        let mut s = String::from("42 (a) b (c) R");
+        // fields 4..=38 then processor (39) = 1; utime (14) = 7, stime (15) = 5
+        for n in 4..=38 {
+            s.push_str(match n {
+                14 => " 7",
+                15 => " 5",
+                _ => " 0",
+            });
+        }
+        s.push_str(" 1 0 0\n");
+        assert_eq!(parse_pid_stat(&s), Some((12, 1)));
+        assert_eq!(parse_pid_stat("1 (x) R 1 2"), None);
+    }
+
+    #[test]
+    fn malformed_inputs() {
+        assert_eq!(parse_task_schedstat("1 2"), None);
+        assert_eq!(parse_task_schedstat("1 x 3"), None);
+        assert_eq!(parse_ctxt_switches("voluntary_ctxt_switches: 3\n"), None);
+        assert!(parse_cpu_table("").is_none());
+        assert!(parse_cpu_table("no header\n").is_none());
+        assert!(parse_stat_cpus("cpu 1 2 3 4\nintr 5\n").is_empty());
+    }
+}

@@ -1,0 +1,183 @@
+//! The probe over a fake /proc that the test changes between samples: every delta is known.
+
+use attrib::{AttribError, Probe, Sampler, SamplerConfig};
+use std::fs;
+use std::path::Path;
+use std::time::Duration;
+
+struct Fake {
+    dir: tempfile::TempDir,
+}
+
+impl Fake {
+    fn new() -> Fake {
+        let f = Fake {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        f.system(0, 0, 0, 0);
+        f.task("100/task/100", 1000, 50, 10, 1);
+        f.task("100/task/101", 1000, 50, 10, 1);
+        f.task("self/task/7", 0, 0, 0, 0);
+        f
+    }
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+    fn write(&self, rel: &str, text: &str) {
+        let p = self.root().join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, text).unwrap();
+    }
+    /// CPU 1 is the server's; CPU 0 gets 1000 times as much of everything, never counted.
+    fn system(&self, irq: u64, net_rx: u64, steal: u64, busy: u64) {
+        self.write(
+            "interrupts",
+            &format!(
+                "      CPU0  CPU1\n 36: {} {} PCI x\nLOC: {} {} Local timer\nERR: 9\n",
+                irq * 1000,
+                irq,
+                irq * 1000,
+                irq
+            ),
+        );
+        self.write(
+            "softirqs",
+            &format!(
+                "     CPU0 CPU1\n  TIMER: 5 5\n NET_RX: {} {}\n",
+                net_rx * 1000,
+                net_rx
+            ),
+        );
+        self.write(
+            "stat",
+            &format!(
+                "cpu 1 2 3 4 5 6 7 8 0 0\ncpu0 {} 0 0 9 0 0 0 {} 0 0\ncpu1 {} 0 {} 9 0 0 0 {} 0 0\nintr 0\n",
+                busy * 1000,
+                steal * 1000,
+                busy,
+                busy,
+                steal
+            ),
+        );
+    }
+    fn task(&self, rel: &str, runtime: u64, delay: u64, vol: u64, invol: u64) {
+        self.write(
+            &format!("{rel}/schedstat"),
+            &format!("{runtime} {delay} 3\n"),
+        );
+        self.write(
+            &format!("{rel}/status"),
+            &format!(
+                "Name:\tx\nvoluntary_ctxt_switches:\t{vol}\nnonvoluntary_ctxt_switches:\t{invol}\n"
+            ),
+        );
+    }
+    fn cfg(&self) -> SamplerConfig {
+        SamplerConfig {
+            proc_root: self.root().to_path_buf(),
+            server_pids: vec![100],
+            server_tids: vec![7],
+            cpus: vec![1],
+            interval: Duration::from_millis(10),
+        }
+    }
+}
+
+fn deltas(s: &attrib::Series, name: &str) -> Vec<f64> {
+    s.source(name)
+        .unwrap_or_else(|| panic!("no source {name}"))
+        .deltas
+        .clone()
+}
+
+#[test]
+fn known_changes_give_known_deltas() {
+    let f = Fake::new();
+    let mut p = Probe::new(&f.cfg()).unwrap();
+    p.sample(1_000);
+    // Interval 0: thread 100 waits 500 ns more and switches; the in-process thread 7 runs
+    // 2 µs; interrupts, NET_RX, steal and busy grow on CPU 1 (and 1000× on CPU 0).
+    f.task("100/task/100", 1000, 550, 13, 2);
+    f.task("self/task/7", 2000, 450, 1, 0);
+    f.system(10, 5, 2, 3);
+    p.sample(2_000);
+    // Interval 1: thread 101 exits, thread 102 appears (counted only from here on).
+    fs::remove_dir_all(f.root().join("100/task/101")).unwrap();
+    f.task("100/task/102", 5000, 7000, 70, 7);
+    p.sample(3_000);
+    // Interval 2: the new thread waits 1000 ns more.
+    f.task("100/task/102", 5000, 8000, 70, 7);
+    p.sample(4_000);
+    let s = p.finish();
+    assert_eq!(s.t_mono_ns, vec![1_000, 2_000, 3_000, 4_000]);
+    assert_eq!(s.intervals(), 3);
+    assert_eq!(deltas(&s, "run-queue wait"), vec![950.0, 0.0, 1000.0]);
+    assert_eq!(
+        deltas(&s, "voluntary context switches"),
+        vec![4.0, 0.0, 0.0]
+    );
+    assert_eq!(
+        deltas(&s, "involuntary context switches"),
+        vec![1.0, 0.0, 0.0]
+    );
+    // Both rows (36 and LOC) grew by 10 on CPU 1.
+    assert_eq!(deltas(&s, "hard interrupts"), vec![20.0, 0.0, 0.0]);
+    assert_eq!(deltas(&s, "softirq NET_RX"), vec![5.0, 0.0, 0.0]);
+    assert_eq!(deltas(&s, "softirq TIMER"), vec![0.0, 0.0, 0.0]);
+    assert_eq!(s.server_cpu_ns, vec![2000.0, 0.0, 0.0]);
+    // Steal and busy are in clock ticks of this host: 2 and 3+3 (user + system) ticks; the
+    // server's 2 µs are subtracted from the busy time.
+    let steal = deltas(&s, "steal time");
+    let other = deltas(&s, "other tasks' CPU time");
+    let tick = steal[0] / 2.0;
+    assert!(tick >= 1e6, "tick {tick} ns");
+    assert_eq!(other[0], 6.0 * tick - 2000.0);
+    assert_eq!(&steal[1..], &[0.0, 0.0]);
+    assert_eq!(&other[1..], &[0.0, 0.0]);
+    for src in &s.sources {
+        assert_eq!(src.deltas.len(), 3, "{}", src.name);
+    }
+}
+
+#[test]
+fn an_unreadable_file_defers_its_growth_to_the_next_interval() {
+    let f = Fake::new();
+    let mut p = Probe::new(&f.cfg()).unwrap();
+    p.sample(0);
+    f.system(4, 0, 0, 0);
+    fs::remove_file(f.root().join("interrupts")).unwrap();
+    p.sample(1);
+    f.system(4, 0, 0, 0);
+    p.sample(2);
+    assert_eq!(deltas(&p.finish(), "hard interrupts"), vec![0.0, 8.0]);
+}
+
+#[test]
+fn bad_configurations_are_refused() {
+    let f = Fake::new();
+    let mut c = f.cfg();
+    c.cpus = vec![3];
+    assert!(matches!(
+        Probe::new(&c),
+        Err(AttribError::UnknownCpu { cpu: 3, .. })
+    ));
+    let mut c = f.cfg();
+    c.server_pids = vec![999];
+    assert!(matches!(
+        Probe::new(&c),
+        Err(AttribError::NoProcess { pid: 999, .. })
+    ));
+    let mut c = f.cfg();
+    c.server_tids = vec![8];
+    assert!(matches!(
+        Probe::new(&c),
+        Err(AttribError::NoThread { tid: 8, .. })
+    ));
+    let mut c = f.cfg();
+    c.interval = Duration::ZERO;
+    assert!(matches!(Sampler::start(c), Err(AttribError::Interval)));
+    let mut c = f.cfg();
+    c.proc_root = f.root().join("nowhere");
+    let e = Probe::new(&c).err().unwrap();
+    assert!(e.to_string().contains("nowhere"), "{e}");
+}
