@@ -26,6 +26,33 @@ pub enum HostError {
         /// Extra advice, e.g. that realtime scheduling needs CAP_SYS_NICE.
         hint: &'static str,
     },
+    /// The host root given to `doctor` has no `proc/` directory.
+    #[error("{root} has no proc/ directory: not a host root (expected / or a fixture tree)")]
+    NoProc { root: std::path::PathBuf },
+    /// A `--pid` that names no process under the host root.
+    #[error("no process with pid {pid} (no {path})")]
+    NoSuchPid { pid: u32, path: std::path::PathBuf },
+    /// CPU ids that are not online on the host being checked.
+    #[error("unknown CPU id(s) {cpus:?}: the host's online CPUs are {online}")]
+    UnknownCpus { cpus: Vec<usize>, online: String },
+    /// Reading or writing a host file failed.
+    #[error("{op} {path} failed: {source}{hint}")]
+    File {
+        op: &'static str,
+        path: std::path::PathBuf,
+        source: std::io::Error,
+        /// "(needs root)" when the kernel refused for lack of privilege.
+        hint: &'static str,
+    },
+    /// The mitigation journal is unreadable or holds a line that is not a journal entry.
+    #[error("journal {path}: {reason}")]
+    Journal {
+        path: std::path::PathBuf,
+        reason: String,
+    },
+    /// A mitigation that cannot be applied on this host as asked.
+    #[error("cannot apply {what}: {reason}")]
+    Mitigation { what: String, reason: String },
 }
 
 impl HostError {
@@ -38,8 +65,27 @@ impl HostError {
         HostError::Sys { op, source, hint }
     }
 
+    pub(crate) fn file(op: &'static str, path: &std::path::Path, source: std::io::Error) -> Self {
+        let hint = if source.kind() == std::io::ErrorKind::PermissionDenied {
+            " (permission denied: needs root)"
+        } else {
+            ""
+        };
+        HostError::File {
+            op,
+            path: path.to_path_buf(),
+            source,
+            hint,
+        }
+    }
+
     /// True when the kernel refused for lack of privilege (EPERM/EACCES).
     pub fn is_permission_denied(&self) -> bool {
-        matches!(self, HostError::Sys { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied)
+        match self {
+            HostError::Sys { source, .. } | HostError::File { source, .. } => {
+                source.kind() == std::io::ErrorKind::PermissionDenied
+            }
+            _ => false,
+        }
     }
 }

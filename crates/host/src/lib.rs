@@ -12,7 +12,9 @@
 //! Linux only.
 
 mod error;
+pub mod mitigate;
 pub mod placement;
+pub mod probe;
 pub mod tstamp;
 
 pub use error::HostError;
