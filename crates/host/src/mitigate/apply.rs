@@ -221,9 +221,14 @@ impl Applied {
                     Ok(())
                 }
             });
-            // Recorded even when the write failed: it may have half-happened, and the
-            // journal entry exists either way.
-            applied.changes.push(c);
+            // A failed write is still undone unless the file visibly kept its old value
+            // (a truncating open may have emptied it before the write failed).
+            let untouched = step.is_err()
+                && c.kind == EntryKind::Write
+                && std::fs::read_to_string(root.join(&c.file)).is_ok_and(|now| now == c.old);
+            if !untouched {
+                applied.changes.push(c);
+            }
             if let Err(e) = step {
                 // Undo what was done; the original error is the one worth reporting.
                 let _ = applied.undo();
