@@ -17,6 +17,9 @@ pub enum NoiseError {
         /// Number of online CPUs.
         online: usize,
     },
+    /// The same CPU listed twice (two probes on one CPU would measure each other).
+    #[error("CPU {0} listed more than once")]
+    DuplicateCpu(usize),
     /// A duration of zero.
     #[error("the probe duration must be greater than zero")]
     ZeroDuration,

@@ -111,6 +111,11 @@ impl NoiseConfig {
                 online,
             });
         }
+        let mut seen = self.cpus.clone();
+        seen.sort_unstable();
+        if let Some(w) = seen.windows(2).find(|w| w[0] == w[1]) {
+            return Err(NoiseError::DuplicateCpu(w[0]));
+        }
         if self.duration.is_zero() {
             return Err(NoiseError::ZeroDuration);
         }

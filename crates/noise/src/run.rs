@@ -351,3 +351,59 @@ fn attribute(
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::counters::{parse_interrupts, parse_softirqs, parse_stat_steal};
+    use crate::GoodBadUgly;
+
+    const INTERRUPTS: &str = include_str!("../tests/fixtures/interrupts.txt");
+    const SOFTIRQS: &str = include_str!("../tests/fixtures/softirqs.txt");
+    const STAT: &str = include_str!("../tests/fixtures/stat.txt");
+
+    #[test]
+    fn attribution_from_fixture_deltas() {
+        let before = SystemCounters {
+            interrupts: Some(parse_interrupts(INTERRUPTS).unwrap()),
+            softirqs: Some(parse_softirqs(SOFTIRQS).unwrap()),
+            steal: Some(parse_stat_steal(STAT).unwrap()),
+        };
+        let after = SystemCounters {
+            // CPU 0: +500 LOC, +3 TIMER softirqs, +4 steal ticks
+            interrupts: Some(parse_interrupts(&INTERRUPTS.replace("749888", "750388")).unwrap()),
+            softirqs: Some(parse_softirqs(&SOFTIRQS.replace("104825", "104828")).unwrap()),
+            steal: Some(parse_stat_steal(&STAT.replace("3526 100 0 0", "3526 104 0 0")).unwrap()),
+        };
+        let ctxt = Ok((
+            CtxSwitches::default(),
+            CtxSwitches {
+                voluntary: 0,
+                nonvoluntary: 2,
+            },
+        ));
+        let mut w = Vec::new();
+        // longest gap 50 µs: the Ugly sources are capped at Bad
+        let mut c = attribute(0, &before, &after, &ctxt, 2.0, 50_000.0, &mut w);
+        rank(&mut c);
+        let got: Vec<(&str, u64, GoodBadUgly)> = c
+            .iter()
+            .map(|c| (c.source.as_str(), c.delta, c.class))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("Local timer interrupts (LOC)", 500, GoodBadUgly::Bad),
+                ("steal", 4, GoodBadUgly::Bad),
+                ("softirq TIMER", 3, GoodBadUgly::Bad),
+                ("involuntary context switches", 2, GoodBadUgly::Bad),
+            ]
+        );
+        assert_eq!(c[0].per_s, 250.0);
+        assert!(w.is_empty());
+        // CPU 1 saw nothing but the switches; an unreadable status file is a warning
+        let c = attribute(1, &before, &after, &Err("gone".into()), 2.0, 0.0, &mut w);
+        assert!(c.is_empty());
+        assert_eq!(w.len(), 1);
+    }
+}

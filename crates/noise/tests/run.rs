@@ -152,6 +152,12 @@ fn bad_configurations_are_refused_before_anything_runs() {
         Err(NoiseError::ZeroThreshold)
     ));
     let mut cfg = short(LoopKind::Consecutive);
+    cfg.cpus = vec![0, 0];
+    assert!(matches!(
+        run(&cfg, &stop, &|_| {}),
+        Err(NoiseError::DuplicateCpu(0))
+    ));
+    let mut cfg = short(LoopKind::Consecutive);
     cfg.cpus.clear();
     assert!(matches!(run(&cfg, &stop, &|_| {}), Err(NoiseError::NoCpus)));
     let mut cfg = short(LoopKind::Consecutive);
