@@ -3,7 +3,7 @@
 
 use host::mitigate::{plan, Applied, Journal};
 use host::placement::parse_cpu_list_max;
-use host::probe::{run_checks, DoctorConfig, HostRoot};
+use host::probe::{run_checks, DoctorConfig, HostRoot, Report};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -89,3 +89,31 @@ impl HostError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permission_errors_say_what_is_needed() {
+        let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let e = HostError::file(
+            "write",
+            std::path::Path::new("/proc/irq/5/smp_affinity_list"),
+            denied,
+        );
+        assert!(e.is_permission_denied());
+        assert_eq!(
+            e.to_string(),
+            "write /proc/irq/5/smp_affinity_list failed: permission denied \
+             (permission denied: needs root)"
+        );
+        let other = HostError::file(
+            "write",
+            std::path::Path::new("/x"),
+            std::io::Error::from_raw_os_error(libc::EIO),
+        );
+        assert!(!other.is_permission_denied());
+        assert!(!other.to_string().contains("needs root"));
+    }
+}

@@ -254,6 +254,11 @@ fn json_shape_matches_the_interface() {
     assert_eq!(serde_json::to_value(Status::Unknown).unwrap(), "unknown");
     assert_eq!(serde_json::to_value(Status::Bad).unwrap(), "bad");
     assert!(c["isolation"].needs_reboot);
+    let report = host::probe::Report {
+        checks: c.into_values().collect(),
+    };
+    let doc = serde_json::to_value(&report).unwrap();
+    assert_eq!(doc["checks"].as_array().unwrap().len(), TABLE.len() - 2);
 }
 
 #[test]

@@ -187,15 +187,14 @@ fn impossible_mitigation_is_refused_up_front() {
 }
 
 #[test]
-fn permission_error_says_so() {
-    let e = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
-    let err = HostError::File {
-        op: "write",
-        path: "/proc/irq/5/smp_affinity_list".into(),
-        source: e,
-        hint: "",
-    };
-    assert!(err.is_permission_denied());
+fn clean_start_creates_no_journal() {
+    let state = tempfile::tempdir().unwrap();
+    let journal = Journal::in_dir(state.path().join("sub"));
+    assert_eq!(
+        revert_leftovers(&HostRoot::new(fixture("vm")), &journal).unwrap(),
+        0
+    );
+    assert!(!state.path().join("sub").exists());
 }
 
 const CRASH_ENV: &str = "HOST_TEST_CRASH_CHILD";

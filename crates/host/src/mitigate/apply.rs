@@ -321,9 +321,12 @@ pub fn revert_leftovers(root: &HostRoot, journal: &Journal) -> Result<usize, Hos
             done.push((e.session.clone(), e.file.clone()));
         }
     }
-    journal.remove(|e| {
-        e.root == root_abs && done.iter().any(|(s, f)| *s == e.session && *f == e.file)
-    })?;
+    // Nothing to clear: do not create the journal (or its directory) on a clean start.
+    if !done.is_empty() {
+        journal.remove(|e| {
+            e.root == root_abs && done.iter().any(|(s, f)| *s == e.session && *f == e.file)
+        })?;
+    }
     match first_err {
         Some(e) => Err(e),
         None => Ok(restored),

@@ -155,6 +155,12 @@ impl Check {
     }
 }
 
+/// `tailscope doctor --json`'s document: `{"checks": [...]}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Report {
+    pub checks: Vec<Check>,
+}
+
 /// What `doctor` looks at.
 #[derive(Clone, Debug, Default)]
 pub struct DoctorConfig {
