@@ -17,7 +17,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let checks = run_checks(&cfg)?;
     println!(
         "{}",
-        serde_json::to_string_pretty(&serde_json::json!({ "checks": checks }))?
+        serde_json::to_string_pretty(&Report {
+            checks: checks.clone()
+        })?
     );
     let journal = Journal::in_dir(std::env::temp_dir().join("tailscope-doctor-example"));
     let dry = Applied::apply(&cfg.root, &journal, &plan(&checks, &cfg), true)?;
