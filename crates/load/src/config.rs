@@ -45,6 +45,12 @@ pub struct LoadConfig {
     pub class_probs: Vec<f64>,
     /// Spin while waiting for the next send, but sleep in epoll when it is > ~200 µs away.
     pub yield_when_far: bool,
+    /// Connection churn (Tales of the Tail §4.3, HTTP): `Some((lo, hi))` closes each
+    /// connection after a quota of requests drawn uniformly from `lo..=hi` (Tales: 20..=40)
+    /// and reopens it for the next request, whose latency includes the connect. The
+    /// connections opened before the run are closed at its start, so every quota pays
+    /// its connect. `None` (default): persistent connections.
+    pub churn: Option<(u32, u32)>,
 }
 
 impl LoadConfig {
@@ -65,6 +71,7 @@ impl LoadConfig {
             seed: 1,
             class_probs: Vec::new(),
             yield_when_far: true,
+            churn: None,
         }
     }
 
@@ -105,6 +112,13 @@ impl LoadConfig {
             StopAt::Duration(d) if d.is_zero() => return bad("duration must be positive".into()),
             StopAt::Requests(0) => return bad("request count must be at least 1".into()),
             _ => {}
+        }
+        if let Some((lo, hi)) = self.churn {
+            if lo == 0 || lo > hi {
+                return bad(format!(
+                    "churn needs 1 <= min <= max requests per connection, got {lo}..={hi}"
+                ));
+            }
         }
         let online = host::placement::online_cpus();
         if let Some(c) = self.cpus.iter().find(|&&c| c >= online) {

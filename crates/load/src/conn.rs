@@ -119,6 +119,9 @@ impl Conn {
     }
 
     pub(crate) fn close(&mut self) {
+        if self.sock.is_some() {
+            self.proto.reset();
+        }
         self.sock = None;
         self.rstart = 0;
         self.rend = 0;
@@ -307,7 +310,8 @@ impl Conn {
             let t = now();
             match self.proto.decode(&self.rbuf[..n]) {
                 Ok(Some((_, reply))) => on_reply(reply, t, krx),
-                Ok(None) => self.soft_error = Some(format!("truncated datagram of {n} bytes")),
+                // Part of a multi-datagram reply, kept by the codec.
+                Ok(None) => {}
                 Err(e) => self.soft_error = Some(format!("bad datagram: {e}")),
             }
         }

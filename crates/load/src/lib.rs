@@ -12,7 +12,12 @@
 //! - Intended times come from the schedule, never from "now"; latency counts from the
 //!   intended time, so a generator that falls behind shows up as lateness, not as a
 //!   shorter latency (no coordinated omission).
-//! - Protocols sit behind one trait, [`Protocol`]; [`NullRpc`] is the first.
+//! - Protocols sit behind one trait, [`Protocol`]: [`NullRpc`] for the built-in server;
+//!   memcached (TCP, UDP), HTTP/1.1 and Redis for real targets, built per connection by
+//!   [`protocol_factory`] from a [`Workload`] (get/set mix, key/value sizes, popularity).
+//!   [`preload`] stores every item of a key-value workload before a run.
+//! - `LoadConfig::churn` reproduces the Tales §4.3 HTTP clients: a connection is closed
+//!   after a random quota of requests and reopened for the next one.
 //!
 //! ```no_run
 //! use std::sync::atomic::AtomicBool;
@@ -39,17 +44,27 @@ mod config;
 mod conn;
 mod engine;
 mod error;
+mod preload;
 mod protocol;
+mod protocols;
 mod record;
 mod run;
 mod schedule;
 mod sys;
 mod target;
+mod workload;
 
 pub use calibrate::{calibrate, Calibration};
 pub use config::{LoadConfig, StopAt};
 pub use error::{LoadError, ProtoError};
+pub use preload::{preload, PreloadStats};
 pub use protocol::{NullRpc, Protocol, Reply};
+pub use protocols::{
+    protocol_factory, HttpGet, MemcachedTcp, MemcachedUdp, ProtocolFactory, Redis, UDP_MAX_REQUEST,
+};
 pub use record::{Outcome, RequestRecord, RunRecords};
 pub use run::run_open_loop;
 pub use target::{Target, Transport};
+pub use workload::{
+    HttpWorkload, KvOp, KvWorkload, PathGen, Popularity, SizeDist, Workload, WorkloadGen,
+};

@@ -12,10 +12,14 @@ pub trait Protocol: Send {
     /// Append request number `id` (unique per run) to `out`. `class` is the request label.
     fn encode(&mut self, id: u64, class: u8, out: &mut Vec<u8>);
     /// Try to parse one reply from the front of `buf`. `Ok(None)` = need more bytes.
-    /// For datagram transports `buf` holds exactly one datagram.
+    /// For datagram transports `buf` holds exactly one datagram, and `Ok(None)` means the
+    /// datagram was taken in but completes no reply yet (part of a multi-datagram reply).
     fn decode(&mut self, buf: &[u8]) -> Result<Option<(usize, Reply)>, ProtoError>;
     /// Whether replies carry the request id (else matched in FIFO order per connection).
     fn carries_id(&self) -> bool;
+    /// Forget per-connection state (request-id tables, partial replies): called whenever
+    /// the engine closes the connection. Stateless codecs need not implement it.
+    fn reset(&mut self) {}
 }
 
 /// One parsed message from the server.
@@ -33,6 +37,11 @@ pub struct Reply {
     pub stamps: Option<[u64; 6]>,
     /// A late transmit stamp: (request id, T6), sent after the reply itself.
     pub tx_stamp_for: Option<(u64, u64)>,
+    /// A successful lookup that found nothing (memcached `END`, Redis nil, HTTP 404).
+    pub miss: bool,
+    /// The server announced it closes the connection after this reply (HTTP
+    /// `Connection: close`): the engine reopens it instead of treating the close as a fault.
+    pub closes: bool,
 }
 
 impl Reply {
@@ -91,6 +100,12 @@ impl Protocol for NullRpc {
     fn decode(&mut self, buf: &[u8]) -> Result<Option<(usize, Reply)>, ProtoError> {
         use wire::nullrpc::{decode, Decoded, Kind};
         match decode(buf) {
+            Ok(Decoded::Incomplete { need_at_least }) if self.transport == Transport::Udp => {
+                Err(ProtoError::Malformed(format!(
+                    "truncated datagram of {} bytes (frame needs {need_at_least})",
+                    buf.len()
+                )))
+            }
             Ok(Decoded::Incomplete { .. }) => Ok(None),
             Ok(Decoded::Frame {
                 header,
@@ -106,6 +121,8 @@ impl Protocol for NullRpc {
                         ok: true,
                         stamps: stamps.map(|s| s.0),
                         tx_stamp_for: None,
+                        miss: false,
+                        closes: false,
                     },
                 ))),
                 Kind::TxStamp => {
@@ -122,6 +139,8 @@ impl Protocol for NullRpc {
                             ok: true,
                             stamps: None,
                             tx_stamp_for: Some((header.id, t6)),
+                            miss: false,
+                            closes: false,
                         },
                     )))
                 }
@@ -169,7 +188,9 @@ mod tests {
                 id: Some(42),
                 ok: true,
                 stamps: Some([1, 2, 3, 4, 5, 6]),
-                tx_stamp_for: None
+                tx_stamp_for: None,
+                miss: false,
+                closes: false,
             }
         );
         let (m, f) = p.decode(&resp[n..]).unwrap().unwrap();

@@ -79,6 +79,11 @@ pub struct RunRecords {
     pub interrupted: bool,
     /// The first few distinct connection errors seen during the run, for the user.
     pub errors: Vec<String>,
+    /// Connections opened during the run: reconnects after failures, and in churn mode
+    /// every connection (the ones opened before the run are not counted).
+    pub connects: u64,
+    /// Ok replies that were misses (memcached `END`, Redis nil; an HTTP 404 is an error, not a miss).
+    pub misses: u64,
 }
 
 impl RunRecords {

@@ -156,6 +156,8 @@ pub fn run_open_loop(
         warmup_ns,
         interrupted: stop.load(Ordering::Relaxed),
         errors: Vec::new(),
+        connects: 0,
+        misses: 0,
     };
     // Report a panic in preference to the "aborted" errors it caused in other threads.
     if let Some(i) = outputs
@@ -170,6 +172,8 @@ pub fn run_open_loop(
     for o in outputs {
         let mut o = o?;
         out.interrupted |= o.interrupted;
+        out.connects += o.connects;
+        out.misses += o.misses;
         if out.records.is_empty() {
             // Reuse the first thread's vector: peak memory stays near one copy of the run.
             std::mem::swap(&mut out.records, &mut o.records);

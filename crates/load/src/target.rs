@@ -33,11 +33,28 @@ struct SchemeInfo {
     allowed: &'static [Transport],
 }
 
-const SCHEMES: &[SchemeInfo] = &[SchemeInfo {
-    name: "nullrpc",
-    default: Transport::Tcp,
-    allowed: &[Transport::Tcp, Transport::Udp],
-}];
+const SCHEMES: &[SchemeInfo] = &[
+    SchemeInfo {
+        name: "nullrpc",
+        default: Transport::Tcp,
+        allowed: &[Transport::Tcp, Transport::Udp],
+    },
+    SchemeInfo {
+        name: "memcached",
+        default: Transport::Tcp,
+        allowed: &[Transport::Tcp, Transport::Udp],
+    },
+    SchemeInfo {
+        name: "http",
+        default: Transport::Tcp,
+        allowed: &[Transport::Tcp],
+    },
+    SchemeInfo {
+        name: "redis",
+        default: Transport::Tcp,
+        allowed: &[Transport::Tcp],
+    },
+];
 
 /// A parsed target such as `nullrpc://127.0.0.1:7000` or `nullrpc+udp://[::1]:7000`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -178,6 +195,26 @@ mod tests {
         let p: Target = "NullRPC+tcp://127.0.0.1:9/x/y".parse().unwrap();
         assert_eq!(p.path.as_deref(), Some("/x/y"));
         assert_eq!(p.to_string(), "nullrpc+tcp://127.0.0.1:9/x/y");
+    }
+
+    #[test]
+    fn real_target_schemes() {
+        let m: Target = "memcached://127.0.0.1:11211".parse().unwrap();
+        assert_eq!(
+            (m.scheme.as_str(), m.transport),
+            ("memcached", Transport::Tcp)
+        );
+        let u: Target = "memcached+udp://127.0.0.1:11211".parse().unwrap();
+        assert_eq!(u.transport, Transport::Udp);
+        let h: Target = "http://127.0.0.1:8080/files/a.html".parse().unwrap();
+        assert_eq!(
+            (h.scheme.as_str(), h.path.as_deref()),
+            ("http", Some("/files/a.html"))
+        );
+        let r: Target = "redis://[::1]:6379".parse().unwrap();
+        assert_eq!((r.scheme.as_str(), r.transport), ("redis", Transport::Tcp));
+        assert!(err("http+udp://127.0.0.1:80").contains("does not run over udp"));
+        assert!(err("redis+udp://127.0.0.1:80").contains("does not run over udp"));
     }
 
     #[test]

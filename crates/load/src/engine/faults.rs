@@ -1,7 +1,5 @@
 //! The engine's fault handling: broken connections, timeouts, reconnects, error notes.
 
-use std::time::Duration;
-
 use super::{note_error, Down, Engine, St, FIFO_RESET_TIMEOUTS, MAX_BACKOFF_NS, MAX_RECONNECTS};
 use crate::conn::ConnFail;
 use crate::record::Outcome;
@@ -22,6 +20,8 @@ impl Engine<'_> {
         }
         slot.live = 0;
         slot.zombies = 0;
+        slot.closing = false;
+        slot.parked = false;
         slot.conn.close();
         slot.down = Some(Down {
             next_try_ns: now + backoff_ns(0),
@@ -71,6 +71,11 @@ impl Engine<'_> {
                 }
             }
         }
+        for s in 0..self.slots.len() {
+            if !reset.contains(&s) {
+                self.park_if_done(s);
+            }
+        }
         for s in reset {
             self.fail(
                 s,
@@ -83,7 +88,7 @@ impl Engine<'_> {
     }
 
     pub(super) fn reconnect(&mut self, now: u64) {
-        let connect_timeout = Duration::from_nanos(self.timeout_ns.clamp(1_000_000, 50_000_000));
+        let connect_timeout = self.connect_timeout();
         for s in 0..self.slots.len() {
             let due = self.slots[s]
                 .down
@@ -101,7 +106,10 @@ impl Engine<'_> {
                         None => Ok(()),
                     });
             match res {
-                Ok(()) => slot.down = None,
+                Ok(()) => {
+                    slot.down = None;
+                    self.reopened_after_failure(s);
+                }
                 Err(e) => {
                     slot.conn.close();
                     let attempts = slot.down.as_ref().map_or(0, |d| d.attempts) + 1;

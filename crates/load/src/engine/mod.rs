@@ -17,6 +17,7 @@ use crate::protocol::Reply;
 use crate::record::{Outcome, RequestRecord};
 use crate::sys::Epoll;
 
+mod churn;
 mod faults;
 
 /// Sleep in epoll only when the next send is further away than this...
@@ -64,6 +65,15 @@ pub(crate) struct Slot {
     down: Option<Down>,
     /// Reconnecting gave up; nothing more is sent on it.
     dead: bool,
+    /// Requests sent since the connection was (re)opened.
+    sent_on_conn: u32,
+    /// Churn mode: requests this connection carries before it is closed (else u32::MAX).
+    quota: u32,
+    /// Closed on purpose (quota done, or the server announced a close): reopened when the
+    /// next request needs it, and the connect counts in that request's latency.
+    parked: bool,
+    /// A reply said the server closes after it: park once the read is processed.
+    closing: bool,
 }
 
 impl Slot {
@@ -76,6 +86,10 @@ impl Slot {
             zombies: 0,
             down: None,
             dead: false,
+            sent_on_conn: 0,
+            quota: u32::MAX,
+            parked: false,
+            closing: false,
         }
     }
 }
@@ -90,6 +104,10 @@ pub(crate) struct ThreadOutput {
     pub records: Vec<RequestRecord>,
     pub errors: Vec<String>,
     pub interrupted: bool,
+    /// Connections opened during the run (reconnects and churn).
+    pub connects: u64,
+    /// Successful replies that were misses.
+    pub misses: u64,
 }
 
 pub(crate) struct Engine<'a> {
@@ -119,6 +137,11 @@ pub(crate) struct Engine<'a> {
     errors: Vec<String>,
     stop: &'a AtomicBool,
     done: &'a AtomicU64,
+    /// Churn mode: (min, max) requests per connection, and the quota generator.
+    churn: Option<(u32, u32)>,
+    churn_rng: rand_xoshiro::Xoshiro256PlusPlus,
+    connects: u64,
+    misses: u64,
 }
 
 impl<'a> Engine<'a> {
@@ -150,7 +173,10 @@ impl<'a> Engine<'a> {
                 .collect()
         });
         let n = recs.len();
-        Ok(Engine {
+        let churn_rng = <rand_xoshiro::Xoshiro256PlusPlus as rand::SeedableRng>::seed_from_u64(
+            crate::schedule::mix_seed(cfg.seed, 0xc4 + thread as u64),
+        );
+        let mut engine = Engine {
             thread: thread as u64,
             threads: threads as u64,
             addr: cfg.target.addr,
@@ -174,7 +200,13 @@ impl<'a> Engine<'a> {
             errors: Vec::new(),
             stop,
             done,
-        })
+            churn: cfg.churn,
+            churn_rng,
+            connects: 0,
+            misses: 0,
+        };
+        engine.start_churn();
+        Ok(engine)
     }
 
     #[inline]
@@ -253,6 +285,8 @@ impl<'a> Engine<'a> {
             records: self.recs,
             errors: self.errors,
             interrupted,
+            connects: self.connects,
+            misses: self.misses,
         }
     }
 
@@ -319,7 +353,12 @@ impl<'a> Engine<'a> {
 
     fn usable(&self, s: usize) -> bool {
         let slot = &self.slots[s];
+        if slot.parked {
+            return slot.down.is_none() && !slot.dead;
+        }
         slot.conn.is_open()
+            && !slot.closing
+            && slot.sent_on_conn < slot.quota
             && !slot.conn.has_pending_output()
             && slot.live + slot.zombies < self.max_outstanding
     }
@@ -344,13 +383,32 @@ impl<'a> Engine<'a> {
         let class = self.recs[i].class;
         self.next += 1;
         self.state[i] = St::InFlight;
+        // A parked connection is opened for this request: the connect happens after the
+        // send stamp, so it counts in this request's latency and not in its lateness.
+        let before_connect = self.now().max(1);
+        let reopened = self.slots[s].parked;
+        if reopened {
+            if let Err(e) = self.unpark(s) {
+                self.recs[i].conn = self.slots[s].global;
+                self.recs[i].sent_ns = before_connect;
+                self.slots[s].inflight.push_back(i as u32);
+                self.slots[s].live += 1;
+                self.fail(s, &ConnFail::Io(e));
+                return;
+            }
+        }
         let slot = &mut self.slots[s];
+        slot.sent_on_conn += 1;
         slot.conn.queue(id, class);
         slot.inflight.push_back(i as u32);
         slot.live += 1;
         self.recs[i].conn = slot.global;
-        // Stamped just before the write that carries the request.
-        self.recs[i].sent_ns = self.now().max(1);
+        // Stamped just before the write that carries the request (or before the connect).
+        self.recs[i].sent_ns = if reopened {
+            before_connect
+        } else {
+            self.now().max(1)
+        };
         let slot = &mut self.slots[s];
         match slot.conn.flush() {
             Ok(()) if slot.conn.has_pending_output() => self.pending_out.push(s),
@@ -422,8 +480,13 @@ impl<'a> Engine<'a> {
             let (reply, t, krx) = self.replies[k];
             self.on_reply(s, reply, t, krx);
         }
-        if let Err(f) = res {
+        if self.slots[s].closing {
+            // The server said it closes: whatever it does next (EOF, reset) is expected.
+            self.park(s);
+        } else if let Err(f) = res {
             self.fail(s, &f);
+        } else {
+            self.park_if_done(s);
         }
     }
 
@@ -466,6 +529,8 @@ impl<'a> Engine<'a> {
         };
         let slot = &mut self.slots[s];
         slot.live -= 1;
+        slot.closing |= reply.closes;
+        self.misses += u64::from(reply.ok && reply.miss);
         let r = &mut self.recs[i];
         r.received_ns = t.max(1);
         r.kernel_rx_ns = krx.map_or(0, |k| k.saturating_sub(self.start));

@@ -1,0 +1,93 @@
+//! Connection churn (Tales of the Tail §4.3's HTTP clients: each client opens a
+//! connection, sends a random number of requests, and closes it), and the orderly close
+//! a server announces (HTTP `Connection: close`). Both park the connection; the next
+//! request that picks it reopens it.
+
+use rand::Rng;
+
+use super::{Engine, St};
+use crate::record::Outcome;
+
+impl Engine<'_> {
+    /// At the start of a churn run every connection is parked, so that every client's
+    /// first request pays its connect; quotas are drawn on each open.
+    pub(super) fn start_churn(&mut self) {
+        if self.churn.is_none() {
+            return;
+        }
+        for s in 0..self.slots.len() {
+            let slot = &mut self.slots[s];
+            slot.conn.close();
+            slot.parked = true;
+        }
+    }
+
+    fn draw_quota(&mut self) -> u32 {
+        match self.churn {
+            Some((lo, hi)) => self.churn_rng.gen_range(lo.max(1)..=hi.max(lo.max(1))),
+            None => u32::MAX,
+        }
+    }
+
+    /// Opens a parked connection (blocking connect, bounded by the connect timeout).
+    pub(super) fn unpark(&mut self, s: usize) -> std::io::Result<()> {
+        let quota = self.draw_quota();
+        let timeout = self.connect_timeout();
+        let slot = &mut self.slots[s];
+        slot.parked = false;
+        slot.conn.open(self.addr, timeout)?;
+        if let Some(fd) = slot.conn.fd() {
+            self.epoll.add(fd, s as u64)?;
+        }
+        self.on_opened(s, quota);
+        Ok(())
+    }
+
+    /// Bookkeeping of every successful (re)open.
+    pub(super) fn on_opened(&mut self, s: usize, quota: u32) {
+        let slot = &mut self.slots[s];
+        slot.sent_on_conn = 0;
+        slot.quota = quota;
+        slot.closing = false;
+        self.connects += 1;
+    }
+
+    /// A fresh quota for a connection reopened after a failure.
+    pub(super) fn reopened_after_failure(&mut self, s: usize) {
+        let quota = self.draw_quota();
+        self.on_opened(s, quota);
+    }
+
+    /// Parks a connection whose quota is used up and whose requests are all answered or
+    /// timed out.
+    pub(super) fn park_if_done(&mut self, s: usize) {
+        let slot = &self.slots[s];
+        if !slot.parked && slot.conn.is_open() && slot.live == 0 && slot.sent_on_conn >= slot.quota
+        {
+            self.park(s);
+        }
+    }
+
+    /// Closes a connection on purpose. Requests still out on it will never be answered
+    /// (the server closed, or only timed-out ones remain): they fail.
+    pub(super) fn park(&mut self, s: usize) {
+        let slot = &mut self.slots[s];
+        for i in slot.inflight.drain(..) {
+            let i = i as usize;
+            if self.state[i] == St::InFlight {
+                self.recs[i].outcome = Outcome::Error;
+                self.state[i] = St::Done;
+                self.completed += 1;
+            }
+        }
+        slot.live = 0;
+        slot.zombies = 0;
+        slot.closing = false;
+        slot.conn.close();
+        slot.parked = true;
+    }
+
+    pub(super) fn connect_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.timeout_ns.clamp(1_000_000, 50_000_000))
+    }
+}

@@ -1,0 +1,147 @@
+//! Codecs of the real targets (memcached over TCP and UDP, HTTP/1.1, Redis) and the
+//! factory that builds one per connection with its own workload stream.
+
+mod http;
+mod memcached;
+mod redis;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+pub use http::HttpGet;
+pub use memcached::{MemcachedTcp, MemcachedUdp, UDP_MAX_REQUEST};
+pub use redis::Redis;
+
+use crate::error::LoadError;
+use crate::protocol::{Protocol, Reply};
+use crate::schedule::mix_seed;
+use crate::target::{Target, Transport};
+use crate::workload::{HttpWorkload, KvWorkload, Popularity, Workload};
+
+/// Builds one codec per call (one per connection); what `run_open_loop`, `calibrate` and
+/// `preload` take.
+pub type ProtocolFactory = Box<dyn Fn() -> Box<dyn Protocol> + Send + Sync>;
+
+/// A reply that completes the oldest request of a FIFO connection.
+pub(crate) fn fifo_reply(ok: bool, miss: bool, closes: bool) -> Reply {
+    Reply {
+        id: None,
+        ok,
+        stamps: None,
+        tx_stamp_for: None,
+        miss,
+        closes,
+    }
+}
+
+/// Value bytes shared by every connection: `set`s send a prefix of this buffer.
+pub(crate) fn value_bytes(w: &KvWorkload) -> Arc<[u8]> {
+    let max = w.value_size.bounds().1;
+    (0..max).map(|i| b'a' + (i % 26) as u8).collect()
+}
+
+/// The codec factory for a real target: `memcached[+udp]`, `http` or `redis`. Connection
+/// k (in the order the factory is called, which is the order connections are opened)
+/// draws its requests from seed `mix(seed, k)`, so runs are reproducible.
+///
+/// - memcached / redis need [`Workload::Kv`].
+/// - http takes [`Workload::Http`]; any other workload means "GET the target's path (or
+///   `/`)" over and over.
+pub fn protocol_factory(
+    target: &Target,
+    workload: &Workload,
+    seed: u64,
+) -> Result<ProtocolFactory, LoadError> {
+    let counter = Arc::new(AtomicU64::new(0));
+    let next_seed = move || mix_seed(seed, counter.fetch_add(1, Ordering::Relaxed));
+    let kv = || match workload {
+        Workload::Kv(w) => {
+            w.validate()?;
+            Ok(Arc::new(w.clone()))
+        }
+        Workload::Http(_) => Err(LoadError::Config(format!(
+            "{} needs a key-value workload, not a list of HTTP paths",
+            target.scheme
+        ))),
+    };
+    match (target.scheme.as_str(), target.transport) {
+        ("memcached", Transport::Tcp) => {
+            let w = kv()?;
+            let values = value_bytes(&w);
+            MemcachedTcp::new(w.clone(), values.clone(), 0)?;
+            Ok(Box::new(move || {
+                match MemcachedTcp::new(w.clone(), values.clone(), next_seed()) {
+                    Ok(p) => Box::new(p) as Box<dyn Protocol>,
+                    // Validated above with the same workload: cannot happen.
+                    Err(_) => unreachable_codec(),
+                }
+            }))
+        }
+        ("memcached", Transport::Udp) => {
+            let w = kv()?;
+            let values = value_bytes(&w);
+            MemcachedUdp::new(w.clone(), values.clone(), 0)?;
+            Ok(Box::new(move || {
+                match MemcachedUdp::new(w.clone(), values.clone(), next_seed()) {
+                    Ok(p) => Box::new(p) as Box<dyn Protocol>,
+                    Err(_) => unreachable_codec(),
+                }
+            }))
+        }
+        ("redis", Transport::Tcp) => {
+            let w = kv()?;
+            let values = value_bytes(&w);
+            Redis::new(w.clone(), values.clone(), 0)?;
+            Ok(Box::new(move || {
+                match Redis::new(w.clone(), values.clone(), next_seed()) {
+                    Ok(p) => Box::new(p) as Box<dyn Protocol>,
+                    Err(_) => unreachable_codec(),
+                }
+            }))
+        }
+        ("http", Transport::Tcp) => {
+            let w = match workload {
+                Workload::Http(w) => w.clone(),
+                Workload::Kv(_) => HttpWorkload {
+                    paths: vec![target.path.clone().unwrap_or_else(|| "/".into())],
+                    popularity: Popularity::Uniform,
+                },
+            };
+            let host = target.addr.to_string();
+            HttpGet::new(&w, host.clone(), 0)?;
+            Ok(Box::new(move || {
+                match HttpGet::new(&w, host.clone(), next_seed()) {
+                    Ok(p) => Box::new(p) as Box<dyn Protocol>,
+                    Err(_) => unreachable_codec(),
+                }
+            }))
+        }
+        (s, t) => Err(LoadError::Config(format!(
+            "no workload codec for {s} over {t} (nullrpc targets use load::NullRpc)"
+        ))),
+    }
+}
+
+/// A codec that fails every reply: only returned if a constructor that succeeded once
+/// with the same inputs fails later, which it cannot.
+fn unreachable_codec() -> Box<dyn Protocol> {
+    struct Broken;
+    impl Protocol for Broken {
+        fn transport(&self) -> Transport {
+            Transport::Tcp
+        }
+        fn encode(&mut self, _: u64, _: u8, _: &mut Vec<u8>) {}
+        fn decode(&mut self, _: &[u8]) -> Result<Option<(usize, Reply)>, crate::error::ProtoError> {
+            Err(crate::error::ProtoError::Unexpected(
+                "codec construction failed".into(),
+            ))
+        }
+        fn carries_id(&self) -> bool {
+            false
+        }
+    }
+    Box::new(Broken)
+}
+
+#[cfg(test)]
+mod tests;
