@@ -8,6 +8,7 @@ use rand::SeedableRng;
 use rand_distr::{Distribution, Exp, LogNormal, Pareto};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
+use crate::units::parse_duration_ns;
 use crate::ModelError;
 
 /// The inter-arrival distribution. The mean gap is always `1 / rate` (traces: see
@@ -25,6 +26,41 @@ pub enum ArrivalSpec {
     Pareto { shape: f64 },
     /// Replay of recorded arrival times.
     Trace(Trace),
+    /// Bursts (LNS paper §2.4): `n` requests `spacing_ns` apart, one burst starting every
+    /// `period_ns`; mean rate `n / period`. A rate given to [`ArrivalGen::new`] rescales the
+    /// period (the spacing stays). Valid when `n ≥ 1`, `spacing > 0` and `n·spacing < period`.
+    Bursty {
+        n: u32,
+        period_ns: f64,
+        spacing_ns: f64,
+    },
+}
+
+impl ArrivalSpec {
+    /// Checks the parameters of [`ArrivalSpec::Bursty`] (other variants are checked by
+    /// [`ArrivalGen::new`]). The messages name the paper's symbols.
+    pub fn validate_bursty(n: u32, period_ns: f64, spacing_ns: f64) -> Result<(), String> {
+        if n == 0 {
+            return Err("N (requests per burst) must be at least 1".into());
+        }
+        if !(spacing_ns.is_finite() && spacing_ns > 0.0) {
+            return Err(format!(
+                "spacing U must be a positive finite duration, got {spacing_ns} ns"
+            ));
+        }
+        if !(period_ns.is_finite() && period_ns > 0.0) {
+            return Err(format!(
+                "period must be a positive finite duration, got {period_ns} ns"
+            ));
+        }
+        if f64::from(n) * spacing_ns >= period_ns {
+            return Err(format!(
+                "N·U = {} ns must be shorter than the period {period_ns} ns",
+                f64::from(n) * spacing_ns
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Recorded arrival times in nanoseconds, sorted (relative or absolute: only the differences
@@ -46,7 +82,8 @@ impl FromStr for ArrivalSpec {
     type Err = ModelError;
 
     /// `poisson`, `det` | `deterministic` | `uniform` | `constant`, `lognormal:SIGMA`,
-    /// `pareto:SHAPE` (shape > 1). `trace:PATH` is the CLI's business (it reads the file).
+    /// `pareto:SHAPE` (shape > 1), `bursty:N,PERIOD,SPACING` (e.g. `bursty:10,1ms,5us`).
+    /// `trace:PATH` is the CLI's business (it reads the file).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let err = |reason: &str| ModelError::Arrival {
             text: s.to_string(),
@@ -81,6 +118,24 @@ impl FromStr for ArrivalSpec {
                 }
                 Ok(Self::Pareto { shape })
             }
+            ("bursty" | "burst", _) => {
+                let a = arg.ok_or_else(|| err("expected bursty:N,PERIOD,SPACING, e.g. bursty:10,1ms,5us"))?;
+                let parts: Vec<&str> = a.split(',').map(str::trim).collect();
+                let [n, period, spacing] = parts[..] else {
+                    return Err(err("expected three values N,PERIOD,SPACING, e.g. bursty:10,1ms,5us"));
+                };
+                let n: u32 = n
+                    .parse()
+                    .map_err(|_| err(&format!("N '{n}' is not a positive integer")))?;
+                let period_ns = parse_duration_ns(period).map_err(|e| err(&e.to_string()))?;
+                let spacing_ns = parse_duration_ns(spacing).map_err(|e| err(&e.to_string()))?;
+                Self::validate_bursty(n, period_ns, spacing_ns).map_err(|r| err(&r))?;
+                Ok(Self::Bursty {
+                    n,
+                    period_ns,
+                    spacing_ns,
+                })
+            }
             ("trace", _) => Err(err(
                 "trace files are read by the command line, not parsed here",
             )),
@@ -93,7 +148,7 @@ impl FromStr for ArrivalSpec {
                 Err(err("takes no parameter"))
             }
             _ => Err(err(
-                "expected poisson, det, uniform, constant, lognormal:SIGMA or pareto:SHAPE",
+                "expected poisson, det, uniform, constant, lognormal:SIGMA, pareto:SHAPE or bursty:N,PERIOD,SPACING",
             )),
         }
     }
@@ -198,6 +253,15 @@ enum Gaps {
         next: usize,
         scale: f64,
     },
+    /// `pos` is the index of the next arrival within its burst.
+    Bursty {
+        n: u32,
+        pos: u32,
+        spacing: f64,
+        /// Gap from a burst's last arrival to the next burst's first: `period − (n−1)·U`.
+        between: f64,
+        started: bool,
+    },
 }
 
 /// A seeded stream of inter-arrival gaps in nanoseconds. Summing the gaps gives absolute
@@ -223,6 +287,8 @@ impl ArrivalGen {
     /// A generator with mean rate `rate_per_s`. `rate_per_s = None` is only valid for a trace,
     /// which is then replayed as recorded, rebased so that the first arrival is at 0; a trace
     /// with `Some(rate)` is stretched or compressed in time so that its mean rate is `rate`.
+    /// Bursty arrivals also accept `None` (the spec's own period); `Some(rate)` sets the period
+    /// to `n / rate`.
     pub fn new(spec: &ArrivalSpec, rate_per_s: Option<f64>, seed: u64) -> Result<Self, ModelError> {
         let bad = |reason: String| ModelError::Arrival {
             text: format!("{spec:?}"),
@@ -249,6 +315,24 @@ impl ArrivalGen {
                 }
                 let scale = mean * (shape - 1.0) / shape;
                 Gaps::Pareto(Pareto::new(scale, *shape).map_err(|e| bad(e.to_string()))?)
+            }
+            ArrivalSpec::Bursty {
+                n,
+                period_ns,
+                spacing_ns,
+            } => {
+                let period = match rate_per_s {
+                    None => *period_ns,
+                    Some(_) => f64::from(*n) * 1e9 / check_rate(rate_per_s)?,
+                };
+                ArrivalSpec::validate_bursty(*n, period, *spacing_ns).map_err(bad)?;
+                Gaps::Bursty {
+                    n: *n,
+                    pos: 0,
+                    spacing: *spacing_ns,
+                    between: period - f64::from(*n - 1) * spacing_ns,
+                    started: false,
+                }
             }
             ArrivalSpec::Trace(t) => {
                 if t.times_ns.is_empty() {
@@ -297,7 +381,8 @@ impl ArrivalGen {
     }
 
     /// The next inter-arrival gap in ns; `None` once a trace is exhausted (never for the
-    /// random processes). For a trace the first gap is 0.
+    /// random processes). For a trace and for bursts the first gap is 0 (bursts start at
+    /// 0, period, 2·period, …).
     #[inline]
     pub fn next_gap_ns(&mut self) -> Option<f64> {
         match &mut self.gaps {
@@ -305,6 +390,24 @@ impl ArrivalGen {
             Gaps::Det(g) => Some(*g),
             Gaps::Lognormal(d) => Some(d.sample(&mut self.rng)),
             Gaps::Pareto(d) => Some(d.sample(&mut self.rng)),
+            Gaps::Bursty {
+                n,
+                pos,
+                spacing,
+                between,
+                started,
+            } => {
+                let gap = if !*started {
+                    *started = true;
+                    0.0
+                } else if *pos == 0 {
+                    *between
+                } else {
+                    *spacing
+                };
+                *pos = if *pos + 1 == *n { 0 } else { *pos + 1 };
+                Some(gap)
+            }
             Gaps::Trace {
                 times,
                 conn,

@@ -69,4 +69,13 @@ pub enum ModelError {
         reason: &'static str,
         value: String,
     },
+    /// The share α of delay-sensitive requests outside (0, 1] (LNS paper §2.4).
+    #[error("alpha (share of delay-sensitive requests) must be in (0, 1], got {0}")]
+    Alpha(f64),
+    /// A fit with fewer basic tests than free parameters (LNS paper Table 3).
+    #[error("fitting {params} parameters needs at least {params} basic tests, got {tests}")]
+    TooFewTests { tests: usize, params: usize },
+    /// A fit that did not converge to finite parameters.
+    #[error("fit failed: {0}")]
+    Fit(String),
 }
