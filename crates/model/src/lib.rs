@@ -9,11 +9,14 @@
 //!   random order, random worker, static partitioning and priorities.
 //! - [`collect`]: a [`Sink`] that records simulated latencies in `stats` recorders.
 //! - [`analytic`]: closed-form results.
+//! - [`bursty`]: the LNS bursty tail-latency model (bottleneck decomposition, prioritised and
+//!   FCFS servers, parameter fitting) and a tandem-stage simulator to check it.
 //!
 //! `model` does no I/O: the command line reads files and hands their text to the parsers here.
 
 pub mod analytic;
 pub mod arrival;
+pub mod bursty;
 pub mod collect;
 mod error;
 pub mod service;
@@ -21,6 +24,10 @@ pub mod sim;
 pub mod units;
 
 pub use arrival::{mean_rate_of_trace, parse_trace, ArrivalGen, ArrivalSpec, TimeUnit, Trace};
+pub use bursty::{
+    predict, simulate_tandem, validate_grid, BurstyParams, BurstyWorkload, Prediction, Stack,
+    TandemConfig, TandemReport, ValidationGrid, ValidationRow,
+};
 pub use collect::Collector;
 pub use error::ModelError;
 pub use service::{parse_empirical, ServiceGen, ServiceSpec};

@@ -1,0 +1,195 @@
+//! The tandem-stage simulator against exact theory in special cases.
+
+use model::analytic::md1;
+use model::bursty::formulas;
+use model::bursty::tandem::{simulate_tandem, Dispatch, Stage, StageDiscipline, TandemConfig};
+use model::{ArrivalSpec, ModelError, ServiceSpec};
+
+const D: f64 = 10_000.0; // 10 µs
+
+fn poisson(stages: Vec<Stage>, rate: f64, alpha: f64, requests: u64, seed: u64) -> TandemConfig {
+    TandemConfig {
+        stages,
+        constant_delay_ns: 0.0,
+        arrival: ArrivalSpec::Poisson,
+        rate_per_s: Some(rate),
+        alpha,
+        requests,
+        seed,
+    }
+}
+
+/// Requests per run: enough for the tolerances below in release, smaller in debug.
+fn requests() -> u64 {
+    if cfg!(debug_assertions) {
+        200_000
+    } else {
+        1_000_000
+    }
+}
+
+/// Tolerance for a simulated M/D/1 p99: the run's samples are correlated (busy periods), so
+/// the effective sample size is far below the request count. The largest deviations seen
+/// over seeds 1–5 were 1.6 % (200 000 requests) and 1.3 % (1 000 000); the bounds are about
+/// three to four times that.
+fn tol() -> f64 {
+    if cfg!(debug_assertions) {
+        0.06
+    } else {
+        0.04
+    }
+}
+
+#[test]
+fn one_stage_is_md1() {
+    // ρ = 0.6: λ = 0.6/D.
+    let lambda = 0.6 / (D * 1e-9);
+    let want = md1::response_quantile(lambda, D * 1e-9, 0.99).unwrap() * 1e9;
+    let cfg = poisson(
+        vec![Stage::deterministic(1, D, StageDiscipline::Fcfs)],
+        lambda,
+        1.0,
+        requests(),
+        3,
+    );
+    let r = simulate_tandem(&cfg).unwrap();
+    let got = r.sensitive_p99_ns.unwrap();
+    assert!(
+        (got / want - 1.0).abs() < tol(),
+        "p99 {got} vs M/D/1 {want}"
+    );
+    assert!(r.insensitive.is_none());
+    assert_eq!(r.all.count, requests());
+}
+
+#[test]
+fn second_stage_that_never_queues_adds_its_service_time() {
+    // Departures of an M/D/1 with service D are at least D apart, so a second single-worker
+    // stage with service D/2 never queues: response = M/D/1 response + D/2 + constant.
+    let lambda = 0.5 / (D * 1e-9);
+    let want = md1::response_quantile(lambda, D * 1e-9, 0.99).unwrap() * 1e9 + D / 2.0 + 7_000.0;
+    let mut cfg = poisson(
+        vec![
+            Stage::deterministic(1, D, StageDiscipline::Fcfs),
+            Stage::deterministic(1, D / 2.0, StageDiscipline::Fcfs),
+        ],
+        lambda,
+        1.0,
+        requests(),
+        5,
+    );
+    cfg.constant_delay_ns = 7_000.0;
+    let r = simulate_tandem(&cfg).unwrap();
+    let got = r.all_p99_ns;
+    assert!((got / want - 1.0).abs() < tol(), "p99 {got} vs {want}");
+    // The minimum is the bare path D + D/2 + constant (rounded to whole ns).
+    assert!(
+        (r.all.min_ns - (1.5 * D + 7_000.0)).abs() <= 1.0,
+        "{}",
+        r.all.min_ns
+    );
+}
+
+#[test]
+fn preemptive_priority_hides_the_other_label() {
+    // Under preemptive-resume priority the delay-sensitive requests (share α) see an M/D/1 of
+    // their own with rate α·λ, however loaded the server is with the others (total ρ = 0.9).
+    let lambda = 0.9 / (D * 1e-9);
+    let alpha = 0.5;
+    let want = md1::response_quantile(alpha * lambda, D * 1e-9, 0.99).unwrap() * 1e9;
+    let cfg = poisson(
+        vec![Stage::deterministic(
+            1,
+            D,
+            StageDiscipline::PriorityPreemptive,
+        )],
+        lambda,
+        alpha,
+        requests(),
+        7,
+    );
+    let r = simulate_tandem(&cfg).unwrap();
+    let got = r.sensitive_p99_ns.unwrap();
+    assert!(
+        (got / want - 1.0).abs() < tol(),
+        "p99 {got} vs M/D/1 {want}"
+    );
+    // The others wait much longer (ρ = 0.9 in all).
+    assert!(r.insensitive_p99_ns.unwrap() > 2.0 * got);
+}
+
+#[test]
+fn a_deterministic_burst_matches_formula_10_exactly() {
+    // TCP/IP bottleneck (T = 8 µs > R/k = 20/4 µs), FCFS, U = 1 µs: request i waits exactly
+    // i·(T − U) at the first stage and never at the second, so the latency of the request at
+    // rank ⌈0.99 N⌉ is 0.99·N·(T − U) + T + R + constant up to one request's step.
+    let (t, r, u, n, c) = (8_000.0, 20_000.0, 1_000.0, 1000u32, 5_000.0);
+    let cfg = TandemConfig {
+        stages: vec![
+            Stage::deterministic(1, t, StageDiscipline::Fcfs),
+            Stage::deterministic(4, r, StageDiscipline::Fcfs).with_dispatch(Dispatch::RoundRobin),
+        ],
+        constant_delay_ns: c,
+        arrival: ArrivalSpec::Bursty {
+            n,
+            period_ns: 1e8,
+            spacing_ns: u,
+        },
+        rate_per_s: None,
+        alpha: 1.0,
+        requests: u64::from(n),
+        seed: 1,
+    };
+    let rep = simulate_tandem(&cfg).unwrap();
+    let formula = formulas::fcfs_wait(99.0, n, t, 1, u) + t + r + c;
+    assert!(
+        (rep.all_p99_ns - formula).abs() <= t - u,
+        "{} vs {formula}",
+        rep.all_p99_ns
+    );
+    assert_eq!(rep.all.min_ns, t + r + c);
+    assert_eq!(rep.all.max_ns, f64::from(n - 1) * (t - u) + t + r + c);
+}
+
+#[test]
+fn seeded_and_checked() {
+    let cfg = poisson(
+        vec![
+            Stage::deterministic(1, D, StageDiscipline::PriorityPreemptive),
+            Stage {
+                workers: 3,
+                service: ServiceSpec::Exponential { mean_ns: 2.0 * D },
+                discipline: StageDiscipline::Fcfs,
+                dispatch: Dispatch::RoundRobin,
+            },
+        ],
+        0.5 / (D * 1e-9),
+        0.3,
+        5_000,
+        11,
+    );
+    let a = simulate_tandem(&cfg).unwrap();
+    let b = simulate_tandem(&cfg).unwrap();
+    assert_eq!(a.sensitive_p99_ns, b.sensitive_p99_ns);
+    assert_eq!(a.all.mean_ns, b.all.mean_ns);
+    assert_eq!(
+        a.sensitive.as_ref().unwrap().count + a.insensitive.as_ref().unwrap().count,
+        5_000
+    );
+    let c = simulate_tandem(&TandemConfig {
+        seed: 12,
+        ..cfg.clone()
+    })
+    .unwrap();
+    assert_ne!(a.all.mean_ns, c.all.mean_ns);
+
+    let mut bad = cfg.clone();
+    bad.alpha = 0.0;
+    assert_eq!(simulate_tandem(&bad).unwrap_err(), ModelError::Alpha(0.0));
+    let mut bad = cfg.clone();
+    bad.stages[1].workers = 0;
+    assert_eq!(simulate_tandem(&bad).unwrap_err(), ModelError::NoWorkers);
+    let mut bad = cfg;
+    bad.stages.clear();
+    assert!(simulate_tandem(&bad).is_err());
+}
