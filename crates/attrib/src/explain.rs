@@ -136,13 +136,11 @@ pub fn explain(
             lift: mean_slow / mean_all,
             p_value: p,
             evidence: format!(
-                "{} {}/s during the {} intervals that hold slow requests vs {} {}/s over all {} \
-                 intervals (circular-shift test, {} shifts)",
-                fmt3(mean_slow),
-                s.unit,
+                "{} during the {} intervals that hold slow requests vs {} over all {} intervals \
+                 (circular-shift test, {} shifts)",
+                rate(mean_slow, &s.unit),
                 slow_idx.len(),
-                fmt3(mean_all),
-                s.unit,
+                rate(mean_all, &s.unit),
                 n,
                 shifts
             ),
@@ -163,11 +161,17 @@ pub fn explain(
     why
 }
 
-fn fmt3(x: f64) -> String {
+/// A per-second rate for people: time as ms/s (a share of one CPU), counts as n/s.
+fn rate(per_s: f64, unit: &str) -> String {
+    let (x, u) = match unit {
+        "ns" => (per_s / 1e6, "ms/s"),
+        "count" => (per_s, "/s"),
+        other => return format!("{per_s:.3} {other}/s"),
+    };
     if x.abs() >= 100.0 {
-        format!("{x:.0}")
+        format!("{x:.0} {u}")
     } else {
-        format!("{x:.3}")
+        format!("{x:.3} {u}")
     }
 }
 

@@ -153,6 +153,17 @@ fn an_unreadable_file_defers_its_growth_to_the_next_interval() {
 }
 
 #[test]
+fn the_sampler_avoids_the_servers_cpus() {
+    let f = Fake::new();
+    assert_eq!(Probe::new(&f.cfg()).unwrap().spare_cpus(), vec![0]);
+    let mut c = f.cfg();
+    c.cpus = vec![0, 1];
+    assert!(Probe::new(&c).unwrap().spare_cpus().is_empty());
+    c.cpus = vec![];
+    assert!(Probe::new(&c).unwrap().spare_cpus().is_empty());
+}
+
+#[test]
 fn bad_configurations_are_refused() {
     let f = Fake::new();
     let mut c = f.cfg();
