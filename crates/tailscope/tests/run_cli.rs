@@ -140,7 +140,12 @@ fn run_measures_stores_and_its_records_are_consistent() {
         Some(if status == "ok" { 0 } else { 1 }),
         "status {status}"
     );
-    assert_eq!(status, "ok", "{v}");
+    // "invalid" only when the generator itself fell behind (a loaded machine): the records must
+    // still be complete and consistent, which is what this test is about.
+    assert!(
+        status == "ok" || (status == "invalid" && v["lateness_flagged"] == true),
+        "{v}"
+    );
     for k in [
         "run_id",
         "requests",
@@ -219,7 +224,7 @@ fn run_measures_stores_and_its_records_are_consistent() {
     let l = json_of(&out);
     let runs = l["runs"].as_array().unwrap();
     assert_eq!(runs[0]["id"].as_i64(), Some(id));
-    assert_eq!(runs[0]["status"], "ok");
+    assert_eq!(runs[0]["status"].as_str(), Some(status));
     for k in ["id", "status", "target", "started_at"] {
         assert!(runs[0].get(k).is_some(), "runs list misses {k}");
     }

@@ -78,6 +78,7 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
         stamps: true,
         max_frame: wire::nullrpc::MAX_FRAME,
         seed: 1,
+        staged: Default::default(),
     };
     let server = Server::start_tcp(listener, scfg)?;
     let addr = server.local_addr();

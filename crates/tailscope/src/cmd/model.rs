@@ -78,6 +78,7 @@ fn arrival_letter(a: &ArrivalSpec) -> &'static str {
         ArrivalSpec::Lognormal { .. } => "LN",
         ArrivalSpec::Pareto { .. } => "Pareto",
         ArrivalSpec::Trace(_) => "Trace",
+        ArrivalSpec::Bursty { .. } => "Burst",
     }
 }
 

@@ -149,6 +149,7 @@ pub fn load_config(target: &Target, a: &LoadArgs, p: &LoadPlan, rate: f64) -> Lo
         seed: a.seed,
         class_probs: Vec::new(),
         yield_when_far: a.yield_when_far,
+        churn: None,
     }
 }
 

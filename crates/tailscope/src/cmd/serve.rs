@@ -38,6 +38,7 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
         stamps: true,
         max_frame: a.max_frame,
         seed: a.seed,
+        staged: Default::default(),
     })
 }
 
