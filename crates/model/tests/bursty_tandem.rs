@@ -16,6 +16,7 @@ fn poisson(stages: Vec<Stage>, rate: f64, alpha: f64, requests: u64, seed: u64) 
         alpha,
         requests,
         seed,
+        entropy_bin_ns: None,
     }
 }
 
@@ -139,6 +140,7 @@ fn a_deterministic_burst_matches_formula_10_exactly() {
         alpha: 1.0,
         requests: u64::from(n),
         seed: 1,
+        entropy_bin_ns: None,
     };
     let rep = simulate_tandem(&cfg).unwrap();
     let formula = formulas::fcfs_wait(99.0, n, t, 1, u) + t + r + c;
@@ -192,4 +194,88 @@ fn seeded_and_checked() {
     let mut bad = cfg;
     bad.stages.clear();
     assert!(simulate_tandem(&bad).is_err());
+}
+
+#[test]
+fn entropy_of_a_deterministic_burst() {
+    // Latencies are exactly 1.75 ms + i·7 µs for i = 0..999 (T = 8 µs, U = 1 µs, R/k = 5 µs,
+    // constant chosen so that T + R + constant = 1.75 ms). With bins of 250·7 µs = 1.75 ms
+    // they fill four bins of 250 each: 2 bits (formulas 13–14).
+    let cfg = TandemConfig {
+        stages: vec![
+            Stage::deterministic(1, 8_000.0, StageDiscipline::Fcfs),
+            Stage::deterministic(4, 20_000.0, StageDiscipline::Fcfs),
+        ],
+        constant_delay_ns: 1_722_000.0,
+        arrival: ArrivalSpec::Bursty {
+            n: 1000,
+            period_ns: 1e8,
+            spacing_ns: 1_000.0,
+        },
+        rate_per_s: None,
+        alpha: 1.0,
+        requests: 1000,
+        seed: 1,
+        entropy_bin_ns: Some(1_750_000.0),
+    };
+    let r = simulate_tandem(&cfg).unwrap();
+    assert!((r.all_entropy_bits.unwrap() - 2.0).abs() < 1e-12);
+    assert_eq!(r.sensitive_entropy_bits, r.all_entropy_bits);
+    // A bin wider than the whole spread: one bin, 0 bits.
+    let r = simulate_tandem(&TandemConfig {
+        entropy_bin_ns: Some(1e9),
+        ..cfg.clone()
+    })
+    .unwrap();
+    assert_eq!(r.all_entropy_bits, Some(0.0));
+    assert!(simulate_tandem(&TandemConfig {
+        entropy_bin_ns: Some(0.0),
+        ..cfg
+    })
+    .is_err());
+}
+
+#[test]
+fn tandem_for_builds_the_papers_network() {
+    use model::bursty::{tandem_for, BurstyParams, BurstyWorkload, Stack};
+    let params = BurstyParams {
+        t0_ns: 4_000.0,
+        mt_ns_per_byte: 2.0,
+        r0_ns: 45_000.0,
+        mr_ns: 500.0,
+        m_ns: 0.0,
+    };
+    let w = BurstyWorkload {
+        n: 100,
+        alpha: 0.5,
+        payload_bytes: 500.0,
+        workers: 4,
+        spacing_ns: 1_000.0,
+        percentile: 99.0,
+    };
+    let cfg = tandem_for(
+        &params,
+        &w,
+        Stack::Priority,
+        10_000.0,
+        Dispatch::RoundRobin,
+        3,
+        9,
+    );
+    assert_eq!(cfg.requests, 300);
+    assert_eq!(cfg.stages.len(), 2);
+    assert_eq!(
+        cfg.stages[0],
+        Stage::deterministic(1, 5_000.0, StageDiscipline::PriorityPreemptive)
+    );
+    assert_eq!(cfg.stages[1].workers, 4);
+    assert_eq!(
+        cfg.stages[1].service,
+        ServiceSpec::Deterministic { mean_ns: 47_000.0 }
+    );
+    assert_eq!(cfg.stages[1].dispatch, Dispatch::RoundRobin);
+    let r = simulate_tandem(&cfg).unwrap();
+    // Nothing is faster than the bare path T + R + constant.
+    assert!(r.all.min_ns >= 5_000.0 + 47_000.0 + 10_000.0 - 1.0);
+    assert_eq!(r.all.count, 300);
 }

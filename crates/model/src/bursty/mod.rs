@@ -8,6 +8,33 @@
 //! - [`fit`]: the parameters from the basic tests of Table 3.
 //! - [`tandem`]: a tandem-stage simulator to check the formulas without any measurement.
 //! - [`validate_grid`]: formulas against the simulator over a grid of N, L, α and k.
+//!
+//! ```
+//! use model::bursty::{predict, BurstyParams, BurstyWorkload, Regime, Stack};
+//!
+//! // A zero-copy prioritised server: T = 4 µs, R = 45 µs + k·0.5 µs, M = 70 µs.
+//! let params = BurstyParams {
+//!     t0_ns: 4_000.0,
+//!     mt_ns_per_byte: 0.0,
+//!     r0_ns: 45_000.0,
+//!     mr_ns: 500.0,
+//!     m_ns: 70_000.0,
+//! };
+//! // 20 000 requests 1 µs apart, 5 % delay-sensitive, 29 workers.
+//! let w = BurstyWorkload {
+//!     n: 20_000,
+//!     alpha: 0.05,
+//!     payload_bytes: 512.0,
+//!     workers: 29,
+//!     spacing_ns: 1_000.0,
+//!     percentile: 99.0,
+//! };
+//! let p = predict(&params, &w, Stack::Priority)?;
+//! assert_eq!(p.regime, Regime::PrioritySteady); // U/α = 20 µs > B/c_B = 4 µs: formula 8
+//! assert!((p.latency_ns - (100f64.ln() / 1.6 * 4_000.0 + 70_000.0)).abs() < 1e-6);
+//! assert_eq!(params.best_workers(512.0), Some(13)); // k_t = ⌈45/(4 − 0.5)⌉
+//! # Ok::<(), model::ModelError>(())
+//! ```
 
 pub mod fit;
 pub mod formulas;
@@ -22,7 +49,7 @@ use crate::ModelError;
 pub use fit::{fit, table3_workloads, BasicTest, FitResult, FitSpec};
 pub use formulas::Bottleneck;
 pub use tandem::{simulate_tandem, Dispatch, Stage, StageDiscipline, TandemConfig, TandemReport};
-pub use validate::{validate_grid, ValidationGrid, ValidationRow};
+pub use validate::{tandem_for, validate_grid, ValidationGrid, ValidationRow};
 
 /// The server's parameters (LNS paper Table 1 and formulas 11–12), all in ns.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

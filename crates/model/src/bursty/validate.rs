@@ -126,6 +126,48 @@ pub fn validate_grid(grid: &ValidationGrid) -> Result<Vec<ValidationRow>, ModelE
     Ok(rows)
 }
 
+/// The simulated counterpart of a workload: the paper's simplified network with TCP/IP
+/// (1 worker, deterministic T from formula 12), k workers (deterministic R from formula 11,
+/// dispatched by `dispatch`) and a constant delay, every stage FCFS or preemptive priority as
+/// `stack` says, fed `bursts` bursts of N requests U apart. The period is long enough for
+/// every burst to drain before the next (`2·(N·max(T, R/k, U) + T + R + constant)`), so the
+/// bursts are independent. `params.m_ns` is not used: the simulated M is `T + R + constant`.
+pub fn tandem_for(
+    params: &BurstyParams,
+    w: &BurstyWorkload,
+    stack: Stack,
+    constant_ns: f64,
+    dispatch: Dispatch,
+    bursts: u64,
+    seed: u64,
+) -> TandemConfig {
+    let t = params.t_ns(w.payload_bytes);
+    let r = params.r_ns(w.workers);
+    let disc = match stack {
+        Stack::Fcfs => StageDiscipline::Fcfs,
+        Stack::Priority => StageDiscipline::PriorityPreemptive,
+    };
+    let per_node = t.max(r / f64::from(w.workers.max(1))).max(w.spacing_ns);
+    let period = 2.0 * (f64::from(w.n) * per_node + t + r + constant_ns);
+    TandemConfig {
+        stages: vec![
+            Stage::deterministic(1, t, disc),
+            Stage::deterministic(w.workers, r, disc).with_dispatch(dispatch),
+        ],
+        constant_delay_ns: constant_ns,
+        arrival: ArrivalSpec::Bursty {
+            n: w.n,
+            period_ns: period,
+            spacing_ns: w.spacing_ns,
+        },
+        rate_per_s: None,
+        alpha: w.alpha,
+        requests: bursts.max(1).saturating_mul(u64::from(w.n)),
+        seed,
+        entropy_bin_ns: None,
+    }
+}
+
 fn row(
     grid: &ValidationGrid,
     w: &BurstyWorkload,
@@ -143,33 +185,19 @@ fn row(
         ..base
     };
     let formula = predict(&params, w, stack)?;
-    let disc = match stack {
-        Stack::Fcfs => StageDiscipline::Fcfs,
-        Stack::Priority => StageDiscipline::PriorityPreemptive,
-    };
-    // A period long enough for every burst to drain before the next: bursts are independent.
-    let per_node = t.max(r / f64::from(w.workers)).max(w.spacing_ns);
-    let period = 2.0 * (f64::from(w.n) * per_node + params.m_ns);
     let per_burst = (f64::from(w.n) * w.alpha).max(1.0);
     let by_label = (grid.min_sensitive as f64 / per_burst).ceil() as u64;
     let by_total = grid.max_requests / u64::from(w.n);
     let bursts = by_label.min(by_total).max(1);
-    let cfg = TandemConfig {
-        stages: vec![
-            Stage::deterministic(1, t, disc),
-            Stage::deterministic(w.workers, r, disc).with_dispatch(grid.dispatch),
-        ],
-        constant_delay_ns: grid.constant_ns,
-        arrival: ArrivalSpec::Bursty {
-            n: w.n,
-            period_ns: period,
-            spacing_ns: w.spacing_ns,
-        },
-        rate_per_s: None,
-        alpha: w.alpha,
-        requests: bursts * u64::from(w.n),
+    let cfg = tandem_for(
+        &base,
+        w,
+        stack,
+        grid.constant_ns,
+        grid.dispatch,
+        bursts,
         seed,
-    };
+    );
     let sim = simulate_tandem(&cfg)?;
     let simulated = sim.sensitive_p99_ns.unwrap_or(sim.all_p99_ns);
     Ok(ValidationRow {
