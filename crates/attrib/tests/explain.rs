@@ -76,7 +76,7 @@ fn the_source_that_spikes_with_slow_requests_ranks_first() {
     assert_eq!(why.slow_requests, 100);
     assert_eq!(why.intervals, N as u64);
     assert_eq!(why.slow_intervals, 50);
-    // A source that never moved is not tested (nor counted in the Bonferroni factor, m = 3).
+    // A source that never moved is not tested (nor counted in Holm's m = 3).
     assert_eq!(why.sources.len(), 3);
     assert!(why.sources.iter().all(|f| f.source != "never moved"));
 
@@ -84,7 +84,8 @@ fn the_source_that_spikes_with_slow_requests_ranks_first() {
     assert_eq!(first.source, "spiky");
     assert_eq!(first.kind, SourceKind::Scheduling);
     assert!((first.lift - 10.5).abs() < 1.5, "lift {}", first.lift);
-    // No rotation reaches the observed mean: p = 1/(1 + 999), times m = 3.
+    // No rotation reaches the observed mean: p = 1/(1 + 999); it is the smallest, so Holm
+    // multiplies it by m = 3.
     let floor = 3.0 / (1 + PERMUTATION_SHIFTS) as f64;
     assert!((first.p_value - floor).abs() < 1e-12, "p {}", first.p_value);
     assert!(first.mitigation.contains("FIFO"));
