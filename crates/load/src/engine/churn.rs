@@ -6,7 +6,6 @@
 use rand::Rng;
 
 use super::{Engine, St};
-use crate::record::Outcome;
 
 impl Engine<'_> {
     /// At the start of a churn run every connection is parked, so that every client's
@@ -68,16 +67,14 @@ impl Engine<'_> {
         }
     }
 
-    /// Closes a connection on purpose. Requests still out on it will never be answered
-    /// (the server closed, or only timed-out ones remain): they fail.
+    /// Closes a connection on purpose. Requests still out on it were pipelined behind a
+    /// reply that announced the close, so the server never processed them: they are sent
+    /// again on the next usable connection (as an HTTP client retries idempotent GETs).
     pub(super) fn park(&mut self, s: usize) {
         let slot = &mut self.slots[s];
         for i in slot.inflight.drain(..) {
-            let i = i as usize;
-            if self.state[i] == St::InFlight {
-                self.recs[i].outcome = Outcome::Error;
-                self.state[i] = St::Done;
-                self.completed += 1;
+            if self.state[i as usize] == St::InFlight {
+                self.retry.push_back(i);
             }
         }
         slot.live = 0;

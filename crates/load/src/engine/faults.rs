@@ -71,6 +71,17 @@ impl Engine<'_> {
                 }
             }
         }
+        // Retries wait for a usable connection; past the timeout they give up.
+        while let Some(&i) = self.retry.front() {
+            let i = i as usize;
+            if self.recs[i].sent_ns + timeout > now {
+                break;
+            }
+            self.retry.pop_front();
+            self.recs[i].outcome = Outcome::Timeout;
+            self.state[i] = St::Done;
+            self.completed += 1;
+        }
         for s in 0..self.slots.len() {
             if !reset.contains(&s) {
                 self.park_if_done(s);

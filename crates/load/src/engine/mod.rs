@@ -142,6 +142,9 @@ pub(crate) struct Engine<'a> {
     churn_rng: rand_xoshiro::Xoshiro256PlusPlus,
     connects: u64,
     misses: u64,
+    /// Requests the server never answered because it announced a close before them
+    /// (pipelined behind the last reply): sent again, first, on another connection.
+    retry: VecDeque<u32>,
 }
 
 impl<'a> Engine<'a> {
@@ -204,6 +207,7 @@ impl<'a> Engine<'a> {
             churn_rng,
             connects: 0,
             misses: 0,
+            retry: VecDeque::new(),
         };
         engine.start_churn();
         Ok(engine)
@@ -267,7 +271,7 @@ impl<'a> Engine<'a> {
                 self.collect_soft_errors();
                 self.done.store(self.completed, Ordering::Relaxed);
             }
-            if finished && self.slots.iter().all(|s| s.live == 0) {
+            if finished && self.retry.is_empty() && self.slots.iter().all(|s| s.live == 0) {
                 break;
             }
             if drain_deadline.is_some_and(|d| now >= d) {
@@ -314,7 +318,24 @@ impl<'a> Engine<'a> {
             }
             self.completed += (self.recs.len() - self.next) as u64;
             self.next = self.recs.len();
+        }
+        if self.dead_slots == self.slots.len() {
+            for i in std::mem::take(&mut self.retry) {
+                self.recs[i as usize].outcome = Outcome::Error;
+                self.state[i as usize] = St::Done;
+                self.completed += 1;
+            }
             return;
+        }
+        while let Some(&i) = self.retry.front() {
+            let forced = self.forced_slot(i as usize);
+            match self.pick(forced) {
+                Some(s) => {
+                    self.retry.pop_front();
+                    self.transmit(i as usize, s, false);
+                }
+                None => break,
+            }
         }
         while self.next < self.recs.len() {
             let i = self.next;
@@ -322,11 +343,7 @@ impl<'a> Engine<'a> {
             if intended > now {
                 return;
             }
-            let forced = self
-                .forced
-                .as_ref()
-                .map(|f| f[i] as usize)
-                .filter(|&s| s != u32::MAX as usize && s < self.slots.len());
+            let forced = self.forced_slot(i);
             match self.pick(forced) {
                 Some(s) => self.send(i, s),
                 None => {
@@ -378,11 +395,24 @@ impl<'a> Engine<'a> {
         None
     }
 
+    fn forced_slot(&self, i: usize) -> Option<usize> {
+        self.forced
+            .as_ref()
+            .map(|f| f[i] as usize)
+            .filter(|&s| s != u32::MAX as usize && s < self.slots.len())
+    }
+
     fn send(&mut self, i: usize, s: usize) {
-        let id = i as u64 * self.threads + self.thread;
-        let class = self.recs[i].class;
         self.next += 1;
         self.state[i] = St::InFlight;
+        self.transmit(i, s, true);
+    }
+
+    /// Writes request `i` on slot `s`; `first` = not a retry (a retry keeps its first
+    /// send stamp, so its timeout and lateness count from the first attempt).
+    fn transmit(&mut self, i: usize, s: usize, first: bool) {
+        let id = i as u64 * self.threads + self.thread;
+        let class = self.recs[i].class;
         // A parked connection is opened for this request: the connect happens after the
         // send stamp, so it counts in this request's latency and not in its lateness.
         let before_connect = self.now().max(1);
@@ -390,7 +420,9 @@ impl<'a> Engine<'a> {
         if reopened {
             if let Err(e) = self.unpark(s) {
                 self.recs[i].conn = self.slots[s].global;
-                self.recs[i].sent_ns = before_connect;
+                if first {
+                    self.recs[i].sent_ns = before_connect;
+                }
                 self.slots[s].inflight.push_back(i as u32);
                 self.slots[s].live += 1;
                 self.fail(s, &ConnFail::Io(e));
@@ -404,11 +436,13 @@ impl<'a> Engine<'a> {
         slot.live += 1;
         self.recs[i].conn = slot.global;
         // Stamped just before the write that carries the request (or before the connect).
-        self.recs[i].sent_ns = if reopened {
-            before_connect
-        } else {
-            self.now().max(1)
-        };
+        if first {
+            self.recs[i].sent_ns = if reopened {
+                before_connect
+            } else {
+                self.now().max(1)
+            };
+        }
         let slot = &mut self.slots[s];
         match slot.conn.flush() {
             Ok(()) if slot.conn.has_pending_output() => self.pending_out.push(s),

@@ -41,7 +41,15 @@ fn tcp_server(split: fn(&[u8]) -> Option<usize>, answer: Arc<Answer>) -> Fake {
                         let (out, close) = answer(conn, k, &req);
                         k += 1;
                         pc.lock().unwrap()[conn] = k;
-                        if s.write_all(&out).is_err() || close {
+                        if s.write_all(&out).is_err() {
+                            return;
+                        }
+                        if close {
+                            // Lingering close, as nginx does: stop writing, drain what
+                            // the client pipelined, so no RST destroys the last reply.
+                            let _ = s.shutdown(std::net::Shutdown::Write);
+                            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+                            while matches!(s.read(&mut chunk), Ok(n) if n > 0) {}
                             return;
                         }
                     }
@@ -300,6 +308,17 @@ fn server_announced_close_reopens_without_errors() {
     assert_eq!(r.count(Outcome::Ok), 40, "{:?}", r.errors);
     // Closed after requests 4, 8, ..., 40: reopened for 5, 9, ..., 37.
     assert_eq!(r.connects, 9);
+
+    // Pipelined (a burst of 40 at once): the requests queued behind a closing reply were
+    // never processed; they are sent again on the reopened connection.
+    let fake = tcp_server(http_split, Arc::new(|_, k, r| http_answer(k, r, 4)));
+    let r = run(&format!("http://{}/a", fake.addr), &w, 40, |c| {
+        c.arrival = model::ArrivalSpec::Deterministic;
+        c.rate_per_s = 1e9;
+    });
+    assert_eq!(r.count(Outcome::Ok), 40, "{:?}", r.errors);
+    assert_eq!(r.connects, 9);
+    assert_eq!(*fake.per_conn.lock().unwrap(), [4; 10]);
 }
 
 fn resp_split(b: &[u8]) -> Option<usize> {
