@@ -133,6 +133,20 @@ pub fn parse_stat_cpus(s: &str) -> Vec<CpuTicks> {
     out
 }
 
+/// From `/proc/schedstat` (kernels with CONFIG_SCHEDSTATS, version 15+): per CPU, the time
+/// tasks other than idle ran on it, ns (the 7th number of each `cpuN` line). It accrues when a
+/// task leaves the CPU, so a task that runs on undisturbed shows up late.
+pub fn parse_schedstat_cpus(s: &str) -> Vec<(usize, u64)> {
+    s.lines()
+        .filter_map(|line| {
+            let mut it = line.split_ascii_whitespace();
+            let cpu = it.next()?.strip_prefix("cpu")?.parse().ok()?;
+            let run_ns = it.nth(6)?.parse().ok()?;
+            Some((cpu, run_ns))
+        })
+        .collect()
+}
+
 /// From `/proc/PID/stat`: `(utime + stime in ticks, processor last run on)`. The command name
 /// (field 2) may hold spaces and parentheses, so fields are counted after its last `)`.
 pub fn parse_pid_stat(s: &str) -> Option<(u64, usize)> {

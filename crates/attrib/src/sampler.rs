@@ -13,7 +13,9 @@
 //! busy time (user + nice + system) of the server's CPUs in /proc/stat minus the CPU time of
 //! the server's threads (schedstat). It is exact when the server is pinned to those CPUs; it has
 //! the tick granularity of /proc/stat (typically 10 ms per CPU), so single intervals are noisy
-//! (negative estimates are clipped to 0) and only averages over many intervals mean much.
+//! (negative estimates are clipped to 0) and only averages over many intervals mean much. When
+//! the kernel has /proc/schedstat (CONFIG_SCHEDSTATS), its per-CPU run time in ns replaces the
+//! ticks.
 
 use crate::procfs::{self, TaskSchedstat};
 use crate::{AttribError, Series, SourceKind, SourceSeries};
@@ -79,7 +81,7 @@ const FIXED: [(&str, SourceKind, &str); 6] = [
 struct SysCounters {
     hardirq: u64,
     steal_ticks: u64,
-    busy_ticks: u64,
+    busy_ns: u64,
     softirq: Vec<u64>,
 }
 
@@ -99,6 +101,8 @@ pub struct Probe {
     softirq_names: Vec<String>,
     /// CPU ids the host has (from /proc/stat).
     host_cpus: Vec<usize>,
+    /// /proc/schedstat exists: per-CPU run time in ns instead of ticks.
+    has_schedstat: bool,
     tasks: HashMap<(u32, u32), TaskCounters>,
     prev_sys: Option<SysCounters>,
     generation: u64,
@@ -203,6 +207,10 @@ impl Probe {
             tick_ns: clock_tick_ns(),
             softirq_names,
             host_cpus,
+            has_schedstat: !procfs::parse_schedstat_cpus(
+                &std::fs::read_to_string(root.join("schedstat")).unwrap_or_default(),
+            )
+            .is_empty(),
             tasks: HashMap::new(),
             prev_sys: None,
             generation: 0,
@@ -260,7 +268,16 @@ impl Probe {
                 .iter()
                 .filter(|c| cpus.is_empty() || cpus.contains(&c.cpu));
             sys.steal_ticks = mine.clone().map(|c| c.steal).sum();
-            sys.busy_ticks = mine.map(|c| c.busy).sum();
+            if !self.has_schedstat {
+                sys.busy_ns = (mine.map(|c| c.busy).sum::<u64>() as f64 * self.tick_ns) as u64;
+            }
+        }
+        if self.has_schedstat && read_into(&root.join("schedstat"), &mut self.buf).is_ok() {
+            sys.busy_ns = procfs::parse_schedstat_cpus(&self.buf)
+                .iter()
+                .filter(|(c, _)| cpus.is_empty() || cpus.contains(c))
+                .map(|(_, ns)| ns)
+                .sum();
         }
         if read_into(&root.join("interrupts"), &mut self.buf).is_ok() {
             if let Some(t) = procfs::parse_cpu_table(&self.buf) {
@@ -308,7 +325,7 @@ impl Probe {
         if let Some(prev) = &self.prev_sys {
             d[HARDIRQ] = sys.hardirq.saturating_sub(prev.hardirq) as f64;
             d[STEAL] = sys.steal_ticks.saturating_sub(prev.steal_ticks) as f64 * self.tick_ns;
-            let busy = sys.busy_ticks.saturating_sub(prev.busy_ticks) as f64 * self.tick_ns;
+            let busy = sys.busy_ns.saturating_sub(prev.busy_ns) as f64;
             d[OTHER] = (busy - server_cpu).max(0.0);
             for (i, (now, before)) in sys.softirq.iter().zip(&prev.softirq).enumerate() {
                 d[FIXED.len() + i] = now.saturating_sub(*before) as f64;

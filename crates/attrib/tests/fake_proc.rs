@@ -140,6 +140,22 @@ fn known_changes_give_known_deltas() {
 }
 
 #[test]
+fn per_cpu_run_time_from_schedstat_replaces_ticks() {
+    let f = Fake::new();
+    let line = |cpu: usize, ns: u64| format!("cpu{cpu} 0 0 0 0 0 0 {ns} 0 0\n");
+    let schedstat = |ns| format!("version 15\ntimestamp 1\n{}{}", line(0, 7), line(1, ns));
+    f.write("schedstat", &schedstat(1_000_000));
+    let mut p = Probe::new(&f.cfg()).unwrap();
+    p.sample(0);
+    // CPU 1 ran tasks for 30 µs more, 2 µs of them the server's thread 7; ticks are ignored.
+    f.write("schedstat", &schedstat(1_030_000));
+    f.task("self/task/7", 2000, 0, 0, 0);
+    f.system(0, 0, 0, 5);
+    p.sample(1);
+    assert_eq!(deltas(&p.finish(), "other tasks' CPU time"), vec![28_000.0]);
+}
+
+#[test]
 fn an_unreadable_file_defers_its_growth_to_the_next_interval() {
     let f = Fake::new();
     let mut p = Probe::new(&f.cfg()).unwrap();

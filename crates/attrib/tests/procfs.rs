@@ -73,3 +73,13 @@ fn task_files() {
     // utime 2 + stime 1 ticks, last run on CPU 0.
     assert_eq!(parse_pid_stat(&fixture("pid_stat")), Some((3, 0)));
 }
+
+/// Written by hand after the kernel's format (this VM has no CONFIG_SCHEDSTATS).
+#[test]
+fn schedstat_cpus() {
+    assert_eq!(
+        parse_schedstat_cpus(&fixture("schedstat")),
+        vec![(0, 98765432100), (1, 87654321000)]
+    );
+    assert!(parse_schedstat_cpus("version 15\ncpu0 1 2\n").is_empty());
+}
