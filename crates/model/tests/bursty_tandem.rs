@@ -279,3 +279,41 @@ fn tandem_for_builds_the_papers_network() {
     assert!(r.all.min_ns >= 5_000.0 + 47_000.0 + 10_000.0 - 1.0);
     assert_eq!(r.all.count, 300);
 }
+
+#[test]
+fn worker_bottleneck_burst_lies_within_the_bound_of_formula_2() {
+    use model::bursty::{predict, tandem_for, Bottleneck, BurstyParams, BurstyWorkload, Stack};
+    // R/k = 47/4 = 11.75 µs > T = 8 µs: the workers are the bottleneck; formula 2 bounds the
+    // p99 between w_p + M and w_p + M + 2·k·T. Formula 9's w_p takes the rank pN/100 as a
+    // continuous number; the real queueing times come in groups of k per worker round,
+    // k·(R/k − U) apart, so the empirical p99 may sit up to one R below it.
+    let params = BurstyParams {
+        t0_ns: 8_000.0,
+        mt_ns_per_byte: 0.0,
+        r0_ns: 45_000.0,
+        mr_ns: 500.0,
+        m_ns: 8_000.0 + 47_000.0 + 10_000.0,
+    };
+    for dispatch in [Dispatch::RoundRobin, Dispatch::Shared] {
+        for n in [200, 1000, 5000] {
+            let w = BurstyWorkload {
+                n,
+                alpha: 1.0,
+                payload_bytes: 0.0,
+                workers: 4,
+                spacing_ns: 1_000.0,
+                percentile: 99.0,
+            };
+            let p = predict(&params, &w, Stack::Fcfs).unwrap();
+            assert_eq!(p.bottleneck, Bottleneck::Redis);
+            let cfg = tandem_for(&params, &w, Stack::Fcfs, 10_000.0, dispatch, 1, 1);
+            let sim = simulate_tandem(&cfg).unwrap().all_p99_ns;
+            assert!(
+                sim >= p.latency_ns - 47_000.0 && sim <= p.upper_bound_ns,
+                "{dispatch:?} N={n}: {sim} not in [{}, {}]",
+                p.latency_ns,
+                p.upper_bound_ns
+            );
+        }
+    }
+}
