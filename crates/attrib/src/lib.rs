@@ -6,6 +6,24 @@
 //! slowest 1 % of requests and with the per-stage breakdown of the analysis, ranks the sources
 //! that coincide with slow requests, and attaches each one's mitigation and trade-off
 //! ([`mitigation_table`], after Tales of the Tail Table 1).
+//!
+//! ```no_run
+//! # fn main() -> Result<(), attrib::AttribError> {
+//! use attrib::{explain, Sampler, SamplerConfig};
+//! let sampler = Sampler::start(SamplerConfig {
+//!     server_pids: vec![4242],
+//!     cpus: vec![1],
+//!     ..SamplerConfig::default()
+//! })?;
+//! // … the run: records hold (run-relative intended send, latency) of the ok requests …
+//! # let (start_mono_ns, requests): (u64, Vec<(u64, u64)>) = (0, Vec::new());
+//! let series = sampler.stop();
+//! let why = explain(&series, start_mono_ns, &requests, None);
+//! for f in &why.sources {
+//!     println!("{}: lift {:.1}, p {:.3}: {}", f.source, f.lift, f.p_value, f.mitigation);
+//! }
+//! # Ok(()) }
+//! ```
 
 mod explain;
 pub mod procfs;

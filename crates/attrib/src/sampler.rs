@@ -27,7 +27,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// What to sample.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize)]
 pub struct SamplerConfig {
     /// Where /proc is mounted (tests point this at a fixture tree).
     pub proc_root: PathBuf,
