@@ -108,6 +108,37 @@ impl Conn {
                 Sock::Udp(s)
             }
         };
+        self.attach(sock);
+        Ok(())
+    }
+
+    /// Like [`Conn::open`], but a TCP connect does not wait for the handshake: the
+    /// socket is returned while connecting, and queued output goes out once it is
+    /// established (writes report WouldBlock until then; a refused connect shows up as
+    /// an error on the next write or read). Used by churn, so that the engine thread keeps
+    /// sending on time while a connection is being set up.
+    pub(crate) fn open_nonblocking(&mut self, addr: SocketAddr) -> io::Result<()> {
+        if self.transport != Transport::Tcp {
+            return self.open(addr, Duration::from_secs(1));
+        }
+        self.close();
+        let s = socket2::Socket::new(
+            socket2::Domain::for_address(addr),
+            socket2::Type::STREAM,
+            Some(socket2::Protocol::TCP),
+        )?;
+        s.set_nonblocking(true)?;
+        s.set_nodelay(true)?;
+        match s.connect(&addr.into()) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+            Err(e) => return Err(e),
+        }
+        self.attach(Sock::Tcp(s.into()));
+        Ok(())
+    }
+
+    fn attach(&mut self, sock: Sock) {
         let fd = match &sock {
             Sock::Tcp(s) => s.as_raw_fd(),
             Sock::Udp(s) => s.as_raw_fd(),
@@ -115,7 +146,6 @@ impl Conn {
         // Kernel rx stamps are a bonus: without them kernel_rx_ns stays 0.
         self.rx_stamps = host::tstamp::enable(fd, true, false).is_ok();
         self.sock = Some(sock);
-        Ok(())
     }
 
     pub(crate) fn close(&mut self) {

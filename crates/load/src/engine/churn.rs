@@ -28,13 +28,13 @@ impl Engine<'_> {
         }
     }
 
-    /// Opens a parked connection (blocking connect, bounded by the connect timeout).
+    /// Opens a parked connection without waiting for the handshake (the request queued
+    /// next goes out when it completes).
     pub(super) fn unpark(&mut self, s: usize) -> std::io::Result<()> {
         let quota = self.draw_quota();
-        let timeout = self.connect_timeout();
         let slot = &mut self.slots[s];
         slot.parked = false;
-        slot.conn.open(self.addr, timeout)?;
+        slot.conn.open_nonblocking(self.addr)?;
         if let Some(fd) = slot.conn.fd() {
             self.epoll.add(fd, s as u64)?;
         }

@@ -38,6 +38,8 @@ const MAX_BACKOFF_NS: u64 = 250_000_000;
 /// A FIFO-matched connection whose oldest timed-out request is still unanswered after
 /// this many timeouts is reset (its byte stream is presumably stuck).
 const FIFO_RESET_TIMEOUTS: u64 = 4;
+/// Output the kernel did not take (full buffer, connect in progress) is retried this often.
+const PENDING_RETRY_NS: u64 = 20_000;
 /// Distinct error messages kept for the user.
 pub(crate) const MAX_ERRORS: usize = 8;
 
@@ -466,8 +468,18 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// How long the next epoll wait may sleep.
+    /// How long the next epoll wait may sleep: while some output waits for the kernel
+    /// (full socket buffer, connect in progress) at most `PENDING_RETRY_NS`.
     fn wait_budget(&self, now: u64) -> u64 {
+        let budget = self.schedule_budget(now);
+        if self.pending_out.is_empty() {
+            budget
+        } else {
+            budget.min(PENDING_RETRY_NS)
+        }
+    }
+
+    fn schedule_budget(&self, now: u64) -> u64 {
         match self.recs.get(self.next) {
             Some(r) if r.intended_ns > now => {
                 let gap = r.intended_ns - now;

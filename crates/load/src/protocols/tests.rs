@@ -575,3 +575,36 @@ fn factory_refuses_mismatched_workloads() {
     };
     assert!(protocol_factory(&h, &Workload::Http(bad), 1).is_err());
 }
+
+#[test]
+fn churn_against_a_vanished_server_fails_cleanly() {
+    // Accepts the pre-run connection, then stops listening: every churn reconnect is
+    // refused, the connection is given up after its retries, the rest is dropped.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let accepted = std::thread::spawn(move || l.accept().map(|(s, _)| s));
+    let w = Workload::Http(HttpWorkload {
+        paths: vec!["/a".into()],
+        popularity: Popularity::Uniform,
+    });
+    let target: Target = format!("http://{addr}/a").parse().unwrap();
+    let mut cfg = LoadConfig::new(target.clone(), 1_000.0);
+    cfg.stop = StopAt::Requests(20);
+    cfg.churn = Some((5, 5));
+    cfg.timeout = Duration::from_millis(50);
+    let f = protocol_factory(&target, &w, 1).unwrap();
+    let first = std::thread::spawn(move || {
+        run_open_loop(&cfg, &*f, &AtomicBool::new(false), &|_, _| {}).unwrap()
+    });
+    drop(accepted.join().unwrap());
+    let r = first.join().unwrap();
+    assert_eq!(r.records.len(), 20);
+    assert_eq!(r.count(Outcome::Ok), 0);
+    assert!(r.count(Outcome::Error) >= 1);
+    assert_eq!(r.count(Outcome::Error) + r.count(Outcome::Dropped), 20);
+    assert!(
+        r.errors.iter().any(|e| e.contains("refused")),
+        "{:?}",
+        r.errors
+    );
+}
