@@ -126,7 +126,15 @@ mod tests {
         let tid = nix_free_gettid();
         let t = threads.iter().find(|t| t.tid == tid).unwrap();
         assert_eq!(t.cpus, mine);
-        assert!(children_of(me).is_empty() || !children_of(me).contains(&me));
+        let mut kid = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        assert!(children_of(me).contains(&kid.id()));
+        assert!(!children_of(me).contains(&me));
+        kid.kill().unwrap();
+        kid.wait().unwrap();
+        assert!(!children_of(me).contains(&kid.id()));
     }
 
     fn nix_free_gettid() -> u32 {

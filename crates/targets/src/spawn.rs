@@ -83,7 +83,8 @@ fn is_addr_in_use(output: &str) -> bool {
 /// The outcome of one start attempt on one port.
 enum Attempt {
     Ready(Spawned),
-    PortTaken,
+    /// Someone bound the port first; the directory is handed back for the next try.
+    PortTaken(TempDir),
     Failed(TargetError),
 }
 
@@ -115,7 +116,7 @@ impl Spawned {
             });
         }
         let version = version_of(cfg.kind, binary)?;
-        let dir = tempfile::Builder::new()
+        let mut dir = tempfile::Builder::new()
             .prefix(&format!("tailscope-{}-", cfg.kind))
             .tempdir()
             .map_err(|e| TargetError::io("creating a temporary directory", e))?;
@@ -123,28 +124,16 @@ impl Spawned {
         if let Some(files) = &http_files {
             command::write_http_files(files, dir.path())?;
         }
-        let mut dir = Some(dir);
-        for attempt in 1..=PORT_ATTEMPTS {
+        for _ in 0..PORT_ATTEMPTS {
             let port = next_port()?;
-            let Some(d) = dir.take() else { break };
-            match Spawned::attempt(cfg, binary, d, port, &version, &http_files, ready_timeout) {
+            match Spawned::attempt(cfg, binary, dir, port, &version, &http_files, ready_timeout) {
                 Attempt::Ready(s) => {
                     s.check_placement(cfg)?;
                     return Ok(s);
                 }
-                Attempt::PortTaken if attempt < PORT_ATTEMPTS => {}
-                Attempt::PortTaken => break,
+                // Same directory (and files) for the next port.
+                Attempt::PortTaken(d) => dir = d,
                 Attempt::Failed(e) => return Err(e),
-            }
-            // The failed attempt removed its directory with the server; start afresh.
-            dir = Some(
-                tempfile::Builder::new()
-                    .prefix(&format!("tailscope-{}-", cfg.kind))
-                    .tempdir()
-                    .map_err(|e| TargetError::io("creating a temporary directory", e))?,
-            );
-            if let (Some(files), Some(d)) = (&http_files, &dir) {
-                command::write_http_files(files, d.path())?;
             }
         }
         Err(TargetError::io(
@@ -214,12 +203,17 @@ impl Spawned {
             Err(e) => {
                 let taken =
                     matches!(&e, TargetError::Exited { output, .. } if is_addr_in_use(output));
-                drop(s.shutdown());
                 if taken {
-                    Attempt::PortTaken
-                } else {
-                    Attempt::Failed(e)
+                    if let Some(mut c) = s.child.take() {
+                        // It has exited already; this only reaps it.
+                        let _ = child::terminate(&mut c, STOP_GRACE);
+                    }
+                    if let Some(d) = s.dir.take() {
+                        return Attempt::PortTaken(d);
+                    }
                 }
+                drop(s.shutdown());
+                Attempt::Failed(e)
             }
         }
     }
