@@ -4,8 +4,9 @@
 //! In the data flow (`workload spec → load generator → per-request records`), this crate turns
 //! a request the generator wants to send into bytes, and the bytes a target answers with back
 //! into the response, including the server's stage stamps T1..T6 when the built-in null-RPC
-//! server appends them. Everything here is pure: no sockets, no clocks, no allocation beyond
-//! the caller's output buffer, so every decoder can be fuzzed (see `fuzz/`).
+//! server appends them. Everything here is pure: no sockets, no clocks, and allocation only where a
+//! message needs it (the caller's output buffer, RESP arrays, UDP reassembly), so every
+//! decoder can be fuzzed (see `fuzz/`).
 //!
 //! Modules:
 //! - [`nullrpc`]: the built-in server's null-RPC frame (request, echoed response with an

@@ -1,7 +1,7 @@
 //! memcached over TCP (FIFO, pipelined) and over UDP (8-byte frame header carrying a
 //! 16-bit request id, replies possibly split over several datagrams).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use wire::memcache::{self as mc, udp};
@@ -24,8 +24,8 @@ fn malformed(e: impl std::fmt::Display) -> ProtoError {
     ProtoError::Malformed(e.to_string())
 }
 
-/// Appends the text request of the next operation.
-fn encode_op(gen: &mut WorkloadGen, key: &mut Vec<u8>, values: &[u8], out: &mut Vec<u8>) {
+/// Appends the text request of the next operation; returns whether it is a get.
+fn encode_op(gen: &mut WorkloadGen, key: &mut Vec<u8>, values: &[u8], out: &mut Vec<u8>) -> bool {
     let op = gen.next_op();
     key.clear();
     let (KvOp::Get { item } | KvOp::Set { item, .. }) = op;
@@ -39,17 +39,32 @@ fn encode_op(gen: &mut WorkloadGen, key: &mut Vec<u8>, values: &[u8], out: &mut 
             mc::encode_set(out, key, 0, 0, v, false)
         }
     };
+    matches!(op, KvOp::Get { .. })
+}
+
+/// Whether `r` can answer a get (`is_get`) or a set: a reply of the other kind means the
+/// byte stream is out of step with the requests.
+fn fits(is_get: bool, r: &mc::Response<'_>) -> bool {
+    use mc::Response as R;
+    match r {
+        R::Hit { .. } | R::Miss => is_get,
+        R::Stored | R::NotStored | R::Exists | R::NotFound => !is_get,
+        R::Error | R::ClientError(_) | R::ServerError(_) => true,
+    }
 }
 
 fn reply_of(r: &mc::Response<'_>) -> Reply {
     fifo_reply(r.is_ok(), matches!(r, mc::Response::Miss), false)
 }
 
-/// memcached text protocol over TCP: replies in request order.
+/// memcached text protocol over TCP: replies in request order. Each reply is checked
+/// against the kind of request it answers (a `STORED` for a get is a protocol error).
 pub struct MemcachedTcp {
     gen: WorkloadGen,
     key: Vec<u8>,
     values: Arc<[u8]>,
+    /// Kinds (get = true) of the requests not answered yet, oldest first.
+    kinds: VecDeque<bool>,
 }
 
 impl MemcachedTcp {
@@ -60,6 +75,7 @@ impl MemcachedTcp {
             gen: WorkloadGen::new(w, seed)?,
             key: Vec::new(),
             values,
+            kinds: VecDeque::new(),
         })
     }
 }
@@ -69,16 +85,27 @@ impl Protocol for MemcachedTcp {
         Transport::Tcp
     }
     fn encode(&mut self, _id: u64, _class: u8, out: &mut Vec<u8>) {
-        encode_op(&mut self.gen, &mut self.key, &self.values, out);
+        let is_get = encode_op(&mut self.gen, &mut self.key, &self.values, out);
+        self.kinds.push_back(is_get);
     }
     fn decode(&mut self, buf: &[u8]) -> Result<Option<(usize, Reply)>, ProtoError> {
         match mc::decode(buf).map_err(malformed)? {
             None => Ok(None),
-            Some((n, r)) => Ok(Some((n, reply_of(&r)))),
+            Some((n, r)) => match self.kinds.pop_front() {
+                Some(is_get) if fits(is_get, &r) => Ok(Some((n, reply_of(&r)))),
+                Some(is_get) => Err(ProtoError::Unexpected(format!(
+                    "{r:?} in answer to a {}",
+                    if is_get { "get" } else { "set" }
+                ))),
+                None => Err(ProtoError::Unexpected(format!("{r:?} with no request out"))),
+            },
         }
     }
     fn carries_id(&self) -> bool {
         false
+    }
+    fn reset(&mut self) {
+        self.kinds.clear();
     }
 }
 

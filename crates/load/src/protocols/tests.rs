@@ -608,3 +608,25 @@ fn churn_against_a_vanished_server_fails_cleanly() {
         r.errors
     );
 }
+
+#[test]
+fn memcached_reply_of_the_wrong_kind_is_a_protocol_error() {
+    let w = Arc::new(KvWorkload {
+        get_ratio: 1.0,
+        ..kv_workload()
+    });
+    let mut p = MemcachedTcp::new(w.clone(), value_bytes(&w), 1).unwrap();
+    let mut out = Vec::new();
+    p.encode(0, 0, &mut out);
+    p.encode(1, 0, &mut out);
+    assert!(out.starts_with(b"get "));
+    let (_, r) = p.decode(b"END\r\n").unwrap().unwrap();
+    assert!(r.ok && r.miss && r.id.is_none());
+    assert!(matches!(
+        p.decode(b"STORED\r\n"),
+        Err(crate::ProtoError::Unexpected(_))
+    ));
+    // Nothing outstanding after a reset (the engine closed the connection).
+    p.reset();
+    assert!(p.decode(b"END\r\n").is_err());
+}
