@@ -73,18 +73,32 @@ pub(crate) fn http_get_len(addr: SocketAddr, path: &str) -> Result<u64, String> 
     let req = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
     s.write_all(req.as_bytes())
         .map_err(|e| format!("write: {e}"))?;
+    // Read the head, then only count the body (a generated file may be large).
     let mut all = Vec::new();
-    s.read_to_end(&mut all).map_err(|e| format!("read: {e}"))?;
-    let end = all
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or_else(|| format!("no HTTP header end in {} bytes", all.len()))?;
+    let mut buf = [0u8; 16384];
+    let end = loop {
+        if let Some(p) = all.windows(4).position(|w| w == b"\r\n\r\n") {
+            break p;
+        }
+        let n = s.read(&mut buf).map_err(|e| format!("read: {e}"))?;
+        if n == 0 || all.len() > 65536 {
+            return Err(format!("no HTTP header end in {} bytes", all.len()));
+        }
+        all.extend_from_slice(&buf[..n]);
+    };
+    let mut body = (all.len() - end - 4) as u64;
+    loop {
+        let n = s.read(&mut buf).map_err(|e| format!("read: {e}"))?;
+        if n == 0 {
+            break;
+        }
+        body += n as u64;
+    }
     let head = String::from_utf8_lossy(&all[..end]);
     let status = head.lines().next().unwrap_or("");
     if !status.starts_with("HTTP/1.1 200") {
         return Err(format!("GET {path}: {status:?}"));
     }
-    let body = (all.len() - end - 4) as u64;
     let declared = head.lines().find_map(|l| {
         let (k, v) = l.split_once(':')?;
         k.eq_ignore_ascii_case("content-length")
@@ -122,5 +136,75 @@ pub(crate) fn ping(
                 Err(format!("/f0 has {n} bytes, expected {first_file_len}"))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// A one-connection server on port 0 that reads the request head and answers `reply`.
+    fn canned(reply: Vec<u8>) -> SocketAddr {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (mut c, _) = l.accept().unwrap();
+            let mut req = Vec::new();
+            let mut b = [0u8; 256];
+            while !req.windows(2).any(|w| w == b"\r\n") {
+                let n = c.read(&mut b).unwrap();
+                req.extend_from_slice(&b[..n]);
+            }
+            c.write_all(&reply).unwrap();
+        });
+        addr
+    }
+
+    fn http(status: &str, len_header: Option<usize>, body: usize) -> Vec<u8> {
+        let mut r = format!("HTTP/1.1 {status}\r\nServer: x\r\n");
+        if let Some(l) = len_header {
+            r += &format!("content-length: {l}\r\n");
+        }
+        r += "\r\n";
+        let mut r = r.into_bytes();
+        r.resize(r.len() + body, b'x');
+        r
+    }
+
+    #[test]
+    fn http_check_wants_200_and_a_matching_length() {
+        assert_eq!(
+            http_get_len(canned(http("200 OK", Some(100_000), 100_000)), "/f0"),
+            Ok(100_000)
+        );
+        let e = http_get_len(canned(http("200 OK", Some(10), 9)), "/f0").unwrap_err();
+        assert!(e.contains("body 9 bytes"), "{e}");
+        let e = http_get_len(canned(http("200 OK", None, 9)), "/f0").unwrap_err();
+        assert!(e.contains("Content-Length None"), "{e}");
+        let e = http_get_len(canned(http("404 Not Found", Some(0), 0)), "/f0").unwrap_err();
+        assert!(e.contains("404"), "{e}");
+        let e = http_get_len(canned(b"garbage".to_vec()), "/f0").unwrap_err();
+        assert!(e.contains("no HTTP header end"), "{e}");
+    }
+
+    #[test]
+    fn line_checks_want_the_protocols_answer() {
+        let ok = canned(b"+PONG\r\n".to_vec());
+        assert_eq!(ping(Kind::Redis, ok, None, 0), Ok(()));
+        let err = canned(b"-LOADING Redis is loading\r\n".to_vec());
+        assert!(ping(Kind::Redis, err, None, 0).is_err());
+        let ok = canned(b"VERSION 1.6.18\r\n".to_vec());
+        assert_eq!(ping(Kind::Memcached, ok, None, 0), Ok(()));
+        let bad = canned(b"ERROR\r\n".to_vec());
+        assert!(ping(Kind::Memcached, bad, None, 0).is_err());
+        // Nothing listens on a port whose listener was dropped.
+        let closed = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        assert!(ping(Kind::Redis, closed, None, 0)
+            .unwrap_err()
+            .contains("connect"));
     }
 }
