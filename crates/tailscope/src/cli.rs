@@ -31,6 +31,62 @@ pub enum Command {
     Demo(DemoArgs),
     /// List, show and export stored runs.
     Runs(RunsCmd),
+    /// Check the host for the known sources of tail latency; --apply the safe mitigations.
+    Doctor(DoctorArgs),
+    /// TSC-gap probe of OS and hardware noise (Where Has My Time Gone?).
+    Noise(NoiseArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct DoctorArgs {
+    /// Root of the host to inspect (tests point it at fixture trees).
+    #[arg(long, default_value = "/")]
+    pub root: PathBuf,
+    /// The server's process id: adds its scheduling policy and run-queue wait.
+    #[arg(long)]
+    pub pid: Option<u32>,
+    /// The server's CPUs (e.g. 1 or 2-3); default all.
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// Apply the safe, reversible mitigations and hold them until Ctrl-C (then revert).
+    /// Without it, the plan is only printed (dry run).
+    #[arg(long)]
+    pub apply: bool,
+    /// Where the journal of applied changes lives (default $XDG_STATE_HOME/tailscope or
+    /// /var/lib/tailscope).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Print exactly one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct NoiseArgs {
+    /// CPUs to probe, one pinned thread each (e.g. 0 or 0-1).
+    #[arg(long, default_value = "0")]
+    pub cpus: String,
+    /// How long to probe.
+    #[arg(long, default_value = "5s")]
+    pub duration: String,
+    /// A gap is a loop iteration longer than this.
+    #[arg(long, default_value = "1us")]
+    pub threshold: String,
+    /// Loop variant: consecutive (Listing 1.2) or paired (Listing 1.1).
+    #[arg(long = "loop", default_value = "consecutive")]
+    pub loop_kind: String,
+    /// Scheduling policy of the probe threads (e.g. fifo:50; RT throttling is detected).
+    #[arg(long)]
+    pub sched: Option<String>,
+    /// Lock memory (mlockall) during the probe.
+    #[arg(long)]
+    pub mlock: bool,
+    /// Root under which /proc is read for the counter attribution.
+    #[arg(long, default_value = "/")]
+    pub root: PathBuf,
+    /// Print exactly one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Where the results store lives.

@@ -3,8 +3,10 @@
 mod calibrate;
 mod common;
 mod demo;
+mod doctor;
 mod figure;
 mod model;
+mod noise;
 mod run;
 mod runs;
 mod serve;
@@ -24,5 +26,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Calibrate(a) => calibrate::run(&a),
         Command::Demo(a) => demo::run(&a),
         Command::Runs(c) => runs::run(&c),
+        Command::Doctor(a) => doctor::run(&a),
+        Command::Noise(a) => noise::run(&a),
     }
 }
