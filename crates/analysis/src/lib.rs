@@ -125,6 +125,9 @@ pub struct RunAnalysis {
     pub stages: Option<StageBreakdown>,
     /// Client-side wake-up delay: user-space receive time − kernel receive timestamp.
     pub client_wakeup: Option<Summary>,
+    /// Why the slowest requests are slow (filled in by the caller that sampled the sources
+    /// during the run; kept as JSON so that this crate does not depend on the sampler).
+    pub why: Option<serde_json::Value>,
     /// CCDF points (µs, P[X >= x]) for plotting.
     pub measured_ccdf_us: Vec<(f64, f64)>,
     pub ideal_ccdf_us: Vec<(f64, f64)>,
@@ -242,6 +245,7 @@ pub fn analyse(
         arrival_check,
         stages,
         client_wakeup,
+        why: None,
         measured_ccdf_us,
         ideal_ccdf_us,
     })

@@ -204,6 +204,13 @@ pub struct RunArgs {
     /// (connections statically partitioned over the workers).
     #[arg(long, default_value = "single")]
     pub queues: String,
+    /// The server's process id(s), for the attribution ("why"): its threads' run-queue wait
+    /// and context switches are sampled during the run.
+    #[arg(long, value_delimiter = ',')]
+    pub server_pid: Vec<u32>,
+    /// The server's CPUs, for the attribution (interrupts, softirqs, steal, other tasks).
+    #[arg(long)]
+    pub server_cpus: Option<String>,
     #[command(flatten)]
     pub db: DbArgs,
     #[command(flatten)]

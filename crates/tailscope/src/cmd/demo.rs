@@ -155,6 +155,11 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
             host: host_facts(),
         })?;
         let label = format!("{pct:.0}% load");
+        let server_info = super::run::ServerInfo {
+            pids: Vec::new(),
+            tids: super::run::own_server_threads(),
+            cpus: vec![server_cpu],
+        };
         let (rec, an, status, code) = match measure_and_store(
             &st,
             id,
@@ -166,6 +171,7 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
             &p,
             &la,
             &label,
+            &server_info,
         ) {
             Ok(v) => v,
             Err(e) => {

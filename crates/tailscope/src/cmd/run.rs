@@ -251,6 +251,7 @@ pub fn run_json(
         "lateness_flagged": a.lateness_flagged,
         "arrival_check": a.arrival_check,
         "stages": a.stages,
+        "why": a.why,
         "client_wakeup": a.client_wakeup.as_ref().map(|s| s.distribution_json()),
         "connection_errors": rec.errors,
         "start_mono_ns": rec.start_mono_ns,
@@ -353,6 +354,7 @@ pub fn print_human(status: &str, run_id: Option<i64>, target: &str, a: &RunAnaly
             g("p99")
         );
     }
+    print_why(a);
     if let Some(s) = &a.stages {
         println!(
             "stages (µs): slowest 1% ({} requests) vs median requests ({}):",
@@ -369,6 +371,69 @@ pub fn print_human(status: &str, run_id: Option<i64>, target: &str, a: &RunAnaly
             );
         }
     }
+}
+
+/// The "why" section: grown stages and the sources that line up with the slowest requests.
+fn print_why(a: &RunAnalysis) {
+    let Some(w) = &a.why else { return };
+    let Ok(w) = serde_json::from_value::<WhyView>(w.clone()) else {
+        return;
+    };
+    println!(
+        "why ({} slowest requests; {} of {} sampled intervals held one):",
+        w.slow_requests, w.slow_intervals, w.intervals
+    );
+    for s in w.stages.iter().take(3) {
+        if s.slow_p50_us > s.median_p50_us + 1.0 {
+            println!(
+                "  stage {}: {:.1} µs in the slowest 1% vs {:.1} µs for median requests",
+                s.stage, s.slow_p50_us, s.median_p50_us
+            );
+        }
+    }
+    let significant: Vec<_> = w.sources.iter().filter(|s| s.p_value < 0.05).collect();
+    if significant.is_empty() {
+        println!("  no sampled source lines up with the slowest requests (all p >= 0.05)");
+    }
+    for s in significant.iter().take(4) {
+        println!(
+            "  {} ({}): {:.1}x more during slow requests, p = {:.3}; {}",
+            s.source, s.kind, s.lift, s.p_value, s.evidence
+        );
+        println!(
+            "      fix: {}\n      trade-off: {}",
+            s.mitigation, s.tradeoff
+        );
+    }
+}
+
+/// The parts of `attrib::Why` the terminal shows (read back from its JSON form, which is
+/// what the store keeps).
+#[derive(serde::Deserialize)]
+struct WhyView {
+    stages: Vec<StageView>,
+    sources: Vec<SourceView>,
+    slow_requests: u64,
+    intervals: u64,
+    slow_intervals: u64,
+}
+
+#[derive(serde::Deserialize)]
+struct StageView {
+    stage: String,
+    slow_p50_us: f64,
+    median_p50_us: f64,
+}
+
+#[derive(serde::Deserialize)]
+struct SourceView {
+    source: String,
+    kind: String,
+    lift: f64,
+    p_value: f64,
+    evidence: String,
+    mitigation: String,
+    tradeoff: String,
 }
 
 /// The ideal's inputs for a run: given service time, or the target's stored calibration.
@@ -419,6 +484,11 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
     let rate = parse_rate(&a.rate)?;
     let p = plan(&a.load)?;
     let f = factory(&target, a.load.request_size, !a.load.no_stamps)?;
+    let server = ServerInfo {
+        pids: a.server_pid.clone(),
+        tids: Vec::new(),
+        cpus: parse_cpus(a.server_cpus.as_deref())?,
+    };
     output::check_outputs(&a.out)?;
     let db = db_path(&a.db)?;
     let calibrated = if a.service.is_none() && db.exists() {
@@ -468,6 +538,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
         &p,
         &a.load,
         &a.target,
+        &server,
     );
     let (rec, an, status, code) = match outcome {
         Ok(v) => v,
@@ -491,6 +562,53 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
     Ok(code)
 }
 
+/// What the attribution samples while a run lasts: the server's processes or threads and CPUs.
+#[derive(Clone, Debug, Default)]
+pub struct ServerInfo {
+    pub pids: Vec<u32>,
+    pub tids: Vec<u32>,
+    pub cpus: Vec<usize>,
+}
+
+/// The threads of this process whose names mark them as the built-in server's ("ts-…").
+pub fn own_server_threads() -> Vec<u32> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir("/proc/self/task") {
+        for e in rd.flatten() {
+            let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+            if comm.starts_with("ts-") {
+                if let Some(t) = e.file_name().to_str().and_then(|s| s.parse().ok()) {
+                    out.push(t);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Samples the sources of Tales of the Tail §4 while the load runs (None when the sampler
+/// cannot start: the run goes on without a "why").
+fn start_sampler(server: &ServerInfo) -> Option<attrib::Sampler> {
+    let cpus = if server.cpus.is_empty() {
+        (0..host::placement::online_cpus()).collect()
+    } else {
+        server.cpus.clone()
+    };
+    let cfg = attrib::SamplerConfig {
+        server_pids: server.pids.clone(),
+        server_tids: server.tids.clone(),
+        cpus,
+        ..attrib::SamplerConfig::default()
+    };
+    match attrib::Sampler::start(cfg) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            eprintln!("tailscope: attribution off: {e}");
+            None
+        }
+    }
+}
+
 /// Runs the load, analyses it and stores records and summary. Returns the status and exit code.
 #[allow(clippy::too_many_arguments)]
 pub fn measure_and_store(
@@ -504,8 +622,12 @@ pub fn measure_and_store(
     p: &LoadPlan,
     a: &LoadArgs,
     label: &str,
+    server: &ServerInfo,
 ) -> anyhow::Result<(RunRecords, RunAnalysis, &'static str, i32)> {
-    let rec = execute(cfg, f, stop, label)?;
+    let sampler = start_sampler(server);
+    let rec = execute(cfg, f, stop, label);
+    let series = sampler.map(|s| s.stop());
+    let rec = rec?;
     st.put_columns(run_id, &columns(&rec.records)?)?;
     let same_host = target.addr.ip().is_loopback();
     let acfg = AnalysisConfig {
@@ -535,6 +657,17 @@ pub fn measure_and_store(
             );
         }
     };
+    let mut an = an;
+    if let Some(series) = &series {
+        let reqs: Vec<(u64, u64)> = rec
+            .records
+            .iter()
+            .filter(|r| r.intended_ns >= rec.warmup_ns)
+            .filter_map(|r| Some((r.intended_ns, r.latency_ns()?)))
+            .collect();
+        let why = attrib::explain(series, rec.start_mono_ns, &reqs, an.stages.as_ref());
+        an.why = Some(serde_json::to_value(why)?);
+    }
     let (status, code) = status_of(&rec, &an);
     st.finish_run(
         run_id,
