@@ -128,13 +128,14 @@ fn udp_reply_split_over_three_datagrams_out_of_order() {
 
 #[test]
 fn reassembler_memory_is_bounded() {
-    let mut r = UdpReassembler::new(2, 100);
+    // Each datagram below is charged 30 payload bytes + 64 overhead = 94.
+    let mut r = UdpReassembler::new(2, 200);
     for id in 0..5u16 {
         let ds = split_reply(id, &[1u8; 60], 30);
         r.push(&ds[0]).unwrap();
-        assert!(r.pending() <= 2 && r.buffered_bytes() <= 100);
+        assert!(r.pending() <= 2 && r.buffered_bytes() <= 200);
     }
-    // Only the newest incomplete replies are kept: 3 and 4 (30 bytes each).
+    // Only the newest incomplete replies are kept: 3 and 4.
     assert_eq!(r.pending(), 2);
     assert_eq!(r.dropped(), 3);
     assert!(r.drop_incomplete(4));
@@ -143,10 +144,23 @@ fn reassembler_memory_is_bounded() {
     let ds = split_reply(3, &[1u8; 60], 30);
     assert_eq!(r.push(&ds[1]).unwrap().unwrap().1.len(), 60);
     // A part larger than the byte bound is never held.
-    let big = split_reply(8, &[2u8; 300], 150);
+    let big = split_reply(8, &[2u8; 400], 200);
     assert!(r.push(&big[0]).unwrap().is_none());
     assert_eq!(r.pending(), 0);
     r.clear();
+    // A header announcing 65535 datagrams costs only what actually arrived.
+    let mut d = Vec::new();
+    udp::encode_header(
+        &mut d,
+        udp::UdpHeader {
+            request_id: 1,
+            seq: 5,
+            count: u16::MAX,
+        },
+    );
+    d.push(b'x');
+    assert!(r.push(&d).unwrap().is_none());
+    assert_eq!(r.buffered_bytes(), 1 + 64);
 }
 
 fn arb_response() -> impl Strategy<Value = Vec<u8>> {

@@ -4,7 +4,7 @@
 //! [`UdpReassembler`] puts replies back together, with bounded memory.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use super::McError;
 
@@ -84,14 +84,23 @@ pub fn split_reply(request_id: u16, reply: &[u8], max_payload: usize) -> Vec<Vec
 /// came in one).
 pub type Reassembled<'a> = (u16, Cow<'a, [u8]>);
 
+/// Bytes charged per buffered datagram on top of its payload, so that many tiny
+/// datagrams cannot exceed the memory bound either.
+const PART_OVERHEAD: usize = 64;
+
 struct Partial {
-    parts: Vec<Option<Vec<u8>>>,
-    have: usize,
+    /// Datagram count announced by the header.
+    count: u16,
+    /// The datagrams received so far, by sequence number (grown as they arrive: memory
+    /// follows what was received, not what the header announces).
+    parts: BTreeMap<u16, Vec<u8>>,
+    /// Charged bytes (payload + overhead) of `parts`.
     bytes: usize,
 }
 
 /// Reassembles multi-datagram replies by request id. Memory is bounded: at most
-/// `max_pending` incomplete replies and `max_bytes` buffered payload bytes; when a new
+/// `max_pending` incomplete replies and `max_bytes` buffered bytes (payload plus a fixed
+/// overhead per datagram); when a new
 /// datagram would exceed either, the oldest incomplete replies are dropped (they are
 /// presumably lost in part and will time out).
 pub struct UdpReassembler {
@@ -129,7 +138,8 @@ impl UdpReassembler {
             self.drop_incomplete(h.request_id);
             return Ok(Some((h.request_id, Cow::Borrowed(payload))));
         }
-        if payload.len() > self.max_bytes {
+        let charge = payload.len() + PART_OVERHEAD;
+        if charge > self.max_bytes {
             // Could never be held: the reply is lost.
             self.drop_incomplete(h.request_id);
             return Ok(None);
@@ -137,45 +147,44 @@ impl UdpReassembler {
         let stale = self
             .pending
             .get(&h.request_id)
-            .is_some_and(|p| p.parts.len() != h.count as usize);
+            .is_some_and(|p| p.count != h.count);
         if stale {
             self.drop_incomplete(h.request_id);
         }
         if !self.pending.contains_key(&h.request_id) {
-            self.make_room(1, payload.len());
+            self.make_room(1, charge);
             self.pending.insert(
                 h.request_id,
                 Partial {
-                    parts: vec![None; h.count as usize],
-                    have: 0,
+                    count: h.count,
+                    parts: BTreeMap::new(),
                     bytes: 0,
                 },
             );
             self.order.push_back(h.request_id);
         } else {
-            self.make_room_keeping(h.request_id, payload.len());
+            self.make_room_keeping(h.request_id, charge);
         }
         let Some(p) = self.pending.get_mut(&h.request_id) else {
             // Evicted to make room (a single reply larger than `max_bytes`).
             return Ok(None);
         };
-        let slot = &mut p.parts[h.seq as usize];
-        if slot.is_some() {
+        if p.parts.contains_key(&h.seq) {
             return Ok(None);
         }
-        *slot = Some(payload.to_vec());
-        p.have += 1;
-        p.bytes += payload.len();
-        self.bytes += payload.len();
-        if p.have < p.parts.len() {
+        p.parts.insert(h.seq, payload.to_vec());
+        p.bytes += charge;
+        self.bytes += charge;
+        if p.parts.len() < p.count as usize {
             return Ok(None);
         }
         let Some(p) = self.remove(h.request_id) else {
             return Ok(None);
         };
-        let mut whole = Vec::with_capacity(p.bytes);
-        for part in p.parts.into_iter().flatten() {
-            whole.extend_from_slice(&part);
+        let mut whole = Vec::with_capacity(p.parts.values().map(Vec::len).sum());
+        // BTreeMap iterates in sequence order.
+        for part in p.parts.values() {
+            whole.extend_from_slice(part);
         }
         Ok(Some((h.request_id, Cow::Owned(whole))))
     }
@@ -242,7 +251,7 @@ impl UdpReassembler {
         self.pending.len()
     }
 
-    /// Payload bytes held now.
+    /// Bytes held now (payload plus the per-datagram overhead charge).
     pub fn buffered_bytes(&self) -> usize {
         self.bytes
     }
