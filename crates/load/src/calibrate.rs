@@ -103,9 +103,13 @@ pub fn calibrate(
                 continue;
             };
             replies.clear();
-            c.conn
-                .read_replies(clock, |r, t, _| replies.push((r, t)))
-                .map_err(|e| conn_err(&e))?;
+            let res = c.conn.read_replies(clock, |r, t, _| replies.push((r, t)));
+            // A server that announced a close (HTTP keep-alive limit) may already have
+            // closed: reopen below instead of failing the calibration.
+            let closing = replies.iter().any(|(r, _)| r.closes);
+            if !closing {
+                res.map_err(|e| conn_err(&e))?;
+            }
             let carries_id = c.conn.proto.carries_id();
             for &(r, t) in &replies {
                 if r.is_follow_up() {
@@ -121,6 +125,21 @@ pub fn calibrate(
                 };
                 if matched && t >= measure_from && t < end {
                     counted += 1;
+                }
+            }
+            if closing {
+                // Requests pipelined behind the closing reply were never processed.
+                c.out.clear();
+                c.conn
+                    .open(target.addr, Duration::from_secs(5))
+                    .map_err(|source| LoadError::Connect {
+                        addr: target.addr,
+                        source,
+                    })?;
+                if let Some(fd) = c.conn.fd() {
+                    epoll
+                        .add(fd, tok)
+                        .map_err(|e| LoadError::io("epoll_ctl", e))?;
                 }
             }
             top_up(c, outstanding, &mut next_id, clock()).map_err(|e| conn_err(&e))?;

@@ -536,7 +536,8 @@ fn calibrate_works_for_real_targets() {
         Arc::new(move |_, _, r| (mc_answer(&s2, r), false)),
     );
     let (uaddr, _) = udp_server();
-    let hfake = tcp_server(http_split, Arc::new(|_, k, r| http_answer(k % 4, r, 0)));
+    // The HTTP server closes after every 50 replies (like nginx's keepalive_requests).
+    let hfake = tcp_server(http_split, Arc::new(|_, k, r| http_answer(k % 50, r, 50)));
     let kv = Workload::Kv(KvWorkload {
         value_size: SizeDist::Fixed(50),
         ..kv_workload()
@@ -560,6 +561,8 @@ fn calibrate_works_for_real_targets() {
         .unwrap();
         assert!(c.requests > 0 && c.peak_rps > 0.0, "{url}: {c:?}");
     }
+    // Calibration rode through the HTTP server's closes (2 connections, reopened).
+    assert!(hfake.per_conn.lock().unwrap().len() > 2);
 }
 
 #[test]
