@@ -633,3 +633,23 @@ fn memcached_reply_of_the_wrong_kind_is_a_protocol_error() {
     p.reset();
     assert!(p.decode(b"END\r\n").is_err());
 }
+
+#[test]
+fn redis_reply_of_the_wrong_type_is_a_protocol_error() {
+    let w = Arc::new(KvWorkload {
+        get_ratio: 0.0,
+        ..kv_workload()
+    });
+    let mut p = Redis::new(w.clone(), value_bytes(&w), 1).unwrap();
+    let mut out = Vec::new();
+    p.encode(0, 0, &mut out);
+    p.encode(1, 0, &mut out);
+    p.encode(2, 0, &mut out);
+    assert!(out.starts_with(b"*3\r\n$3\r\nSET\r\n"));
+    assert!(p.decode(b"+OK\r\n").unwrap().unwrap().1.ok);
+    assert!(!p.decode(b"-OOM\r\n").unwrap().unwrap().1.ok);
+    assert!(matches!(
+        p.decode(b"$1\r\nx\r\n"),
+        Err(crate::ProtoError::Unexpected(_))
+    ));
+}
