@@ -6,6 +6,7 @@
 use rand::Rng;
 
 use super::{Engine, St};
+use crate::record::Outcome;
 
 impl Engine<'_> {
     /// At the start of a churn run every connection is parked, so that every client's
@@ -82,6 +83,30 @@ impl Engine<'_> {
         slot.closing = false;
         slot.conn.close();
         slot.parked = true;
+    }
+
+    /// Sends the requests waiting for a retry, oldest first, while connections are
+    /// usable. Returns false when every connection is dead (the retries then fail).
+    pub(super) fn send_retries(&mut self) -> bool {
+        if self.dead_slots == self.slots.len() {
+            for i in std::mem::take(&mut self.retry) {
+                self.recs[i as usize].outcome = Outcome::Error;
+                self.state[i as usize] = St::Done;
+                self.completed += 1;
+            }
+            return false;
+        }
+        while let Some(&i) = self.retry.front() {
+            let forced = self.forced_slot(i as usize);
+            match self.pick(forced) {
+                Some(s) => {
+                    self.retry.pop_front();
+                    self.transmit(i as usize, s, false);
+                }
+                None => break,
+            }
+        }
+        true
     }
 
     pub(super) fn connect_timeout(&self) -> std::time::Duration {

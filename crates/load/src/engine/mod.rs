@@ -321,23 +321,8 @@ impl<'a> Engine<'a> {
             self.completed += (self.recs.len() - self.next) as u64;
             self.next = self.recs.len();
         }
-        if self.dead_slots == self.slots.len() {
-            for i in std::mem::take(&mut self.retry) {
-                self.recs[i as usize].outcome = Outcome::Error;
-                self.state[i as usize] = St::Done;
-                self.completed += 1;
-            }
+        if !self.send_retries() {
             return;
-        }
-        while let Some(&i) = self.retry.front() {
-            let forced = self.forced_slot(i as usize);
-            match self.pick(forced) {
-                Some(s) => {
-                    self.retry.pop_front();
-                    self.transmit(i as usize, s, false);
-                }
-                None => break,
-            }
         }
         while self.next < self.recs.len() {
             let i = self.next;
