@@ -326,6 +326,75 @@ pub enum ModelSub {
     /// Reproduce a figure of Tales of the Tail §2 (1: arrival processes, 2: utilisation,
     /// 3: workers, 4: queueing disciplines) as a table and a plotted CCDF.
     Figure(FigureArgs),
+    /// The LNS bursty tail-latency model: predict the p99 of delay-sensitive requests under
+    /// bursts (formulas 1-12), check it by tandem simulation, validate it over a grid, or fit
+    /// its parameters from the four basic tests (Table 3).
+    Bursty(BurstyArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct BurstyArgs {
+    /// T0: fixed network-stack time per request.
+    #[arg(long, default_value = "4us")]
+    pub t0: String,
+    /// mT: network-stack time per payload byte (e.g. 4ns; 0ns for a zero-copy stack).
+    #[arg(long, default_value = "0ns")]
+    pub mt: String,
+    /// R0: fixed worker time per request.
+    #[arg(long, default_value = "45us")]
+    pub r0: String,
+    /// mR: worker time per worker thread (contention), R = R0 + k·mR.
+    #[arg(long, default_value = "500ns")]
+    pub mr: String,
+    /// M: the constant part of the latency (sum of the non-bottleneck service times).
+    #[arg(long, default_value = "70us")]
+    pub m: String,
+    /// N: requests per burst.
+    #[arg(long, default_value_t = 1000)]
+    pub n: u32,
+    /// α: share of delay-sensitive requests, in (0, 1].
+    #[arg(long, default_value_t = 0.05)]
+    pub alpha: f64,
+    /// L: payload length in bytes.
+    #[arg(long, default_value_t = 512.0)]
+    pub payload: f64,
+    /// k: worker threads.
+    #[arg(long, default_value_t = 29)]
+    pub workers: u32,
+    /// U: spacing between the requests of a burst.
+    #[arg(long, default_value = "1us")]
+    pub spacing: String,
+    /// The percentile to predict, in percent.
+    #[arg(long, default_value_t = 99.0)]
+    pub percentile: f64,
+    /// fcfs or priority (the prioritised, LNS-like stack).
+    #[arg(long, default_value = "priority")]
+    pub stack: String,
+    /// Also simulate the tandem of stages and print formula 15's relative error.
+    #[arg(long)]
+    pub simulate: bool,
+    /// Bursts to simulate with --simulate.
+    #[arg(long, default_value_t = 200)]
+    pub bursts: u64,
+    /// Bin width of the latency entropy (formulas 13-14) in --simulate.
+    #[arg(long)]
+    pub entropy_bin: Option<String>,
+    /// Formulas against tandem simulation over a grid of N, L, α and k, both stacks.
+    #[arg(long)]
+    pub validate: bool,
+    /// With --validate: the small grid (48 rows) instead of the full one (216).
+    #[arg(long)]
+    pub small: bool,
+    /// Fit T0, mT, R0, mR, M from basic tests in this JSON file: an array of
+    /// {"n", "alpha", "payload", "workers", "spacing_us", "stack", "measured_p99_us"}.
+    #[arg(long, value_name = "PATH")]
+    pub fit: Option<PathBuf>,
+    /// Seed of the simulations.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print exactly one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Output options shared by the model commands.

@@ -1,5 +1,6 @@
 //! One module per subcommand; `dispatch` routes the parsed command line.
 
+mod bursty;
 mod calibrate;
 mod common;
 mod demo;
@@ -19,6 +20,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Model(m) => match m.sub {
             Some(ModelSub::Figure(f)) => figure::run(&f),
+            Some(ModelSub::Bursty(b)) => bursty::run(&b),
             None => model::run(&m.args),
         },
         Command::Serve(a) => serve::run(&a),

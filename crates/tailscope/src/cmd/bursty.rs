@@ -1,0 +1,244 @@
+//! `tailscope model bursty`: the LNS paper's model of a tandem server under bursty traffic —
+//! prediction (formulas 1–12), tandem simulation and formula 15's error, the validation grid,
+//! and the fit of the service-time laws from the basic tests of Table 3.
+
+use model::bursty::{
+    self, fit, predict, simulate_tandem, tandem_for, BasicTest, BurstyParams, BurstyWorkload,
+    Dispatch, FitSpec, Stack, ValidationGrid,
+};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::cli::BurstyArgs;
+use crate::exit::{usage, OrUsage};
+use crate::output::{self, fmt_ns};
+
+fn ns(flag: &str, s: &str) -> anyhow::Result<f64> {
+    model::parse_duration_ns(s).or_usage_ctx(flag)
+}
+
+/// One basic test as written in a --fit file.
+#[derive(Deserialize)]
+struct TestRow {
+    n: u32,
+    alpha: f64,
+    payload: f64,
+    workers: u32,
+    spacing_us: f64,
+    stack: String,
+    measured_p99_us: f64,
+}
+
+pub fn run(a: &BurstyArgs) -> anyhow::Result<i32> {
+    if a.validate {
+        return run_validate(a);
+    }
+    if let Some(path) = &a.fit {
+        return run_fit(a, path);
+    }
+    let params = BurstyParams {
+        t0_ns: ns("--t0", &a.t0)?,
+        mt_ns_per_byte: ns("--mt", &a.mt)?,
+        r0_ns: ns("--r0", &a.r0)?,
+        mr_ns: ns("--mr", &a.mr)?,
+        m_ns: ns("--m", &a.m)?,
+    };
+    let w = BurstyWorkload {
+        n: a.n,
+        alpha: a.alpha,
+        payload_bytes: a.payload,
+        workers: a.workers,
+        spacing_ns: ns("--spacing", &a.spacing)?,
+        percentile: a.percentile,
+    };
+    let stack: Stack = a.stack.parse().or_usage()?;
+    let entropy_bin = a
+        .entropy_bin
+        .as_deref()
+        .map(|s| ns("--entropy-bin", s))
+        .transpose()?;
+    if a.bursts == 0 {
+        return Err(usage("--bursts must be at least 1"));
+    }
+    let p = predict(&params, &w, stack).or_usage()?;
+    let best = params.best_workers(a.payload);
+    let sim = if a.simulate {
+        // The simulated M is T + R + the constant stage: give the constant stage what M
+        // leaves beyond the two queueing stages' service times.
+        let constant = (params.m_ns - p.t_ns - p.r_ns).max(0.0);
+        let mut cfg = tandem_for(
+            &params,
+            &w,
+            stack,
+            constant,
+            Dispatch::RoundRobin,
+            a.bursts,
+            a.seed,
+        );
+        cfg.entropy_bin_ns = entropy_bin;
+        let r = simulate_tandem(&cfg).or_usage()?;
+        let sim_p = r
+            .sensitive
+            .as_ref()
+            .and_then(|s| s.get(&format!("p{}", trim(a.percentile))))
+            .map(|e| e.value);
+        let measured = sim_p.or(r.sensitive_p99_ns).unwrap_or(r.all_p99_ns);
+        Some((r, measured))
+    } else {
+        None
+    };
+    if a.json {
+        let mut v = json!({
+            "inputs": {"params": params, "workload": w, "stack": stack.name()},
+            "prediction": p,
+            "predicted_us": p.latency_ns / 1e3,
+            "best_workers": best,
+        });
+        if let Some((r, m)) = &sim {
+            v["simulated_us"] = json!(m / 1e3);
+            v["error_pct"] = json!(bursty::formulas::relative_error_pct(*m, p.latency_ns));
+            v["simulated_sensitive"] = json!(r.sensitive.as_ref().map(|s| s.distribution_json()));
+            v["simulated_all"] = json!(r.all.distribution_json());
+            v["entropy_bits"] = json!(r.sensitive_entropy_bits.or(r.all_entropy_bits));
+        }
+        output::print_json(&v)?;
+        return Ok(0);
+    }
+    println!(
+        "{} stack · N = {} per burst, U = {}, α = {}, L = {} B, k = {} · T = {}, R = {}, M = {}",
+        stack.name(),
+        w.n,
+        fmt_ns(w.spacing_ns),
+        w.alpha,
+        w.payload_bytes,
+        w.workers,
+        fmt_ns(p.t_ns),
+        fmt_ns(p.r_ns),
+        fmt_ns(p.m_ns)
+    );
+    println!(
+        "bottleneck {:?} (B = {}, c_B = {}), regime {:?}{}",
+        p.bottleneck,
+        fmt_ns(p.b_ns),
+        p.c_b,
+        p.regime,
+        p.rho.map(|r| format!(", ρ = {r:.3}")).unwrap_or_default()
+    );
+    println!(
+        "predicted p{} of delay-sensitive requests: {} (queueing {} + M; formula 2 bound {})",
+        trim(a.percentile),
+        fmt_ns(p.latency_ns),
+        fmt_ns(p.wait_ns),
+        fmt_ns(p.upper_bound_ns)
+    );
+    if let Some(k) = best {
+        println!("best worker count k_t (formula 16): {k}");
+    }
+    if let Some((r, m)) = &sim {
+        println!(
+            "simulated: {} ({} bursts) → error {:.1}% (formula 15){}",
+            fmt_ns(*m),
+            a.bursts,
+            bursty::formulas::relative_error_pct(*m, p.latency_ns),
+            r.sensitive_entropy_bits
+                .or(r.all_entropy_bits)
+                .map(|e| format!(" · latency entropy {e:.2} bits"))
+                .unwrap_or_default()
+        );
+    }
+    Ok(0)
+}
+
+fn trim(p: f64) -> String {
+    let s = format!("{p}");
+    s.trim_end_matches(".0").to_string()
+}
+
+fn run_validate(a: &BurstyArgs) -> anyhow::Result<i32> {
+    let mut grid = if a.small {
+        ValidationGrid::small()
+    } else {
+        ValidationGrid::paper()
+    };
+    grid.seed = a.seed;
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_message("simulating the validation grid…");
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    let rows = model::bursty::validate_grid(&grid).or_usage()?;
+    bar.finish_and_clear();
+    if a.json {
+        output::print_json(&json!({ "rows": rows }))?;
+        return Ok(0);
+    }
+    println!(
+        "{:>6} {:>5} {:>6} {:>3} {:<8} {:>12} {:>12} {:>7}",
+        "N", "α", "L", "k", "stack", "formula p99", "simulated", "err%"
+    );
+    for r in &rows {
+        println!(
+            "{:>6} {:>5} {:>6} {:>3} {:<8} {:>12} {:>12} {:>7.2}",
+            r.n,
+            r.alpha,
+            r.payload,
+            r.workers,
+            r.stack,
+            fmt_ns(r.formula_p99_us * 1e3),
+            fmt_ns(r.simulated_p99_us * 1e3),
+            r.error_pct
+        );
+    }
+    let worst = rows.iter().map(|r| r.error_pct.abs()).fold(0.0, f64::max);
+    println!(
+        "{} rows; worst error {worst:.1}% (the LNS paper reports 0.8-24.4%)",
+        rows.len()
+    );
+    Ok(0)
+}
+
+fn run_fit(a: &BurstyArgs, path: &std::path::Path) -> anyhow::Result<i32> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
+    let rows: Vec<TestRow> = serde_json::from_str(&text).map_err(|e| {
+        usage(format!(
+            "{}: not a JSON array of basic tests: {e}",
+            path.display()
+        ))
+    })?;
+    let stack: Stack = a.stack.parse().or_usage()?;
+    let mut tests = Vec::new();
+    for r in &rows {
+        let s: Stack = r.stack.parse().or_usage()?;
+        tests.push(BasicTest {
+            workload: BurstyWorkload {
+                n: r.n,
+                alpha: r.alpha,
+                payload_bytes: r.payload,
+                workers: r.workers,
+                spacing_ns: r.spacing_us * 1e3,
+                percentile: a.percentile,
+            },
+            stack: s,
+            measured_ns: r.measured_p99_us * 1e3,
+        });
+    }
+    let f = fit(&tests, &FitSpec::for_stack(stack)).or_usage()?;
+    if a.json {
+        output::print_json(
+            &json!({ "params": f.params, "residuals_ns": f.residuals_ns, "rms_relative": f.rms_relative }),
+        )?;
+        return Ok(0);
+    }
+    let p = f.params;
+    println!(
+        "fitted from {} tests ({} stack): T0 = {}, mT = {:.3} ns/B, R0 = {}, mR = {}, M = {}; rms relative residual {:.1}%",
+        tests.len(),
+        stack.name(),
+        fmt_ns(p.t0_ns),
+        p.mt_ns_per_byte,
+        fmt_ns(p.r0_ns),
+        fmt_ns(p.mr_ns),
+        fmt_ns(p.m_ns),
+        f.rms_relative * 100.0
+    );
+    Ok(0)
+}

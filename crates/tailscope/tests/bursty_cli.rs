@@ -1,0 +1,180 @@
+//! `tailscope model bursty`: prediction, simulation check, validation grid, fit — and its
+//! bad input (α outside (0, 1], U ≤ 0, k = 0, too few tests → exit 2).
+
+use std::process::{Command, Output};
+
+fn ts(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tailscope"))
+        .args(args)
+        .output()
+        .expect("run tailscope")
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
+
+#[test]
+fn prediction_matches_formula_8_and_the_tandem_simulation() {
+    // Priority stack, TCP/IP stage the bottleneck (T = 4 µs, c_B = 1), U/α = 20 µs > B: case 2,
+    // formula 8 — W = ln(100)/(1/ρ... ) as in model's doc example: ln(100)/1.6·T + M.
+    let v = json(&ts(&[
+        "model",
+        "bursty",
+        "--t0",
+        "4us",
+        "--mt",
+        "0ns",
+        "--r0",
+        "45us",
+        "--mr",
+        "500ns",
+        "--m",
+        "70us",
+        "--n",
+        "20000",
+        "--alpha",
+        "0.05",
+        "--payload",
+        "512",
+        "--workers",
+        "29",
+        "--spacing",
+        "1us",
+        "--json",
+    ]));
+    let expected_us = 100f64.ln() / 1.6 * 4.0 + 70.0;
+    assert!((v["predicted_us"].as_f64().unwrap() - expected_us).abs() < 1e-6);
+    assert_eq!(v["best_workers"], 13);
+
+    let v = json(&ts(&[
+        "model",
+        "bursty",
+        "--stack",
+        "fcfs",
+        "--t0",
+        "6us",
+        "--mt",
+        "4ns",
+        "--m",
+        "0us",
+        "--simulate",
+        "--json",
+    ]));
+    // FCFS: the formula is exact up to the simulation's discreteness (the validation grid
+    // shows ≤ 0.2 %); allow 1 %.
+    assert!(v["error_pct"].as_f64().unwrap() < 1.0, "{v}");
+}
+
+#[test]
+fn validate_prints_the_rows_interface() {
+    let v = json(&ts(&["model", "bursty", "--validate", "--small", "--json"]));
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 48);
+    for k in [
+        "n",
+        "alpha",
+        "payload",
+        "workers",
+        "stack",
+        "formula_p99_us",
+        "simulated_p99_us",
+        "error_pct",
+    ] {
+        assert!(rows[0].get(k).is_some(), "row misses {k}");
+    }
+    assert!(
+        rows.iter().any(|r| r["stack"] == "fcfs") && rows.iter().any(|r| r["stack"] == "priority")
+    );
+    // FCFS rows: the formula is exact for deterministic bursts.
+    for r in rows.iter().filter(|r| r["stack"] == "fcfs") {
+        assert!(r["error_pct"].as_f64().unwrap() < 1.0, "{r}");
+    }
+}
+
+#[test]
+fn fit_recovers_the_parameters_of_predicted_basic_tests() {
+    // The four basic tests of Table 3 for the prioritised stack, "measured" by the model itself
+    // with known parameters: the fit must give them back.
+    let (t0, r0, mr, m) = ("4us", "45us", "500ns", "70us");
+    let tests = [(0.05, 29u32), (1.0, 29), (1.0, 1), (1.0, 4)];
+    let mut rows = Vec::new();
+    for (alpha, k) in tests {
+        let v = json(&ts(&[
+            "model",
+            "bursty",
+            "--t0",
+            t0,
+            "--mt",
+            "0ns",
+            "--r0",
+            r0,
+            "--mr",
+            mr,
+            "--m",
+            m,
+            "--n",
+            "20000",
+            "--alpha",
+            &alpha.to_string(),
+            "--payload",
+            "512",
+            "--workers",
+            &k.to_string(),
+            "--spacing",
+            "1us",
+            "--json",
+        ]));
+        rows.push(serde_json::json!({"n": 20000, "alpha": alpha, "payload": 512, "workers": k, "spacing_us": 1.0,
+                                      "stack": "priority", "measured_p99_us": v["predicted_us"]}));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("tests.json");
+    std::fs::write(&f, serde_json::to_string(&rows).unwrap()).unwrap();
+    let v = json(&ts(&[
+        "model",
+        "bursty",
+        "--fit",
+        f.to_str().unwrap(),
+        "--stack",
+        "priority",
+        "--json",
+    ]));
+    let p = &v["params"];
+    for (key, want) in [
+        ("t0_ns", 4_000.0),
+        ("r0_ns", 45_000.0),
+        ("mr_ns", 500.0),
+        ("m_ns", 70_000.0),
+    ] {
+        let got = p[key].as_f64().unwrap();
+        assert!((got - want).abs() <= want * 1e-4, "{key}: {got} vs {want}");
+    }
+    // Fewer tests than parameters is bad input.
+    std::fs::write(&f, serde_json::to_string(&rows[..2]).unwrap()).unwrap();
+    let out = ts(&["model", "bursty", "--fit", f.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at least"));
+}
+
+#[test]
+fn bad_input_exits_2() {
+    for (args, needle) in [
+        (vec!["model", "bursty", "--alpha", "0"], "alpha"),
+        (vec!["model", "bursty", "--alpha", "1.5"], "alpha"),
+        (vec!["model", "bursty", "--spacing", "0us"], "spacing"),
+        (vec!["model", "bursty", "--workers", "0"], "workers"),
+        (vec!["model", "bursty", "--stack", "lifo"], "lifo"),
+    ] {
+        let out = ts(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1);
+        assert!(err.to_lowercase().contains(needle), "{args:?}: {err}");
+    }
+}
