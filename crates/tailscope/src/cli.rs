@@ -125,6 +125,22 @@ pub struct ServeArgs {
     /// Seed of the synthetic work distribution.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Staged mode (--arch staged, the LNS tandem): network-stack time per request, T0.
+    #[arg(long, default_value = "0ns")]
+    pub t0: String,
+    /// Staged mode: network-stack time per payload byte, mT (T = T0 + L·mT).
+    #[arg(long, default_value = "0ns")]
+    pub mt: String,
+    /// Staged mode: worker time per request, R0.
+    #[arg(long, default_value = "0ns")]
+    pub r0: String,
+    /// Staged mode: worker time per worker thread, mR (R = R0 + k·mR; k = --workers).
+    #[arg(long, default_value = "0ns")]
+    pub mr: String,
+    /// Staged mode: serve delay-sensitive requests (class 0, first payload byte) first at
+    /// every stage.
+    #[arg(long)]
+    pub priority: bool,
     /// Print the ready message as one JSON object.
     #[arg(long)]
     pub json: bool,

@@ -38,7 +38,14 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
         stamps: true,
         max_frame: a.max_frame,
         seed: a.seed,
-        staged: Default::default(),
+        staged: server::StagedConfig {
+            t0_ns: model::parse_duration_ns(&a.t0).or_usage_ctx("--t0")?,
+            mt_ns_per_byte: model::parse_duration_ns(&a.mt).or_usage_ctx("--mt")?,
+            r0_ns: model::parse_duration_ns(&a.r0).or_usage_ctx("--r0")?,
+            mr_ns_per_worker: model::parse_duration_ns(&a.mr).or_usage_ctx("--mr")?,
+            workers: a.workers,
+            priority: a.priority,
+        },
     })
 }
 
