@@ -107,6 +107,14 @@ pub struct ArrivalCheck {
     pub scheduled_below_min_fraction: f64,
 }
 
+/// The measured latency of one request label (class 0 = delay-sensitive in bursty runs).
+#[derive(Clone, Debug, Serialize)]
+pub struct ClassMeasured {
+    pub class: u8,
+    pub requests: u64,
+    pub measured: Summary,
+}
+
 /// Everything the analysis says about a run.
 #[derive(Clone, Debug, Serialize)]
 pub struct RunAnalysis {
@@ -114,6 +122,8 @@ pub struct RunAnalysis {
     pub outcomes: Outcomes,
     pub achieved_rate_rps: f64,
     pub measured: Summary,
+    /// Per label, when the run had more than one.
+    pub classes: Vec<ClassMeasured>,
     pub ideal: Option<Summary>,
     pub ideal_spec: Option<IdealSpec>,
     /// Why there is no ideal, when there is none although one was asked for.
@@ -170,6 +180,25 @@ pub fn analyse(
         return Err(AnalysisError::NoData);
     }
     let measured_s = measured.summarize(cfg.confidence)?;
+    let mut per_class: std::collections::BTreeMap<u8, Recorder> = std::collections::BTreeMap::new();
+    for r in &counted {
+        if let Some(l) = r.latency_ns() {
+            per_class
+                .entry(r.class)
+                .or_insert_with(|| Recorder::exact(0))
+                .record(l);
+        }
+    }
+    let mut classes = Vec::new();
+    if per_class.len() > 1 {
+        for (class, mut rec) in per_class {
+            classes.push(ClassMeasured {
+                class,
+                requests: rec.len(),
+                measured: rec.summarize(cfg.confidence)?,
+            });
+        }
+    }
     let measured_ccdf_us = to_us(measured.ccdf(10));
     let lateness_s = if lateness.is_empty() {
         lateness.record(0);
@@ -236,6 +265,7 @@ pub fn analyse(
         outcomes,
         achieved_rate_rps,
         measured: measured_s,
+        classes,
         ideal,
         ideal_spec: cfg.ideal.clone(),
         ideal_note,

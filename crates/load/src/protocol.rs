@@ -86,7 +86,7 @@ impl Protocol for NullRpc {
         self.transport
     }
 
-    fn encode(&mut self, id: u64, _class: u8, out: &mut Vec<u8>) {
+    fn encode(&mut self, id: u64, class: u8, out: &mut Vec<u8>) {
         let flags = wire::nullrpc::Flags {
             want_stamps: self.want_stamps,
             want_tx_stamp: self.want_tx_stamp,
@@ -94,7 +94,13 @@ impl Protocol for NullRpc {
         // The length is clamped into wire's limits in `new`, so encoding cannot fail; if a
         // future wire version disagrees, the server sees a short frame and the request
         // times out rather than the engine panicking.
+        let start = out.len();
         let _ = wire::nullrpc::encode_request(out, id, 0, self.request_len, flags);
+        // The request's label rides in the first payload byte, where the built-in server's
+        // staged mode reads it (class 0 = delay-sensitive); other modes just echo it.
+        if let Some(b) = out.get_mut(start + wire::nullrpc::HEADER_LEN) {
+            *b = class;
+        }
     }
 
     fn decode(&mut self, buf: &[u8]) -> Result<Option<(usize, Reply)>, ProtoError> {

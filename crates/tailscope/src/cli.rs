@@ -193,6 +193,10 @@ pub struct LoadArgs {
     /// Flag the run invalid when the generator's lateness p99 exceeds this.
     #[arg(long, default_value = "50us")]
     pub lateness_threshold: String,
+    /// Label each request delay-sensitive (class 0) with this probability, the others class 1
+    /// (LNS bursty traffic); latency is then also reported per label.
+    #[arg(long)]
+    pub alpha: Option<f64>,
     /// Seed of the arrival schedule.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

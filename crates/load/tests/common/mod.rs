@@ -150,7 +150,12 @@ fn serve_conn(mut s: TcpStream, b: Behaviour, served: Arc<AtomicU64>) {
                     consumed,
                     ..
                 }) if header.kind == Kind::Request => {
-                    assert!(wire::nullrpc::check_payload(header.id, payload));
+                    // Byte 0 carries the request's label (class); the rest is the id pattern.
+                    assert!(payload
+                        .iter()
+                        .enumerate()
+                        .skip(1)
+                        .all(|(i, b)| *b == wire::nullrpc::payload_byte(header.id, i)));
                     if b.stall_every > 0 && header.id.is_multiple_of(b.stall_every) {
                         spin_ns(b.stall_ns);
                     } else if b.paced {

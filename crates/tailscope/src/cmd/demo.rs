@@ -33,6 +33,7 @@ fn load_args(duration: &str, cpu: usize) -> LoadArgs {
         no_stamps: false,
         yield_when_far: false,
         lateness_threshold: "50us".into(),
+        alpha: None,
         seed: 1,
         confidence: 0.95,
     }

@@ -114,6 +114,11 @@ pub fn plan(a: &LoadArgs) -> anyhow::Result<LoadPlan> {
             a.confidence
         )));
     }
+    if let Some(alpha) = a.alpha {
+        if !(alpha > 0.0 && alpha <= 1.0) {
+            return Err(usage(format!("--alpha must be in (0, 1], got {alpha}")));
+        }
+    }
     let warmup = parse_duration("--warmup", &a.warmup)?;
     if let StopAt::Duration(d) = stop {
         if warmup >= d {
@@ -147,7 +152,10 @@ pub fn load_config(target: &Target, a: &LoadArgs, p: &LoadPlan, rate: f64) -> Lo
         max_outstanding_per_conn: a.max_outstanding,
         timeout: p.timeout,
         seed: a.seed,
-        class_probs: Vec::new(),
+        class_probs: match a.alpha {
+            Some(alpha) if alpha < 1.0 => vec![alpha, 1.0 - alpha],
+            _ => Vec::new(),
+        },
         yield_when_far: a.yield_when_far,
         churn: None,
     }
@@ -238,6 +246,12 @@ pub fn run_json(
         "outcomes": {"ok": o.ok, "error": o.error, "timeout": o.timeout, "dropped": o.dropped},
         "measured": a.measured.distribution_json(),
         "measured_ci": a.measured.intervals_json(),
+        "classes": a.classes.iter().map(|c| json!({
+            "class": c.class,
+            "label": if c.class == 0 { "delay-sensitive" } else { "other" },
+            "requests": c.requests,
+            "measured": c.measured.distribution_json(),
+        })).collect::<Vec<_>>(),
         "mean_us": a.measured.mean_ns / 1e3,
         "min_us": a.measured.min_ns / 1e3,
         "max_us": a.measured.max_ns / 1e3,
@@ -352,6 +366,27 @@ pub fn print_human(status: &str, run_id: Option<i64>, target: &str, a: &RunAnaly
             "client wake-up (kernel rx → user space): p50 {}, p99 {}",
             g("p50"),
             g("p99")
+        );
+    }
+    for c in &a.classes {
+        let g = |k: &str| {
+            c.measured
+                .get(k)
+                .map(|e| fmt_ns(e.value))
+                .unwrap_or_default()
+        };
+        println!(
+            "class {} ({}): {} requests, p50 {}, p99 {}, p99.9 {}",
+            c.class,
+            if c.class == 0 {
+                "delay-sensitive"
+            } else {
+                "other"
+            },
+            c.requests,
+            g("p50"),
+            g("p99"),
+            g("p99.9")
         );
     }
     print_why(a);
