@@ -205,9 +205,54 @@ pub struct LoadArgs {
     pub confidence: f64,
 }
 
+/// The target's server (spawned or not) and the workload sent to it.
+#[derive(Args, Debug, Clone)]
+pub struct TargetArgs {
+    /// Start the URL's server (memcached, nginx or redis) on a free loopback port instead of
+    /// connecting, and stop it after; the URL then names only the protocol (memcached://,
+    /// memcached+udp://, http://, redis://).
+    #[arg(long)]
+    pub spawn: bool,
+    /// Spawned server: threads (memcached -t), worker processes (nginx) or I/O threads (redis).
+    #[arg(long)]
+    pub server_threads: Option<u32>,
+    /// Spawned server: scheduling policy (other:NICE, fifo:PRIO, rr:PRIO).
+    #[arg(long)]
+    pub server_sched: Option<String>,
+    /// memcached/redis: share of gets (the rest are sets).
+    #[arg(long, default_value_t = 0.9)]
+    pub get_ratio: f64,
+    /// memcached/redis: key size in bytes: N, fixed:N or uniform:LO,HI.
+    #[arg(long, default_value = "64")]
+    pub key_size: String,
+    /// memcached/redis: value size in bytes: N, fixed:N or uniform:LO,HI.
+    #[arg(long, default_value = "1024")]
+    pub value_size: String,
+    /// memcached/redis: number of distinct items (keys).
+    #[arg(long, default_value_t = 10_000)]
+    pub items: u64,
+    /// Key (or file) popularity: uniform or zipf:S.
+    #[arg(long, default_value = "uniform")]
+    pub popularity: String,
+    /// memcached/redis: do not set every item before the run.
+    #[arg(long)]
+    pub no_preload: bool,
+    /// http: number of static files (f0..fN-1; generated into a spawned nginx's root).
+    #[arg(long)]
+    pub files: Option<u32>,
+    /// http: size of each generated file in bytes.
+    #[arg(long, default_value_t = 4096)]
+    pub file_size: u64,
+    /// http: each client opens a connection, sends MIN..MAX requests and closes it
+    /// (Tales of the Tail §4.3), e.g. 20,40.
+    #[arg(long, value_name = "MIN,MAX")]
+    pub churn: Option<String>,
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
-    /// Target URL: nullrpc://HOST:PORT or nullrpc+udp://HOST:PORT.
+    /// Target URL: nullrpc://HOST:PORT, nullrpc+udp://…, memcached://…, memcached+udp://…,
+    /// http://HOST:PORT/PATH, redis://HOST:PORT.
     pub target: String,
     /// Request rate: requests per second (10000) or a percentage of the calibrated capacity (70%).
     #[arg(long)]
@@ -217,13 +262,17 @@ pub struct RunArgs {
     /// Per-request service time for the ideal (default: the target's stored calibration).
     #[arg(long)]
     pub service: Option<String>,
-    /// Workers of the target, for the ideal.
-    #[arg(long, default_value_t = 1)]
-    pub workers: u32,
-    /// Queue structure of the target, for the ideal: single (one shared queue) or per-worker
-    /// (connections statically partitioned over the workers).
-    #[arg(long, default_value = "single")]
+    /// Workers of the target, for the ideal (default: a spawned server's threads, else 1;
+    /// redis is always 1).
+    #[arg(long)]
+    pub workers: Option<u32>,
+    /// Queue structure of the target, for the ideal: single (one shared queue), per-worker
+    /// (connections statically partitioned over the workers), or auto (memcached over TCP and
+    /// nginx: per-worker; memcached over UDP, redis, nullrpc: single).
+    #[arg(long, default_value = "auto")]
     pub queues: String,
+    #[command(flatten)]
+    pub server: TargetArgs,
     /// The server's process id(s), for the attribution ("why"): its threads' run-queue wait
     /// and context switches are sampled during the run.
     #[arg(long, value_delimiter = ',')]
@@ -239,8 +288,13 @@ pub struct RunArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct CalibrateArgs {
-    /// Target URL: nullrpc://HOST:PORT or nullrpc+udp://HOST:PORT.
+    /// Target URL (as for `run`).
     pub target: String,
+    #[command(flatten)]
+    pub server: TargetArgs,
+    /// Spawned server: its CPUs.
+    #[arg(long)]
+    pub server_cpus: Option<String>,
     /// Measurement length.
     #[arg(long, default_value = "5s")]
     pub duration: String,
@@ -248,10 +302,11 @@ pub struct CalibrateArgs {
     #[arg(long, default_value = "1s")]
     pub warmup: String,
     /// Connections used to saturate the target.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 16)]
     pub connections: usize,
-    /// Requests kept in flight per connection.
-    #[arg(long, default_value_t = 8)]
+    /// Requests kept in flight per connection (1: no pipelining, whose batching would make
+    /// the server look faster than it is for independent requests).
+    #[arg(long, default_value_t = 1)]
     pub outstanding: usize,
     /// Null-RPC request size in bytes.
     #[arg(long, default_value_t = 128)]

@@ -1,16 +1,19 @@
 //! `tailscope calibrate`: the paper's method (§3.2) — saturate the target, invert the peak
-//! throughput to get the amortised per-request service time; stored for later `--rate N%` runs.
+//! throughput to get the amortised time per request; stored for later `--rate N%` runs. For a
+//! target with W workers the per-worker service time is W times that (the ideal uses it).
 
 use serde_json::json;
 
-use super::common::{host_facts, now_rfc3339, open_store, parse_duration, shutdown_flag};
-use super::run::{factory, parse_target};
+use super::common::{
+    host_facts, now_rfc3339, open_store, parse_cpus, parse_duration, shutdown_flag,
+};
 use crate::cli::CalibrateArgs;
 use crate::exit::usage;
 use crate::output::{self, fmt_ns};
 
 pub fn run(a: &CalibrateArgs) -> anyhow::Result<i32> {
-    let target = parse_target(&a.target)?;
+    let cpus = parse_cpus(a.server_cpus.as_deref())?;
+    let tplan = super::target::plan(&a.target, &a.server, &cpus)?;
     let duration = parse_duration("--duration", &a.duration)?;
     let warmup = parse_duration("--warmup", &a.warmup)?;
     if a.connections == 0 || a.outstanding == 0 {
@@ -19,23 +22,34 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<i32> {
     if duration.is_zero() {
         return Err(usage("--duration must be positive"));
     }
-    let f = factory(&target, a.request_size, !a.no_stamps)?;
+    if tplan.target.scheme == "nullrpc" {
+        // Checks the request size before anything starts.
+        drop(super::run::factory(
+            &tplan.target,
+            a.request_size,
+            !a.no_stamps,
+        )?);
+    }
     let st = open_store(&a.db)?;
     let stop = shutdown_flag()?;
+    let ready = tplan.start(!a.server.no_preload, &stop)?;
+    let f = ready.factory(a.request_size, !a.no_stamps, 1)?;
+    let (workers, _) = ready.ideal_shape(None, "auto")?;
     let id = st.begin_run(&store::NewRun {
         kind: "calibrate".into(),
         target: a.target.clone(),
         started_at: now_rfc3339(),
         config: json!({"duration": a.duration, "warmup": a.warmup, "connections": a.connections,
-                       "outstanding": a.outstanding, "request_size": a.request_size}),
+                       "outstanding": a.outstanding, "request_size": a.request_size,
+                       "url": ready.url, "server": ready.server_json()}),
         host: host_facts(),
     })?;
     eprintln!(
         "calibrating {}: saturating it for {} after {} warm-up…",
-        a.target, a.duration, a.warmup
+        ready.url, a.duration, a.warmup
     );
     let c = match load::calibrate(
-        &target,
+        &ready.target,
         f.as_ref(),
         a.connections,
         a.outstanding,
@@ -47,7 +61,7 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<i32> {
         Err(e) => {
             let _ = st.finish_run(id, "failed", &json!({"error": e.to_string()}));
             return Err(
-                anyhow::Error::new(e).context(format!("calibration of {} failed", a.target))
+                anyhow::Error::new(e).context(format!("calibration of {} failed", ready.url))
             );
         }
     };
@@ -57,8 +71,9 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<i32> {
         "ok"
     };
     let summary = json!({
-        "status": status, "run_id": id, "target": a.target,
+        "status": status, "run_id": id, "target": a.target, "url": ready.url,
         "peak_rate_rps": c.peak_rps, "service_ns": c.service_ns, "service_us": c.service_ns / 1e3,
+        "workers": workers, "per_worker_service_us": c.service_ns * f64::from(workers) / 1e3,
         "requests": c.requests, "duration_s": c.duration_ns as f64 / 1e9,
     });
     st.finish_run(id, status, &summary)?;
@@ -66,12 +81,17 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<i32> {
         output::print_json(&summary)?;
     } else {
         println!(
-            "{}: peak {:.0} req/s over {} requests → amortised service time {} per request (run {id})",
-            a.target,
+            "{}: peak {:.0} req/s over {} requests → {} per request ({} per request per worker with {} worker(s)) (run {id})",
+            ready.url,
             c.peak_rps,
             c.requests,
-            fmt_ns(c.service_ns)
+            fmt_ns(c.service_ns),
+            fmt_ns(c.service_ns * f64::from(workers)),
+            workers
         );
+    }
+    if let Some(s) = ready.spawned {
+        s.stop()?;
     }
     Ok(if status == "ok" { 0 } else { 1 })
 }

@@ -12,6 +12,7 @@ mod run;
 mod runs;
 mod serve;
 mod simrun;
+mod target;
 
 use crate::cli::{Cli, Command, ModelSub};
 

@@ -471,42 +471,19 @@ struct SourceView {
     tradeoff: String,
 }
 
-/// The ideal's inputs for a run: given service time, or the target's stored calibration.
-fn ideal_spec(a: &RunArgs, calibrated: Option<f64>) -> anyhow::Result<Option<IdealSpec>> {
-    let queues = match a.queues.as_str() {
-        "single" => QueueStructure::Single,
-        "per-worker" => QueueStructure::PerWorker,
-        other => {
-            return Err(usage(format!(
-                "--queues must be single or per-worker, got '{other}'"
-            )))
-        }
-    };
-    if a.workers == 0 {
-        return Err(usage("--workers must be at least 1"));
-    }
-    let service_ns = match &a.service {
-        Some(s) => Some(model::parse_duration_ns(s).or_usage_ctx("--service")?),
-        None => calibrated,
-    };
-    Ok(service_ns.map(|service_ns| IdealSpec {
-        service_ns,
-        workers: a.workers,
-        queues,
-    }))
-}
-
-/// The latest stored calibration of a target: its per-request service time in ns.
-pub fn stored_calibration(st: &store::Store, target: &str) -> anyhow::Result<Option<f64>> {
+/// The latest stored calibration of a target: its whole-target time per request (the
+/// inverse of its peak throughput), ns, and the workers it had.
+pub fn stored_calibration(st: &store::Store, target: &str) -> anyhow::Result<Option<(f64, u32)>> {
     for r in st.list_runs()? {
         if r.kind == "calibrate" && r.target == target && r.status == "ok" {
-            if let Some(s) = r
-                .summary
-                .as_ref()
-                .and_then(|s| s.get("service_ns"))
-                .and_then(|v| v.as_f64())
-            {
-                return Ok(Some(s));
+            let s = r.summary.as_ref();
+            if let Some(ns) = s.and_then(|s| s.get("service_ns")).and_then(|v| v.as_f64()) {
+                let w = s
+                    .and_then(|s| s.get("workers"))
+                    .and_then(|v| v.as_u64())
+                    .and_then(|w| u32::try_from(w).ok())
+                    .unwrap_or(1);
+                return Ok(Some((ns, w.max(1))));
             }
         }
     }
@@ -514,46 +491,104 @@ pub fn stored_calibration(st: &store::Store, target: &str) -> anyhow::Result<Opt
 }
 
 pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
-    // Validate everything, then run: nothing is written (not even the store file) on bad input.
-    let target = parse_target(&a.target)?;
+    // Validate everything, then run: nothing is written (not even the store file) and no
+    // server is started on bad input.
+    let server_cpus = parse_cpus(a.server_cpus.as_deref())?;
+    let tplan = super::target::plan(&a.target, &a.server, &server_cpus)?;
     let rate = parse_rate(&a.rate)?;
     let p = plan(&a.load)?;
-    let f = factory(&target, a.load.request_size, !a.load.no_stamps)?;
-    let server = ServerInfo {
-        pids: a.server_pid.clone(),
-        tids: Vec::new(),
-        cpus: parse_cpus(a.server_cpus.as_deref())?,
-    };
+    if tplan.target.scheme == "nullrpc" {
+        // Checks the request size before anything starts.
+        drop(factory(
+            &tplan.target,
+            a.load.request_size,
+            !a.load.no_stamps,
+        )?);
+    }
+    if !["auto", "single", "per-worker"].contains(&a.queues.as_str()) {
+        return Err(usage(format!(
+            "--queues must be auto, single or per-worker, got '{}'",
+            a.queues
+        )));
+    }
+    if a.workers == Some(0) {
+        return Err(usage("--workers must be at least 1"));
+    }
+    let given = a
+        .service
+        .as_deref()
+        .map(|s| model::parse_duration_ns(s).or_usage_ctx("--service"))
+        .transpose()?;
     output::check_outputs(&a.out)?;
     let db = db_path(&a.db)?;
-    let calibrated = if a.service.is_none() && db.exists() {
+    let stored = if given.is_none() && !a.server.spawn && db.exists() {
         stored_calibration(&open_store(&a.db)?, &a.target)?
     } else {
         None
     };
-    let ideal = ideal_spec(a, calibrated)?;
+    if matches!(rate, Rate::OfCapacity(_)) && given.is_none() && stored.is_none() && !a.server.spawn
+    {
+        return Err(usage(format!(
+            "--rate {} needs the target's capacity: run `tailscope calibrate {}` first or give --service",
+            a.rate, a.target
+        )));
+    }
+    let st = open_store(&a.db)?;
+    let stop = shutdown_flag()?;
+    let ready = tplan.start(!a.server.no_preload, &stop)?;
+    let f = ready.factory(a.load.request_size, !a.load.no_stamps, a.load.seed)?;
+    let (workers, queues) = ready.ideal_shape(a.workers, &a.queues)?;
+    // The per-worker service time of the ideal: given, stored (whole-target time per request
+    // × the workers it was calibrated with), or measured now on a spawned server (§3.2).
+    let service_ns = match (given, stored) {
+        (Some(s), _) => Some(s),
+        (None, Some((whole, w))) => Some(whole * f64::from(w)),
+        (None, None) if ready.spawned.is_some() => {
+            eprintln!("calibrating the spawned server for 3 s…");
+            // 16 connections with one request each: saturating without pipelining, which
+            // would amortise the server's per-request cost (Redis batches pipelined requests).
+            let c = load::calibrate(
+                &ready.target,
+                f.as_ref(),
+                16,
+                1,
+                std::time::Duration::from_secs(3),
+                std::time::Duration::from_secs(1),
+                &stop,
+            )?;
+            eprintln!(
+                "peak {:.0} req/s → {} per request per worker ({} workers)",
+                c.peak_rps,
+                fmt_ns(c.service_ns * f64::from(workers)),
+                workers
+            );
+            Some(c.service_ns * f64::from(workers))
+        }
+        (None, None) => None,
+    };
+    let ideal = service_ns.map(|service_ns| IdealSpec {
+        service_ns,
+        workers,
+        queues,
+    });
     let rate_rps = match rate {
         Rate::PerSecond(r) => r,
-        Rate::OfCapacity(frac) => {
-            let Some(spec) = &ideal else {
-                return Err(usage(format!(
-                    "--rate {} needs the target's capacity: run `tailscope calibrate {}` first or give --service",
-                    a.rate, a.target
-                )));
-            };
-            frac * f64::from(spec.workers) * 1e9 / spec.service_ns
-        }
+        Rate::OfCapacity(frac) => match &ideal {
+            Some(spec) => frac * f64::from(spec.workers) * 1e9 / spec.service_ns,
+            None => return Err(usage("--rate N% needs --service or a calibration")),
+        },
     };
-    let st = open_store(&a.db)?;
-    let cfg = load_config(&target, &a.load, &p, rate_rps);
-    let stop = shutdown_flag()?;
+    let mut cfg = load_config(&ready.target, &a.load, &p, rate_rps);
+    cfg.churn = ready.churn;
+    let label = ready.url.clone();
     let config_json = json!({
-        "target": a.target, "rate": a.rate, "rate_rps": rate_rps, "arrival": a.load.arrival,
+        "target": a.target, "url": label, "rate": a.rate, "rate_rps": rate_rps, "arrival": a.load.arrival,
         "duration": a.load.duration, "requests": a.load.requests, "warmup": a.load.warmup,
         "connections": a.load.connections, "threads": a.load.threads, "cpus": p.cpus,
         "max_outstanding": a.load.max_outstanding, "timeout": a.load.timeout,
         "request_size": a.load.request_size, "stamps": !a.load.no_stamps, "seed": a.load.seed,
-        "ideal": ideal,
+        "ideal": ideal, "server": ready.server_json(), "alpha": a.load.alpha,
+        "workload": format!("{:?}", ready.workload), "churn": ready.churn,
     });
     let run_id = st.begin_run(&store::NewRun {
         kind: "run".into(),
@@ -562,17 +597,24 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
         config: config_json,
         host: host_facts(),
     })?;
+    let mut pids = a.server_pid.clone();
+    pids.extend(ready.pids());
+    let server = ServerInfo {
+        pids,
+        tids: Vec::new(),
+        cpus: server_cpus,
+    };
     let outcome = measure_and_store(
         &st,
         run_id,
-        &target,
+        &ready.target,
         &cfg,
         f.as_ref(),
         &stop,
         ideal,
         &p,
         &a.load,
-        &a.target,
+        &label,
         &server,
     );
     let (rec, an, status, code) = match outcome {
@@ -583,16 +625,20 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
             return Err(e);
         }
     };
-    let written = plot_run(&a.out, &a.target, &an)?;
+    let written = plot_run(&a.out, &label, &an)?;
     if a.out.json {
-        let mut v = run_json(Some(run_id), status, &a.target, &rec, &an);
+        let mut v = run_json(Some(run_id), status, &label, &rec, &an);
         v["written"] = json!(written);
+        v["server"] = ready.server_json();
         output::print_json(&v)?;
     } else {
-        print_human(status, Some(run_id), &a.target, &an);
+        print_human(status, Some(run_id), &label, &an);
         for w in written {
             println!("wrote {w}");
         }
+    }
+    if let Some(s) = ready.spawned {
+        s.stop()?;
     }
     Ok(code)
 }
