@@ -202,7 +202,7 @@ impl Ready {
         if self.target.scheme == "nullrpc" {
             return super::run::factory(&self.target, request_size, stamps);
         }
-        Ok(load::protocol_factory(&self.target, &self.workload, seed).or_usage()?)
+        load::protocol_factory(&self.target, &self.workload, seed).or_usage()
     }
 
     /// The target's worker count and queue structure for the ideal, unless the user said.
