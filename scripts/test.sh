@@ -7,11 +7,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # command:package pairs the tests run for real (servers and peers join as issues add them).
-deps=(ip:iproute2)
+deps=(ip:iproute2 memcached:memcached nginx:nginx redis-server:redis-server)
 need_apt=()
 for d in "${deps[@]}"; do
   cmd=${d%%:*}; pkg=${d##*:}
-  command -v "$cmd" >/dev/null 2>&1 || need_apt+=("$pkg")
+  # nginx lives in /usr/sbin, which a non-root PATH may lack.
+  command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "installing Debian packages: ${need_apt[*]}" >&2

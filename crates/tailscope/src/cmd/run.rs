@@ -268,6 +268,8 @@ pub fn run_json(
         "why": a.why,
         "client_wakeup": a.client_wakeup.as_ref().map(|s| s.distribution_json()),
         "connection_errors": rec.errors,
+        "connects": rec.connects,
+        "misses": rec.misses,
         "start_mono_ns": rec.start_mono_ns,
         "warmup_ns": rec.warmup_ns,
     })
