@@ -37,6 +37,7 @@ fn main() {
             mr_ns_per_worker: 2_000.0,
             workers: k,
             priority: true,
+            worker_sleep: false,
         };
         let (t, r) = (
             s.stack_cost_ns(len - nullrpc::HEADER_LEN),

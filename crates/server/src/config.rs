@@ -108,6 +108,10 @@ pub struct StagedConfig {
     pub workers: usize,
     /// Full-stack priority for delay-sensitive requests (false: FCFS everywhere).
     pub priority: bool,
+    /// Workers wait out R by sleeping (an absolute CLOCK_MONOTONIC deadline, 1 ns timer
+    /// slack) instead of spinning: work that waits on something else, such as the LNS paper's
+    /// database queries, so that k workers overlap even on fewer than k CPUs.
+    pub worker_sleep: bool,
 }
 
 impl Default for StagedConfig {
@@ -120,6 +124,7 @@ impl Default for StagedConfig {
             mr_ns_per_worker: 0.0,
             workers: 1,
             priority: false,
+            worker_sleep: false,
         }
     }
 }
@@ -258,6 +263,7 @@ mod tests {
             mr_ns_per_worker: 100.4,
             workers: 5,
             priority: true,
+            worker_sleep: false,
         };
         assert_eq!(s.stack_cost_ns(0), 1000);
         assert_eq!(s.stack_cost_ns(96), 1240);

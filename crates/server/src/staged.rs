@@ -300,12 +300,47 @@ fn dispatcher(input: &Link, out: &Link, shared: &Shared) {
 }
 
 /// Stage 3: spends R0 + k·mR, then answers.
+/// Sleeps until CLOCK_MONOTONIC reaches `deadline` (retrying after signals); returns the time
+/// read on waking (≥ `deadline`).
+fn sleep_until(deadline: u64) -> u64 {
+    let ts = libc::timespec {
+        tv_sec: (deadline / 1_000_000_000) as libc::time_t,
+        tv_nsec: (deadline % 1_000_000_000) as libc::c_long,
+    };
+    loop {
+        // SAFETY: clock_nanosleep with a valid timespec and a null remainder (TIMER_ABSTIME).
+        let rc = unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            )
+        };
+        let now = mono_now_ns();
+        if rc != libc::EINTR || now >= deadline {
+            return now.max(deadline);
+        }
+    }
+}
+
 fn worker(input: &Link, ep: &Epoll, shared: &Shared) {
+    if shared.cfg.staged.worker_sleep {
+        // Wake as close to the deadline as the kernel can (default slack is 50 µs).
+        // SAFETY: prctl with integer arguments only affects this thread.
+        unsafe {
+            libc::prctl(libc::PR_SET_TIMERSLACK, 1, 0, 0, 0);
+        }
+    }
     let _ = place(&shared.cfg);
     let work = Work::without_work(&shared.cfg);
     let cost = shared.cfg.staged.worker_cost_ns();
     while let Some(j) = input.pop_wait(shared) {
-        let t4 = spin_until(mono_now_ns(), cost);
+        let t4 = if shared.cfg.staged.worker_sleep {
+            sleep_until(mono_now_ns().saturating_add(cost))
+        } else {
+            spin_until(mono_now_ns(), cost)
+        };
         if !reply(&j.conn, &j.header, &j.payload, j.pre, t4, &work, ep, shared) {
             return;
         }

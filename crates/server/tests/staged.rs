@@ -55,6 +55,7 @@ fn every_request_is_answered_with_its_id() {
             mr_ns_per_worker: 500.0,
             workers: 3,
             priority,
+            worker_sleep: false,
         }));
         let addr = h.local_addr();
         let clients: Vec<_> = (0..CLIENTS)
@@ -96,7 +97,17 @@ fn every_request_is_answered_with_its_id() {
 
 #[test]
 fn an_isolated_request_pays_both_stage_costs() {
+    isolated_requests_pay_both_stage_costs(false);
+}
+
+#[test]
+fn sleeping_workers_pay_their_cost_too() {
+    isolated_requests_pay_both_stage_costs(true);
+}
+
+fn isolated_requests_pay_both_stage_costs(worker_sleep: bool) {
     let s = StagedConfig {
+        worker_sleep,
         t0_ns: 200_000.0,
         mt_ns_per_byte: 10.0,
         r0_ns: 300_000.0,
@@ -146,6 +157,7 @@ fn stack_bottleneck_burst_priority_vs_fcfs() {
             t0_ns: 200_000.0,
             workers: 1,
             priority,
+            worker_sleep: false,
             ..StagedConfig::default()
         }));
         let mut c = TcpClient::connect(h.local_addr());
@@ -181,6 +193,7 @@ fn worker_bottleneck_burst_priority_vs_fcfs() {
             r0_ns: 30e6,
             workers: 1,
             priority,
+            worker_sleep: false,
             ..StagedConfig::default()
         }));
         let mut c = TcpClient::connect(h.local_addr());
@@ -216,6 +229,7 @@ fn shutdown_joins_with_requests_in_flight() {
         r0_ns: 20e6,
         workers: 2,
         priority: true,
+        worker_sleep: false,
         ..StagedConfig::default()
     }));
     let addr = h.local_addr();

@@ -141,6 +141,10 @@ pub struct ServeArgs {
     /// every stage.
     #[arg(long)]
     pub priority: bool,
+    /// Staged mode: workers wait out R by sleeping (work that waits on a database, as in the
+    /// LNS paper) instead of spinning, so that k workers overlap on fewer CPUs.
+    #[arg(long)]
+    pub worker_sleep: bool,
     /// Print the ready message as one JSON object.
     #[arg(long)]
     pub json: bool,

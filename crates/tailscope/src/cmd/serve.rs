@@ -45,6 +45,7 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
             mr_ns_per_worker: model::parse_duration_ns(&a.mr).or_usage_ctx("--mr")?,
             workers: a.workers,
             priority: a.priority,
+            worker_sleep: a.worker_sleep,
         },
     })
 }
