@@ -83,18 +83,7 @@ pub(crate) fn start(listener: TcpListener, shared: &Arc<Shared>) -> Result<Start
         let _guard = q.jobs.lock();
         q.ready.notify_all();
     };
-    if let Err(e) = result {
-        shared.stop.set();
-        wake();
-        for t in threads {
-            let _ = t.join();
-        }
-        return Err(e);
-    }
-    Ok(Started {
-        threads,
-        wake: Box::new(wake),
-    })
+    Started::finish(result, threads, shared, Box::new(wake))
 }
 
 fn dispatcher(listener: &TcpListener, ep: &Epoll, queue: &Queue, shared: &Shared) {

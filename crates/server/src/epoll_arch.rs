@@ -54,17 +54,7 @@ pub(crate) fn start(listener: TcpListener, shared: &Arc<Shared>) -> Result<Start
         })?);
         Ok(())
     })();
-    if let Err(e) = result {
-        shared.stop.set();
-        for t in threads {
-            let _ = t.join();
-        }
-        return Err(e);
-    }
-    Ok(Started {
-        threads,
-        wake: Box::new(|| {}),
-    })
+    Started::finish(result, threads, shared, Box::new(|| {}))
 }
 
 fn accept_loop(listener: TcpListener, slots: Vec<(Arc<Epoll>, Inbox)>, shared: &Shared) {

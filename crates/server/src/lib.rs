@@ -73,6 +73,27 @@ pub(crate) struct Started {
     pub wake: Box<dyn Fn() + Send + Sync>,
 }
 
+impl Started {
+    /// The end of every architecture's start: on success the running threads; on a failure
+    /// part-way, stop, wake and join the threads already started, then return the error.
+    pub(crate) fn finish(
+        result: Result<(), ServerError>,
+        threads: Vec<JoinHandle<()>>,
+        shared: &Shared,
+        wake: Box<dyn Fn() + Send + Sync>,
+    ) -> Result<Started, ServerError> {
+        if let Err(e) = result {
+            shared.stop.set();
+            wake();
+            for t in threads {
+                let _ = t.join();
+            }
+            return Err(e);
+        }
+        Ok(Started { threads, wake })
+    }
+}
+
 /// Entry points.
 pub struct Server;
 

@@ -228,18 +228,7 @@ pub(crate) fn start(listener: TcpListener, shared: &Arc<Shared>) -> Result<Start
         to_dispatch.wake_all();
         to_workers.wake_all();
     };
-    if let Err(e) = result {
-        shared.stop.set();
-        wake();
-        for t in threads {
-            let _ = t.join();
-        }
-        return Err(e);
-    }
-    Ok(Started {
-        threads,
-        wake: Box::new(wake),
-    })
+    Started::finish(result, threads, shared, Box::new(wake))
 }
 
 /// Stage 1: reads and decodes, then spends T0 + L·mT on one request at a time, polling the
