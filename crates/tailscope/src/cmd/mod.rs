@@ -9,6 +9,7 @@ mod figure;
 mod model;
 mod noise;
 mod run;
+mod run_output;
 mod runs;
 mod serve;
 mod simrun;
