@@ -26,7 +26,8 @@
 //! ```
 
 mod explain;
-pub mod procfs;
+/// The /proc parsers, shared with the noise probe (they live in `host`).
+pub use host::procfs;
 mod sampler;
 mod table;
 

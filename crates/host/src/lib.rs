@@ -20,6 +20,7 @@ mod error;
 pub mod mitigate;
 pub mod placement;
 pub mod probe;
+pub mod procfs;
 pub mod tstamp;
 
 pub use error::HostError;

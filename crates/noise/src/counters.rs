@@ -35,50 +35,19 @@ impl PerCpu {
     }
 }
 
-/// The CPU ids of the header line (`CPU0 CPU1 …`), in column order. Offline CPUs have no
-/// column, so ids need not be contiguous.
-fn header_cpus(line: &str) -> Result<Vec<usize>, String> {
-    let cpus: Vec<usize> = line
-        .split_whitespace()
-        .map(|t| {
-            t.strip_prefix("CPU")
-                .and_then(|n| n.parse().ok())
-                .ok_or_else(|| format!("header token {t:?} is not CPUn"))
-        })
-        .collect::<Result<_, _>>()?;
-    if cpus.is_empty() {
-        return Err("empty header line".into());
-    }
-    Ok(cpus)
-}
-
-/// Splits `NAME: c0 c1 … description` into the name, the per-CPU counts (exactly one per
-/// header column, else `None`: rows like `ERR:` have a single total) and the description.
-fn split_row(line: &str, ncol: usize) -> Option<(&str, Vec<u64>, String)> {
-    let (name, rest) = line.split_once(':')?;
-    let mut toks = rest.split_whitespace();
-    let counts: Vec<u64> = toks
-        .by_ref()
-        .take(ncol)
-        .map(|t| t.parse().ok())
-        .collect::<Option<_>>()?;
-    if counts.len() != ncol {
-        return None;
-    }
-    Some((name.trim(), counts, toks.collect::<Vec<_>>().join(" ")))
+/// A `/proc/interrupts`-style table, read by the parser the run sampler uses too
+/// (`host::procfs`).
+fn table(text: &str, what: &str) -> Result<host::procfs::CpuTable, String> {
+    host::procfs::parse_cpu_table(text).ok_or_else(|| format!("{what} has no CPUn header line"))
 }
 
 /// Parses `/proc/interrupts`. Labels: numbered IRQs as `IRQ 36 virtio1-req.0` (the last
 /// word of the description is the device/handler name); the architecture's named
 /// interrupts as `Local timer interrupts (LOC)`.
 pub(crate) fn parse_interrupts(text: &str) -> Result<PerCpu, String> {
-    let mut lines = text.lines();
-    let cpus = header_cpus(lines.next().ok_or("empty /proc/interrupts")?)?;
+    let t = table(text, "/proc/interrupts")?;
     let mut out = PerCpu::default();
-    for line in lines {
-        let Some((name, counts, desc)) = split_row(line, cpus.len()) else {
-            continue;
-        };
+    for ((name, counts), desc) in t.rows.iter().zip(&t.descriptions) {
         let label = if name.chars().all(|c| c.is_ascii_digit()) {
             match desc.split_whitespace().last() {
                 Some(dev) => format!("IRQ {name} {dev}"),
@@ -90,7 +59,7 @@ pub(crate) fn parse_interrupts(text: &str) -> Result<PerCpu, String> {
             format!("{desc} ({name})")
         };
         let cols = out.0.entry(label).or_default();
-        for (&cpu, c) in cpus.iter().zip(counts) {
+        for (&cpu, c) in t.cpus.iter().zip(counts) {
             *cols.entry(cpu).or_default() += c;
         }
     }
@@ -99,15 +68,11 @@ pub(crate) fn parse_interrupts(text: &str) -> Result<PerCpu, String> {
 
 /// Parses `/proc/softirqs`; labels `softirq TIMER`, `softirq NET_RX`, ….
 pub(crate) fn parse_softirqs(text: &str) -> Result<PerCpu, String> {
-    let mut lines = text.lines();
-    let cpus = header_cpus(lines.next().ok_or("empty /proc/softirqs")?)?;
+    let t = table(text, "/proc/softirqs")?;
     let mut out = PerCpu::default();
-    for line in lines {
-        let Some((name, counts, _)) = split_row(line, cpus.len()) else {
-            continue;
-        };
+    for (name, counts) in &t.rows {
         let cols = out.0.entry(format!("softirq {name}")).or_default();
-        for (&cpu, c) in cpus.iter().zip(counts) {
+        for (&cpu, &c) in t.cpus.iter().zip(counts) {
             cols.insert(cpu, c);
         }
     }

@@ -1,7 +1,8 @@
-//! Parsers of the few /proc files the sampler reads. Each takes the file's text and returns
-//! plain numbers; none allocates per call beyond what the result needs. Hand-written because
-//! the crates that parse /proc (procfs) read many more files than we need per 10 ms sample and
-//! cannot reuse a buffer; these formats are simple and stable (Documentation/filesystems/proc.rst).
+//! Parsers of the few /proc files that the run sampler (`attrib`) and the noise probe
+//! (`noise`) read: one set for both. Each takes the file's text and returns plain numbers;
+//! none allocates per call beyond what the result needs. Hand-written because the crates that
+//! parse /proc (procfs) read many more files than we need per 10 ms sample and cannot reuse a
+//! buffer; these formats are simple and stable (Documentation/filesystems/proc.rst).
 
 /// Counters of one thread from `/proc/PID/task/TID/schedstat`: time on the CPU, time spent
 /// runnable but waiting on a run queue (both ns), and the number of timeslices run.
@@ -46,6 +47,8 @@ pub struct CpuTable {
     pub cpus: Vec<usize>,
     /// Row name (without the colon) and one count per column.
     pub rows: Vec<(String, Vec<u64>)>,
+    /// Per row, the words after the counts (`IO-APIC 2-edge timer`; empty for softirqs).
+    pub descriptions: Vec<String>,
 }
 
 impl CpuTable {
@@ -77,20 +80,27 @@ pub fn parse_cpu_table(s: &str) -> Option<CpuTable> {
         return None;
     }
     let mut rows = Vec::new();
+    let mut descriptions = Vec::new();
     for line in lines {
         let Some((name, rest)) = line.split_once(':') else {
             continue;
         };
-        let vals: Vec<u64> = rest
-            .split_ascii_whitespace()
+        let mut toks = rest.split_ascii_whitespace();
+        let vals: Vec<u64> = toks
+            .by_ref()
             .take(cpus.len())
             .map_while(|t| t.parse().ok())
             .collect();
         if vals.len() == cpus.len() {
             rows.push((name.trim().to_string(), vals));
+            descriptions.push(toks.collect::<Vec<_>>().join(" "));
         }
     }
-    Some(CpuTable { cpus, rows })
+    Some(CpuTable {
+        cpus,
+        rows,
+        descriptions,
+    })
 }
 
 /// Times of one CPU from `/proc/stat`, in clock ticks (USER_HZ).
