@@ -37,6 +37,35 @@ pub enum ArrivalSpec {
 }
 
 impl ArrivalSpec {
+    /// Squared coefficient of variation of the inter-arrival gaps, the `ca²` of the G/G/c
+    /// approximations: 1 for Poisson, 0 for deterministic, `e^{σ²} − 1` for lognormal,
+    /// `1/(α(α − 2))` for Pareto with α > 2, the sample value for a trace (n − 1 divisor).
+    /// None when infinite (Pareto α ≤ 2), undefined (a trace of fewer than three times), or
+    /// not computed (bursts).
+    pub fn scv(&self) -> Option<f64> {
+        match self {
+            ArrivalSpec::Poisson => Some(1.0),
+            ArrivalSpec::Deterministic => Some(0.0),
+            ArrivalSpec::Lognormal { sigma } => Some((sigma * sigma).exp() - 1.0),
+            ArrivalSpec::Pareto { shape } if *shape > 2.0 => Some(1.0 / (shape * (shape - 2.0))),
+            ArrivalSpec::Trace(t) => {
+                let gaps: Vec<f64> = t
+                    .times_ns
+                    .windows(2)
+                    .map(|w| w[1].saturating_sub(w[0]) as f64)
+                    .collect();
+                if gaps.len() < 2 {
+                    return None;
+                }
+                let n = gaps.len() as f64;
+                let mean = gaps.iter().sum::<f64>() / n;
+                let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / (n - 1.0);
+                (mean > 0.0).then(|| var / (mean * mean))
+            }
+            ArrivalSpec::Pareto { .. } | ArrivalSpec::Bursty { .. } => None,
+        }
+    }
+
     /// Checks the parameters of [`ArrivalSpec::Bursty`] (other variants are checked by
     /// [`ArrivalGen::new`]). The messages name the paper's symbols.
     pub fn validate_bursty(n: u32, period_ns: f64, spacing_ns: f64) -> Result<(), String> {

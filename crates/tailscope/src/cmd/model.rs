@@ -92,39 +92,12 @@ fn service_letter(s: &ServiceSpec) -> &'static str {
     }
 }
 
-/// Squared coefficient of variation of the inter-arrival gaps (None when infinite).
-fn arrival_scv(a: &ArrivalSpec) -> Option<f64> {
-    match a {
-        ArrivalSpec::Poisson => Some(1.0),
-        ArrivalSpec::Deterministic => Some(0.0),
-        ArrivalSpec::Lognormal { sigma } => Some((sigma * sigma).exp() - 1.0),
-        ArrivalSpec::Pareto { shape } if *shape > 2.0 => Some(1.0 / (shape * (shape - 2.0))),
-        ArrivalSpec::Trace(t) => {
-            let gaps: Vec<f64> = t
-                .times_ns
-                .windows(2)
-                .map(|w| (w[1] - w[0]) as f64)
-                .collect();
-            if gaps.len() < 2 {
-                return None;
-            }
-            let n = gaps.len() as f64;
-            let mean = gaps.iter().sum::<f64>() / n;
-            let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / (n - 1.0);
-            (mean > 0.0).then(|| var / (mean * mean))
-        }
-        _ => None,
-    }
-}
-
 /// The closed-form query for a configuration, when its arrival process has a finite SCV.
 fn query_for(cfg: &SimConfig, rate: f64) -> Option<Query> {
     let arrival = match &cfg.arrival {
         ArrivalSpec::Poisson => ArrivalKind::Poisson,
         ArrivalSpec::Deterministic => ArrivalKind::Deterministic,
-        other => ArrivalKind::General {
-            ca2: arrival_scv(other)?,
-        },
+        other => ArrivalKind::General { ca2: other.scv()? },
     };
     let service = match &cfg.service {
         ServiceSpec::Deterministic { .. } => ServiceKind::Deterministic,
