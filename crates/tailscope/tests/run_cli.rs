@@ -3,20 +3,18 @@
 //! Nothing here asserts a wall-clock time: sleeps only place a fault (server killed, SIGINT)
 //! in the middle of a run whose length is given in requests or seconds.
 
+mod common;
+
+use common::{bin, json_of};
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
 /// The tests share two CPUs: run them one at a time so that one's load is not another's noise.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_tailscope"));
-    c.env_remove("TAILSCOPE_DB");
-    c
-}
 
 /// A `tailscope serve` process and its bound address.
 struct Served {
@@ -47,16 +45,6 @@ fn serve(args: &[&str]) -> Served {
     let addr = line.trim().to_string();
     assert!(addr.starts_with("127.0.0.1:"), "serve printed '{addr}'");
     Served { child, addr }
-}
-
-fn json_of(out: &Output) -> serde_json::Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not one JSON object ({e}): {}\nstderr: {}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
 }
 
 fn export_csv(db: &Path, id: i64) -> Vec<Vec<i64>> {
@@ -217,11 +205,7 @@ fn run_measures_stores_and_its_records_are_consistent() {
         rows.len()
     );
 
-    let out = bin()
-        .args(["runs", "list", "--db", db.to_str().unwrap(), "--json"])
-        .output()
-        .unwrap();
-    let l = json_of(&out);
+    let l = common::runs_list(&db);
     let runs = l["runs"].as_array().unwrap();
     assert_eq!(runs[0]["id"].as_i64(), Some(id));
     assert_eq!(runs[0]["status"].as_str(), Some(status));
@@ -236,10 +220,10 @@ fn a_run_survives_the_server_dying() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let mut s = serve(&["--arch", "thread"]);
-    let run = bin()
-        .args([
-            "run",
-            &format!("nullrpc://{}", s.addr),
+    let url = format!("nullrpc://{}", s.addr);
+    let v = common::run_with_server_killed(
+        &[
+            &url,
             "--rate",
             "1000",
             "--duration",
@@ -250,41 +234,15 @@ fn a_run_survives_the_server_dying() {
             "300ms",
             "--service",
             "20us",
-            "--db",
-            db.to_str().unwrap(),
-            "--json",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    s.child.kill().unwrap();
-    let _ = s.child.wait();
-    let out = run.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v = json_of(&out);
-    assert_eq!(v["status"], "failed");
-    assert!(
-        v["outcomes"]["ok"].as_u64().unwrap() > 0,
-        "it measured before the kill"
+        ],
+        &db,
+        &mut s.child,
+        Duration::from_millis(1500),
     );
     let lost = v["outcomes"]["error"].as_u64().unwrap()
         + v["outcomes"]["timeout"].as_u64().unwrap()
         + v["outcomes"]["dropped"].as_u64().unwrap();
     assert!(lost > 0);
-    let l = json_of(
-        &bin()
-            .args(["runs", "list", "--db", db.to_str().unwrap(), "--json"])
-            .output()
-            .unwrap(),
-    );
-    assert_eq!(l["runs"][0]["status"], "failed");
 }
 
 #[test]
@@ -329,12 +287,7 @@ fn sigint_stores_a_partial_run_marked_interrupted() {
     assert_eq!(v["status"], "interrupted");
     let n = v["requests"].as_u64().unwrap();
     assert!(n > 100 && n < 100_000, "partial run of {n} requests");
-    let l = json_of(
-        &bin()
-            .args(["runs", "list", "--db", db.to_str().unwrap(), "--json"])
-            .output()
-            .unwrap(),
-    );
+    let l = common::runs_list(&db);
     assert_eq!(l["runs"][0]["status"], "interrupted");
 }
 

@@ -3,6 +3,9 @@
 //! memcached over TCP and UDP, nginx with persistent and churning connections, Redis; faults
 //! (a server killed mid-run, garbage replies) and bad input.
 
+mod common;
+
+use common::{bin, json_of};
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::process::{Command, Output, Stdio};
@@ -11,22 +14,6 @@ use std::time::Duration;
 
 /// One at a time: these tests share two CPUs with the servers they start.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_tailscope"));
-    c.env_remove("TAILSCOPE_DB");
-    c
-}
-
-fn json_of(out: &Output) -> serde_json::Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not one JSON object ({e}): {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
 
 fn run_spawned(url: &str, extra: &[&str]) -> (Output, serde_json::Value) {
     let dir = tempfile::tempdir().unwrap();
@@ -220,51 +207,25 @@ fn a_memcached_killed_mid_run_fails_the_run_which_is_still_stored() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("runs.db");
-    let run = bin()
-        .args([
-            "run",
-            &format!("memcached://127.0.0.1:{port}"),
+    let url = format!("memcached://127.0.0.1:{port}");
+    common::run_with_server_killed(
+        &[
+            &url,
             "--rate",
             "2000",
             "--duration",
             "6s",
-        ])
-        .args([
             "--warmup",
             "200ms",
             "--timeout",
             "300ms",
             "--service",
             "20us",
-            "--db",
-            db.to_str().unwrap(),
-            "--json",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(2000));
-    server.kill().unwrap();
-    let _ = server.wait();
-    let out = run.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
+        &dir.path().join("runs.db"),
+        &mut server,
+        Duration::from_millis(2000),
     );
-    let v = json_of(&out);
-    assert_eq!(v["status"], "failed");
-    assert!(v["outcomes"]["ok"].as_u64().unwrap() > 0);
-    let l = json_of(
-        &bin()
-            .args(["runs", "list", "--db", db.to_str().unwrap(), "--json"])
-            .output()
-            .unwrap(),
-    );
-    assert_eq!(l["runs"][0]["status"], "failed");
 }
 
 #[test]

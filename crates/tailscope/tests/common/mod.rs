@@ -1,0 +1,74 @@
+//! What the integration tests that drive the real binary share.
+#![allow(dead_code)] // each test binary uses its own subset
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+/// The tailscope binary, with no store location inherited from the environment.
+pub fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_tailscope"));
+    c.env_remove("TAILSCOPE_DB");
+    c
+}
+
+/// The one JSON object a command printed on stdout.
+pub fn json_of(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON object ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// `tailscope runs list --json` of a store.
+pub fn runs_list(db: &Path) -> serde_json::Value {
+    json_of(
+        &bin()
+            .args(["runs", "list", "--json", "--db"])
+            .arg(db)
+            .output()
+            .unwrap(),
+    )
+}
+
+/// Starts `tailscope run ARGS --db DB --json`, kills `server` after `after`, and checks what
+/// must follow: exit 1, status `failed`, requests measured before the kill, the run stored as
+/// failed. Returns the run's JSON.
+pub fn run_with_server_killed(
+    args: &[&str],
+    db: &Path,
+    server: &mut Child,
+    after: Duration,
+) -> serde_json::Value {
+    let run = bin()
+        .arg("run")
+        .args(args)
+        .arg("--db")
+        .arg(db)
+        .arg("--json")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    server.kill().unwrap();
+    let _ = server.wait();
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json_of(&out);
+    assert_eq!(v["status"], "failed");
+    assert!(
+        v["outcomes"]["ok"].as_u64().unwrap() > 0,
+        "it measured before the kill"
+    );
+    assert_eq!(runs_list(db)["runs"][0]["status"], "failed");
+    v
+}
