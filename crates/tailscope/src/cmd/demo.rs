@@ -90,36 +90,29 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
         a.work
     );
 
-    // Calibrate: saturate the single worker, invert its peak throughput.
-    // Calibrated with the same requests as the runs (stamps included: they cost the server work).
-    let fcal = factory(&target, wire::nullrpc::DEFAULT_REQUEST_LEN, true)?;
+    // Calibrate: saturate the single worker, invert its peak throughput, with the same
+    // requests as the runs (stamps included: they cost the server work).
+    let f = factory(&target, wire::nullrpc::DEFAULT_REQUEST_LEN, true)?;
     eprintln!("demo: calibrating for 3 s…");
-    let cal_id = st.begin_run(&store::NewRun {
-        kind: "calibrate".into(),
-        target: url.clone(),
-        started_at: now_rfc3339(),
-        config: json!({"duration": "3s", "warmup": "1s", "connections": 4, "outstanding": 8}),
-        host: host_facts(),
-    })?;
-    let cal = match load::calibrate(
+    let calibrated = super::calibrate::calibrate_and_store(
+        &st,
+        &url,
+        &url,
         &target,
-        fcal.as_ref(),
-        4,
-        8,
-        calib_time,
-        Duration::from_secs(1),
+        f.as_ref(),
+        (4, 8),
+        (calib_time, Duration::from_secs(1)),
+        1,
+        json!({"duration": "3s", "warmup": "1s", "connections": 4, "outstanding": 8}),
         &stop,
-    ) {
-        Ok(c) => c,
+    );
+    let (cal, cal_json) = match calibrated {
+        Ok(s) => (s.cal, s.summary),
         Err(e) => {
-            let _ = st.finish_run(cal_id, "failed", &json!({"error": e.to_string()}));
             let _ = server.shutdown();
-            return Err(anyhow::Error::new(e).context("demo calibration failed"));
+            return Err(e.context("demo calibration failed"));
         }
     };
-    let cal_json = json!({"status": "ok", "run_id": cal_id, "target": url, "peak_rate_rps": cal.peak_rps,
-                          "service_ns": cal.service_ns, "service_us": cal.service_ns / 1e3, "requests": cal.requests});
-    st.finish_run(cal_id, "ok", &cal_json)?;
     if !a.json {
         println!(
             "calibration: peak {:.0} req/s → amortised service time {} (synthetic work {})",
@@ -129,7 +122,6 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
         );
     }
 
-    let f = factory(&target, wire::nullrpc::DEFAULT_REQUEST_LEN, true)?;
     let mut runs: Vec<Value> = Vec::new();
     let mut series = Vec::new();
     let mut worst = 0;
