@@ -174,6 +174,13 @@ fn set_scheduler(policy: libc::c_int, prio: i32) -> Result<(), HostError> {
     Ok(())
 }
 
+/// Moves the calling thread to `SCHED_IDLE`: it runs only when nothing else wants the CPU,
+/// and any normal task that wakes up preempts it at once. For tailscope's own background
+/// work (the record writer) beside a measurement.
+pub fn set_idle_current_thread() -> Result<(), HostError> {
+    set_scheduler(libc::SCHED_IDLE, 0)
+}
+
 /// Applies `s` to the calling thread: `SCHED_OTHER` plus `setpriority(PRIO_PROCESS, gettid)`
 /// for a nice level, `sched_setscheduler` for FIFO/RR. Realtime policies need root or
 /// CAP_SYS_NICE; the error then says so ([`HostError::is_permission_denied`]).

@@ -47,6 +47,12 @@ pub fn mono_now_ns() -> u64 {
     clock_ns(libc::CLOCK_MONOTONIC)
 }
 
+/// CPU time the calling thread has used (`CLOCK_THREAD_CPUTIME_ID`), ns: what a background
+/// thread of tailscope cost.
+pub fn thread_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
 /// `clock_gettime(CLOCK_REALTIME)` in ns.
 #[inline]
 pub fn realtime_now_ns() -> u64 {

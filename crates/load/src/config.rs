@@ -5,6 +5,9 @@ use std::time::Duration;
 use crate::error::LoadError;
 use crate::target::Target;
 
+/// Highest rate accepted: one request every 10 ns, far beyond what a software generator sends.
+pub const MAX_RATE: f64 = 1e8;
+
 /// When the schedule ends (after the warm-up).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StopAt {
@@ -51,6 +54,9 @@ pub struct LoadConfig {
     /// connections opened before the run are closed at its start, so every quota pays
     /// its connect. `None` (default): persistent connections.
     pub churn: Option<(u32, u32)>,
+    /// CPUs for the record writer thread (it runs at SCHED_IDLE); empty = not pinned. Give
+    /// CPUs that are neither the generator's nor the server's when the host has any.
+    pub writer_cpus: Vec<usize>,
 }
 
 impl LoadConfig {
@@ -72,6 +78,7 @@ impl LoadConfig {
             class_probs: Vec::new(),
             yield_when_far: true,
             churn: None,
+            writer_cpus: Vec::new(),
         }
     }
 
@@ -120,8 +127,19 @@ impl LoadConfig {
                 ));
             }
         }
+        if self.rate_per_s > MAX_RATE {
+            return bad(format!(
+                "rate {} req/s is beyond any generator (at most {MAX_RATE:.0e} req/s: one request every 10 ns)",
+                self.rate_per_s
+            ));
+        }
         let online = host::placement::online_cpus();
-        if let Some(c) = self.cpus.iter().find(|&&c| c >= online) {
+        if let Some(c) = self
+            .cpus
+            .iter()
+            .chain(&self.writer_cpus)
+            .find(|&&c| c >= online)
+        {
             return bad(format!(
                 "cpu {c} does not exist (this host has {online} online CPUs)"
             ));

@@ -48,6 +48,9 @@ pub enum LoadError {
     /// The connection failed during a calibration (closed loop cannot ride it out).
     #[error("connection to the target failed: {0}")]
     Connection(String),
+    /// The record sink failed (e.g. the store could not be written); the run was stopped.
+    #[error("storing the run's records failed: {0}")]
+    Sink(String),
     /// Calibration saw no replies at all during its measurement window.
     #[error("calibration got no replies from {0} during the measurement window")]
     NoReplies(SocketAddr),

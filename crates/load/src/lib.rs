@@ -55,15 +55,16 @@ mod target;
 mod workload;
 
 pub use calibrate::{calibrate, Calibration};
-pub use config::{LoadConfig, StopAt};
+pub use config::{LoadConfig, StopAt, MAX_RATE};
+pub use engine::SlackTask;
 pub use error::{LoadError, ProtoError};
 pub use preload::{preload, PreloadStats};
 pub use protocol::{NullRpc, Protocol, Reply};
 pub use protocols::{
     protocol_factory, HttpGet, MemcachedTcp, MemcachedUdp, ProtocolFactory, Redis, UDP_MAX_REQUEST,
 };
-pub use record::{Outcome, RequestRecord, RunRecords};
-pub use run::run_open_loop;
+pub use record::{BacklogSample, Outcome, RequestRecord, RunRecords, RunSummary, WriterStats};
+pub use run::{run_open_loop, run_open_loop_into, RecordSink, VecSink};
 pub use target::{Target, Transport};
 pub use workload::{
     HttpWorkload, KvOp, KvWorkload, PathGen, Popularity, SizeDist, Workload, WorkloadGen,

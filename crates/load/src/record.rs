@@ -22,6 +22,11 @@ pub enum Outcome {
 pub struct RequestRecord {
     /// When the schedule said the request should be sent.
     pub intended_ns: u64,
+    /// When the generator's loop first saw it due (>= intended); 0 if the run ended first.
+    /// `seen − intended` is the generator's own lateness (its thread did not run: a CPU
+    /// stall, a slow loop iteration); `sent − seen` is the time it was held in the client
+    /// because every connection already had its maximum in flight (the server's backlog).
+    pub seen_ns: u64,
     /// Stamped just before the write that carried it; 0 if never sent.
     pub sent_ns: u64,
     /// Stamped just after the read that completed its reply; 0 if none.
@@ -44,6 +49,7 @@ impl RequestRecord {
     pub fn scheduled(intended_ns: u64, class: u8) -> Self {
         RequestRecord {
             intended_ns,
+            seen_ns: 0,
             sent_ns: 0,
             received_ns: 0,
             kernel_rx_ns: 0,
@@ -60,19 +66,66 @@ impl RequestRecord {
             .then(|| self.received_ns.saturating_sub(self.intended_ns))
     }
 
-    /// How late the generator sent it: sent − intended, for requests that were sent.
-    pub fn lateness_ns(&self) -> Option<u64> {
+    /// How late it was sent: sent − intended, for requests that were sent. This is the
+    /// generator's own lateness plus the time held in the client (see [`Self::seen_ns`]).
+    pub fn send_delay_ns(&self) -> Option<u64> {
         (self.sent_ns != 0).then(|| self.sent_ns.saturating_sub(self.intended_ns))
+    }
+
+    /// The generator's own lateness: seen − intended (its thread was not running when the
+    /// request fell due). Records without a `seen` stamp (older stores) fall back to
+    /// sent − intended.
+    pub fn lateness_ns(&self) -> Option<u64> {
+        if self.seen_ns != 0 {
+            Some(self.seen_ns.saturating_sub(self.intended_ns))
+        } else {
+            self.send_delay_ns()
+        }
+    }
+
+    /// Time held in the client for a free connection slot: sent − seen (0 when it went out
+    /// as soon as it was seen); None when never sent or not stamped.
+    pub fn held_ns(&self) -> Option<u64> {
+        (self.sent_ns != 0 && self.seen_ns != 0).then(|| self.sent_ns.saturating_sub(self.seen_ns))
     }
 }
 
-/// Everything one open-loop run produced.
+/// The in-flight and held requests at one instant of a run (summed over generator threads).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BacklogSample {
+    /// Run-relative time, ns.
+    pub t_ns: u64,
+    /// Requests sent and not yet answered.
+    pub in_flight: u64,
+    /// Requests due but held in the client because every connection had its maximum in
+    /// flight (the server's backlog spilling into the client).
+    pub held: u64,
+}
+
+/// What the record writer (the thread that hands records to the sink) did and cost.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WriterStats {
+    /// Chunks and records handed to the sink.
+    pub chunks: u64,
+    pub records: u64,
+    /// The writer thread's own CPU time (CLOCK_THREAD_CPUTIME_ID), ns.
+    pub cpu_ns: u64,
+    /// CPUs it was pinned to (empty: wherever the kernel put it, at SCHED_IDLE).
+    pub cpus: Vec<usize>,
+    /// Its scheduling policy while idle-class, and how often a backlog of chunks made it
+    /// step up to normal priority to catch up (each time reported, never silent).
+    pub policy: String,
+    pub escalations: u64,
+    /// Most chunks waiting for it at once.
+    pub max_queued_chunks: u64,
+}
+
+/// Everything an open-loop run produced besides the records themselves (which went to the
+/// sink as the run went).
 #[derive(Clone, Debug, Default)]
-pub struct RunRecords {
+pub struct RunSummary {
     /// The run's time origin, absolute CLOCK_MONOTONIC ns.
     pub start_mono_ns: u64,
-    /// One record per scheduled request, in intended-time order.
-    pub records: Vec<RequestRecord>,
     /// Requests with `intended_ns < warmup_ns` belong to the warm-up (analysis skips them).
     pub warmup_ns: u64,
     /// The stop flag ended the run early.
@@ -84,12 +137,39 @@ pub struct RunRecords {
     pub connects: u64,
     /// Ok replies that were misses (memcached `END`, Redis nil; an HTTP 404 is an error, not a miss).
     pub misses: u64,
+    /// Records handed to the sink (one per scheduled request that fell due).
+    pub records: u64,
+    /// In-flight and held requests, sampled about every 100 ms.
+    pub backlog: Vec<BacklogSample>,
+    pub writer: WriterStats,
+}
+
+/// Everything one open-loop run produced, records kept in memory (see [`crate::run_open_loop`];
+/// long runs stream them to a sink with [`crate::run_open_loop_into`] instead).
+#[derive(Clone, Debug, Default)]
+pub struct RunRecords {
+    pub summary: RunSummary,
+    /// One record per scheduled request, in intended-time order.
+    pub records: Vec<RequestRecord>,
+}
+
+impl std::ops::Deref for RunRecords {
+    type Target = RunSummary;
+    fn deref(&self) -> &RunSummary {
+        &self.summary
+    }
+}
+
+impl std::ops::DerefMut for RunRecords {
+    fn deref_mut(&mut self) -> &mut RunSummary {
+        &mut self.summary
+    }
 }
 
 impl RunRecords {
     /// Records after the warm-up.
     pub fn measured(&self) -> impl Iterator<Item = &RequestRecord> {
-        let w = self.warmup_ns;
+        let w = self.summary.warmup_ns;
         self.records.iter().filter(move |r| r.intended_ns >= w)
     }
 
@@ -117,6 +197,12 @@ mod tests {
         r.received_ns = 5_000;
         r.outcome = Outcome::Timeout;
         assert_eq!(r.lateness_ns(), Some(300));
+        assert_eq!(r.held_ns(), None);
+        // Seen 100 ns late, then held 200 ns for a free connection.
+        r.seen_ns = 1_100;
+        assert_eq!(r.lateness_ns(), Some(100));
+        assert_eq!(r.held_ns(), Some(200));
+        assert_eq!(r.send_delay_ns(), Some(300));
         assert_eq!(r.latency_ns(), None);
         r.outcome = Outcome::Ok;
         // Latency counts from the intended time, not the send time.

@@ -1,23 +1,57 @@
-//! `run_open_loop`: validate, build the schedule, open every connection, start the
-//! generator threads at one common instant, report progress, merge their records.
+//! `run_open_loop_into`: validate, plan the schedule, open every connection, start the
+//! generator threads at one common instant, stream their finished records to a sink through a
+//! low-priority writer thread, sample the backlog and report progress.
+//!
+//! The writer exists so that no generator thread ever waits on storage: a generator hands a
+//! full chunk over a channel (a pointer move) and goes on. The writer runs at `SCHED_IDLE`
+//! (pinned to `LoadConfig::writer_cpus` when given), so it takes only CPU time nothing else
+//! wants; if chunks pile up (both CPUs of a small host saturated) it steps up to normal
+//! priority until it has caught up, and counts each such time, so memory stays bounded.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::config::LoadConfig;
 use crate::conn::Conn;
-use crate::engine::{note_error, Engine, Slot, ThreadOutput};
+use crate::engine::{note_error, Engine, Shared, SlackTask, Slot, ThreadOutput};
 use crate::error::LoadError;
 use crate::protocol::Protocol;
-use crate::record::RunRecords;
+use crate::record::{BacklogSample, RequestRecord, RunRecords, RunSummary, WriterStats};
 use crate::schedule;
 
 /// Lead time between "all threads ready" and the schedule's time zero.
 const START_LEAD_NS: u64 = 2_000_000;
 /// Progress callback period.
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+/// Backlog sampling period.
+const BACKLOG_EVERY: Duration = Duration::from_millis(100);
 /// Start value meaning "abort: a thread could not be started".
 const ABORT: u64 = u64::MAX;
+/// Chunks waiting for the writer beyond which it leaves SCHED_IDLE to catch up (~6 MiB).
+const WRITER_CATCH_UP_CHUNKS: usize = 8;
+
+/// Where an open-loop run's records go, chunk by chunk, as the run goes. Each generator
+/// thread's records arrive in its own intended-time order; chunks of different threads
+/// interleave (merge them by `intended_ns` when reading back).
+pub trait RecordSink: Send {
+    /// Takes one chunk of finished records of generator thread `thread`. An error ends the
+    /// run (it is reported as [`LoadError::Sink`]).
+    fn write(&mut self, thread: usize, records: &[RequestRecord]) -> Result<(), String>;
+}
+
+/// Keeps every record in memory (tests, short runs).
+#[derive(Default)]
+pub struct VecSink {
+    pub records: Vec<RequestRecord>,
+}
+
+impl RecordSink for VecSink {
+    fn write(&mut self, _thread: usize, records: &[RequestRecord]) -> Result<(), String> {
+        self.records.extend_from_slice(records);
+        Ok(())
+    }
+}
 
 /// Opens one connection per `factory()` call, checking the codec's transport.
 pub(crate) fn open_connections(
@@ -47,20 +81,40 @@ pub(crate) fn open_connections(
     Ok(conns)
 }
 
-/// Runs the whole open-loop experiment; returns when the schedule is done and every
-/// outstanding request has been answered or timed out. Setting `stop` ends it early
-/// (SIGINT): records so far are returned with `interrupted = true`. `progress` is called
-/// about every 250 ms from the calling thread with (requests done, schedule length).
+/// Runs the whole open-loop experiment with every record kept in memory, sorted by intended
+/// time. See [`run_open_loop_into`]; fine for tests and short runs.
 pub fn run_open_loop(
     cfg: &LoadConfig,
     factory: &dyn Fn() -> Box<dyn Protocol>,
     stop: &AtomicBool,
     progress: &(dyn Fn(u64, u64) + Sync),
 ) -> Result<RunRecords, LoadError> {
+    let mut sink = VecSink::default();
+    let summary = run_open_loop_into(cfg, factory, stop, progress, &mut sink, None)?;
+    let mut records = sink.records;
+    // Each thread's records are in intended order: the stable sort merges runs.
+    records.sort_by_key(|r| r.intended_ns);
+    Ok(RunRecords { summary, records })
+}
+
+/// Runs the whole open-loop experiment; returns when the schedule is done and every
+/// outstanding request has been answered or timed out. Records go to `sink` in chunks as the
+/// run goes (memory does not grow with the run's length). Setting `stop` ends it early
+/// (SIGINT): what was measured so far is kept and `interrupted` is set. `progress` is called
+/// about every 250 ms from the calling thread with (requests done, expected total). `slack`,
+/// if given, runs inside generator thread 0 when it has time to spare (see [`SlackTask`]).
+pub fn run_open_loop_into(
+    cfg: &LoadConfig,
+    factory: &dyn Fn() -> Box<dyn Protocol>,
+    stop: &AtomicBool,
+    progress: &(dyn Fn(u64, u64) + Sync),
+    sink: &mut dyn RecordSink,
+    slack: Option<&mut dyn SlackTask>,
+) -> Result<RunSummary, LoadError> {
     cfg.validate()?;
-    let plans = schedule::build(cfg)?;
-    let threads = plans.len();
-    let total: u64 = plans.iter().map(|p| p.records.len() as u64).sum();
+    let plan = schedule::plan(cfg)?;
+    let threads = plan.threads.len();
+    let expected = plan.expected;
     let connect_timeout = cfg
         .timeout
         .clamp(Duration::from_millis(100), Duration::from_secs(10));
@@ -72,17 +126,40 @@ pub fn run_open_loop(
         per_thread[c % threads].push(Slot::new(conn, c as u32));
     }
 
-    let done: Vec<AtomicU64> = (0..threads).map(|_| AtomicU64::new(0)).collect();
+    let shared: Vec<Shared> = (0..threads).map(|_| Shared::default()).collect();
     let ready = AtomicUsize::new(0);
     let start = AtomicU64::new(0);
+    // Set by the writer when the sink fails: the generators stop as on Ctrl-C.
+    let halt = AtomicBool::new(false);
+    let queued = AtomicUsize::new(0);
     let warmup_ns = crate::engine::dur_ns(cfg.warmup);
+    let (tx, rx) = mpsc::channel::<(usize, Vec<RequestRecord>)>();
+    let mut backlog = Vec::new();
+    // Re-borrowed for the scope (a trait object's lifetime may shorten behind &mut).
+    let mut slack: Option<&mut dyn SlackTask> = slack.map(|s| s as &mut dyn SlackTask);
 
-    let mut outputs: Vec<Result<ThreadOutput, LoadError>> = std::thread::scope(|scope| {
+    let (outputs, writer) = std::thread::scope(|scope| {
+        let writer = std::thread::Builder::new()
+            .name("tailscope-rec".into())
+            .spawn_scoped(scope, || {
+                writer_loop(rx, sink, &cfg.writer_cpus, &halt, &queued)
+            })
+            .map_err(|e| LoadError::io("spawning the record writer", e));
+        let writer = match writer {
+            Ok(w) => w,
+            Err(e) => return (vec![Err(e)], Ok((WriterStats::default(), None))),
+        };
         let mut handles = Vec::with_capacity(threads);
         let mut spawn_error = None;
-        for (t, (plan, slots)) in plans.into_iter().zip(per_thread).enumerate() {
-            let (done, ready, start) = (&done[t], &ready, &start);
+        for (t, (sched, slots)) in plan.threads.into_iter().zip(per_thread).enumerate() {
+            let (shared, ready, start) = (&shared[t], &ready, &start);
             let cpu = (!cfg.cpus.is_empty()).then(|| cfg.cpus[t % cfg.cpus.len()]);
+            let out = CountingSender {
+                tx: tx.clone(),
+                queued: &queued,
+            };
+            let task = if t == 0 { slack.take() } else { None };
+            let halt = &halt;
             let spawned = std::thread::Builder::new()
                 .name(format!("tailscope-gen-{t}"))
                 .spawn_scoped(scope, move || {
@@ -92,14 +169,7 @@ pub fn run_open_loop(
                             .map(|e| format!("pinning generator thread {t} to cpu {c}: {e}"))
                     });
                     let engine = Engine::new(
-                        cfg,
-                        t,
-                        threads,
-                        slots,
-                        plan.records,
-                        plan.forced_conn,
-                        stop,
-                        done,
+                        cfg, t, threads, slots, sched, halt, shared, out.tx, out.queued, task,
                     );
                     ready.fetch_add(1, Ordering::Release);
                     let at = wait_for_start(start);
@@ -120,45 +190,71 @@ pub fn run_open_loop(
                 }
             }
         }
+        // Only the generator threads hold senders now: the writer ends when they all have.
+        drop(tx);
+        let finish = |outs, writer: std::thread::ScopedJoinHandle<'_, _>| {
+            let w = writer
+                .join()
+                .unwrap_or_else(|_| Ok((WriterStats::default(), None)));
+            (outs, w)
+        };
         if let Some(e) = spawn_error {
             start.store(ABORT, Ordering::Release);
             for h in handles {
                 let _ = h.join();
             }
-            return vec![Err(e)];
+            return finish(vec![Err(e)], writer);
         }
         while ready.load(Ordering::Acquire) < threads {
             if handles.iter().any(|h| h.is_finished()) {
                 // A thread ended before the start: it panicked while setting up.
                 start.store(ABORT, Ordering::Release);
-                return join_all(handles);
+                return finish(join_all(handles), writer);
             }
             std::thread::sleep(Duration::from_micros(100));
         }
-        start.store(
-            host::tstamp::mono_now_ns() + START_LEAD_NS,
-            Ordering::Release,
-        );
-        let mut last = std::time::Instant::now();
+        let t0 = host::tstamp::mono_now_ns() + START_LEAD_NS;
+        start.store(t0, Ordering::Release);
+        let mut last_progress = std::time::Instant::now();
+        let mut last_backlog = std::time::Instant::now();
         while !handles.iter().all(|h| h.is_finished()) {
             std::thread::sleep(Duration::from_millis(20));
-            if last.elapsed() >= PROGRESS_EVERY {
-                last = std::time::Instant::now();
-                progress(done.iter().map(|d| d.load(Ordering::Relaxed)).sum(), total);
+            if stop.load(Ordering::Relaxed) {
+                halt.store(true, Ordering::Relaxed);
+            }
+            if last_backlog.elapsed() >= BACKLOG_EVERY {
+                last_backlog = std::time::Instant::now();
+                let now = host::tstamp::mono_now_ns();
+                if now >= t0 {
+                    backlog.push(BacklogSample {
+                        t_ns: now - t0,
+                        in_flight: shared
+                            .iter()
+                            .map(|s| s.in_flight.load(Ordering::Relaxed))
+                            .sum(),
+                        held: shared.iter().map(|s| s.held.load(Ordering::Relaxed)).sum(),
+                    });
+                }
+            }
+            if last_progress.elapsed() >= PROGRESS_EVERY {
+                last_progress = std::time::Instant::now();
+                let done = shared.iter().map(|s| s.done.load(Ordering::Relaxed)).sum();
+                progress(done, expected.max(done));
             }
         }
-        join_all(handles)
+        finish(join_all(handles), writer)
     });
 
-    let mut out = RunRecords {
+    let (writer, sink_error) = writer?;
+    let mut out = RunSummary {
         start_mono_ns: start.load(Ordering::Acquire),
-        records: Vec::new(),
         warmup_ns,
         interrupted: stop.load(Ordering::Relaxed),
-        errors: Vec::new(),
-        connects: 0,
-        misses: 0,
+        backlog,
+        writer,
+        ..RunSummary::default()
     };
+    let mut outputs = outputs;
     // Report a panic in preference to the "aborted" errors it caused in other threads.
     if let Some(i) = outputs
         .iter()
@@ -170,26 +266,81 @@ pub fn run_open_loop(
             .unwrap_or(LoadError::ThreadPanicked(i)));
     }
     for o in outputs {
-        let mut o = o?;
-        out.interrupted |= o.interrupted;
+        let o: ThreadOutput = o?;
+        out.interrupted |= o.interrupted && stop.load(Ordering::Relaxed);
         out.connects += o.connects;
         out.misses += o.misses;
-        if out.records.is_empty() {
-            // Reuse the first thread's vector: peak memory stays near one copy of the run.
-            std::mem::swap(&mut out.records, &mut o.records);
-            out.records
-                .reserve(total as usize - out.records.len().min(total as usize));
-        } else {
-            out.records.append(&mut o.records);
-        }
+        out.records += o.records;
         for e in o.errors {
             note_error(&mut out.errors, e);
         }
     }
-    // Each thread's records are already in intended order: the stable sort merges runs.
-    out.records.sort_by_key(|r| r.intended_ns);
-    progress(out.records.len() as u64, out.records.len() as u64);
+    if let Some(e) = sink_error {
+        return Err(LoadError::Sink(e));
+    }
+    progress(out.records, out.records);
     Ok(out)
+}
+
+/// A generator's end of the channel to the writer, with the shared count of queued chunks.
+struct CountingSender<'a> {
+    tx: mpsc::Sender<(usize, Vec<RequestRecord>)>,
+    queued: &'a AtomicUsize,
+}
+
+/// The writer thread: hands every chunk to the sink; returns its cost and the sink's first
+/// error (after which it drains the channel without writing, so no generator is held up).
+fn writer_loop(
+    rx: mpsc::Receiver<(usize, Vec<RequestRecord>)>,
+    sink: &mut dyn RecordSink,
+    cpus: &[usize],
+    halt: &AtomicBool,
+    queued: &AtomicUsize,
+) -> Result<(WriterStats, Option<String>), LoadError> {
+    let mut stats = WriterStats {
+        cpus: cpus.to_vec(),
+        ..WriterStats::default()
+    };
+    if !cpus.is_empty() {
+        // Best effort: an unpinned writer is still idle-class.
+        let _ = host::placement::pin_current_thread(cpus);
+    }
+    let mut idle = host::placement::set_idle_current_thread().is_ok();
+    stats.policy = if idle { "idle" } else { "other" }.into();
+    let mut error = None;
+    for (thread, chunk) in rx {
+        let waiting = queued.fetch_sub(1, Ordering::Relaxed).saturating_sub(1);
+        stats.max_queued_chunks = stats.max_queued_chunks.max(waiting as u64 + 1);
+        if idle && waiting >= WRITER_CATCH_UP_CHUNKS {
+            // Starved: both CPUs busy. Catch up at normal priority rather than let chunks
+            // (memory) pile up; back to idle once drained.
+            if host::placement::apply_sched_current_thread(&host::placement::SchedSpec::Other {
+                nice: 0,
+            })
+            .is_ok()
+            {
+                idle = false;
+                stats.escalations += 1;
+            }
+        } else if !idle && waiting == 0 && stats.policy == "idle" {
+            idle = host::placement::set_idle_current_thread().is_ok();
+        }
+        if error.is_some() {
+            continue;
+        }
+        match sink.write(thread, &chunk) {
+            Ok(()) => {
+                stats.chunks += 1;
+                stats.records += chunk.len() as u64;
+            }
+            Err(e) => {
+                error = Some(e);
+                halt.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+    stats.cpu_ns = host::tstamp::thread_cpu_ns();
+    Ok((stats, error))
 }
 
 fn join_all(

@@ -1,29 +1,24 @@
-//! The run's schedule, computed before the run: every request's intended send time, its
-//! class, and which generator thread (and for traces with connection ids, which
-//! connection) sends it.
+//! The run's schedule, generated lazily: each generator thread draws its own share of the
+//! intended send times, class labels and (for traces with connection ids) connections as it
+//! goes, so a run of any length holds no memory per planned request.
 //!
 //! Poisson splits exactly: a superposition of T independent Poisson streams at rate λ/T
 //! is a Poisson stream at λ, so each thread draws its own stream from its own seed. Every
-//! other process (and traces) is generated once and dealt round-robin, so the union of
-//! the threads' schedules is exactly the requested process.
+//! other process (and traces) is one global stream dealt round-robin: each thread replays
+//! the whole stream from the same seed and keeps its own items, so the union of the
+//! threads' schedules is exactly the requested process (replaying costs T× the drawing,
+//! which is nanoseconds per item, against a copy of the whole schedule in memory).
+//!
+//! `StopAt::Requests(n)` counts measured requests over the merged stream. For a dealt stream
+//! every thread sees the global count as it replays. For split Poisson streams the count
+//! needs the merge, so [`plan`] runs it once up front (counting only, O(1) memory) and
+//! gives each thread its exact quota.
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::config::{LoadConfig, StopAt};
 use crate::error::LoadError;
-use crate::record::RequestRecord;
-
-/// Refuse schedules that could not sensibly be held in memory (~100 B per record).
-const MAX_REQUESTS: u64 = 1 << 31;
-
-/// One generator thread's share of the schedule.
-pub(crate) struct ThreadPlan {
-    /// Scheduled records in intended order (outcome Dropped until sent).
-    pub records: Vec<RequestRecord>,
-    /// For traces with connection ids: the global connection each request must use.
-    pub forced_conn: Option<Vec<u32>>,
-}
 
 /// SplitMix64: derives independent-looking seeds for threads and streams from one seed.
 pub(crate) fn mix_seed(seed: u64, stream: u64) -> u64 {
@@ -34,6 +29,7 @@ pub(crate) fn mix_seed(seed: u64, stream: u64) -> u64 {
 }
 
 /// Draws class labels from cumulative probabilities.
+#[derive(Clone)]
 struct ClassPicker {
     cumulative: Vec<f64>,
     rng: Xoshiro256PlusPlus,
@@ -66,6 +62,7 @@ impl ClassPicker {
 }
 
 /// An arrival stream yielding absolute intended times (ns since the run start).
+#[derive(Clone)]
 struct Stream {
     gen: model::ArrivalGen,
     t: f64,
@@ -84,138 +81,282 @@ impl Stream {
             return None;
         }
         self.t += gap;
+        if self.t >= u64::MAX as f64 {
+            return None;
+        }
         Some((self.t.round() as u64, self.gen.next_conn()))
     }
 }
 
-/// Builds every thread's share of the schedule for a validated configuration.
-pub(crate) fn build(cfg: &LoadConfig) -> Result<Vec<ThreadPlan>, LoadError> {
-    let threads = cfg.effective_threads();
-    let warmup_ns = cfg.warmup.as_nanos().min(u64::MAX as u128) as u64;
-    let is_trace = matches!(cfg.arrival, model::ArrivalSpec::Trace(_));
-    let rate = (cfg.rate_per_s > 0.0).then_some(cfg.rate_per_s);
-    let (horizon_ns, max_measured) = match cfg.stop {
-        StopAt::Duration(d) => (
-            warmup_ns.saturating_add(d.as_nanos().min(u64::MAX as u128) as u64),
-            u64::MAX,
-        ),
-        StopAt::Requests(n) => (u64::MAX, n),
-    };
-    if let Some(r) = rate {
-        let expected = match cfg.stop {
-            StopAt::Duration(_) => r * horizon_ns as f64 / 1e9,
-            StopAt::Requests(n) => n as f64 + r * warmup_ns as f64 / 1e9,
-        };
-        if expected > MAX_REQUESTS as f64 {
-            return Err(LoadError::Config(format!(
-                "schedule of ~{expected:.3e} requests is too large (limit {MAX_REQUESTS})"
-            )));
+/// One scheduled request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Item {
+    pub intended_ns: u64,
+    pub class: u8,
+    /// For traces with connection ids: the global connection it must use.
+    pub forced_conn: Option<u32>,
+}
+
+/// How a thread's items are drawn.
+enum Source {
+    /// Its own Poisson stream (rate λ/T) up to the horizon, or exactly `quota` items.
+    Own {
+        stream: Stream,
+        picker: ClassPicker,
+        quota: Option<u64>,
+    },
+    /// The global stream, replayed; this thread keeps items `k` with `k mod T == thread`
+    /// (or those whose trace connection it owns).
+    Dealt {
+        stream: Stream,
+        picker: ClassPicker,
+        thread: usize,
+        threads: usize,
+        connections: usize,
+        is_trace: bool,
+        /// Items of the global stream drawn so far.
+        k: u64,
+        /// Measured (post-warm-up) items of the global stream so far.
+        measured: u64,
+    },
+}
+
+/// One generator thread's share of the schedule, drawn on demand in intended order.
+pub(crate) struct ThreadSchedule {
+    source: Source,
+    horizon_ns: u64,
+    warmup_ns: u64,
+    max_measured: u64,
+    peeked: Option<Item>,
+    done: bool,
+    /// Items handed out so far.
+    pub taken: u64,
+}
+
+impl ThreadSchedule {
+    /// The next item without taking it.
+    pub fn peek(&mut self) -> Option<&Item> {
+        if self.peeked.is_none() && !self.done {
+            self.peeked = self.draw();
+            self.done = self.peeked.is_none();
+        }
+        self.peeked.as_ref()
+    }
+
+    /// Takes the next item.
+    pub fn next_item(&mut self) -> Option<Item> {
+        self.peek();
+        let it = self.peeked.take();
+        if it.is_some() {
+            self.taken += 1;
+        }
+        it
+    }
+
+    /// Ends the schedule here (stop flag): nothing more is drawn.
+    pub fn cut(&mut self) {
+        self.peeked = None;
+        self.done = true;
+    }
+
+    fn draw(&mut self) -> Option<Item> {
+        match &mut self.source {
+            Source::Own {
+                stream,
+                picker,
+                quota,
+            } => {
+                if let Some(q) = quota {
+                    if *q == 0 {
+                        return None;
+                    }
+                    *q -= 1;
+                }
+                let (t, _) = stream.next()?;
+                if quota.is_none() && t >= self.horizon_ns {
+                    return None;
+                }
+                Some(Item {
+                    intended_ns: t,
+                    class: picker.pick(),
+                    forced_conn: None,
+                })
+            }
+            Source::Dealt {
+                stream,
+                picker,
+                thread,
+                threads,
+                connections,
+                is_trace,
+                k,
+                measured,
+            } => loop {
+                let (t, conn) = stream.next()?;
+                if t >= self.horizon_ns || *measured >= self.max_measured {
+                    return None;
+                }
+                if t >= self.warmup_ns {
+                    *measured += 1;
+                }
+                let class = picker.pick();
+                let (owner, forced) = match conn.filter(|_| *is_trace) {
+                    Some(c) => {
+                        let global = (c as usize % *connections) as u32;
+                        (global as usize % *threads, Some(global))
+                    }
+                    None => ((*k % *threads as u64) as usize, None),
+                };
+                *k += 1;
+                if owner == *thread {
+                    return Some(Item {
+                        intended_ns: t,
+                        class,
+                        forced_conn: forced,
+                    });
+                }
+            },
         }
     }
-    let expected_per_thread = |r: f64| -> usize {
-        let n = match cfg.stop {
-            StopAt::Duration(_) => r * horizon_ns as f64 / 1e9,
-            StopAt::Requests(n) => (n as f64 + r * warmup_ns as f64 / 1e9) / threads as f64,
-        };
-        (n * 1.02 + 64.0).min(MAX_REQUESTS as f64) as usize
-    };
-    let mut plans: Vec<ThreadPlan> = (0..threads)
-        .map(|_| ThreadPlan {
-            records: Vec::new(),
-            forced_conn: None,
-        })
-        .collect();
+}
 
-    let in_range = |t: u64, measured: u64| t < horizon_ns && measured < max_measured;
-    let mut measured = 0u64;
-    let mut total = 0u64;
-    let mut push = |plan: &mut ThreadPlan, t: u64, class: u8| -> Result<(), LoadError> {
-        total += 1;
-        if total > MAX_REQUESTS {
-            return Err(LoadError::Config(format!(
-                "schedule exceeds {MAX_REQUESTS} requests"
-            )));
-        }
-        plan.records.push(RequestRecord::scheduled(t, class));
-        Ok(())
-    };
+/// The whole run's schedule: one lazily drawn share per generator thread, and the expected
+/// total (for progress and for refusing runs that cannot be stored).
+pub(crate) struct Plan {
+    pub threads: Vec<ThreadSchedule>,
+    /// Expected number of scheduled requests (exact for a request count or a trace's length
+    /// when known, else rate × horizon).
+    pub expected: u64,
+}
 
+fn dur_ns(d: std::time::Duration) -> u64 {
+    d.as_nanos().min(u64::MAX as u128) as u64
+}
+
+/// Prepares every thread's share of the schedule for a validated configuration.
+pub(crate) fn plan(cfg: &LoadConfig) -> Result<Plan, LoadError> {
+    let threads = cfg.effective_threads();
+    let warmup_ns = dur_ns(cfg.warmup);
+    let rate = (cfg.rate_per_s > 0.0).then_some(cfg.rate_per_s);
+    let (horizon_ns, max_measured) = match cfg.stop {
+        StopAt::Duration(d) => (warmup_ns.saturating_add(dur_ns(d)), u64::MAX),
+        StopAt::Requests(n) => (u64::MAX, n),
+    };
+    let expected_rate = |r: f64| match cfg.stop {
+        StopAt::Duration(_) => r * horizon_ns as f64 / 1e9,
+        StopAt::Requests(n) => n as f64 + r * warmup_ns as f64 / 1e9,
+    };
+    let mk = |source| ThreadSchedule {
+        source,
+        horizon_ns,
+        warmup_ns,
+        max_measured,
+        peeked: None,
+        done: false,
+        taken: 0,
+    };
     if matches!(cfg.arrival, model::ArrivalSpec::Poisson) {
         let r = cfg.rate_per_s / threads as f64;
-        let mut streams = Vec::with_capacity(threads);
-        let mut pickers = Vec::with_capacity(threads);
-        for (i, plan) in plans.iter_mut().enumerate() {
-            streams.push(Stream::new(cfg, Some(r), mix_seed(cfg.seed, 2 * i as u64))?);
-            pickers.push(ClassPicker::new(
-                &cfg.class_probs,
-                mix_seed(cfg.seed, 2 * i as u64 + 1),
+        let mut own = Vec::with_capacity(threads);
+        for i in 0..threads {
+            own.push((
+                Stream::new(cfg, Some(r), mix_seed(cfg.seed, 2 * i as u64))?,
+                ClassPicker::new(&cfg.class_probs, mix_seed(cfg.seed, 2 * i as u64 + 1)),
             ));
-            plan.records.reserve(expected_per_thread(r));
         }
-        // Merge the streams in time order only to count measured requests exactly for
-        // StopAt::Requests; each thread keeps its own stream.
-        let mut heads: Vec<Option<u64>> =
-            streams.iter_mut().map(|s| s.next().map(|x| x.0)).collect();
-        while let Some((i, t)) = heads
+        let quotas = match cfg.stop {
+            StopAt::Requests(n) if threads > 1 => Some(poisson_quotas(&own, warmup_ns, n)),
+            StopAt::Requests(n) => Some(vec![n_with_warmup(&own[0].0, warmup_ns, n)]),
+            StopAt::Duration(_) => None,
+        };
+        let expected = match &quotas {
+            Some(q) => q.iter().sum(),
+            None => expected_rate(cfg.rate_per_s) as u64,
+        };
+        let threads = own
+            .into_iter()
+            .enumerate()
+            .map(|(i, (stream, picker))| {
+                mk(Source::Own {
+                    stream,
+                    picker,
+                    quota: quotas.as_ref().map(|q| q[i]),
+                })
+            })
+            .collect();
+        return Ok(Plan { threads, expected });
+    }
+    let is_trace = matches!(cfg.arrival, model::ArrivalSpec::Trace(_));
+    let stream = Stream::new(cfg, rate, cfg.seed)?;
+    let picker = ClassPicker::new(&cfg.class_probs, mix_seed(cfg.seed, u64::MAX));
+    let expected = match (&cfg.arrival, rate) {
+        (model::ArrivalSpec::Trace(t), _) => {
+            let len = t.times_ns.len() as u64;
+            match cfg.stop {
+                StopAt::Requests(n) => len.min(n.saturating_add(len)),
+                StopAt::Duration(_) => match rate {
+                    Some(r) => len.min(expected_rate(r) as u64),
+                    None => len,
+                },
+            }
+        }
+        (_, Some(r)) => expected_rate(r) as u64,
+        (_, None) => 0,
+    };
+    let threads = (0..threads)
+        .map(|thread| {
+            mk(Source::Dealt {
+                stream: stream.clone(),
+                picker: picker.clone(),
+                thread,
+                threads,
+                connections: cfg.connections.max(1),
+                is_trace,
+                k: 0,
+                measured: 0,
+            })
+        })
+        .collect();
+    Ok(Plan { threads, expected })
+}
+
+/// One Poisson stream stopped after `n` measured items: how many items in all.
+fn n_with_warmup(stream: &Stream, warmup_ns: u64, n: u64) -> u64 {
+    let mut s = stream.clone();
+    let mut warm = 0u64;
+    while let Some((t, _)) = s.next() {
+        if t >= warmup_ns {
+            break;
+        }
+        warm += 1;
+    }
+    warm + n
+}
+
+/// Per-thread item counts such that the merged streams hold exactly `n` measured items: the
+/// streams are merged in time order once, counting only (clones of the streams, so the
+/// threads later draw exactly the same items).
+fn poisson_quotas(own: &[(Stream, ClassPicker)], warmup_ns: u64, n: u64) -> Vec<u64> {
+    let mut streams: Vec<Stream> = own.iter().map(|(s, _)| s.clone()).collect();
+    let mut quotas = vec![0u64; streams.len()];
+    let mut heads: Vec<Option<u64>> = streams.iter_mut().map(|s| s.next().map(|x| x.0)).collect();
+    let mut measured = 0u64;
+    while measured < n {
+        let Some((i, t)) = heads
             .iter()
             .enumerate()
             .filter_map(|(i, h)| h.map(|t| (i, t)))
             .min_by_key(|&(_, t)| t)
-        {
-            if !in_range(t, measured) {
-                break;
-            }
-            if t >= warmup_ns {
-                measured += 1;
-            }
-            let class = pickers[i].pick();
-            push(&mut plans[i], t, class)?;
-            heads[i] = streams[i].next().map(|x| x.0);
+        else {
+            break;
+        };
+        if t >= warmup_ns {
+            measured += 1;
         }
-    } else {
-        let mut stream = Stream::new(cfg, rate, cfg.seed)?;
-        let mut picker = ClassPicker::new(&cfg.class_probs, mix_seed(cfg.seed, u64::MAX));
-        let per = rate
-            .map(|r| expected_per_thread(r / threads as f64))
-            .unwrap_or(0);
-        let mut k = 0usize;
-        while let Some((t, conn)) = stream.next() {
-            if !in_range(t, measured) {
-                break;
-            }
-            if t >= warmup_ns {
-                measured += 1;
-            }
-            let class = picker.pick();
-            let (thread, forced) = match conn.filter(|_| is_trace) {
-                Some(c) => {
-                    let global = (c as usize % cfg.connections) as u32;
-                    (global as usize % threads, Some(global))
-                }
-                None => (k % threads, None),
-            };
-            k += 1;
-            let plan = &mut plans[thread];
-            if plan.records.capacity() == 0 {
-                plan.records.reserve(per);
-            }
-            if let Some(g) = forced {
-                let n = plan.records.len();
-                let fc = plan.forced_conn.get_or_insert_with(Vec::new);
-                // Requests dealt before the first forced one may use any connection:
-                // mark them with u32::MAX ("any").
-                fc.resize(n, u32::MAX);
-                fc.push(g);
-            }
-            push(plan, t, class)?;
-        }
-        for plan in &mut plans {
-            if let Some(fc) = plan.forced_conn.as_mut() {
-                fc.resize(plan.records.len(), u32::MAX);
-            }
-        }
+        quotas[i] += 1;
+        heads[i] = streams[i].next().map(|x| x.0);
     }
-    Ok(plans)
+    quotas
 }
 
 #[cfg(test)]
@@ -232,10 +373,16 @@ mod tests {
         c
     }
 
-    fn merged(plans: &[ThreadPlan]) -> Vec<u64> {
-        let mut v: Vec<u64> = plans
-            .iter()
-            .flat_map(|p| p.records.iter().map(|r| r.intended_ns))
+    fn drain(s: &mut ThreadSchedule) -> Vec<Item> {
+        std::iter::from_fn(|| s.next_item()).collect()
+    }
+
+    fn merged(c: &LoadConfig) -> Vec<u64> {
+        let mut v: Vec<u64> = plan(c)
+            .unwrap()
+            .threads
+            .iter_mut()
+            .flat_map(|t| drain(t).into_iter().map(|i| i.intended_ns))
             .collect();
         v.sort_unstable();
         v
@@ -249,16 +396,21 @@ mod tests {
         ] {
             let mut c = cfg(arrival, 10_000.0, StopAt::Requests(5_000), 3);
             c.warmup = Duration::from_millis(100);
-            let plans = build(&c).unwrap();
-            let all = merged(&plans);
-            let measured = all.iter().filter(|&&t| t >= 100_000_000).count();
-            assert_eq!(measured, 5_000);
-            for p in &plans {
-                assert!(p
-                    .records
+            let mut p = plan(&c).unwrap();
+            let mut all = Vec::new();
+            for t in &mut p.threads {
+                let items = drain(t);
+                assert!(items
                     .windows(2)
                     .all(|w| w[0].intended_ns <= w[1].intended_ns));
-                assert!(!p.records.is_empty());
+                assert!(!items.is_empty());
+                all.extend(items.iter().map(|i| i.intended_ns));
+            }
+            let measured = all.iter().filter(|&&t| t >= 100_000_000).count();
+            assert_eq!(measured, 5_000);
+            if matches!(c.arrival, model::ArrivalSpec::Poisson) {
+                // Quotas are exact, so the expected total is the true total.
+                assert_eq!(p.expected, all.len() as u64);
             }
         }
     }
@@ -271,14 +423,17 @@ mod tests {
             StopAt::Duration(Duration::from_millis(100)),
             2,
         );
-        let plans = build(&c).unwrap();
-        let all = merged(&plans);
+        let mut p = plan(&c).unwrap();
+        let a = drain(&mut p.threads[0]);
+        let b = drain(&mut p.threads[1]);
+        let mut all: Vec<u64> = a.iter().chain(&b).map(|i| i.intended_ns).collect();
+        all.sort_unstable();
         // Gaps of exactly 1 ms; 100 arrivals fit strictly before 100 ms (first at ≈1 ms).
         assert!((99..=100).contains(&all.len()), "{}", all.len());
         for w in all.windows(2) {
             assert!((w[1] - w[0]).abs_diff(1_000_000) <= 1);
         }
-        assert!(plans[0].records.len().abs_diff(plans[1].records.len()) <= 1);
+        assert!(a.len().abs_diff(b.len()) <= 1);
     }
 
     #[test]
@@ -290,7 +445,7 @@ mod tests {
             StopAt::Duration(Duration::from_secs(10)),
             4,
         );
-        let n = merged(&build(&c).unwrap()).len() as f64;
+        let n = merged(&c).len() as f64;
         assert!((n - 50_000.0).abs() < 5.0 * 50_000f64.sqrt(), "{n}");
     }
 
@@ -303,11 +458,12 @@ mod tests {
             2,
         );
         c.class_probs = vec![0.2, 0.8];
-        let plans = build(&c).unwrap();
-        let ones = plans
-            .iter()
-            .flat_map(|p| &p.records)
-            .filter(|r| r.class == 1)
+        let ones = plan(&c)
+            .unwrap()
+            .threads
+            .iter_mut()
+            .flat_map(drain)
+            .filter(|i| i.class == 1)
             .count() as f64;
         // Binomial(1e5, 0.8): sd ≈ 126; allow 5 sd.
         assert!((ones - 80_000.0).abs() < 5.0 * 126.5, "{ones}");
@@ -321,9 +477,53 @@ mod tests {
             StopAt::Requests(1_000),
             2,
         );
-        assert_eq!(merged(&build(&c).unwrap()), merged(&build(&c).unwrap()));
+        assert_eq!(merged(&c), merged(&c));
         let mut d = c.clone();
         d.seed = 2;
-        assert_ne!(merged(&build(&c).unwrap()), merged(&build(&d).unwrap()));
+        assert_ne!(merged(&c), merged(&d));
+    }
+
+    #[test]
+    fn trace_connections_go_to_the_thread_that_owns_them() {
+        let trace = model::Trace {
+            times_ns: (0..40).map(|i| i * 1_000).collect(),
+            conn: Some((0..40).map(|i| (i % 5) as u32).collect()),
+        };
+        let mut c = cfg(
+            model::ArrivalSpec::Trace(trace),
+            0.0,
+            StopAt::Requests(1_000),
+            2,
+        );
+        c.connections = 4;
+        let mut p = plan(&c).unwrap();
+        assert_eq!(p.expected, 40);
+        let mut n = 0;
+        for (t, s) in p.threads.iter_mut().enumerate() {
+            for it in drain(s) {
+                let g = it.forced_conn.unwrap();
+                assert!(g < 4);
+                assert_eq!(g as usize % 2, t);
+                n += 1;
+            }
+        }
+        assert_eq!(n, 40);
+    }
+
+    #[test]
+    fn a_long_schedule_is_drawn_lazily() {
+        // 1e9 req/s for an hour: 3.6e12 requests, never materialised; drawing the first few
+        // costs nothing.
+        let c = cfg(
+            model::ArrivalSpec::Poisson,
+            1e9,
+            StopAt::Duration(Duration::from_secs(3600)),
+            1,
+        );
+        let mut p = plan(&c).unwrap();
+        assert!(p.expected > 3_000_000_000_000);
+        let first: Vec<Item> = (0..1000).filter_map(|_| p.threads[0].next_item()).collect();
+        assert_eq!(first.len(), 1000);
+        assert_eq!(p.threads[0].taken, 1000);
     }
 }

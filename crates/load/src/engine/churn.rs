@@ -72,12 +72,13 @@ impl Engine<'_> {
     /// reply that announced the close, so the server never processed them: they are sent
     /// again on the next usable connection (as an HTTP client retries idempotent GETs).
     pub(super) fn park(&mut self, s: usize) {
-        let slot = &mut self.slots[s];
-        for i in slot.inflight.drain(..) {
-            if self.state[i as usize] == St::InFlight {
+        let inflight = std::mem::take(&mut self.slots[s].inflight);
+        for (i, _) in inflight {
+            if self.state(i) == St::InFlight {
                 self.retry.push_back(i);
             }
         }
+        let slot = &mut self.slots[s];
         slot.live = 0;
         slot.zombies = 0;
         slot.closing = false;
@@ -90,18 +91,20 @@ impl Engine<'_> {
     pub(super) fn send_retries(&mut self) -> bool {
         if self.dead_slots == self.slots.len() {
             for i in std::mem::take(&mut self.retry) {
-                self.recs[i as usize].outcome = Outcome::Error;
-                self.state[i as usize] = St::Done;
-                self.completed += 1;
+                if let Some(e) = self.win.get_mut(i) {
+                    e.rec.outcome = Outcome::Error;
+                    e.st = St::Done;
+                    self.completed += 1;
+                }
             }
             return false;
         }
         while let Some(&i) = self.retry.front() {
-            let forced = self.forced_slot(i as usize);
+            let forced = self.forced_of(i);
             match self.pick(forced) {
                 Some(s) => {
                     self.retry.pop_front();
-                    self.transmit(i as usize, s, false);
+                    self.transmit(i, s, false);
                 }
                 None => break,
             }

@@ -9,15 +9,15 @@ impl Engine<'_> {
     pub(super) fn fail(&mut self, s: usize, why: &ConnFail) {
         self.note_error(why.to_string());
         let now = self.now();
-        let slot = &mut self.slots[s];
-        for i in slot.inflight.drain(..) {
-            let i = i as usize;
-            if self.state[i] == St::InFlight {
-                self.recs[i].outcome = Outcome::Error;
-                self.state[i] = St::Done;
+        let inflight = std::mem::take(&mut self.slots[s].inflight);
+        for (i, _) in inflight {
+            if let Some(e) = self.win.get_mut(i).filter(|e| e.st == St::InFlight) {
+                e.rec.outcome = Outcome::Error;
+                e.st = St::Done;
                 self.completed += 1;
             }
         }
+        let slot = &mut self.slots[s];
         slot.live = 0;
         slot.zombies = 0;
         slot.closing = false;
@@ -32,40 +32,43 @@ impl Engine<'_> {
     pub(super) fn expire(&mut self, now: u64) {
         let timeout = self.timeout_ns;
         let mut reset = Vec::new();
+        let win = &mut self.win;
         for (s, slot) in self.slots.iter_mut().enumerate() {
             if self.carries_id {
-                while let Some(&i) = slot.inflight.front() {
-                    let i = i as usize;
-                    if self.state[i] != St::InFlight {
-                        slot.inflight.pop_front();
-                    } else if self.recs[i].sent_ns + timeout <= now {
-                        self.recs[i].outcome = Outcome::Timeout;
-                        self.state[i] = St::Done;
-                        self.completed += 1;
-                        slot.live -= 1;
-                        slot.inflight.pop_front();
-                    } else {
-                        break;
+                while let Some(&(i, _)) = slot.inflight.front() {
+                    match win.get_mut(i) {
+                        Some(e) if e.st == St::InFlight => {
+                            if e.rec.sent_ns + timeout > now {
+                                break;
+                            }
+                            e.rec.outcome = Outcome::Timeout;
+                            e.st = St::Done;
+                            self.completed += 1;
+                            slot.live -= 1;
+                            slot.inflight.pop_front();
+                        }
+                        // Answered (or already handed to the sink): forget it.
+                        _ => {
+                            slot.inflight.pop_front();
+                        }
                     }
                 }
             } else {
-                while let Some(&i) = slot.inflight.get(slot.zombies) {
-                    let i = i as usize;
-                    if self.recs[i].sent_ns + timeout > now {
+                while let Some(&(i, sent)) = slot.inflight.get(slot.zombies) {
+                    if sent + timeout > now {
                         break;
                     }
-                    self.recs[i].outcome = Outcome::Timeout;
-                    self.state[i] = St::Done;
-                    self.completed += 1;
+                    // Not yet a zombie, so still in flight and in the window.
+                    if let Some(e) = win.get_mut(i) {
+                        e.rec.outcome = Outcome::Timeout;
+                        e.st = St::Done;
+                        self.completed += 1;
+                    }
                     slot.live -= 1;
                     slot.zombies += 1;
                 }
-                if let Some(&oldest) = slot.inflight.front().filter(|_| slot.zombies > 0) {
-                    if self.recs[oldest as usize]
-                        .sent_ns
-                        .saturating_add(FIFO_RESET_TIMEOUTS.saturating_mul(timeout))
-                        <= now
-                    {
+                if let Some(&(_, sent)) = slot.inflight.front().filter(|_| slot.zombies > 0) {
+                    if sent.saturating_add(FIFO_RESET_TIMEOUTS.saturating_mul(timeout)) <= now {
                         reset.push(s);
                     }
                 }
@@ -73,14 +76,15 @@ impl Engine<'_> {
         }
         // Retries wait for a usable connection; past the timeout they give up.
         while let Some(&i) = self.retry.front() {
-            let i = i as usize;
-            if self.recs[i].sent_ns + timeout > now {
-                break;
+            if let Some(e) = self.win.get_mut(i) {
+                if e.rec.sent_ns + timeout > now {
+                    break;
+                }
+                e.rec.outcome = Outcome::Timeout;
+                e.st = St::Done;
+                self.completed += 1;
             }
             self.retry.pop_front();
-            self.recs[i].outcome = Outcome::Timeout;
-            self.state[i] = St::Done;
-            self.completed += 1;
         }
         for s in 0..self.slots.len() {
             if !reset.contains(&s) {

@@ -1,24 +1,37 @@
 //! One generator thread: the engine loop.
 //!
-//! The loop is driven by the thread's slice of the schedule (data, computed up front):
-//! send every request whose intended time has come, flush, poll epoll for replies, and
-//! every ~100 µs expire timeouts and retry broken connections. While the next send is
-//! near it spins (epoll with timeout 0); when it is far and `yield_when_far` is set it
-//! sleeps in epoll until ~100 µs before it.
+//! The loop is driven by the thread's share of the schedule (data, drawn lazily in intended
+//! order): take in every request whose intended time has come, send it, flush, poll epoll
+//! for replies, and every ~100 µs expire timeouts and retry broken connections. While the
+//! next send is near it spins (epoll with timeout 0); when it is far and `yield_when_far` is
+//! set it sleeps in epoll until ~100 µs before it.
+//!
+//! Requests live in a [`window::Window`] from the moment they fall due until they and all
+//! before them are done; then they go to the record sink in chunks. Memory is bounded by the
+//! rate times the timeout, never by the run's length.
+//!
+//! Thread 0 may carry a [`SlackTask`] (an instrument such as the attribution sampler on a
+//! host with no spare CPU): it runs only when nothing waits to be sent and the next send is
+//! further away than the task's cost bound, so it cannot delay a send.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::Sender;
 use std::time::Duration;
 
 use crate::config::LoadConfig;
 use crate::conn::{Conn, ConnFail};
 use crate::protocol::Reply;
 use crate::record::{Outcome, RequestRecord};
+use crate::schedule::ThreadSchedule;
 use crate::sys::Epoll;
 
 mod churn;
 mod faults;
+pub(crate) mod window;
+
+use window::{Entry, St, Window};
 
 /// Sleep in epoll only when the next send is further away than this...
 const FAR_NS: u64 = 200_000;
@@ -42,12 +55,33 @@ const FIFO_RESET_TIMEOUTS: u64 = 4;
 const PENDING_RETRY_NS: u64 = 20_000;
 /// Distinct error messages kept for the user.
 pub(crate) const MAX_ERRORS: usize = 8;
+/// Records handed to the sink per chunk.
+pub(crate) const CHUNK: usize = 8192;
+/// A slack task runs only when the next send is at least this much further away than its
+/// cost bound (the margin covers the loop's own overhead around it).
+const SLACK_MARGIN_NS: u64 = 5_000;
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum St {
-    Unsent,
-    InFlight,
-    Done,
+/// Work that may run inside generator thread 0's loop when it has time to spare: an
+/// instrument on a host with no spare CPU. The engine calls [`SlackTask::run`] only when no
+/// request waits to be sent and the next send is more than [`SlackTask::cost_bound_ns`] away.
+pub trait SlackTask: Send {
+    /// Absolute CLOCK_MONOTONIC ns at which the task next wants to run.
+    fn next_due_ns(&self) -> u64;
+    /// A conservative bound on one run's duration, ns.
+    fn cost_bound_ns(&self) -> u64;
+    /// Runs once; `now_mono_ns` is the absolute CLOCK_MONOTONIC time.
+    fn run(&mut self, now_mono_ns: u64);
+}
+
+/// A thread's counters, read by the coordinator while the run lasts.
+#[derive(Default)]
+pub(crate) struct Shared {
+    /// Requests done (answered, failed, timed out or dropped).
+    pub done: AtomicU64,
+    /// Requests sent and not yet answered.
+    pub in_flight: AtomicU64,
+    /// Requests due but held in the client for a free connection slot.
+    pub held: AtomicU64,
 }
 
 /// A connection and its bookkeeping.
@@ -55,9 +89,10 @@ pub(crate) struct Slot {
     conn: Conn,
     /// Index among all the run's connections (what records store).
     global: u32,
-    /// Local indices of requests sent on it, in send order (completed ones removed lazily
-    /// when replies carry ids; exact FIFO otherwise).
-    inflight: VecDeque<u32>,
+    /// (sequence number, first send time) of requests sent on it, in send order (completed
+    /// ones removed lazily when replies carry ids; exact FIFO otherwise). The send time is
+    /// kept here because a timed-out request may leave the window before its late reply.
+    inflight: VecDeque<(u64, u64)>,
     /// Requests sent and not yet answered, timed out or failed.
     live: usize,
     /// FIFO matching only: leading `inflight` entries that timed out but whose (late)
@@ -101,9 +136,9 @@ struct Down {
     attempts: u32,
 }
 
-/// What one generator thread hands back.
+/// What one generator thread hands back (its records went to the sink as it ran).
 pub(crate) struct ThreadOutput {
-    pub records: Vec<RequestRecord>,
+    pub records: u64,
     pub errors: Vec<String>,
     pub interrupted: bool,
     /// Connections opened during the run (reconnects and churn).
@@ -121,12 +156,12 @@ pub(crate) struct Engine<'a> {
     yield_when_far: bool,
     carries_id: bool,
     slots: Vec<Slot>,
-    recs: Vec<RequestRecord>,
-    state: Vec<St>,
-    /// Per request: local slot it must use, or u32::MAX for any.
-    forced: Option<Vec<u32>>,
-    /// Schedule cursor: first request not yet sent or dropped.
-    next: usize,
+    /// The thread's share of the schedule, drawn as requests fall due.
+    sched: ThreadSchedule,
+    /// Requests taken from the schedule and not yet handed to the sink.
+    win: Window,
+    /// First request in the window not yet sent or dropped (all after it are unsent).
+    next: u64,
     rr: usize,
     dead_slots: usize,
     epoll: Epoll,
@@ -138,7 +173,14 @@ pub(crate) struct Engine<'a> {
     completed: u64,
     errors: Vec<String>,
     stop: &'a AtomicBool,
-    done: &'a AtomicU64,
+    shared: &'a Shared,
+    /// Finished records on their way to the sink, and where they go.
+    chunk: Vec<RequestRecord>,
+    out: Sender<(usize, Vec<RequestRecord>)>,
+    /// Chunks sent and not yet taken by the writer (it leaves idle priority when they pile up).
+    queued: &'a AtomicUsize,
+    emitted: u64,
+    slack: Option<&'a mut (dyn SlackTask + 'a)>,
     /// Churn mode: (min, max) requests per connection, and the quota generator.
     churn: Option<(u32, u32)>,
     churn_rng: rand_xoshiro::Xoshiro256PlusPlus,
@@ -146,7 +188,7 @@ pub(crate) struct Engine<'a> {
     misses: u64,
     /// Requests the server never answered because it announced a close before them
     /// (pipelined behind the last reply): sent again, first, on another connection.
-    retry: VecDeque<u32>,
+    retry: VecDeque<u64>,
 }
 
 impl<'a> Engine<'a> {
@@ -156,10 +198,12 @@ impl<'a> Engine<'a> {
         thread: usize,
         threads: usize,
         slots: Vec<Slot>,
-        recs: Vec<RequestRecord>,
-        forced_global: Option<Vec<u32>>,
+        sched: ThreadSchedule,
         stop: &'a AtomicBool,
-        done: &'a AtomicU64,
+        shared: &'a Shared,
+        out: Sender<(usize, Vec<RequestRecord>)>,
+        queued: &'a AtomicUsize,
+        slack: Option<&'a mut (dyn SlackTask + 'a)>,
     ) -> std::io::Result<Self> {
         let epoll = Epoll::new(slots.len())?;
         for (i, s) in slots.iter().enumerate() {
@@ -171,13 +215,6 @@ impl<'a> Engine<'a> {
             Some(s) => s.conn.proto.carries_id(),
             None => true,
         };
-        // Global connection c lives on thread c % threads at local index c / threads.
-        let forced = forced_global.map(|v| {
-            v.into_iter()
-                .map(|g| if g == u32::MAX { g } else { g / threads as u32 })
-                .collect()
-        });
-        let n = recs.len();
         let churn_rng = <rand_xoshiro::Xoshiro256PlusPlus as rand::SeedableRng>::seed_from_u64(
             crate::schedule::mix_seed(cfg.seed, 0xc4 + thread as u64),
         );
@@ -190,9 +227,8 @@ impl<'a> Engine<'a> {
             yield_when_far: cfg.yield_when_far,
             carries_id,
             slots,
-            recs,
-            state: vec![St::Unsent; n],
-            forced,
+            sched,
+            win: Window::default(),
             next: 0,
             rr: 0,
             dead_slots: 0,
@@ -204,7 +240,12 @@ impl<'a> Engine<'a> {
             completed: 0,
             errors: Vec::new(),
             stop,
-            done,
+            shared,
+            chunk: Vec::with_capacity(CHUNK),
+            out,
+            queued,
+            emitted: 0,
+            slack,
             churn: cfg.churn,
             churn_rng,
             connects: 0,
@@ -249,30 +290,31 @@ impl<'a> Engine<'a> {
             self.send_due(now);
             self.flush_pending();
             let now = self.now();
-            if let Some(r) = self.recs.get(self.next) {
-                if r.intended_ns > now && r.intended_ns - now <= SPIN_ONLY_NS {
+            if let Some(due) = self.next_intended() {
+                if due > now && due - now <= SPIN_ONLY_NS && self.next == self.win.end() {
                     // The next send is a few µs away: an epoll syscall now could make it
                     // late, so spin on the clock alone and send it on time.
-                    let due = r.intended_ns;
                     while self.now() < due {
                         std::hint::spin_loop();
                     }
                     continue;
                 }
             }
-            let budget = self.wait_budget(now);
+            self.run_slack(now);
+            let budget = self.wait_budget(self.now());
             if let Err(e) = self.poll(budget) {
                 self.note_error(format!("epoll: {e}"));
             }
             let now = self.now();
-            let finished = self.next == self.recs.len();
+            let finished = self.schedule_exhausted();
             if finished || now >= last_maintenance + MAINTENANCE_NS {
                 last_maintenance = now;
                 self.expire(now);
                 self.reconnect(now);
                 self.collect_soft_errors();
-                self.done.store(self.completed, Ordering::Relaxed);
+                self.publish();
             }
+            self.emit(false);
             if finished && self.retry.is_empty() && self.slots.iter().all(|s| s.live == 0) {
                 break;
             }
@@ -281,14 +323,18 @@ impl<'a> Engine<'a> {
             }
         }
         // Whatever is still out when the stop grace ends counts as timed out.
-        for (r, st) in self.recs.iter_mut().zip(&self.state) {
-            if *st == St::InFlight {
-                r.outcome = Outcome::Timeout;
+        for e in self.win.iter_mut() {
+            if e.st == St::InFlight {
+                e.rec.outcome = Outcome::Timeout;
             }
+            e.st = St::Done;
         }
-        self.done.store(self.recs.len() as u64, Ordering::Relaxed);
+        self.emit(true);
+        self.shared.done.store(self.emitted, Ordering::Relaxed);
+        self.shared.in_flight.store(0, Ordering::Relaxed);
+        self.shared.held.store(0, Ordering::Relaxed);
         ThreadOutput {
-            records: self.recs,
+            records: self.emitted,
             errors: self.errors,
             interrupted,
             connects: self.connects,
@@ -296,41 +342,124 @@ impl<'a> Engine<'a> {
         }
     }
 
+    /// The intended time of the next request not yet taken from the schedule.
+    fn next_intended(&mut self) -> Option<u64> {
+        self.sched.peek().map(|it| it.intended_ns)
+    }
+
+    /// Every request has been taken from the schedule and sent or dropped.
+    fn schedule_exhausted(&mut self) -> bool {
+        self.next == self.win.end() && self.sched.peek().is_none()
+    }
+
+    /// Hands finished requests, oldest first, to the sink in chunks (all of them at the end).
+    fn emit(&mut self, last: bool) {
+        while let Some(r) = self.win.pop_done() {
+            self.chunk.push(r);
+            self.emitted += 1;
+            if self.chunk.len() >= CHUNK {
+                self.send_chunk();
+            }
+        }
+        if last && !self.chunk.is_empty() {
+            self.send_chunk();
+        }
+    }
+
+    fn send_chunk(&mut self) {
+        let full = std::mem::replace(&mut self.chunk, Vec::with_capacity(CHUNK));
+        self.queued.fetch_add(1, Ordering::Relaxed);
+        // The receiver lives until every generator thread has ended; if it is gone the run is
+        // being torn down and the records have nowhere to go.
+        let _ = self.out.send((self.thread as usize, full));
+    }
+
+    /// Publishes the thread's counters for the coordinator.
+    fn publish(&self) {
+        let in_flight: usize = self.slots.iter().map(|s| s.live).sum();
+        let held = (self.win.end() - self.next) + self.retry.len() as u64;
+        self.shared.done.store(self.completed, Ordering::Relaxed);
+        self.shared
+            .in_flight
+            .store(in_flight as u64, Ordering::Relaxed);
+        self.shared.held.store(held, Ordering::Relaxed);
+    }
+
+    /// Runs the slack task when it is due, nothing waits to be sent, no output is pending and
+    /// the next send is further away than the task's cost bound.
+    fn run_slack(&mut self, now: u64) {
+        let Some(task) = self.slack.as_deref() else {
+            return;
+        };
+        let abs = self.start + now;
+        if task.next_due_ns() > abs || self.next != self.win.end() || !self.pending_out.is_empty() {
+            return;
+        }
+        let need = task.cost_bound_ns().saturating_add(SLACK_MARGIN_NS);
+        let room = match self.sched.peek() {
+            Some(it) => it.intended_ns.saturating_sub(now),
+            None => u64::MAX,
+        };
+        if room > need {
+            if let Some(task) = self.slack.as_deref_mut() {
+                task.run(abs);
+            }
+        }
+    }
+
     /// On stop: requests not yet due leave the run; due but unsent ones stay as Dropped.
     fn cut_schedule(&mut self, now: u64) {
-        let cut = self.next + self.recs[self.next..].partition_point(|r| r.intended_ns <= now);
-        self.recs.truncate(cut);
-        self.state.truncate(cut);
-        if let Some(f) = self.forced.as_mut() {
-            f.truncate(cut);
-        }
-        for i in self.next..cut {
-            self.state[i] = St::Done;
+        self.take_due(now);
+        self.sched.cut();
+        let next = self.next;
+        for e in self.win.iter_from_mut(next) {
+            e.st = St::Done;
             self.completed += 1;
         }
-        self.next = cut;
+        self.next = self.win.end();
+    }
+
+    /// Takes every request whose intended time has come from the schedule into the window,
+    /// stamping when the loop saw it due.
+    fn take_due(&mut self, now: u64) {
+        while self.sched.peek().is_some_and(|it| it.intended_ns <= now) {
+            let Some(it) = self.sched.next_item() else {
+                break;
+            };
+            let mut rec = RequestRecord::scheduled(it.intended_ns, it.class);
+            rec.seen_ns = now.max(1);
+            // Global connection c lives on thread c % threads at local index c / threads.
+            let forced = match it.forced_conn {
+                Some(g) => {
+                    rec.conn = g;
+                    g / self.threads as u32
+                }
+                None => u32::MAX,
+            };
+            self.win.push(Entry {
+                rec,
+                st: St::Unsent,
+                forced,
+            });
+        }
     }
 
     fn send_due(&mut self, now: u64) {
-        if self.dead_slots == self.slots.len() && self.next < self.recs.len() {
-            // Every connection is gone for good: nothing more can be sent, so the rest
-            // of the schedule is Dropped now and the run can end promptly.
-            for i in self.next..self.recs.len() {
-                self.state[i] = St::Done;
-            }
-            self.completed += (self.recs.len() - self.next) as u64;
-            self.next = self.recs.len();
+        if self.dead_slots == self.slots.len() && !self.schedule_exhausted() {
+            // Every connection is gone for good: nothing more can be sent, so the rest of the
+            // schedule is Dropped now (streamed to the sink) and the run can end promptly.
+            self.drop_rest();
         }
         if !self.send_retries() {
             return;
         }
-        while self.next < self.recs.len() {
+        self.take_due(now);
+        while self.next < self.win.end() {
             let i = self.next;
-            let intended = self.recs[i].intended_ns;
-            if intended > now {
-                return;
-            }
-            let forced = self.forced_slot(i);
+            let (intended, forced) = match self.win.get(i) {
+                Some(e) => (e.rec.intended_ns, self.forced_slot(e.forced)),
+                None => return,
+            };
             match self.pick(forced) {
                 Some(s) => self.send(i, s),
                 None => {
@@ -338,13 +467,9 @@ impl<'a> Engine<'a> {
                         Some(s) => self.slots[s].dead,
                         None => self.dead_slots == self.slots.len(),
                     };
-                    if hopeless || now - intended > self.timeout_ns {
+                    if hopeless || now.saturating_sub(intended) > self.timeout_ns {
                         // Never sent: stays Dropped.
-                        if let Some(s) = forced {
-                            self.recs[i].conn = self.slots[s].global;
-                        }
-                        self.state[i] = St::Done;
-                        self.completed += 1;
+                        self.finish(i);
                         self.next += 1;
                     } else {
                         // Backlog: wait (in order) for a connection to free up.
@@ -353,6 +478,47 @@ impl<'a> Engine<'a> {
                 }
             }
         }
+    }
+
+    /// Marks every request left (due or not) as Dropped, streaming them out.
+    fn drop_rest(&mut self) {
+        let next = self.next;
+        for e in self.win.iter_from_mut(next) {
+            e.st = St::Done;
+            self.completed += 1;
+        }
+        self.next = self.win.end();
+        while let Some(it) = self.sched.next_item() {
+            let mut rec = RequestRecord::scheduled(it.intended_ns, it.class);
+            rec.conn = it.forced_conn.unwrap_or(0);
+            self.win.push(Entry {
+                rec,
+                st: St::Done,
+                forced: u32::MAX,
+            });
+            self.completed += 1;
+            self.next = self.win.end();
+            self.emit(false);
+        }
+    }
+
+    /// Marks request `i` done (its outcome already set).
+    fn finish(&mut self, i: u64) {
+        if let Some(e) = self.win.get_mut(i) {
+            if e.st != St::Done {
+                e.st = St::Done;
+                self.completed += 1;
+            }
+        }
+    }
+
+    /// The state of request `i` (requests already handed to the sink are done).
+    fn state(&self, i: u64) -> St {
+        self.win.get(i).map_or(St::Done, |e| e.st)
+    }
+
+    fn rec_mut(&mut self, i: u64) -> Option<&mut RequestRecord> {
+        self.win.get_mut(i).map(|e| &mut e.rec)
     }
 
     fn usable(&self, s: usize) -> bool {
@@ -382,55 +548,66 @@ impl<'a> Engine<'a> {
         None
     }
 
-    fn forced_slot(&self, i: usize) -> Option<usize> {
-        self.forced
-            .as_ref()
-            .map(|f| f[i] as usize)
-            .filter(|&s| s != u32::MAX as usize && s < self.slots.len())
+    fn forced_slot(&self, forced: u32) -> Option<usize> {
+        Some(forced as usize).filter(|&s| forced != u32::MAX && s < self.slots.len())
     }
 
-    fn send(&mut self, i: usize, s: usize) {
+    fn forced_of(&self, i: u64) -> Option<usize> {
+        self.win.get(i).and_then(|e| self.forced_slot(e.forced))
+    }
+
+    fn send(&mut self, i: u64, s: usize) {
         self.next += 1;
-        self.state[i] = St::InFlight;
+        if let Some(e) = self.win.get_mut(i) {
+            e.st = St::InFlight;
+        }
         self.transmit(i, s, true);
     }
 
     /// Writes request `i` on slot `s`; `first` = not a retry (a retry keeps its first
     /// send stamp, so its timeout and lateness count from the first attempt).
-    fn transmit(&mut self, i: usize, s: usize, first: bool) {
-        let id = i as u64 * self.threads + self.thread;
-        let class = self.recs[i].class;
+    fn transmit(&mut self, i: u64, s: usize, first: bool) {
+        let id = i * self.threads + self.thread;
+        let class = self.win.get(i).map_or(0, |e| e.rec.class);
         // A parked connection is opened for this request: the connect happens after the
         // send stamp, so it counts in this request's latency and not in its lateness.
         let before_connect = self.now().max(1);
         let reopened = self.slots[s].parked;
+        let global = self.slots[s].global;
         if reopened {
             if let Err(e) = self.unpark(s) {
-                self.recs[i].conn = self.slots[s].global;
-                if first {
-                    self.recs[i].sent_ns = before_connect;
+                let mut sent = before_connect;
+                if let Some(r) = self.rec_mut(i) {
+                    r.conn = global;
+                    if first {
+                        r.sent_ns = before_connect;
+                    }
+                    sent = r.sent_ns;
                 }
-                self.slots[s].inflight.push_back(i as u32);
+                self.slots[s].inflight.push_back((i, sent));
                 self.slots[s].live += 1;
                 self.fail(s, &ConnFail::Io(e));
                 return;
             }
         }
-        let slot = &mut self.slots[s];
-        slot.sent_on_conn += 1;
-        slot.conn.queue(id, class);
-        slot.inflight.push_back(i as u32);
-        slot.live += 1;
-        self.recs[i].conn = slot.global;
+        self.slots[s].conn.queue(id, class);
         // Stamped just before the write that carries the request (or before the connect).
-        if first {
-            self.recs[i].sent_ns = if reopened {
-                before_connect
-            } else {
-                self.now().max(1)
-            };
+        let mut sent = if reopened {
+            before_connect
+        } else {
+            self.now().max(1)
+        };
+        if let Some(r) = self.rec_mut(i) {
+            r.conn = global;
+            if first {
+                r.sent_ns = sent;
+            }
+            sent = r.sent_ns;
         }
         let slot = &mut self.slots[s];
+        slot.sent_on_conn += 1;
+        slot.inflight.push_back((i, sent));
+        slot.live += 1;
         match slot.conn.flush() {
             Ok(()) if slot.conn.has_pending_output() => self.pending_out.push(s),
             Ok(()) => {}
@@ -454,20 +631,26 @@ impl<'a> Engine<'a> {
     }
 
     /// How long the next epoll wait may sleep: while some output waits for the kernel
-    /// (full socket buffer, connect in progress) at most `PENDING_RETRY_NS`.
-    fn wait_budget(&self, now: u64) -> u64 {
-        let budget = self.schedule_budget(now);
-        if self.pending_out.is_empty() {
-            budget
-        } else {
-            budget.min(PENDING_RETRY_NS)
+    /// (full socket buffer, connect in progress) at most `PENDING_RETRY_NS`; never past the
+    /// slack task's next due time.
+    fn wait_budget(&mut self, now: u64) -> u64 {
+        let mut budget = self.schedule_budget(now);
+        if !self.pending_out.is_empty() {
+            budget = budget.min(PENDING_RETRY_NS);
         }
+        if let Some(task) = self.slack.as_deref() {
+            budget = budget.min(task.next_due_ns().saturating_sub(self.start + now));
+        }
+        budget
     }
 
-    fn schedule_budget(&self, now: u64) -> u64 {
-        match self.recs.get(self.next) {
-            Some(r) if r.intended_ns > now => {
-                let gap = r.intended_ns - now;
+    fn schedule_budget(&mut self, now: u64) -> u64 {
+        if self.next < self.win.end() {
+            return 0; // held requests: poll for replies that free a slot
+        }
+        match self.next_intended() {
+            Some(t) if t > now => {
+                let gap = t - now;
                 if self.yield_when_far && gap > FAR_NS {
                     (gap - WAKE_EARLY_NS).min(MAX_SLEEP_NS)
                 } else {
@@ -521,17 +704,17 @@ impl<'a> Engine<'a> {
         }
     }
 
-    fn index_of(&self, id: u64) -> Option<usize> {
+    fn index_of(&self, id: u64) -> Option<u64> {
         (id % self.threads == self.thread)
-            .then(|| (id / self.threads) as usize)
-            .filter(|&i| i < self.recs.len())
+            .then_some(id / self.threads)
+            .filter(|&i| self.win.get(i).is_some())
     }
 
     fn on_reply(&mut self, s: usize, reply: Reply, t: u64, krx: Option<u64>) {
         if reply.is_follow_up() {
             if let Some((id, t6)) = reply.tx_stamp_for {
-                if let Some(i) = self.index_of(id) {
-                    self.recs[i].stamps[5] = t6;
+                if let Some(r) = self.index_of(id).and_then(|i| self.rec_mut(i)) {
+                    r.stamps[5] = t6;
                 }
             }
             return;
@@ -539,8 +722,8 @@ impl<'a> Engine<'a> {
         let i = if self.carries_id {
             match reply.id.and_then(|id| self.index_of(id)) {
                 Some(i)
-                    if self.state[i] == St::InFlight
-                        && self.recs[i].conn == self.slots[s].global =>
+                    if self.state(i) == St::InFlight
+                        && self.win.get(i).map(|e| e.rec.conn) == Some(self.slots[s].global) =>
                 {
                     i
                 }
@@ -555,26 +738,27 @@ impl<'a> Engine<'a> {
                     slot.zombies -= 1;
                     return;
                 }
-                Some(i) => i as usize,
+                Some((i, _)) => i,
             }
         };
         let slot = &mut self.slots[s];
         slot.live -= 1;
         slot.closing |= reply.closes;
         self.misses += u64::from(reply.ok && reply.miss);
-        let r = &mut self.recs[i];
-        r.received_ns = t.max(1);
-        r.kernel_rx_ns = krx.map_or(0, |k| k.saturating_sub(self.start));
-        r.outcome = if reply.ok {
-            Outcome::Ok
-        } else {
-            Outcome::Error
-        };
-        if let Some(st) = reply.stamps {
-            r.stamps = st;
+        let start = self.start;
+        if let Some(r) = self.rec_mut(i) {
+            r.received_ns = t.max(1);
+            r.kernel_rx_ns = krx.map_or(0, |k| k.saturating_sub(start));
+            r.outcome = if reply.ok {
+                Outcome::Ok
+            } else {
+                Outcome::Error
+            };
+            if let Some(st) = reply.stamps {
+                r.stamps = st;
+            }
         }
-        self.state[i] = St::Done;
-        self.completed += 1;
+        self.finish(i);
     }
 
     /// Records a problem found while setting the thread up (e.g. pinning).

@@ -99,7 +99,7 @@ fn server_announced_close_reopens_without_errors() {
     let fake = tcp_server(http_split, Arc::new(|_, k, r| http_answer(k, r, 4)));
     let r = run(&format!("http://{}/a", fake.addr), &w, 40, |c| {
         c.arrival = model::ArrivalSpec::Deterministic;
-        c.rate_per_s = 1e9;
+        c.rate_per_s = crate::MAX_RATE;
     });
     assert_eq!(r.count(Outcome::Ok), 40, "{:?}", r.errors);
     assert_eq!(r.connects, 9);

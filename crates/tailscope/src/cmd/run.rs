@@ -160,6 +160,7 @@ pub fn load_config(target: &Target, a: &LoadArgs, p: &LoadPlan, rate: f64) -> Lo
         },
         yield_when_far: a.yield_when_far,
         churn: None,
+        writer_cpus: Vec::new(),
     }
 }
 
