@@ -10,7 +10,7 @@ use crate::{codec, time, Columns, StoreError};
 
 /// The schema this build writes, kept in SQLite's `user_version`. Version 0 is an empty
 /// file. The migration step `n -> n + 1` is the `n`-th entry of the private `MIGRATIONS`.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
     // 0 -> 1: runs and their raw-record columns.
@@ -33,6 +33,15 @@ const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
         data   BLOB NOT NULL,
         PRIMARY KEY (run_id, ord),
         UNIQUE (run_id, name)
+    );",
+    // 1 -> 2: records streamed during a run, in chunks per writer stream (see `chunks`).
+    "CREATE TABLE chunks (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        stream INTEGER NOT NULL,
+        seq    INTEGER NOT NULL,
+        len    INTEGER NOT NULL,
+        data   BLOB NOT NULL,
+        PRIMARY KEY (run_id, stream, seq)
     );",
 ];
 
@@ -70,14 +79,14 @@ pub struct RunRow {
     pub host: serde_json::Value,
     /// The analysis summary given to `finish_run`.
     pub summary: Option<serde_json::Value>,
-    /// Number of raw per-request records stored with [`Store::put_columns`]; `None` when
-    /// none were kept.
+    /// Number of raw per-request records stored with [`Store::put_columns`] or
+    /// [`Store::put_chunk`]; `None` when none were kept.
     pub requests: Option<i64>,
 }
 
 /// The results store: one SQLite database (WAL mode), shared safely between processes.
 pub struct Store {
-    conn: Connection,
+    pub(crate) conn: Connection,
 }
 
 impl std::fmt::Debug for Store {
@@ -276,6 +285,7 @@ impl Store {
     pub fn delete_run(&self, id: i64) -> Result<bool, StoreError> {
         let tx = self.write_tx()?;
         tx.execute("DELETE FROM columns WHERE run_id = ?1", [id])?;
+        tx.execute("DELETE FROM chunks WHERE run_id = ?1", [id])?;
         let n = tx.execute("DELETE FROM runs WHERE id = ?1", [id])?;
         tx.commit()?;
         Ok(n > 0)
@@ -283,7 +293,7 @@ impl Store {
 
     /// A write transaction that takes the write lock up front (waiting up to the busy
     /// timeout), instead of failing on a lock upgrade when another process wrote meanwhile.
-    fn write_tx(&self) -> Result<Transaction<'_>, StoreError> {
+    pub(crate) fn write_tx(&self) -> Result<Transaction<'_>, StoreError> {
         Ok(Transaction::new_unchecked(
             &self.conn,
             TransactionBehavior::Immediate,

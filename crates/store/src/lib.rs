@@ -8,13 +8,15 @@
 //! processes can share it) holds every run: its kind, target, configuration and host
 //! snapshot as JSON at [`Store::begin_run`]; its status and analysis summary at
 //! [`Store::finish_run`]; and, when kept, its raw per-request records as compressed
-//! columnar blobs ([`Store::put_columns`]). The crate is generic: columns are named `i64`
+//! columnar blobs: whole ([`Store::put_columns`]) or, as a run streams them, in chunks per
+//! writer stream ([`Store::put_chunk`], read back with [`Store::chunk`]). The crate is generic: columns are named `i64`
 //! vectors and JSON fields are `serde_json::Value`s; the meaning belongs to the callers.
 //!
 //! The default file is [`default_path`] (`$TAILSCOPE_DB`, else
 //! `$XDG_DATA_HOME/tailscope/runs.db`, else `~/.local/share/tailscope/runs.db`). Stored runs
 //! leave as CSV ([`export_csv`]) or JSON ([`export_json`]).
 
+mod chunks;
 mod codec;
 mod columns;
 mod db;
@@ -23,6 +25,7 @@ mod export;
 mod paths;
 mod time;
 
+pub use chunks::StreamInfo;
 pub use columns::Columns;
 pub use db::{NewRun, RunRow, Store, SCHEMA_VERSION};
 pub use error::StoreError;
