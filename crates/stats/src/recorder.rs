@@ -31,6 +31,9 @@ pub enum Recorder {
 pub struct ExactSamples {
     values: Vec<u64>,
     sorted: bool,
+    /// Past this many values the recorder turns into a streaming one (see
+    /// [`Recorder::bounded`]); `u64::MAX` = never.
+    limit: u64,
 }
 
 /// The histogram of a streaming recorder.
@@ -71,6 +74,18 @@ impl Recorder {
         Recorder::Exact(ExactSamples {
             values: Vec::with_capacity(capacity_hint),
             sorted: true,
+            limit: u64::MAX,
+        })
+    }
+
+    /// Exact while it holds at most `exact_limit` values, then (for good) a streaming
+    /// recorder with 3 significant digits holding all of them: exact quantiles for short
+    /// runs, memory bounded for any length. For streams whose length is not known up front.
+    pub fn bounded(exact_limit: u64) -> Self {
+        Recorder::Exact(ExactSamples {
+            values: Vec::new(),
+            sorted: true,
+            limit: exact_limit,
         })
     }
 
@@ -97,6 +112,10 @@ impl Recorder {
     pub fn record(&mut self, ns: u64) {
         match self {
             Recorder::Exact(e) => {
+                if e.values.len() as u64 >= e.limit {
+                    self.overflow(ns);
+                    return;
+                }
                 e.values.push(ns);
                 e.sorted = false;
             }
@@ -106,6 +125,24 @@ impl Recorder {
                 }
             }
         }
+    }
+
+    /// A bounded exact recorder is full: move its values into a histogram, then record `ns`.
+    #[cold]
+    #[inline(never)]
+    fn overflow(&mut self, ns: u64) {
+        let mut s = default_streaming();
+        if let Recorder::Exact(e) = self {
+            for &v in &e.values {
+                if s.hist.record(v).is_err() {
+                    s.refuse();
+                }
+            }
+        }
+        if s.hist.record(ns).is_err() {
+            s.refuse();
+        }
+        *self = Recorder::Streaming(s);
     }
 
     /// Number of values recorded.

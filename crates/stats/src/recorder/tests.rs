@@ -162,3 +162,20 @@ fn ccdf_is_monotone_and_ends_at_one_over_n() {
     }
     assert!(Recorder::exact(0).ccdf(5).is_empty());
 }
+
+#[test]
+fn bounded_is_exact_up_to_its_limit_then_streams_every_value() {
+    let mut r = Recorder::bounded(1000);
+    (1..=1000u64).for_each(|v| r.record(v * 10));
+    assert!(r.is_exact());
+    assert_eq!(r.quantile(Quantile::new(0.5).unwrap()), Some(5005.0));
+    r.record(7);
+    assert!(!r.is_exact());
+    assert_eq!(r.len(), 1001);
+    let h = r.histogram().unwrap();
+    assert_eq!(h.min(), 7);
+    // 3 significant digits: the max (10,000) is within 0.1 %.
+    assert!((h.max() as f64 - 10_000.0).abs() <= 10.0);
+    let p50 = r.quantile(Quantile::new(0.5).unwrap()).unwrap();
+    assert!((p50 - 5000.0).abs() <= 10.0, "{p50}");
+}
