@@ -31,5 +31,5 @@ pub use bursty::{
 pub use collect::Collector;
 pub use error::ModelError;
 pub use service::{parse_empirical, ServiceGen, ServiceSpec};
-pub use sim::{simulate, Completion, Discipline, SimConfig, SimOutcome, Sink};
+pub use sim::{simulate, Completion, Discipline, OnlineQueue, SimConfig, SimOutcome, Sink};
 pub use units::{format_duration_ns, parse_count, parse_duration_ns};

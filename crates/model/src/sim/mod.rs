@@ -8,6 +8,9 @@
 
 mod event;
 mod fast;
+mod online;
+
+pub use online::OnlineQueue;
 
 use std::str::FromStr;
 
