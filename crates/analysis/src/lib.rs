@@ -4,17 +4,46 @@
 //! model gives for the run's own arrival times (Tales of the Tail §3.2), the excess
 //! (measured ÷ ideal per percentile), the generator's lateness, a check that Poisson arrivals
 //! really were exponential, and the per-stage breakdown of slow versus median requests.
+//!
+//! Every latency is seen two ways: the *user's view* (intended send → received: what a user
+//! behind the arrival process sees, the generator's own stalls included) against the ideal
+//! for the intended arrivals, and the *server's view* (sent → the client kernel's receive
+//! stamp: what the network and the server did) against the ideal for the arrivals the server
+//! really saw (the actual send times). The path of each request is split into the
+//! generator's delay (intended → sent), network and server, and the client's wake-up.
+//!
+//! Memory does not grow with the run: the records are read as a stream, in intended order,
+//! twice ([`Records`]); distributions are bounded recorders (exact up to [`EXACT_LIMIT`]
+//! values, then HdrHistograms) and the ideals are driven online.
 
+mod first;
 mod stages;
 
-use load::{Outcome, RequestRecord};
-use model::{ArrivalSpec, Collector, Discipline, ServiceSpec, SimConfig, Trace};
-use rand::seq::SliceRandom;
-use rand::SeedableRng;
+use load::RequestRecord;
+use model::ArrivalSpec;
 use serde::Serialize;
-use stats::{Recorder, Summary, STANDARD_QUANTILES};
+use stats::{Quantile, Recorder, Summary, STANDARD_QUANTILES};
 
-pub use stages::{stage_breakdown, StageBreakdown, StageRow, STAGE_NAMES};
+pub use stages::{StageBreakdown, StageRow, STAGE_NAMES};
+
+use first::First;
+
+/// Up to this many values a distribution is kept exactly, beyond it in an HdrHistogram
+/// (3 significant digits): exact quantiles for short runs, bounded memory for long ones.
+pub const EXACT_LIMIT: u64 = 200_000;
+
+/// A run's records, read as many times as the analysis needs, in intended-time order.
+pub trait Records {
+    /// Calls `f` on every record in intended-time order.
+    fn visit(&mut self, f: &mut dyn FnMut(&RequestRecord)) -> Result<(), String>;
+}
+
+impl Records for &[RequestRecord] {
+    fn visit(&mut self, f: &mut dyn FnMut(&RequestRecord)) -> Result<(), String> {
+        self.iter().for_each(f);
+        Ok(())
+    }
+}
 
 /// Errors of the analysis.
 #[derive(Debug, thiserror::Error)]
@@ -30,6 +59,8 @@ pub enum AnalysisError {
     Model(#[from] model::ModelError),
     #[error(transparent)]
     Stats(#[from] stats::StatsError),
+    #[error("reading the run's records: {0}")]
+    Read(String),
 }
 
 /// How the target's workers take requests: from one shared queue, or each from the connections
@@ -115,6 +146,42 @@ pub struct ClassMeasured {
     pub measured: Summary,
 }
 
+/// The server's view of a run: sent → the client kernel's receive stamp (or the user-space
+/// receive when the kernel gave none), against the ideal for the arrivals the server saw
+/// (the actual send times), with the same service time, workers and queues.
+#[derive(Clone, Debug, Serialize)]
+pub struct ServerView {
+    pub measured: Summary,
+    pub ideal: Option<Summary>,
+    pub ideal_note: Option<String>,
+    pub excess: Vec<Excess>,
+    /// Share of the requests whose receive time is the kernel's stamp (1 on Linux sockets
+    /// with software timestamps; otherwise the user-space receive time stands in).
+    pub kernel_stamped_fraction: f64,
+}
+
+/// Where each request's time went, client and server apart.
+#[derive(Clone, Debug, Serialize)]
+pub struct Decomposition {
+    /// Intended → sent: the generator's own lateness plus the time held for a free slot.
+    pub lateness: Summary,
+    /// Sent → kernel receive: the network and the server (= the server view's measured).
+    pub network_server: Summary,
+    /// Kernel receive → user space: the client's wake-up (None without kernel stamps).
+    pub client_wakeup: Option<Summary>,
+}
+
+/// Requests held in the client because every connection had its maximum in flight.
+#[derive(Clone, Debug, Serialize)]
+pub struct HeldInClient {
+    /// Requests that waited for a free connection at all.
+    pub requests: u64,
+    /// Of the sent requests.
+    pub fraction: f64,
+    /// Time held, over every sent request (0 for those sent at once).
+    pub held: Summary,
+}
+
 /// Everything the analysis says about a run.
 #[derive(Clone, Debug, Serialize)]
 pub struct RunAnalysis {
@@ -129,8 +196,13 @@ pub struct RunAnalysis {
     /// Why there is no ideal, when there is none although one was asked for.
     pub ideal_note: Option<String>,
     pub excess: Vec<Excess>,
+    /// The generator's own lateness: when its loop saw each request due, after the intended
+    /// time (a CPU stall of the sending thread). Time held for a free connection is not in it.
     pub lateness: Summary,
     pub lateness_flagged: bool,
+    pub held_in_client: Option<HeldInClient>,
+    pub server_view: Option<ServerView>,
+    pub decomposition: Option<Decomposition>,
     pub arrival_check: Option<ArrivalCheck>,
     pub stages: Option<StageBreakdown>,
     /// Client-side wake-up delay: user-space receive time − kernel receive timestamp.
@@ -138,166 +210,230 @@ pub struct RunAnalysis {
     /// Why the slowest requests are slow (filled in by the caller that sampled the sources
     /// during the run; kept as JSON so that this crate does not depend on the sampler).
     pub why: Option<serde_json::Value>,
+    /// First intended send and last completion of the successful measured requests
+    /// (run-relative ns), and the latency from which a request counts among the slowest 1 %.
+    pub span_ns: Option<(u64, u64)>,
+    pub slow_from_ns: Option<f64>,
     /// CCDF points (µs, P[X >= x]) for plotting.
     pub measured_ccdf_us: Vec<(f64, f64)>,
     pub ideal_ccdf_us: Vec<(f64, f64)>,
 }
 
-/// Largest number of gaps the exponential check looks at.
-const AD_SAMPLE: usize = 2000;
-
-/// Analyses a run's records.
+/// Analyses a run's records held in memory (in intended-time order).
 pub fn analyse(
     records: &[RequestRecord],
     cfg: &AnalysisConfig,
 ) -> Result<RunAnalysis, AnalysisError> {
-    let counted: Vec<&RequestRecord> = records
-        .iter()
-        .filter(|r| r.intended_ns >= cfg.warmup_ns)
-        .collect();
-    let mut outcomes = Outcomes::default();
-    let mut measured = Recorder::exact(counted.len());
-    let mut lateness = Recorder::exact(counted.len());
-    let mut wake = Recorder::exact(0);
-    for r in &counted {
-        match r.outcome {
-            Outcome::Ok => outcomes.ok += 1,
-            Outcome::Error => outcomes.error += 1,
-            Outcome::Timeout => outcomes.timeout += 1,
-            Outcome::Dropped => outcomes.dropped += 1,
+    analyse_records(&mut { records }, cfg, None)
+}
+
+/// Analyses a run's records read as a stream (twice). `on_slow`, if given, is called in the
+/// second pass with (intended ns, latency ns) of each of the slowest 1 % of the successful
+/// measured requests (for the attribution).
+pub fn analyse_records(
+    src: &mut dyn Records,
+    cfg: &AnalysisConfig,
+    mut on_slow: Option<&mut dyn FnMut(u64, u64)>,
+) -> Result<RunAnalysis, AnalysisError> {
+    if let Some(spec) = &cfg.ideal {
+        if !(spec.service_ns.is_finite() && spec.service_ns > 0.0) {
+            return Err(AnalysisError::Service(spec.service_ns));
         }
-        if let Some(l) = r.latency_ns() {
-            measured.record(l);
-        }
-        if let Some(l) = r.lateness_ns() {
-            lateness.record(l);
-        }
-        if r.outcome == Outcome::Ok && r.kernel_rx_ns > 0 && r.received_ns >= r.kernel_rx_ns {
-            wake.record(r.received_ns - r.kernel_rx_ns);
+        if spec.workers == 0 {
+            return Err(AnalysisError::Workers);
         }
     }
-    if measured.is_empty() {
+    let mut f = First::new(
+        cfg.warmup_ns,
+        cfg.ideal.as_ref(),
+        cfg.seed,
+        cfg.same_host_start_mono_ns,
+    )?;
+    src.visit(&mut |r| f.add(r)).map_err(AnalysisError::Read)?;
+    f.finish();
+    if f.measured.is_empty() {
         return Err(AnalysisError::NoData);
     }
-    let measured_s = measured.summarize(cfg.confidence)?;
-    let mut per_class: std::collections::BTreeMap<u8, Recorder> = std::collections::BTreeMap::new();
-    for r in &counted {
-        if let Some(l) = r.latency_ns() {
-            per_class
-                .entry(r.class)
-                .or_insert_with(|| Recorder::exact(0))
-                .record(l);
-        }
-    }
+    let conf = cfg.confidence;
+    let measured_s = f.measured.summarize(conf)?;
     let mut classes = Vec::new();
-    if per_class.len() > 1 {
-        for (class, mut rec) in per_class {
+    if f.per_class.len() > 1 {
+        for (class, mut rec) in std::mem::take(&mut f.per_class) {
             classes.push(ClassMeasured {
                 class,
                 requests: rec.len(),
-                measured: rec.summarize(cfg.confidence)?,
+                measured: rec.summarize(conf)?,
             });
         }
     }
-    let measured_ccdf_us = to_us(measured.ccdf(10));
-    let lateness_s = if lateness.is_empty() {
-        lateness.record(0);
-        lateness.summarize(cfg.confidence)?
-    } else {
-        lateness.summarize(cfg.confidence)?
-    };
+    let measured_ccdf_us = to_us(f.measured.ccdf(10));
+    let lateness_s = summary_or_zero(&mut f.lateness, conf)?;
     let lateness_flagged = lateness_s
         .get("p99")
         .is_some_and(|e| e.value > cfg.lateness_threshold_ns);
 
-    // Achieved rate: requests actually sent per second over the span of their send times.
-    let mut sent: Vec<u64> = counted
-        .iter()
-        .filter(|r| r.sent_ns > 0)
-        .map(|r| r.sent_ns)
-        .collect();
-    sent.sort_unstable();
-    let achieved_rate_rps = match (sent.first(), sent.last()) {
-        (Some(a), Some(b)) if b > a && sent.len() > 1 => {
-            (sent.len() - 1) as f64 * 1e9 / (b - a) as f64
-        }
-        _ => 0.0,
+    let (ideal, ideal_note, ideal_ccdf_us) = match f.ideal.as_mut() {
+        Some(i) => ideal_of(i, conf, "the schedule")?,
+        None => (None, None, Vec::new()),
     };
-    let arrival_check = if matches!(cfg.arrival, ArrivalSpec::Poisson) && sent.len() > 20 {
-        let mut intended: Vec<u64> = counted.iter().map(|r| r.intended_ns).collect();
-        intended.sort_unstable();
-        arrival_check(&sent, &intended, cfg.seed)
-    } else {
+    let excess_user = ideal
+        .as_ref()
+        .map_or(Vec::new(), |i| excess(&measured_s, i));
+    let server_view = if f.network_server.is_empty() {
         None
+    } else {
+        let measured = f.network_server.summarize(conf)?;
+        let (ideal, ideal_note, _) = match f.server_ideal.as_mut() {
+            Some(i) => ideal_of(i, conf, "the sent requests")?,
+            None => (None, None, Vec::new()),
+        };
+        Some(ServerView {
+            excess: ideal.as_ref().map_or(Vec::new(), |i| excess(&measured, i)),
+            measured,
+            ideal,
+            ideal_note,
+            kernel_stamped_fraction: f.kernel_rx as f64 / f.outcomes.ok.max(1) as f64,
+        })
+    };
+    let client_wakeup = (!f.wake.is_empty())
+        .then(|| f.wake.summarize(conf))
+        .transpose()?;
+    let decomposition = match &server_view {
+        Some(sv) if !f.send_delay.is_empty() => Some(Decomposition {
+            lateness: f.send_delay.summarize(conf)?,
+            network_server: sv.measured.clone(),
+            client_wakeup: client_wakeup.clone(),
+        }),
+        _ => None,
+    };
+    let held_in_client = if f.held.is_empty() {
+        None
+    } else {
+        Some(HeldInClient {
+            requests: f.held_requests,
+            fraction: f.held_requests as f64 / f.held.len() as f64,
+            held: f.held.summarize(conf)?,
+        })
     };
 
-    let mut ideal_note = None;
-    let (ideal, ideal_ccdf_us) = match &cfg.ideal {
-        Some(spec) => match ideal_for(records, cfg, spec) {
-            Ok((s, ccdf)) => (Some(s), ccdf),
-            Err(AnalysisError::Model(model::ModelError::Utilisation(rho))) => {
-                ideal_note = Some(format!(
-                    "the schedule offers {rho:.3} of the ideal server's capacity (>= 1): no stable ideal exists"
-                ));
-                (None, Vec::new())
+    // Second pass: the stage groups, the slowest 1 % for the attribution, and the scheduled
+    // gaps shorter than the shortest achieved one.
+    let groups = stages::StageGroups::from_latencies(&mut f.stamped);
+    let n = f.measured.len();
+    let slow_from = value_at_rank(&mut f.measured, n - n.div_ceil(100));
+    let poisson = matches!(cfg.arrival, ArrivalSpec::Poisson) && f.sent_count > 20;
+    let mut acc = groups.map(|g| stages::StageAcc::new(g, EXACT_LIMIT));
+    let mut short_gaps = 0u64;
+    if acc.is_some() || on_slow.is_some() || poisson {
+        let (warmup, start) = (cfg.warmup_ns, cfg.same_host_start_mono_ns);
+        let min_gap = f.min_sent_gap.unwrap_or(0);
+        let mut last: Option<u64> = None;
+        src.visit(&mut |r| {
+            if r.intended_ns < warmup {
+                return;
             }
-            Err(e) => return Err(e),
-        },
-        None => (None, Vec::new()),
-    };
-    let excess = match &ideal {
-        Some(i) => excess(&measured_s, i),
-        None => Vec::new(),
-    };
-    let ok: Vec<&RequestRecord> = counted
-        .iter()
-        .copied()
-        .filter(|r| r.outcome == Outcome::Ok)
-        .collect();
-    let stages = stage_breakdown(&ok, cfg.same_host_start_mono_ns);
-    let client_wakeup = if wake.is_empty() {
-        None
+            if let Some(p) = last.replace(r.intended_ns) {
+                short_gaps += u64::from(r.intended_ns - p < min_gap);
+            }
+            let Some(l) = r.latency_ns() else {
+                return;
+            };
+            if let (Some(acc), Some(iv)) = (acc.as_mut(), stages::intervals(r, start)) {
+                acc.add(l, &iv);
+            }
+            if let (Some(cb), Some(thr)) = (on_slow.as_deref_mut(), slow_from) {
+                if l as f64 >= thr {
+                    cb(r.intended_ns, l);
+                }
+            }
+        })
+        .map_err(AnalysisError::Read)?;
+    }
+    let arrival_check = if poisson {
+        arrival_check(&f, short_gaps)
     } else {
-        Some(wake.summarize(cfg.confidence)?)
+        None
     };
     Ok(RunAnalysis {
-        requests: counted.len() as u64,
-        outcomes,
-        achieved_rate_rps,
+        requests: f.requests,
+        outcomes: f.outcomes.clone(),
+        achieved_rate_rps: f.achieved_rate_rps(),
         measured: measured_s,
         classes,
         ideal,
         ideal_spec: cfg.ideal.clone(),
         ideal_note,
-        excess,
+        excess: excess_user,
         lateness: lateness_s,
         lateness_flagged,
+        held_in_client,
+        server_view,
+        decomposition,
         arrival_check,
-        stages,
+        stages: acc.map(stages::StageAcc::finish),
         client_wakeup,
         why: None,
+        span_ns: f.span,
+        slow_from_ns: slow_from,
         measured_ccdf_us,
         ideal_ccdf_us,
     })
 }
 
-/// Anderson–Darling of a subsample of the gaps between sorted times.
-fn ad_of_gaps(times: &[u64], seed: u64) -> Option<stats::AndersonDarling> {
-    let mut gaps: Vec<f64> = times.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
-    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed ^ 0xAD);
-    gaps.shuffle(&mut rng);
-    gaps.truncate(AD_SAMPLE);
-    stats::anderson_darling_exponential(&gaps).ok()
+/// The value at 0-based rank `r` of a non-empty recorder (type-7 quantile r / (n − 1)).
+fn value_at_rank(rec: &mut Recorder, r: u64) -> Option<f64> {
+    let n = rec.len();
+    if n == 0 {
+        return None;
+    }
+    let q = if n == 1 {
+        0.0
+    } else {
+        r as f64 / (n - 1) as f64
+    };
+    rec.quantile(Quantile::new(q).ok()?)
 }
 
-fn arrival_check(sent: &[u64], intended: &[u64], seed: u64) -> Option<ArrivalCheck> {
-    let achieved = ad_of_gaps(sent, seed)?;
-    let schedule = ad_of_gaps(intended, seed)?;
-    let min_sent_gap_ns = sent.windows(2).map(|w| w[1] - w[0]).min()?;
-    let short = intended
-        .windows(2)
-        .filter(|w| w[1] - w[0] < min_sent_gap_ns)
-        .count();
+/// A summary, or all zeros when nothing was recorded (a run with no sent request).
+fn summary_or_zero(rec: &mut Recorder, conf: f64) -> Result<Summary, AnalysisError> {
+    if rec.is_empty() {
+        let mut z = Recorder::exact(1);
+        z.record(0);
+        return Ok(z.summarize(conf)?);
+    }
+    Ok(rec.summarize(conf)?)
+}
+
+/// An ideal's distribution (or why there is none) and its CCDF points in µs.
+type IdealOutcome = (Option<Summary>, Option<String>, Vec<(f64, f64)>);
+
+/// An online ideal's distribution, or why there is none (offered load ≥ 1: the queue grows
+/// without bound, so its percentiles grow with the run's length and mean nothing).
+fn ideal_of(
+    i: &mut first::OnlineIdeal,
+    conf: f64,
+    what: &str,
+) -> Result<IdealOutcome, AnalysisError> {
+    let rho = i.offered_load();
+    if rho >= 1.0 {
+        return Ok((
+            None,
+            Some(format!(
+                "{what} offers {rho:.3} of the ideal server's capacity (>= 1): no stable ideal exists"
+            )),
+            Vec::new(),
+        ));
+    }
+    if i.response.is_empty() {
+        return Ok((None, None, Vec::new()));
+    }
+    let s = i.response.summarize(conf)?;
+    Ok((Some(s), None, to_us(i.response.ccdf(10))))
+}
+
+fn arrival_check(f: &First, short_gaps: u64) -> Option<ArrivalCheck> {
+    let achieved = stats::anderson_darling_exponential(&f.sent_gaps.values).ok()?;
+    let schedule = stats::anderson_darling_exponential(&f.intended_gaps.values).ok()?;
     Some(ArrivalCheck {
         n: achieved.n,
         statistic: achieved.modified,
@@ -305,61 +441,13 @@ fn arrival_check(sent: &[u64], intended: &[u64], seed: u64) -> Option<ArrivalChe
         exponential: !achieved.reject_at_5pct,
         schedule_statistic: schedule.modified,
         schedule_p_value: schedule.p_value,
-        min_sent_gap_ns,
-        scheduled_below_min_fraction: short as f64 / (intended.len().max(2) - 1) as f64,
+        min_sent_gap_ns: f.min_sent_gap?,
+        scheduled_below_min_fraction: short_gaps as f64 / (f.intended_count.max(2) - 1) as f64,
     })
 }
 
 fn to_us(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
     points.into_iter().map(|(x, p)| (x / 1e3, p)).collect()
-}
-
-/// The ideal: the run's own intended arrival times (every request, sent or not: the ideal
-/// server sees the schedule) fed to the simulator with a deterministic service time and the
-/// target's worker count and queue structure. The warm-up requests pass through the queue but
-/// are not recorded, as in the measurement.
-fn ideal_for(
-    records: &[RequestRecord],
-    cfg: &AnalysisConfig,
-    spec: &IdealSpec,
-) -> Result<(Summary, Vec<(f64, f64)>), AnalysisError> {
-    if !(spec.service_ns.is_finite() && spec.service_ns > 0.0) {
-        return Err(AnalysisError::Service(spec.service_ns));
-    }
-    if spec.workers == 0 {
-        return Err(AnalysisError::Workers);
-    }
-    let mut order: Vec<(u64, u32)> = records.iter().map(|r| (r.intended_ns, r.conn)).collect();
-    order.sort_unstable();
-    let warm = order.iter().take_while(|(t, _)| *t < cfg.warmup_ns).count();
-    let n = order.len() as u64;
-    let trace = Trace {
-        times_ns: order.iter().map(|(t, _)| *t).collect(),
-        conn: Some(order.iter().map(|(_, c)| *c).collect()),
-    };
-    let discipline = match spec.queues {
-        QueueStructure::Single => Discipline::Fifo,
-        QueueStructure::PerWorker => Discipline::RoundRobin,
-    };
-    let sim = SimConfig {
-        arrival: ArrivalSpec::Trace(trace),
-        rate_per_s: None,
-        service: ServiceSpec::Deterministic {
-            mean_ns: spec.service_ns,
-        },
-        workers: spec.workers,
-        discipline,
-        class_probs: Vec::new(),
-        connections: None,
-        requests: n,
-        warmup_fraction: if n > 0 { warm as f64 / n as f64 } else { 0.0 },
-        seed: cfg.seed,
-    };
-    let mut col = Collector::new(n, sim.warmup_fraction, 1, u64::MAX);
-    model::simulate(&sim, &mut col)?;
-    let s = col.response().summarize(cfg.confidence)?;
-    let ccdf = to_us(col.response().ccdf(10));
-    Ok((s, ccdf))
 }
 
 fn excess(measured: &Summary, ideal: &Summary) -> Vec<Excess> {

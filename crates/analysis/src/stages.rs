@@ -3,9 +3,14 @@
 //! request's life: the client's send, the server's T1..T6 and the client's receive. Client and
 //! server read the same CLOCK_MONOTONIC when they share a host (loopback runs); across hosts
 //! only the server-internal intervals are meaningful.
+//!
+//! Streaming: the first pass over the records ranks the latencies of the stamped requests
+//! ([`StageGroups::from_latencies`]); the second files each stamped request's intervals under
+//! "slowest 1 %" or "around the median" ([`StageAcc`]).
 
 use load::RequestRecord;
 use serde::Serialize;
+use stats::{Quantile, Recorder};
 
 /// The intervals, in order, with the timestamps that bound them.
 pub const STAGE_NAMES: [&str; 8] = [
@@ -18,6 +23,9 @@ pub const STAGE_NAMES: [&str; 8] = [
     "write→kernel tx (T5→T6)",
     "return path (T6 or T5→received)",
 ];
+
+/// Fewer stamped requests than this: no breakdown.
+const MIN_STAMPED: u64 = 100;
 
 /// Median and p99 of one stage for one group of requests.
 #[derive(Clone, Debug, Serialize)]
@@ -37,92 +45,132 @@ pub struct StageBreakdown {
     pub rows: Vec<StageRow>,
 }
 
-/// Interval boundaries of one request, or None when the server sent no stamps.
-fn intervals(r: &RequestRecord) -> Option<[Option<u64>; 8]> {
+/// Interval boundaries of one request, or None when the server sent no stamps. The
+/// client↔server intervals need absolute client times: `start_mono_ns` is the run's start on
+/// the client's CLOCK_MONOTONIC, given only when client and server share a host (and so a
+/// clock); with None those two intervals are left out.
+pub(crate) fn intervals(r: &RequestRecord, start_mono_ns: Option<u64>) -> Option<[Option<u64>; 8]> {
     let t = r.stamps;
     if t[0] == 0 || t[1] == 0 || t[2] == 0 || t[3] == 0 || t[4] == 0 {
         return None;
     }
     let d = |a: u64, b: u64| if a > 0 && b >= a { Some(b - a) } else { None };
-    Some([
+    let mut iv = [
         d(r.intended_ns, r.sent_ns),
-        None, // filled below when the clocks are comparable
+        None,
         d(t[0], t[1]),
         d(t[1], t[2]),
         d(t[2], t[3]),
         d(t[3], t[4]),
         if t[5] > 0 { d(t[4], t[5]) } else { None },
-        None, // filled below when the clocks are comparable
-    ])
+        None,
+    ];
+    if let Some(base) = start_mono_ns {
+        let sent = base + r.sent_ns;
+        let recv = base + r.received_ns;
+        let end_server = if t[5] > 0 { t[5] } else { t[4] };
+        iv[1] = (t[0] >= sent).then(|| t[0] - sent);
+        iv[7] = (recv >= end_server).then(|| recv - end_server);
+    }
+    Some(iv)
 }
 
-fn quantile(v: &mut [u64], q: f64) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_unstable();
-    stats::quantile_sorted(v, q)
+/// Which latencies count as "slowest 1 %" and "around the median" (45–55 %), from the first
+/// pass's ranking of the stamped requests' latencies.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct StageGroups {
+    slow_from: f64,
+    mid: (f64, f64),
 }
 
-/// Breakdown of `ok` records (successful, after warm-up); None when fewer than 100 carry the
-/// server's stamps. The client↔server intervals need absolute client times: `start_mono_ns` is
-/// the run's start on the client's CLOCK_MONOTONIC, given only when client and server share a
-/// host (and so a clock); with None those two intervals are left out.
-pub fn stage_breakdown(
-    ok: &[&RequestRecord],
-    start_mono_ns: Option<u64>,
-) -> Option<StageBreakdown> {
-    let mut with: Vec<(u64, [Option<u64>; 8])> = ok
-        .iter()
-        .filter_map(|r| {
-            let lat = r.latency_ns()?;
-            let mut iv = intervals(r)?;
-            if let Some(base) = start_mono_ns {
-                let sent = base + r.sent_ns;
-                let recv = base + r.received_ns;
-                let t = r.stamps;
-                let end_server = if t[5] > 0 { t[5] } else { t[4] };
-                iv[1] = if t[0] >= sent {
-                    Some(t[0] - sent)
-                } else {
-                    None
-                };
-                iv[7] = if recv >= end_server {
-                    Some(recv - end_server)
-                } else {
-                    None
-                };
-            }
-            Some((lat, iv))
-        })
-        .collect();
-    if with.len() < 100 {
-        return None;
-    }
-    with.sort_unstable_by_key(|(lat, _)| *lat);
-    let n = with.len();
-    let slow = &with[n - n.div_ceil(100)..];
-    let lo = n * 45 / 100;
-    let hi = (n * 55 / 100).max(lo + 1);
-    let mid = &with[lo..hi];
-    let mut rows = Vec::new();
-    for (i, name) in STAGE_NAMES.iter().enumerate() {
-        let mut s: Vec<u64> = slow.iter().filter_map(|(_, iv)| iv[i]).collect();
-        let mut m: Vec<u64> = mid.iter().filter_map(|(_, iv)| iv[i]).collect();
-        if s.is_empty() && m.is_empty() {
-            continue;
+impl StageGroups {
+    /// None when fewer than [`MIN_STAMPED`] requests carry stamps.
+    pub fn from_latencies(stamped: &mut Recorder) -> Option<Self> {
+        let n = stamped.len();
+        if n < MIN_STAMPED {
+            return None;
         }
-        rows.push(StageRow {
-            stage: name.to_string(),
-            slow_p50_us: quantile(&mut s, 0.5) / 1e3,
-            slow_p99_us: quantile(&mut s, 0.99) / 1e3,
-            median_p50_us: quantile(&mut m, 0.5) / 1e3,
-            median_p99_us: quantile(&mut m, 0.99) / 1e3,
-        });
+        // The value at 0-based rank r is the type-7 quantile r / (n − 1).
+        let at = |rec: &mut Recorder, r: u64| {
+            rec.quantile(Quantile::new(r as f64 / (n - 1) as f64).ok()?)
+        };
+        let k = n.div_ceil(100);
+        let lo = n * 45 / 100;
+        let hi = (n * 55 / 100).max(lo + 1) - 1;
+        Some(StageGroups {
+            slow_from: at(stamped, n - k)?,
+            mid: (at(stamped, lo)?, at(stamped, hi)?),
+        })
     }
-    Some(StageBreakdown {
-        slow_requests: slow.len() as u64,
-        median_requests: mid.len() as u64,
-        rows,
-    })
+}
+
+/// The second pass: each stamped request's intervals filed by group.
+pub(crate) struct StageAcc {
+    groups: StageGroups,
+    slow: Vec<Recorder>,
+    mid: Vec<Recorder>,
+    slow_n: u64,
+    mid_n: u64,
+}
+
+impl StageAcc {
+    pub fn new(groups: StageGroups, exact_limit: u64) -> Self {
+        let mk = || {
+            (0..STAGE_NAMES.len())
+                .map(|_| Recorder::bounded(exact_limit))
+                .collect()
+        };
+        StageAcc {
+            groups,
+            slow: mk(),
+            mid: mk(),
+            slow_n: 0,
+            mid_n: 0,
+        }
+    }
+
+    pub fn add(&mut self, latency_ns: u64, iv: &[Option<u64>; 8]) {
+        let l = latency_ns as f64;
+        let (recs, n) = if l >= self.groups.slow_from {
+            (&mut self.slow, &mut self.slow_n)
+        } else if l >= self.groups.mid.0 && l <= self.groups.mid.1 {
+            (&mut self.mid, &mut self.mid_n)
+        } else {
+            return;
+        };
+        *n += 1;
+        for (r, v) in recs.iter_mut().zip(iv) {
+            if let Some(v) = v {
+                r.record(*v);
+            }
+        }
+    }
+
+    pub fn finish(mut self) -> StageBreakdown {
+        let q = |r: &mut Recorder, q: f64| {
+            Quantile::new(q)
+                .ok()
+                .and_then(|q| r.quantile(q))
+                .unwrap_or(f64::NAN)
+        };
+        let mut rows = Vec::new();
+        for (i, name) in STAGE_NAMES.iter().enumerate() {
+            let (s, m) = (&mut self.slow[i], &mut self.mid[i]);
+            if s.is_empty() && m.is_empty() {
+                continue;
+            }
+            rows.push(StageRow {
+                stage: name.to_string(),
+                slow_p50_us: q(s, 0.5) / 1e3,
+                slow_p99_us: q(s, 0.99) / 1e3,
+                median_p50_us: q(m, 0.5) / 1e3,
+                median_p99_us: q(m, 0.99) / 1e3,
+            });
+        }
+        StageBreakdown {
+            slow_requests: self.slow_n,
+            median_requests: self.mid_n,
+            rows,
+        }
+    }
 }

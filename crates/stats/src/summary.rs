@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use crate::Estimate;
 
 /// Count, moments, extremes and the standard quantiles with confidence intervals (all ns).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     /// Number of values.
     pub count: u64,
@@ -27,7 +27,7 @@ pub struct Summary {
 }
 
 /// One quantile of a [`Summary`].
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct QuantileEstimate {
     /// JSON key, e.g. `"p99.9"`.
     pub key: String,
