@@ -13,8 +13,9 @@ use nix::errno::Errno;
 use nix::sys::epoll::{Epoll, EpollEvent, EpollFlags, EpollTimeout};
 use wire::nullrpc::Header;
 
-use crate::common::{accept_backoff, place, AtomicCounters, InBuf, OutBuf, Pre, Work, STOP_TOKEN};
+use crate::common::{accept_backoff, place, AtomicCounters, Pre, Work, STOP_TOKEN};
 use crate::epoll_arch::{new_epoll, READ_EVENTS};
+use crate::tcp_buf::{InBuf, OutBuf};
 use crate::thread_arch::setup_conn;
 use crate::{spawn, ServerError, Shared, Started};
 

@@ -11,7 +11,8 @@ use host::tstamp::mono_now_ns;
 use nix::errno::Errno;
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 
-use crate::common::{accept_backoff, place, AtomicCounters, InBuf, OutBuf, Pre, Work, STOP_TOKEN};
+use crate::common::{accept_backoff, place, AtomicCounters, Pre, Work, STOP_TOKEN};
+use crate::tcp_buf::{InBuf, OutBuf};
 use crate::thread_arch::setup_conn;
 use crate::{spawn, ServerError, Shared, Started};
 

@@ -46,6 +46,7 @@ mod dispatch_arch;
 mod epoll_arch;
 mod error;
 pub mod staged;
+mod tcp_buf;
 mod thread_arch;
 mod udp_arch;
 

@@ -9,7 +9,8 @@ use std::thread::JoinHandle;
 
 use host::tstamp::{self, mono_now_ns};
 
-use crate::common::{accept_backoff, place, AtomicCounters, InBuf, OutBuf, Pre, Work};
+use crate::common::{accept_backoff, place, AtomicCounters, Pre, Work};
+use crate::tcp_buf::{InBuf, OutBuf};
 use crate::{spawn, ServerError, Shared, Started};
 
 /// Connections still open, so that shutdown can `shutdown(2)` them out of blocking calls.
