@@ -22,6 +22,20 @@ pub struct Counters {
     pub connections_accepted: u64,
     /// Transmit-stamp follow-ups sent.
     pub tx_stamps_sent: u64,
+    /// Times a connection's reads were paused for undrained replies: its unsent reply bytes
+    /// passed [`Limits::max_unsent_bytes`](crate::Limits::max_unsent_bytes) (for
+    /// [`Arch::Thread`](crate::Arch::Thread): a reply write found the socket full and
+    /// blocked, so the thread read nothing more until the client took its replies).
+    pub reads_paused: u64,
+    /// Times the reading thread of [`Arch::Dispatch`](crate::Arch::Dispatch) or
+    /// [`Arch::Staged`](crate::Arch::Staged) stopped reading because the requests waiting
+    /// for a worker reached [`Limits::max_queued_requests`](crate::Limits) or
+    /// `max_queued_bytes`.
+    pub queue_full_pauses: u64,
+    /// TCP connections closed as soon as accepted because
+    /// [`Limits::max_connections`](crate::Limits::max_connections) were open
+    /// ([`Arch::Thread`](crate::Arch::Thread)).
+    pub connections_refused: u64,
 }
 
 #[derive(Default)]
@@ -30,6 +44,9 @@ pub(crate) struct AtomicCounters {
     pub malformed_closed: AtomicU64,
     pub connections_accepted: AtomicU64,
     pub tx_stamps_sent: AtomicU64,
+    pub reads_paused: AtomicU64,
+    pub queue_full_pauses: AtomicU64,
+    pub connections_refused: AtomicU64,
 }
 
 impl AtomicCounters {
@@ -39,6 +56,9 @@ impl AtomicCounters {
             malformed_closed: self.malformed_closed.load(Ordering::Relaxed),
             connections_accepted: self.connections_accepted.load(Ordering::Relaxed),
             tx_stamps_sent: self.tx_stamps_sent.load(Ordering::Relaxed),
+            reads_paused: self.reads_paused.load(Ordering::Relaxed),
+            queue_full_pauses: self.queue_full_pauses.load(Ordering::Relaxed),
+            connections_refused: self.connections_refused.load(Ordering::Relaxed),
         }
     }
 

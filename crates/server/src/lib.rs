@@ -55,7 +55,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 pub use common::Counters;
-pub use config::{Arch, ServerConfig, StagedConfig};
+pub use config::{Arch, Limits, ServerConfig, StagedConfig};
 pub use error::ServerError;
 
 use common::{AtomicCounters, Stop};
