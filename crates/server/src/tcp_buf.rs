@@ -99,6 +99,11 @@ impl InBuf {
 /// given up on (a client that pipelines this deep is not measuring the server's T6).
 const MAX_PENDING_TX: usize = 1024;
 
+/// Capacity an output buffer keeps once it has drained: room for a couple of the largest
+/// responses. A buffer that grew while its client was not reading gives the rest back, so
+/// that memory follows what is unsent now, not what once was.
+const KEEP_CAPACITY: usize = 2 * nullrpc::MAX_FRAME;
+
 /// The send side of one TCP connection: responses not yet written, and the bookkeeping that
 /// turns kernel transmit-stamp keys (byte offsets, see `host::tstamp::enable`) back into
 /// request ids.
@@ -142,6 +147,11 @@ impl OutBuf {
         self.head == self.buf.len()
     }
 
+    /// Reply bytes not yet accepted by the kernel.
+    pub fn unsent(&self) -> usize {
+        self.buf.len() - self.head
+    }
+
     /// Appends a response for request `id` via `f` (which encodes into the buffer); when
     /// `f` says a transmit stamp is wanted, switches stamping on for socket `fd` if needed
     /// and records the response as awaiting its stamp.
@@ -173,21 +183,47 @@ impl OutBuf {
 
     /// Writes as much as the socket takes; `Ok(true)` when everything is written.
     pub fn flush(&mut self, mut s: &TcpStream) -> io::Result<bool> {
+        self.flush_with(|b| s.write(b))
+    }
+
+    fn flush_with(
+        &mut self,
+        mut write: impl FnMut(&[u8]) -> io::Result<usize>,
+    ) -> io::Result<bool> {
         while self.head < self.buf.len() {
-            match s.write(&self.buf[self.head..]) {
+            match write(&self.buf[self.head..]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => {
                     self.head += n;
                     self.written_total += n as u64;
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.compact();
+                    return Ok(false);
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
         }
         self.buf.clear();
         self.head = 0;
+        if self.buf.capacity() > KEEP_CAPACITY {
+            self.buf.shrink_to(KEEP_CAPACITY);
+        }
         Ok(true)
+    }
+
+    /// Drops the bytes already written once they are at least as many as the unsent ones.
+    /// Without it a client that reads slowly but never lets the buffer drain completely
+    /// would grow it without bound (written bytes were only dropped on a full drain); with
+    /// it the buffer holds at most twice the unsent bytes, and each unsent byte is moved at
+    /// most once per halving (amortised O(1)). Offsets in `pending_tx` count stream bytes,
+    /// not buffer positions, so they are unaffected.
+    fn compact(&mut self) {
+        if self.head > 0 && self.head >= self.unsent() {
+            self.buf.drain(..self.head);
+            self.head = 0;
+        }
     }
 
     /// Reads every transmit stamp waiting in `fd`'s error queue and appends a follow-up for
@@ -281,5 +317,30 @@ mod tests {
         b.buf[..64].copy_from_slice(&req[..64]);
         b.tail = 64;
         assert_eq!(b.pop_frame(63).err(), Some(WireError::TooLarge { len: 64 }));
+    }
+
+    #[test]
+    fn a_never_drained_buffer_keeps_only_about_its_unsent_bytes() {
+        // A socket that takes half of what is unsent, then is full: the buffer never drains.
+        let mut o = OutBuf::new();
+        for _ in 0..1000 {
+            o.buf.extend_from_slice(&[7; 1000]);
+            let mut room = true;
+            let r = o.flush_with(|b| {
+                if std::mem::take(&mut room) {
+                    Ok(b.len() / 2)
+                } else {
+                    Err(io::ErrorKind::WouldBlock.into())
+                }
+            });
+            assert!(!r.unwrap());
+            assert!(
+                o.buf.len() < 2 * o.unsent(),
+                "{} for {}",
+                o.buf.len(),
+                o.unsent()
+            );
+        }
+        assert_eq!(o.written_total + o.unsent() as u64, 1_000_000);
     }
 }
