@@ -40,6 +40,7 @@
 //! that T1 ≤ T2 ≤ T3 ≤ T4 ≤ T5 always holds. T6 is 0 in the response itself (it is not known
 //! until after the write).
 
+mod backpressure;
 mod common;
 mod config;
 mod dispatch_arch;

@@ -5,7 +5,10 @@ use std::io::{self, Write};
 use std::net::TcpStream;
 use std::os::fd::RawFd;
 
+use nix::sys::epoll::EpollFlags;
 use wire::nullrpc::{self, Decoded, Header, Kind, WireError};
+
+use crate::Limits;
 
 /// The receive side of one TCP connection: bytes read but not yet consumed.
 pub(crate) struct InBuf {
@@ -125,8 +128,11 @@ pub(crate) struct OutBuf {
     tx_base: u64,
     /// (stream offset of the frame's last byte, request id) of responses awaiting T6.
     pending_tx: VecDeque<(u64, u64)>,
-    /// EPOLLOUT is armed for this connection.
-    pub armed: bool,
+    /// Reads from this connection are paused for undrained replies (see
+    /// [`OutBuf::update_pause`]).
+    pub paused: bool,
+    /// The epoll events this connection is registered for (epoll-driven architectures).
+    pub registered: EpollFlags,
 }
 
 impl OutBuf {
@@ -139,7 +145,8 @@ impl OutBuf {
             tx_on: false,
             tx_base: 0,
             pending_tx: VecDeque::new(),
-            armed: false,
+            paused: false,
+            registered: crate::epoll_arch::READ_EVENTS,
         }
     }
 
@@ -150,6 +157,21 @@ impl OutBuf {
     /// Reply bytes not yet accepted by the kernel.
     pub fn unsent(&self) -> usize {
         self.buf.len() - self.head
+    }
+
+    /// Pauses reads when more than `limits.max_unsent_bytes` are unsent and resumes them once
+    /// no more than `limits.resume_unsent_bytes` are (hysteresis: a slow reader does not
+    /// flip the pause on every reply). True when this call paused them, to be counted.
+    pub fn update_pause(&mut self, limits: &Limits) -> bool {
+        let unsent = self.unsent();
+        if !self.paused && unsent > limits.max_unsent_bytes {
+            self.paused = true;
+            return true;
+        }
+        if self.paused && unsent <= limits.resume_unsent_bytes {
+            self.paused = false;
+        }
+        false
     }
 
     /// Appends a response for request `id` via `f` (which encodes into the buffer); when
@@ -317,6 +339,26 @@ mod tests {
         b.buf[..64].copy_from_slice(&req[..64]);
         b.tail = 64;
         assert_eq!(b.pop_frame(63).err(), Some(WireError::TooLarge { len: 64 }));
+    }
+
+    #[test]
+    fn reads_pause_above_the_cap_and_resume_at_the_low_mark() {
+        let limits = Limits {
+            max_unsent_bytes: 100,
+            resume_unsent_bytes: 40,
+            ..Limits::default()
+        };
+        let mut o = OutBuf::new();
+        o.buf.extend_from_slice(&[1; 100]);
+        assert!(!o.update_pause(&limits), "at the cap is not over it");
+        o.buf.push(1);
+        assert!(o.update_pause(&limits) && o.paused);
+        assert!(!o.update_pause(&limits), "a pause is counted once");
+        // 61 of 101 written: 40 left, at the low mark.
+        o.head = 50;
+        assert!(!o.update_pause(&limits) && o.paused, "above the low mark");
+        o.head = 61;
+        assert!(!o.update_pause(&limits) && !o.paused);
     }
 
     #[test]
