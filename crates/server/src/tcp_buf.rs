@@ -6,6 +6,7 @@ use std::net::TcpStream;
 use std::os::fd::RawFd;
 
 use nix::sys::epoll::EpollFlags;
+use nix::sys::socket::{self, MsgFlags};
 use wire::nullrpc::{self, Decoded, Header, Kind, WireError};
 
 use crate::Limits;
@@ -203,9 +204,19 @@ impl OutBuf {
         !self.pending_tx.is_empty()
     }
 
-    /// Writes as much as the socket takes; `Ok(true)` when everything is written.
+    /// Writes as much as the socket takes (blocking if the socket blocks); `Ok(true)` when
+    /// everything is written.
     pub fn flush(&mut self, mut s: &TcpStream) -> io::Result<bool> {
         self.flush_with(|b| s.write(b))
+    }
+
+    /// Writes as much as socket `fd` takes without blocking, even if the socket is a
+    /// blocking one; `Ok(true)` when everything is written.
+    pub fn flush_nowait(&mut self, fd: RawFd) -> io::Result<bool> {
+        self.flush_with(|b| {
+            socket::send(fd, b, MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL)
+                .map_err(io::Error::from)
+        })
     }
 
     fn flush_with(
