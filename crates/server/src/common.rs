@@ -1,15 +1,13 @@
 //! Pieces every architecture shares: counters, the stop signal, thread placement, the
-//! per-request work and stamps, and the per-connection input/output buffers of TCP.
+//! per-request work and stamps. The TCP connection buffers are in `tcp_buf`.
 
-use std::collections::VecDeque;
-use std::io::{self, Write};
-use std::net::TcpStream;
+use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use host::tstamp::mono_now_ns;
 use nix::sys::eventfd::{EfdFlags, EventFd};
-use wire::nullrpc::{self, Decoded, Header, Kind, Stamps, WireError};
+use wire::nullrpc::{self, Header, Stamps};
 
 use crate::{ServerConfig, ServerError};
 
@@ -24,6 +22,20 @@ pub struct Counters {
     pub connections_accepted: u64,
     /// Transmit-stamp follow-ups sent.
     pub tx_stamps_sent: u64,
+    /// Times a connection's reads were paused for undrained replies: its unsent reply bytes
+    /// passed [`Limits::max_unsent_bytes`](crate::Limits::max_unsent_bytes) (for
+    /// [`Arch::Thread`](crate::Arch::Thread): a reply write found the socket full and
+    /// blocked, so the thread read nothing more until the client took its replies).
+    pub reads_paused: u64,
+    /// Times the reading thread of [`Arch::Dispatch`](crate::Arch::Dispatch) or
+    /// [`Arch::Staged`](crate::Arch::Staged) stopped reading because the requests waiting
+    /// for a worker reached [`Limits::max_queued_requests`](crate::Limits) or
+    /// `max_queued_bytes`.
+    pub queue_full_pauses: u64,
+    /// TCP connections closed as soon as accepted because
+    /// [`Limits::max_connections`](crate::Limits::max_connections) were open
+    /// ([`Arch::Thread`](crate::Arch::Thread)).
+    pub connections_refused: u64,
 }
 
 #[derive(Default)]
@@ -32,6 +44,9 @@ pub(crate) struct AtomicCounters {
     pub malformed_closed: AtomicU64,
     pub connections_accepted: AtomicU64,
     pub tx_stamps_sent: AtomicU64,
+    pub reads_paused: AtomicU64,
+    pub queue_full_pauses: AtomicU64,
+    pub connections_refused: AtomicU64,
 }
 
 impl AtomicCounters {
@@ -41,6 +56,9 @@ impl AtomicCounters {
             malformed_closed: self.malformed_closed.load(Ordering::Relaxed),
             connections_accepted: self.connections_accepted.load(Ordering::Relaxed),
             tx_stamps_sent: self.tx_stamps_sent.load(Ordering::Relaxed),
+            reads_paused: self.reads_paused.load(Ordering::Relaxed),
+            queue_full_pauses: self.queue_full_pauses.load(Ordering::Relaxed),
+            connections_refused: self.connections_refused.load(Ordering::Relaxed),
         }
     }
 
@@ -258,223 +276,9 @@ impl Work {
     }
 }
 
-/// The receive side of one TCP connection: bytes read but not yet consumed.
-pub(crate) struct InBuf {
-    buf: Vec<u8>,
-    head: usize,
-    tail: usize,
-    /// Bytes the frame at `head` needs in total (from the last `Incomplete`).
-    need: usize,
-}
-
-/// A request found by [`InBuf::pop_frame`].
-pub(crate) struct Req {
-    pub header: Header,
-    pub payload: std::ops::Range<usize>,
-    /// The frame's last byte is the last byte read so far (so the latest receive stamp is its).
-    pub at_tail: bool,
-}
-
-impl InBuf {
-    pub fn new() -> Self {
-        InBuf {
-            buf: vec![0; 16 * 1024],
-            head: 0,
-            tail: 0,
-            need: nullrpc::HEADER_LEN,
-        }
-    }
-
-    /// One `recvmsg` with the kernel receive stamp. `Ok((0, _))` is end of stream.
-    pub fn read_from(&mut self, fd: RawFd, flags: i32) -> io::Result<(usize, Option<u64>)> {
-        if self.head == self.tail {
-            self.head = 0;
-            self.tail = 0;
-        } else if self.head > 0 && self.buf.len() - self.head < self.need.max(4096) {
-            self.buf.copy_within(self.head..self.tail, 0);
-            self.tail -= self.head;
-            self.head = 0;
-        }
-        if self.buf.len() < self.head + self.need {
-            self.buf.resize(self.head + self.need, 0);
-        }
-        let r = host::tstamp::recv_with_stamp(fd, &mut self.buf[self.tail..], flags)?;
-        self.tail += r.0;
-        Ok(r)
-    }
-
-    /// The next whole request, if there is one; a malformed or oversized frame is an error
-    /// (the connection is then closed).
-    pub fn pop_frame(&mut self, max_frame: usize) -> Result<Option<Req>, WireError> {
-        let avail = &self.buf[self.head..self.tail];
-        if let Some(h) = nullrpc::peek_header(avail)? {
-            if h.len as usize > max_frame {
-                return Err(WireError::TooLarge {
-                    len: h.len as usize,
-                });
-            }
-            if h.kind != Kind::Request {
-                return Err(WireError::NotARequest(h.kind));
-            }
-        }
-        match nullrpc::decode(avail)? {
-            Decoded::Incomplete { need_at_least } => {
-                self.need = need_at_least;
-                Ok(None)
-            }
-            Decoded::Frame {
-                header,
-                payload,
-                consumed,
-                ..
-            } => {
-                let start = self.head + nullrpc::HEADER_LEN;
-                let range = start..start + payload.len();
-                self.head += consumed;
-                self.need = nullrpc::HEADER_LEN;
-                Ok(Some(Req {
-                    header,
-                    payload: range,
-                    at_tail: self.head == self.tail,
-                }))
-            }
-        }
-    }
-
-    pub fn bytes(&self, r: std::ops::Range<usize>) -> &[u8] {
-        &self.buf[r]
-    }
-}
-
-/// Responses of one connection that may await a transmit stamp at once; older ones are
-/// given up on (a client that pipelines this deep is not measuring the server's T6).
-const MAX_PENDING_TX: usize = 1024;
-
-/// The send side of one TCP connection: responses not yet written, and the bookkeeping that
-/// turns kernel transmit-stamp keys (byte offsets, see `host::tstamp::enable`) back into
-/// request ids.
-///
-/// Transmit stamping is switched on for a connection only when its first request asks for
-/// T6: once on, the kernel stamps every send and queues the stamps on the socket's error
-/// queue, which must then be drained (it is charged to the receive buffer).
-pub(crate) struct OutBuf {
-    pub buf: Vec<u8>,
-    head: usize,
-    /// Bytes ever appended (the stream offset of the next byte).
-    queued_total: u64,
-    /// Bytes ever accepted by `write`.
-    written_total: u64,
-    /// Transmit stamping is on for this socket.
-    pub tx_on: bool,
-    /// `written_total` when transmit stamping was switched on: the kernel's keys count from
-    /// there.
-    tx_base: u64,
-    /// (stream offset of the frame's last byte, request id) of responses awaiting T6.
-    pending_tx: VecDeque<(u64, u64)>,
-    /// EPOLLOUT is armed for this connection.
-    pub armed: bool,
-}
-
-impl OutBuf {
-    pub fn new() -> Self {
-        OutBuf {
-            buf: Vec::with_capacity(4096),
-            head: 0,
-            queued_total: 0,
-            written_total: 0,
-            tx_on: false,
-            tx_base: 0,
-            pending_tx: VecDeque::new(),
-            armed: false,
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.head == self.buf.len()
-    }
-
-    /// Appends a response for request `id` via `f` (which encodes into the buffer); when
-    /// `f` says a transmit stamp is wanted, switches stamping on for socket `fd` if needed
-    /// and records the response as awaiting its stamp.
-    pub fn push(&mut self, fd: RawFd, id: u64, f: impl FnOnce(&mut Vec<u8>) -> bool) {
-        let before = self.buf.len();
-        let want_tx = f(&mut self.buf);
-        self.queued_total += (self.buf.len() - before) as u64;
-        if want_tx && !self.tx_on && host::tstamp::enable(fd, true, true).is_ok() {
-            self.tx_on = true;
-            self.tx_base = self.written_total;
-        }
-        if want_tx && self.tx_on && self.buf.len() > before {
-            if self.pending_tx.len() >= MAX_PENDING_TX {
-                self.pending_tx.pop_front();
-            }
-            self.pending_tx.push_back((self.queued_total - 1, id));
-        }
-    }
-
-    /// Gives up on the transmit stamps not yet seen (their clients get no follow-up).
-    pub fn abandon_tx(&mut self) {
-        self.pending_tx.clear();
-    }
-
-    /// True when some response still waits for its transmit stamp.
-    pub fn awaiting_tx(&self) -> bool {
-        !self.pending_tx.is_empty()
-    }
-
-    /// Writes as much as the socket takes; `Ok(true)` when everything is written.
-    pub fn flush(&mut self, mut s: &TcpStream) -> io::Result<bool> {
-        while self.head < self.buf.len() {
-            match s.write(&self.buf[self.head..]) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => {
-                    self.head += n;
-                    self.written_total += n as u64;
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        self.buf.clear();
-        self.head = 0;
-        Ok(true)
-    }
-
-    /// Reads every transmit stamp waiting in `fd`'s error queue and appends a follow-up for
-    /// each pending response it covers. Returns the number of follow-ups appended.
-    pub fn collect_tx_stamps(&mut self, fd: RawFd) -> io::Result<u64> {
-        let mut n = 0;
-        while let Some((key, t6)) = host::tstamp::read_tx_stamp(fd)? {
-            n += self.on_tx_stamp(key, t6);
-        }
-        Ok(n)
-    }
-
-    /// A send whose last byte had offset ≡ `key` (mod 2³²) from where stamping was switched
-    /// on reached the driver at `t6`: every pending response ending at or before it is out.
-    fn on_tx_stamp(&mut self, key: u32, t6: u64) -> u64 {
-        let mut n = 0;
-        while let Some(&(last, id)) = self.pending_tx.front() {
-            // Wrapping comparison of 32-bit stream offsets.
-            let rel = last.wrapping_sub(self.tx_base) as u32;
-            if (key.wrapping_sub(rel) as i32) < 0 {
-                break;
-            }
-            self.pending_tx.pop_front();
-            let before = self.buf.len();
-            nullrpc::encode_tx_stamp(&mut self.buf, id, t6);
-            self.queued_total += (self.buf.len() - before) as u64;
-            n += 1;
-        }
-        n
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wire::nullrpc::Flags;
 
     #[test]
     fn pre_stamps_are_made_non_decreasing() {
@@ -484,65 +288,5 @@ mod tests {
         assert_eq!((p.t1, p.t2, p.t3), (0, 40, 45));
         let p = Pre::new(Some(10), 40, 45);
         assert_eq!((p.t1, p.t2, p.t3), (10, 40, 45));
-    }
-
-    #[test]
-    fn tx_keys_resolve_every_response_up_to_them() {
-        let mut o = OutBuf::new();
-        let h = |id| Header {
-            kind: Kind::Request,
-            flags: Flags {
-                want_stamps: true,
-                want_tx_stamp: true,
-            },
-            len: 40,
-            id,
-            client_ts: 0,
-        };
-        let mut w = Work {
-            gen: None,
-            stamps_allowed: true,
-        };
-        // Pretend stamping is on from the start (no socket in this unit test).
-        o.tx_on = true;
-        for id in 0..3 {
-            o.push(-1, id, |b| {
-                w.serve(&h(id), &[0; 8], Some(Pre::default()), b)
-            });
-        }
-        let frame = (40 + nullrpc::STAMPS_LEN) as u64;
-        assert_eq!(o.queued_total, 3 * frame);
-        // A stamp for the first frame's last byte resolves only it.
-        assert_eq!(o.on_tx_stamp((frame - 1) as u32, 7), 1);
-        // One for the third resolves the second and third (sent together).
-        assert_eq!(o.on_tx_stamp((3 * frame - 1) as u32, 9), 2);
-        assert!(!o.awaiting_tx());
-        // Follow-ups (40 bytes each) were appended after the responses.
-        assert_eq!(o.buf.len() as u64, 3 * frame + 3 * 40);
-        // Later stamps (of the follow-ups themselves) resolve nothing.
-        assert_eq!(o.on_tx_stamp(u32::MAX / 4, 11), 0);
-    }
-
-    #[test]
-    fn inbuf_frames_and_errors() {
-        let mut b = InBuf::new();
-        let mut req = Vec::new();
-        nullrpc::encode_request(&mut req, 1, 0, 64, Flags::default()).unwrap();
-        nullrpc::encode_request(&mut req, 2, 0, 64, Flags::default()).unwrap();
-        b.buf[..100].copy_from_slice(&req[..100]);
-        b.tail = 100;
-        let r = b.pop_frame(1024).unwrap().unwrap();
-        assert_eq!((r.header.id, r.at_tail, r.payload.len()), (1, false, 32));
-        assert!(b.pop_frame(1024).unwrap().is_none());
-        assert_eq!(b.need, 64);
-        b.buf[100..128].copy_from_slice(&req[100..]);
-        b.tail = 128;
-        let r = b.pop_frame(1024).unwrap().unwrap();
-        assert_eq!((r.header.id, r.at_tail), (2, true));
-        // Over the server's own limit.
-        let mut b = InBuf::new();
-        b.buf[..64].copy_from_slice(&req[..64]);
-        b.tail = 64;
-        assert_eq!(b.pop_frame(63).err(), Some(WireError::TooLarge { len: 64 }));
     }
 }

@@ -89,6 +89,71 @@ pub struct ServerConfig {
     pub seed: u64,
     /// Stage costs, worker count and discipline of [`Arch::Staged`] (ignored by the others).
     pub staged: StagedConfig,
+    /// How much one client can make the server hold (see the crate doc, "Memory bounds").
+    pub limits: Limits,
+}
+
+/// Bounds on what clients can make the server hold in memory. Each bound is enforced by
+/// back-pressure (the server stops reading) or, for connections, by refusal; never by
+/// dropping a request it has read. Every pause and refusal is counted in
+/// [`Counters`](crate::Counters).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Unsent reply bytes of one connection above which the server stops reading from it
+    /// ([`Arch::Epoll`], [`Arch::Dispatch`], [`Arch::Staged`]). The kernel's socket buffers
+    /// (megabytes on loopback) fill first, so a client that reads at all never gets near it.
+    pub max_unsent_bytes: usize,
+    /// Reads of a paused connection resume once its unsent bytes are at or below this
+    /// (below `max_unsent_bytes`, so that a client reading slowly does not flip the pause
+    /// on every reply).
+    pub resume_unsent_bytes: usize,
+    /// Requests read but not yet taken by a worker ([`Arch::Dispatch`], [`Arch::Staged`])
+    /// at which the reading thread stops reading; it resumes once half are taken.
+    pub max_queued_requests: usize,
+    /// The same bound in bytes (each request counts its whole frame).
+    pub max_queued_bytes: usize,
+    /// Connections open at once in [`Arch::Thread`] (one thread each); more are accepted and
+    /// closed at once.
+    pub max_connections: usize,
+}
+
+impl Default for Limits {
+    /// 256 KiB unsent per connection (reads resume at 64 KiB), 4096 requests or 8 MiB
+    /// queued, 1024 connections for the thread architecture.
+    fn default() -> Self {
+        Limits {
+            max_unsent_bytes: 256 << 10,
+            resume_unsent_bytes: 64 << 10,
+            max_queued_requests: 4096,
+            max_queued_bytes: 8 << 20,
+            max_connections: 1024,
+        }
+    }
+}
+
+impl Limits {
+    /// Checks that every bound is at least 1 and that reads resume below the pause mark.
+    pub fn validate(&self) -> Result<(), ServerError> {
+        for (name, v) in [
+            ("max_unsent_bytes", self.max_unsent_bytes),
+            ("max_queued_requests", self.max_queued_requests),
+            ("max_queued_bytes", self.max_queued_bytes),
+            ("max_connections", self.max_connections),
+        ] {
+            if v == 0 {
+                return Err(ServerError::Config(format!(
+                    "limit {name} must be at least 1"
+                )));
+            }
+        }
+        if self.resume_unsent_bytes >= self.max_unsent_bytes {
+            return Err(ServerError::Config(format!(
+                "resume_unsent_bytes ({}) must be below max_unsent_bytes ({})",
+                self.resume_unsent_bytes, self.max_unsent_bytes
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// The tandem server of [`Arch::Staged`] (LNS paper §3, formulas 11–12). Costs are spent
@@ -185,6 +250,7 @@ impl Default for ServerConfig {
             max_frame: wire::nullrpc::MAX_FRAME,
             seed: 0,
             staged: StagedConfig::default(),
+            limits: Limits::default(),
         }
     }
 }
@@ -192,6 +258,7 @@ impl Default for ServerConfig {
 impl ServerConfig {
     /// Checks the values that do not need the kernel.
     pub fn validate(&self) -> Result<(), ServerError> {
+        self.limits.validate()?;
         if self.arch == Arch::Staged {
             self.staged.validate()?;
         } else if self.workers == 0 && self.arch != Arch::Thread {
@@ -313,6 +380,20 @@ mod tests {
                 mt_ns_per_byte: 1e12,
                 ..Default::default()
             }),
+            ServerConfig {
+                limits: Limits {
+                    max_queued_requests: 0,
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+            ServerConfig {
+                limits: Limits {
+                    resume_unsent_bytes: 256 << 10,
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
         ];
         for c in bad {
             assert!(c.validate().is_err(), "{c:?} accepted");

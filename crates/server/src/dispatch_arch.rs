@@ -11,10 +11,12 @@ use std::sync::{Arc, Condvar, Mutex};
 use host::tstamp::mono_now_ns;
 use nix::errno::Errno;
 use nix::sys::epoll::{Epoll, EpollEvent, EpollFlags, EpollTimeout};
-use wire::nullrpc::Header;
+use wire::nullrpc::{Header, HEADER_LEN};
 
-use crate::common::{accept_backoff, place, AtomicCounters, InBuf, OutBuf, Pre, Work, STOP_TOKEN};
+use crate::backpressure::{paused_and_hung_up, sync_interest, Backlog};
+use crate::common::{accept_backoff, place, AtomicCounters, Pre, Work, STOP_TOKEN};
 use crate::epoll_arch::{new_epoll, READ_EVENTS};
+use crate::tcp_buf::{InBuf, OutBuf};
 use crate::thread_arch::setup_conn;
 use crate::{spawn, ServerError, Shared, Started};
 
@@ -29,7 +31,12 @@ pub(crate) struct DConn {
 /// The connections of one reading thread: shared part and input buffer, by fd.
 pub(crate) type Conns = HashMap<RawFd, (Arc<DConn>, InBuf)>;
 
-/// A request as the reading thread decoded it.
+/// What a request counts in the [`Backlog`]: its whole frame.
+pub(crate) fn frame_bytes(payload: &[u8]) -> usize {
+    HEADER_LEN + payload.len()
+}
+
+/// A request as the reading thread decoded it (already added to the [`Backlog`]).
 pub(crate) struct Decoded {
     pub conn: Arc<DConn>,
     pub header: Header,
@@ -45,11 +52,11 @@ struct Job {
     pre: Option<Pre>,
 }
 
-/// The shared FIFO.
-#[derive(Default)]
+/// The shared FIFO, and its bound.
 struct Queue {
     jobs: Mutex<VecDeque<Job>>,
     ready: Condvar,
+    backlog: Backlog,
 }
 
 pub(crate) fn start(listener: TcpListener, shared: &Arc<Shared>) -> Result<Started, ServerError> {
@@ -62,7 +69,11 @@ pub(crate) fn start(listener: TcpListener, shared: &Arc<Shared>) -> Result<Start
         EpollEvent::new(EpollFlags::EPOLLIN, LISTENER_TOKEN),
     )
     .map_err(|e| ServerError::io("epoll_ctl(listener)", e))?;
-    let queue = Arc::new(Queue::default());
+    let queue = Arc::new(Queue {
+        jobs: Mutex::default(),
+        ready: Condvar::new(),
+        backlog: Backlog::new(&shared.cfg.limits),
+    });
     let mut threads = Vec::new();
     let result = (|| {
         for i in 0..shared.cfg.workers {
@@ -80,8 +91,10 @@ pub(crate) fn start(listener: TcpListener, shared: &Arc<Shared>) -> Result<Start
     let q = Arc::clone(&queue);
     let wake = move || {
         // Taking the lock orders this after any worker's stop check, so none misses it.
-        let _guard = q.jobs.lock();
+        let guard = q.jobs.lock();
         q.ready.notify_all();
+        drop(guard);
+        q.backlog.wake();
     };
     Started::finish(result, threads, shared, Box::new(wake))
 }
@@ -91,6 +104,14 @@ fn dispatcher(listener: &TcpListener, ep: &Epoll, queue: &Queue, shared: &Shared
     let mut conns = Conns::new();
     let mut events = vec![EpollEvent::empty(); 64];
     loop {
+        // Back-pressure: with the queue full, read nothing (and accept nothing) until the
+        // workers have taken half of it; the requests wait in the kernel meanwhile.
+        if queue.backlog.is_full() {
+            AtomicCounters::add(&shared.counters.queue_full_pauses, 1);
+            if !queue.backlog.wait_for_room(&shared.stop) {
+                break;
+            }
+        }
         let n = match ep.wait(&mut events, EpollTimeout::NONE) {
             Ok(n) => n,
             Err(Errno::EINTR) => continue,
@@ -98,16 +119,25 @@ fn dispatcher(listener: &TcpListener, ep: &Epoll, queue: &Queue, shared: &Shared
         };
         let t2 = mono_now_ns();
         let mut batch = Vec::new();
-        let go_on = on_events(&events[..n], listener, ep, &mut conns, shared, &mut |d| {
-            let pre = (shared.cfg.stamps && d.header.flags.want_stamps)
-                .then(|| Pre::new(d.t1, t2, mono_now_ns()));
-            batch.push(Job {
-                conn: d.conn,
-                header: d.header,
-                payload: d.payload,
-                pre,
-            });
-        });
+        let backlog = &queue.backlog;
+        let go_on = on_events(
+            &events[..n],
+            listener,
+            ep,
+            &mut conns,
+            backlog,
+            shared,
+            &mut |d| {
+                let pre = (shared.cfg.stamps && d.header.flags.want_stamps)
+                    .then(|| Pre::new(d.t1, t2, mono_now_ns()));
+                batch.push(Job {
+                    conn: d.conn,
+                    header: d.header,
+                    payload: d.payload,
+                    pre,
+                });
+            },
+        );
         if !batch.is_empty() {
             let Ok(mut q) = queue.jobs.lock() else { break };
             let k = batch.len();
@@ -127,13 +157,16 @@ fn dispatcher(listener: &TcpListener, ep: &Epoll, queue: &Queue, shared: &Shared
 }
 
 /// Handles the readiness `events` of a reading thread: accepts new connections, reads and
-/// decodes requests (each handed to `sink` in arrival order), writes pending output, closes
-/// broken connections. False when the stop signal was among them.
+/// decodes requests (each added to `backlog` and handed to `sink` in arrival order), writes
+/// pending output, closes broken connections. Once `backlog` is full it reads no more (the
+/// connections stay readable, level-triggered, for later). False when the stop signal was
+/// among the events.
 pub(crate) fn on_events(
     events: &[EpollEvent],
     listener: &TcpListener,
     ep: &Epoll,
     conns: &mut Conns,
+    backlog: &Backlog,
     shared: &Shared,
     sink: &mut dyn FnMut(Decoded),
 ) -> bool {
@@ -165,7 +198,7 @@ pub(crate) fn on_events(
                 let Some((c, inb)) = conns.get_mut(&fd) else {
                     continue;
                 };
-                if handle(c, inb, ev.events(), ep, shared, sink).is_err() {
+                if handle(c, inb, ev.events(), ep, backlog, shared, sink).is_err() {
                     let _ = ep.delete(&c.stream);
                     let _ = c.stream.shutdown(Shutdown::Both);
                     conns.remove(&fd);
@@ -190,24 +223,30 @@ fn handle(
     inb: &mut InBuf,
     ev: EpollFlags,
     ep: &Epoll,
+    backlog: &Backlog,
     shared: &Shared,
     sink: &mut dyn FnMut(Decoded),
 ) -> io::Result<()> {
     let counters = &shared.counters;
     let fd = c.stream.as_raw_fd();
     let mut stamps_seen = 0;
-    if ev.intersects(EpollFlags::EPOLLERR | EpollFlags::EPOLLOUT) {
+    if ev.intersects(EpollFlags::EPOLLERR | EpollFlags::EPOLLOUT | EpollFlags::EPOLLHUP) {
         let mut out = lock(&c.out)?;
+        if paused_and_hung_up(&out, ev) {
+            return Err(io::ErrorKind::ConnectionAborted.into());
+        }
         if ev.contains(EpollFlags::EPOLLERR) {
             stamps_seen = out.collect_tx_stamps(fd)?;
             AtomicCounters::add(&counters.tx_stamps_sent, stamps_seen);
         }
         out.flush(&c.stream)?;
-        rearm(c, &mut out, ep);
+        sync_interest(ep, &c.stream, &mut out, shared);
     }
+    // A paused connection is registered without read events, but an event of this batch may
+    // predate the pause: that one read more is harmless (one read's requests).
     let readable = ev.intersects(READ_EVENTS | EpollFlags::EPOLLHUP)
         || (ev.contains(EpollFlags::EPOLLERR) && stamps_seen == 0);
-    if !readable {
+    if !readable || backlog.is_full() {
         return Ok(());
     }
     let (n, t1) = match inb.read_from(fd, 0) {
@@ -224,12 +263,16 @@ fn handle(
     }
     loop {
         match inb.pop_frame(shared.cfg.max_frame) {
-            Ok(Some(req)) => sink(Decoded {
-                conn: Arc::clone(c),
-                header: req.header,
-                payload: inb.bytes(req.payload).to_vec(),
-                t1: if req.at_tail { t1 } else { None },
-            }),
+            Ok(Some(req)) => {
+                let payload = inb.bytes(req.payload).to_vec();
+                backlog.add(frame_bytes(&payload));
+                sink(Decoded {
+                    conn: Arc::clone(c),
+                    header: req.header,
+                    payload,
+                    t1: if req.at_tail { t1 } else { None },
+                })
+            }
             Ok(None) => return Ok(()),
             Err(e) => {
                 AtomicCounters::add(&counters.malformed_closed, 1);
@@ -242,23 +285,6 @@ fn handle(
 pub(crate) fn lock<T>(m: &Mutex<T>) -> io::Result<std::sync::MutexGuard<'_, T>> {
     m.lock()
         .map_err(|_| io::Error::other("a server thread panicked holding a lock"))
-}
-
-/// Arms EPOLLOUT while output is pending and disarms it when none is. Called with the
-/// output lock held, so workers and the dispatcher agree on `armed`.
-fn rearm(c: &DConn, out: &mut OutBuf, ep: &Epoll) {
-    let want = !out.is_empty();
-    if want != out.armed {
-        let flags = if want {
-            READ_EVENTS | EpollFlags::EPOLLOUT
-        } else {
-            READ_EVENTS
-        };
-        let mut e = EpollEvent::new(flags, c.stream.as_raw_fd() as u64);
-        if ep.modify(&c.stream, &mut e).is_ok() {
-            out.armed = want;
-        }
-    }
 }
 
 fn worker(index: u64, queue: &Queue, ep: &Epoll, shared: &Shared) {
@@ -282,6 +308,7 @@ fn worker(index: u64, queue: &Queue, ep: &Epoll, shared: &Shared) {
                 };
             }
         };
+        queue.backlog.remove(frame_bytes(&job.payload));
         let t4 = work.do_work(job.pre.is_some());
         if !reply(
             &job.conn,
@@ -299,8 +326,9 @@ fn worker(index: u64, queue: &Queue, ep: &Epoll, shared: &Shared) {
 }
 
 /// A worker's answer: encodes the response (T5 taken there), writes it, forwards any transmit
-/// stamps already there, and leaves EPOLLOUT armed if output is left. False if a lock was
-/// poisoned (another server thread panicked).
+/// stamps already there, and leaves EPOLLOUT armed if output is left (pausing the
+/// connection's reads if too much is). False if a lock was poisoned (another server thread
+/// panicked).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn reply(
     conn: &DConn,
@@ -329,7 +357,7 @@ pub(crate) fn reply(
                 let _ = out.flush(&conn.stream);
             }
         }
-        rearm(conn, &mut out, ep);
+        sync_interest(ep, &conn.stream, &mut out, shared);
     }
     true
 }

@@ -11,7 +11,9 @@ use host::tstamp::mono_now_ns;
 use nix::errno::Errno;
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 
-use crate::common::{accept_backoff, place, AtomicCounters, InBuf, OutBuf, Pre, Work, STOP_TOKEN};
+use crate::backpressure::{paused_and_hung_up, sync_interest};
+use crate::common::{accept_backoff, place, AtomicCounters, Pre, Work, STOP_TOKEN};
+use crate::tcp_buf::{InBuf, OutBuf};
 use crate::thread_arch::setup_conn;
 use crate::{spawn, ServerError, Shared, Started};
 
@@ -135,20 +137,11 @@ fn worker(index: u64, ep: &Epoll, inbox: &Inbox, shared: &Shared) {
                 continue;
             };
             let keep = handle(c, ev.events(), t2, &mut work, shared).is_ok();
-            let want_out = !c.out.is_empty();
-            if !keep {
+            if keep {
+                sync_interest(ep, &c.stream, &mut c.out, shared);
+            } else {
                 let _ = ep.delete(&c.stream);
                 conns.remove(&fd);
-            } else if want_out != c.out.armed {
-                let flags = if want_out {
-                    READ_EVENTS | EpollFlags::EPOLLOUT
-                } else {
-                    READ_EVENTS
-                };
-                let mut e = EpollEvent::new(flags, fd as u64);
-                if ep.modify(&c.stream, &mut e).is_ok() {
-                    c.out.armed = want_out;
-                }
             }
         }
     }
@@ -164,11 +157,16 @@ fn handle(
 ) -> io::Result<()> {
     let counters = &shared.counters;
     let fd = c.stream.as_raw_fd();
+    if paused_and_hung_up(&c.out, ev) {
+        return Err(io::ErrorKind::ConnectionAborted.into());
+    }
     let mut stamps_seen = 0;
     if ev.contains(EpollFlags::EPOLLERR) {
         stamps_seen = c.out.collect_tx_stamps(fd)?;
         AtomicCounters::add(&counters.tx_stamps_sent, stamps_seen);
     }
+    // A paused connection is registered without read events, but an event of this batch
+    // may predate the pause: that one read more is harmless (one read's replies).
     let readable = ev.intersects(READ_EVENTS | EpollFlags::EPOLLHUP)
         || (ev.contains(EpollFlags::EPOLLERR) && stamps_seen == 0);
     if readable {

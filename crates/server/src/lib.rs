@@ -39,13 +39,45 @@
 //! arrived while its thread was already awake waited for no wake-up: its T2 is set to T1, so
 //! that T1 ≤ T2 ≤ T3 ≤ T4 ≤ T5 always holds. T6 is 0 in the response itself (it is not known
 //! until after the write).
+//!
+//! # Memory bounds
+//!
+//! No client can make the server hold more than [`Limits`] allows (a field of
+//! [`ServerConfig`] with documented defaults). Each bound is kept by back-pressure — the
+//! server stops reading, the requests wait in the kernel's socket buffers, then the client's
+//! writes block — never by dropping a request it has read; every pause and refusal is
+//! counted in [`Counters`].
+//!
+//! | what grows | bound (default) | when it is reached | counter |
+//! |---|---|---|---|
+//! | a connection's unsent replies ([`Arch::Epoll`], [`Arch::Dispatch`], [`Arch::Staged`]) | `max_unsent_bytes` (256 KiB) | the connection's read events are dropped until the client has drained it to `resume_unsent_bytes` (64 KiB) | `reads_paused` |
+//! | a connection's unsent replies ([`Arch::Thread`]) | the replies to one read | the thread blocks in its write, so reads nothing more, until the client takes them | `reads_paused` (a write found the socket full) |
+//! | requests read but not yet taken by a worker ([`Arch::Dispatch`]; [`Arch::Staged`]: from stage 1's read to a worker) | `max_queued_requests` (4096) and `max_queued_bytes` (8 MiB) | the reading thread reads (and accepts) nothing until the workers have taken half | `queue_full_pauses` |
+//! | connections, each a thread ([`Arch::Thread`]) | `max_connections` (1024) | a new connection is closed as soon as accepted | `connections_refused` |
+//! | a connection's partial request | [`ServerConfig::max_frame`] | a longer frame closes the connection | `malformed_closed` |
+//!
+//! So a client that sends and never reads costs the server at most about
+//! `max_unsent_bytes` plus one read's replies (and, for dispatch and staged, its share of the
+//! queue bound); the other connections are served meanwhile. Each bound is overshot by at
+//! most one read (≤ `max_frame` + 16 KiB of requests), because the check comes between
+//! reads. An output buffer that grew gives its memory back once drained. Not bounded here:
+//! the number of connections of the epoll-driven architectures (each costs its input buffer,
+//! 16 KiB, and is bounded by the process's file-descriptor limit), and [`Arch::Udp`], whose
+//! only queue is the kernel's socket buffer.
+//!
+//! While its backlog is full the reading thread of [`Arch::Dispatch`] also writes no
+//! leftover output (the workers still write every reply as they make it), and stage 1 of
+//! [`Arch::Staged`] polls no sockets, so a delay-sensitive request that arrives then cannot
+//! overtake: under that overload the priority applies only to requests already read.
 
+mod backpressure;
 mod common;
 mod config;
 mod dispatch_arch;
 mod epoll_arch;
 mod error;
 pub mod staged;
+mod tcp_buf;
 mod thread_arch;
 mod udp_arch;
 
@@ -54,7 +86,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 pub use common::Counters;
-pub use config::{Arch, ServerConfig, StagedConfig};
+pub use config::{Arch, Limits, ServerConfig, StagedConfig};
 pub use error::ServerError;
 
 use common::{AtomicCounters, Stop};

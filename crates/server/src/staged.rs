@@ -63,8 +63,11 @@ use nix::errno::Errno;
 use nix::sys::epoll::{Epoll, EpollEvent, EpollFlags, EpollTimeout};
 use wire::nullrpc::Header;
 
-use crate::common::{place, spin_until, Pre, Work};
-use crate::dispatch_arch::{close_all, on_events, reply, Conns, DConn, LISTENER_TOKEN};
+use crate::backpressure::Backlog;
+use crate::common::{place, spin_until, AtomicCounters, Pre, Work};
+use crate::dispatch_arch::{
+    close_all, frame_bytes, on_events, reply, Conns, DConn, LISTENER_TOKEN,
+};
 use crate::epoll_arch::new_epoll;
 use crate::{spawn, ServerError, Shared, StagedConfig, Started};
 
@@ -198,12 +201,20 @@ pub(crate) fn start(listener: TcpListener, shared: &Arc<Shared>) -> Result<Start
     let sc = &shared.cfg.staged;
     let to_dispatch = Arc::new(Link::new(sc.priority));
     let to_workers = Arc::new(Link::new(sc.priority));
+    // Every request from the moment stage 1 reads it until a worker takes it: stage 1's own
+    // queue and both links.
+    let backlog = Arc::new(Backlog::new(&shared.cfg.limits));
     let mut threads = Vec::new();
     let result = (|| {
         for i in 0..sc.workers {
-            let (q, e, sh) = (Arc::clone(&to_workers), Arc::clone(&ep), Arc::clone(shared));
+            let (q, e, b, sh) = (
+                Arc::clone(&to_workers),
+                Arc::clone(&ep),
+                Arc::clone(&backlog),
+                Arc::clone(shared),
+            );
             threads.push(spawn(format!("ts-worker-{i}"), move || {
-                worker(&q, &e, &sh)
+                worker(&q, &e, &b, &sh)
             })?);
         }
         let (a, b, sh) = (
@@ -214,54 +225,85 @@ pub(crate) fn start(listener: TcpListener, shared: &Arc<Shared>) -> Result<Start
         threads.push(spawn("ts-dispatch".into(), move || {
             dispatcher(&a, &b, &sh)
         })?);
-        let (a, e, sh) = (
+        let (a, e, b, sh) = (
             Arc::clone(&to_dispatch),
             Arc::clone(&ep),
+            Arc::clone(&backlog),
             Arc::clone(shared),
         );
         threads.push(spawn("ts-stack".into(), move || {
-            stack(&listener, &e, &a, &sh)
+            stack(&listener, &e, &a, &b, &sh)
         })?);
         Ok(())
     })();
     let wake = move || {
         to_dispatch.wake_all();
         to_workers.wake_all();
+        backlog.wake();
     };
     Started::finish(result, threads, shared, Box::new(wake))
 }
 
 /// Stage 1: reads and decodes, then spends T0 + L·mT on one request at a time, polling the
 /// sockets again (without blocking) before each, so that new arrivals join the queue first.
-fn stack(listener: &TcpListener, ep: &Epoll, out: &Link, shared: &Shared) {
+/// While the backlog is full it reads nothing: it works off its own queue, then waits for
+/// the workers to take half of the backlog.
+fn stack(listener: &TcpListener, ep: &Epoll, out: &Link, backlog: &Backlog, shared: &Shared) {
     let _ = place(&shared.cfg);
     let sc: &StagedConfig = &shared.cfg.staged;
     let stamps = shared.cfg.stamps;
     let mut conns = Conns::new();
     let mut waiting = ClassQueue::new(sc.priority);
     let mut events = vec![EpollEvent::empty(); 64];
+    // Reads are stopped for a full backlog (a stop is counted once, however long it lasts).
+    let mut held = false;
     loop {
-        let timeout = if waiting.is_empty() {
-            EpollTimeout::NONE
-        } else {
-            EpollTimeout::ZERO
-        };
-        let n = match ep.wait(&mut events, timeout) {
-            Ok(n) => n,
-            Err(Errno::EINTR) => continue,
-            Err(_) => break,
-        };
-        let go_on = on_events(&events[..n], listener, ep, &mut conns, shared, &mut |d| {
-            waiting.push(Job {
-                sensitive: is_delay_sensitive(&d.payload),
-                conn: d.conn,
-                header: d.header,
-                payload: d.payload,
-                t1: d.t1,
-                pre: None,
-            })
-        });
-        if !go_on || shared.stop.is_set() {
+        let full = backlog.is_full();
+        if full && !held {
+            AtomicCounters::add(&shared.counters.queue_full_pauses, 1);
+        }
+        held = full;
+        if full && waiting.is_empty() {
+            if !backlog.wait_for_room(&shared.stop) {
+                break;
+            }
+            held = false;
+            continue;
+        }
+        if !full {
+            let timeout = if waiting.is_empty() {
+                EpollTimeout::NONE
+            } else {
+                EpollTimeout::ZERO
+            };
+            let n = match ep.wait(&mut events, timeout) {
+                Ok(n) => n,
+                Err(Errno::EINTR) => continue,
+                Err(_) => break,
+            };
+            let go_on = on_events(
+                &events[..n],
+                listener,
+                ep,
+                &mut conns,
+                backlog,
+                shared,
+                &mut |d| {
+                    waiting.push(Job {
+                        sensitive: is_delay_sensitive(&d.payload),
+                        conn: d.conn,
+                        header: d.header,
+                        payload: d.payload,
+                        t1: d.t1,
+                        pre: None,
+                    })
+                },
+            );
+            if !go_on {
+                break;
+            }
+        }
+        if shared.stop.is_set() {
             break;
         }
         if let Some(mut j) = waiting.pop() {
@@ -313,7 +355,7 @@ fn sleep_until(deadline: u64) -> u64 {
     }
 }
 
-fn worker(input: &Link, ep: &Epoll, shared: &Shared) {
+fn worker(input: &Link, ep: &Epoll, backlog: &Backlog, shared: &Shared) {
     if shared.cfg.staged.worker_sleep {
         // Wake as close to the deadline as the kernel can (default slack is 50 µs).
         // SAFETY: prctl with integer arguments only affects this thread.
@@ -325,6 +367,7 @@ fn worker(input: &Link, ep: &Epoll, shared: &Shared) {
     let work = Work::without_work(&shared.cfg);
     let cost = shared.cfg.staged.worker_cost_ns();
     while let Some(j) = input.pop_wait(shared) {
+        backlog.remove(frame_bytes(&j.payload));
         let t4 = if shared.cfg.staged.worker_sleep {
             sleep_until(mono_now_ns().saturating_add(cost))
         } else {

@@ -1,4 +1,9 @@
 //! [`Arch::Thread`](crate::Arch::Thread): one acceptor, one blocking thread per connection.
+//!
+//! Its bounds: at most [`Limits::max_connections`](crate::Limits) connections (threads) at
+//! once, more are closed as soon as accepted; and a connection's thread writes its replies
+//! with blocking writes, so while its client does not take them it reads nothing more —
+//! unsent output never exceeds the replies to one read.
 
 use std::collections::HashMap;
 use std::io;
@@ -9,7 +14,8 @@ use std::thread::JoinHandle;
 
 use host::tstamp::{self, mono_now_ns};
 
-use crate::common::{accept_backoff, place, AtomicCounters, InBuf, OutBuf, Pre, Work};
+use crate::common::{accept_backoff, place, AtomicCounters, Pre, Work};
+use crate::tcp_buf::{InBuf, OutBuf};
 use crate::{spawn, ServerError, Shared, Started};
 
 /// Connections still open, so that shutdown can `shutdown(2)` them out of blocking calls.
@@ -53,6 +59,15 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
                 continue;
             }
         };
+        // The registry holds exactly the connections whose threads have not finished.
+        let open = registry.lock().map_or(usize::MAX, |r| r.len());
+        if open >= shared.cfg.limits.max_connections {
+            // Closed at once (the client sees EOF): a thread, its stack and buffers per
+            // connection is what this bound is for.
+            AtomicCounters::add(&shared.counters.connections_refused, 1);
+            drop(s);
+            continue;
+        }
         if s.set_nonblocking(false).is_err() || setup_conn(&s, &shared).is_err() {
             continue;
         }
@@ -134,7 +149,7 @@ fn serve_conn(s: &TcpStream, k: u64, shared: &Shared) {
                 work.serve(&req.header, payload, pre, b)
             });
             AtomicCounters::add(&counters.served, 1);
-            if out.flush(s).is_err() {
+            if write_out(s, &mut out, counters).is_err() {
                 return;
             }
             if out.tx_on && send_tx_stamps(s, &mut out, counters).is_err() {
@@ -142,6 +157,17 @@ fn serve_conn(s: &TcpStream, k: u64, shared: &Shared) {
             }
         }
     }
+}
+
+/// Writes the replies. When the socket is full — the client is not taking them — the read
+/// pause is counted and the write blocks: this thread reads nothing more from the connection
+/// until the client has taken its replies (this architecture's back-pressure).
+fn write_out(s: &TcpStream, out: &mut OutBuf, counters: &AtomicCounters) -> io::Result<()> {
+    if out.flush_nowait(s.as_raw_fd())? {
+        return Ok(());
+    }
+    AtomicCounters::add(&counters.reads_paused, 1);
+    out.flush(s).map(drop)
 }
 
 /// Drains the error queue, waits briefly for the transmit stamps of responses that await

@@ -80,6 +80,7 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
         max_frame: wire::nullrpc::MAX_FRAME,
         seed: 1,
         staged: Default::default(),
+        limits: Default::default(),
     };
     let server = Server::start_tcp(listener, scfg)?;
     let addr = server.local_addr();

@@ -47,6 +47,7 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
             priority: a.priority,
             worker_sleep: a.worker_sleep,
         },
+        limits: server::Limits::default(),
     })
 }
 
@@ -85,6 +86,12 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<i32> {
     eprintln!(
         "tailscope serve: stopped; served {} requests, {} connections accepted, {} closed for malformed frames",
         c.served, c.connections_accepted, c.malformed_closed
+    );
+    // The server's memory bounds (server::Limits) at work: each is back-pressure or refusal,
+    // never a dropped request, and says that some client was not keeping up.
+    eprintln!(
+        "tailscope serve: {} times reads paused for undrained replies, {} times reading stopped for a full queue, {} connections refused over the limit",
+        c.reads_paused, c.queue_full_pauses, c.connections_refused
     );
     Ok(0)
 }
