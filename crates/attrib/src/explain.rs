@@ -62,57 +62,83 @@ pub struct StageFinding {
     pub growth: f64,
 }
 
-/// Explain a run: `series` from its sampler, `start_mono_ns` the run's start on
-/// CLOCK_MONOTONIC, `requests` the successful requests as (run-relative intended send ns,
-/// latency ns), `stages` the analysis' breakdown when the server sent stamps.
-pub fn explain(
-    series: &Series,
+/// Which sampled intervals hold a slow request, built as the slow requests stream past (the
+/// analysis' second pass hands them over one at a time), so that no list of requests is
+/// kept: memory is one flag per interval.
+#[derive(Clone, Debug)]
+pub struct SlowMask {
     start_mono_ns: u64,
-    requests: &[(u64, u64)],
+    /// The interval indices the run's span covers.
+    first: usize,
+    last: usize,
+    mask: Vec<bool>,
+    slow: u64,
+    t: Vec<u64>,
+}
+
+impl SlowMask {
+    /// A mask over the intervals of `series` that overlap the run's span (`span_ns`:
+    /// run-relative first intended send and last completion of the measured requests); None
+    /// when there is no interval or the span misses them all.
+    pub fn new(series: &Series, start_mono_ns: u64, span_ns: (u64, u64)) -> Option<SlowMask> {
+        let t = &series.t_mono_ns;
+        if series.intervals() == 0 {
+            return None;
+        }
+        let (lo, hi) = (start_mono_ns + span_ns.0, start_mono_ns + span_ns.1);
+        if hi < t[0] || lo >= t[t.len() - 1] {
+            return None;
+        }
+        // Intervals [t[i], t[i+1]) overlapping [lo, hi]: from the one holding lo to the one
+        // holding hi.
+        let holding = |x: u64| t.partition_point(|&s| s <= x).saturating_sub(1);
+        let first = holding(lo);
+        let last = holding(hi).min(series.intervals() - 1);
+        Some(SlowMask {
+            start_mono_ns,
+            first,
+            last,
+            mask: vec![false; last + 1 - first],
+            slow: 0,
+            t: t.clone(),
+        })
+    }
+
+    /// One slow request: (run-relative intended send, latency), both ns.
+    pub fn add(&mut self, intended_ns: u64, latency_ns: u64) {
+        self.slow += 1;
+        let holding = |x: u64| self.t.partition_point(|&s| s <= x).saturating_sub(1);
+        let a = holding(self.start_mono_ns + intended_ns).max(self.first);
+        let b = holding(self.start_mono_ns + intended_ns + latency_ns).min(self.last);
+        if b < a {
+            return;
+        }
+        for m in &mut self.mask[a - self.first..=b - self.first] {
+            *m = true;
+        }
+    }
+}
+
+/// Explain a run: `series` from its sampler, `mask` the intervals that held one of its
+/// slowest 1 % (None: no request), `stages` the analysis' breakdown when the server sent
+/// stamps.
+pub fn explain_mask(
+    series: &Series,
+    mask: Option<&SlowMask>,
     stages: Option<&StageBreakdown>,
 ) -> Why {
     let mut why = Why {
         stages: stages.map(stage_findings).unwrap_or_default(),
         ..Why::default()
     };
-    if requests.is_empty() || series.intervals() == 0 {
-        return why;
-    }
-    // The slowest 1 % (at least one request).
-    let mut by_latency: Vec<(u64, u64)> = requests.to_vec();
-    by_latency.sort_unstable_by_key(|&(_, lat)| lat);
-    let k = requests.len().div_ceil(100);
-    let slow = &by_latency[requests.len() - k..];
-    why.slow_requests = k as u64;
-
-    let t = &series.t_mono_ns;
-    let span_lo = requests.iter().map(|&(i, _)| start_mono_ns + i).min();
-    let span_hi = requests.iter().map(|&(i, l)| start_mono_ns + i + l).max();
-    let (Some(span_lo), Some(span_hi)) = (span_lo, span_hi) else {
+    let Some(mask) = mask else {
         return why;
     };
-    // Intervals [t[i], t[i+1]) overlapping [lo, hi]: from the one holding lo to the one
-    // holding hi.
-    let holding = |x: u64| t.partition_point(|&s| s <= x).saturating_sub(1);
-    let first = holding(span_lo);
-    let last = holding(span_hi).min(series.intervals() - 1);
-    if span_hi < t[0] || span_lo >= t[t.len() - 1] {
-        return why;
-    }
+    why.slow_requests = mask.slow;
+    let t = &series.t_mono_ns;
+    let (first, last) = (mask.first, mask.last);
     let n = last + 1 - first;
-    let mut mask = vec![false; n];
-    for &(i, l) in slow {
-        let a = holding(start_mono_ns + i).max(first);
-        let b = holding(start_mono_ns + i + l).min(last);
-        for m in mask
-            .iter_mut()
-            .take(b + 1 - first)
-            .skip(a.saturating_sub(first))
-        {
-            *m = true;
-        }
-    }
-    let slow_idx: Vec<usize> = (0..n).filter(|&i| mask[i]).collect();
+    let slow_idx: Vec<usize> = (0..n).filter(|&i| mask.mask[i]).collect();
     why.intervals = n as u64;
     why.slow_intervals = slow_idx.len() as u64;
     if slow_idx.is_empty() || slow_idx.len() == n {
@@ -159,6 +185,32 @@ pub fn explain(
     });
     why.sources = found;
     why
+}
+
+/// Explain a run whose successful requests are in memory: `requests` as (run-relative
+/// intended send ns, latency ns); the slowest 1 % (at least one) count as slow. See
+/// [`explain_mask`] for the streaming form.
+pub fn explain(
+    series: &Series,
+    start_mono_ns: u64,
+    requests: &[(u64, u64)],
+    stages: Option<&StageBreakdown>,
+) -> Why {
+    let span = requests
+        .iter()
+        .map(|&(i, _)| i)
+        .min()
+        .zip(requests.iter().map(|&(i, l)| i + l).max());
+    let mut mask = span.and_then(|s| SlowMask::new(series, start_mono_ns, s));
+    if let Some(m) = mask.as_mut() {
+        let mut by_latency: Vec<(u64, u64)> = requests.to_vec();
+        by_latency.sort_unstable_by_key(|&(_, lat)| lat);
+        let k = requests.len().div_ceil(100);
+        for &(i, l) in &by_latency[requests.len() - k..] {
+            m.add(i, l);
+        }
+    }
+    explain_mask(series, mask.as_ref(), stages)
 }
 
 /// Holm's step-down adjustment of the findings' p-values, in place.

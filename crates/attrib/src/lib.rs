@@ -34,7 +34,9 @@ mod table;
 use serde::Serialize;
 use std::path::PathBuf;
 
-pub use explain::{explain, SourceFinding, StageFinding, Why, PERMUTATION_SHIFTS};
+pub use explain::{
+    explain, explain_mask, SlowMask, SourceFinding, StageFinding, Why, PERMUTATION_SHIFTS,
+};
 pub use sampler::{mono_now_ns, Probe, Sampler, SamplerConfig};
 pub use table::mitigation_table;
 

@@ -103,6 +103,20 @@ fn the_source_that_spikes_with_slow_requests_ranks_first() {
 
     let js = serde_json::to_value(&why).unwrap();
     assert_eq!(js["sources"][0]["kind"], "scheduling");
+
+    // The streaming form (a mask filled as the slow requests stream past, in any order)
+    // says the same.
+    let lo = reqs.iter().map(|r| r.0).min().unwrap();
+    let hi = reqs.iter().map(|r| r.0 + r.1).max().unwrap();
+    let mut mask = attrib::SlowMask::new(&s, T0, (lo, hi)).unwrap();
+    for &(i, l) in reqs.iter().rev().filter(|r| r.1 == 2_000_000) {
+        mask.add(i, l);
+    }
+    let streamed = attrib::explain_mask(&s, Some(&mask), None);
+    assert_eq!(
+        serde_json::to_value(&streamed).unwrap(),
+        serde_json::to_value(&why).unwrap()
+    );
 }
 
 #[test]
