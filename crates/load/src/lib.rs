@@ -67,5 +67,6 @@ pub use record::{BacklogSample, Outcome, RequestRecord, RunRecords, RunSummary, 
 pub use run::{run_open_loop, run_open_loop_into, RecordSink, VecSink};
 pub use target::{Target, Transport};
 pub use workload::{
-    HttpWorkload, KvOp, KvWorkload, PathGen, Popularity, SizeDist, Workload, WorkloadGen,
+    HttpWorkload, KvOp, KvWorkload, NullRpcWorkload, PathGen, Popularity, SizeDist, Workload,
+    WorkloadGen,
 };

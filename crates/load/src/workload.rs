@@ -172,11 +172,30 @@ pub struct HttpWorkload {
     pub popularity: Popularity,
 }
 
+/// Null-RPC requests to the built-in server: a fixed size, with or without its stage stamps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NullRpcWorkload {
+    /// Request frame length in bytes (header included), `wire::nullrpc::HEADER_LEN..=MAX_FRAME`.
+    pub request_size: usize,
+    /// Ask the server for its T1..T6 stamps (and the T6 follow-up).
+    pub stamps: bool,
+}
+
+impl Default for NullRpcWorkload {
+    fn default() -> Self {
+        NullRpcWorkload {
+            request_size: wire::nullrpc::DEFAULT_REQUEST_LEN,
+            stamps: true,
+        }
+    }
+}
+
 /// What the requests of a run ask for.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Workload {
     Kv(KvWorkload),
     Http(HttpWorkload),
+    NullRpc(NullRpcWorkload),
 }
 
 /// One request drawn from a key-value workload.

@@ -16,6 +16,7 @@ use crate::error::LoadError;
 use crate::protocol::{Protocol, Reply};
 use crate::schedule::mix_seed;
 use crate::target::{Target, Transport};
+use crate::protocol::NullRpc;
 use crate::workload::{HttpWorkload, KvWorkload, Popularity, Workload};
 
 /// Builds one codec per call (one per connection); what `run_open_loop`, `calibrate` and
@@ -40,13 +41,14 @@ pub(crate) fn value_bytes(w: &KvWorkload) -> Arc<[u8]> {
     (0..max).map(|i| b'a' + (i % 26) as u8).collect()
 }
 
-/// The codec factory for a real target: `memcached[+udp]`, `http` or `redis`. Connection
+/// The codec factory for a target: `nullrpc[+udp]`, `memcached[+udp]`, `http` or `redis`. Connection
 /// k (in the order the factory is called, which is the order connections are opened)
 /// draws its requests from seed `mix(seed, k)`, so runs are reproducible.
 ///
 /// - memcached / redis need [`Workload::Kv`].
 /// - http takes [`Workload::Http`]; any other workload means "GET the target's path (or
 ///   `/`)" over and over.
+/// - nullrpc takes [`Workload::NullRpc`].
 pub fn protocol_factory(
     target: &Target,
     workload: &Workload,
@@ -59,8 +61,8 @@ pub fn protocol_factory(
             w.validate()?;
             Ok(Arc::new(w.clone()))
         }
-        Workload::Http(_) => Err(LoadError::Config(format!(
-            "{} needs a key-value workload, not a list of HTTP paths",
+        Workload::Http(_) | Workload::NullRpc(_) => Err(LoadError::Config(format!(
+            "{} needs a key-value workload",
             target.scheme
         ))),
     };
@@ -102,7 +104,7 @@ pub fn protocol_factory(
         ("http", Transport::Tcp) => {
             let w = match workload {
                 Workload::Http(w) => w.clone(),
-                Workload::Kv(_) => HttpWorkload {
+                Workload::Kv(_) | Workload::NullRpc(_) => HttpWorkload {
                     paths: vec![target.path.clone().unwrap_or_else(|| "/".into())],
                     popularity: Popularity::Uniform,
                 },
@@ -116,9 +118,27 @@ pub fn protocol_factory(
                 }
             }))
         }
-        (s, t) => Err(LoadError::Config(format!(
-            "no workload codec for {s} over {t} (nullrpc targets use load::NullRpc)"
-        ))),
+        ("nullrpc", transport) => {
+            let Workload::NullRpc(w) = *workload else {
+                return Err(LoadError::Config(
+                    "nullrpc targets take a null-RPC workload (request size, stamps)".into(),
+                ));
+            };
+            let range = wire::nullrpc::HEADER_LEN..=wire::nullrpc::MAX_FRAME;
+            if !range.contains(&w.request_size) {
+                return Err(LoadError::Config(format!(
+                    "null-RPC request size must be between {} and {} bytes, got {}",
+                    range.start(),
+                    range.end(),
+                    w.request_size
+                )));
+            }
+            Ok(Box::new(move || {
+                Box::new(NullRpc::new(transport, w.request_size, w.stamps, w.stamps))
+                    as Box<dyn Protocol>
+            }))
+        }
+        (s, t) => Err(LoadError::Config(format!("no codec for {s} over {t}"))),
     }
 }
 

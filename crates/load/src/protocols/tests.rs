@@ -432,6 +432,13 @@ fn factory_refuses_mismatched_workloads() {
     assert!(protocol_factory(&t, &Workload::Http(http::http_workload()), 1).is_err());
     let n: Target = "nullrpc://127.0.0.1:7".parse().unwrap();
     assert!(protocol_factory(&n, &Workload::Kv(KvWorkload::default()), 1).is_err());
+    let ok = crate::NullRpcWorkload::default();
+    assert!(protocol_factory(&n, &Workload::NullRpc(ok), 1).is_ok());
+    let tiny = crate::NullRpcWorkload {
+        request_size: 3,
+        ..ok
+    };
+    assert!(protocol_factory(&n, &Workload::NullRpc(tiny), 1).is_err());
     let h: Target = "http://127.0.0.1:80/a".parse().unwrap();
     let bad = HttpWorkload {
         paths: vec!["/a b".into()],

@@ -1,0 +1,37 @@
+//! Errors of an experiment, split by whose fault they are: the user's input (the CLI exits 2)
+//! or the measurement (exit 1).
+
+/// Why an experiment could not be planned or carried out.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LabError {
+    /// Bad input, found before anything was started or written.
+    #[error("{0}")]
+    Invalid(String),
+    /// The target could not be started or reached.
+    #[error(transparent)]
+    Target(#[from] targets::TargetError),
+    #[error(transparent)]
+    Load(#[from] load::LoadError),
+    #[error(transparent)]
+    Store(#[from] store::StoreError),
+    #[error(transparent)]
+    Analysis(#[from] analysis::AnalysisError),
+    #[error(transparent)]
+    Server(#[from] server::ServerError),
+    /// The measurement itself failed (what was measured is stored).
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl LabError {
+    /// Whether the user's input is at fault (exit code 2).
+    pub fn is_invalid(&self) -> bool {
+        matches!(self, LabError::Invalid(_))
+    }
+}
+
+/// Shorthand for an [`LabError::Invalid`].
+pub(crate) fn invalid(msg: impl std::fmt::Display) -> LabError {
+    LabError::Invalid(msg.to_string())
+}

@@ -1,0 +1,179 @@
+//! What tailscope runs beside the load, where, and at what cost (DESIGN.md: instruments must
+//! not disturb what they measure).
+//!
+//! The attribution sampler runs on its own thread only on a *spare* CPU — neither the
+//! server's nor the generator's (an unpinned server or generator may be anywhere, so then no
+//! CPU is spare). Otherwise it is driven from inside generator thread 0's loop, in the gaps
+//! between sends longer than a sample's measured cost ([`load::SlackTask`]): it can delay no
+//! send, and the intervals it had no room for are counted as skipped. The record writer is
+//! the load generator's own idle-class thread (see `load::run_open_loop_into`). Each run
+//! reports, per instrument, where it ran, what a sample cost, and how many it took or skipped.
+
+use serde::Serialize;
+
+/// One instrument's placement and cost in one run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Instrument {
+    /// "attribution sampler", "record writer".
+    pub name: String,
+    /// "thread", "generator loop (slack only)", "idle-class thread", "off".
+    pub mode: String,
+    /// CPUs it was pinned to (empty: not pinned, or inside the generator's thread).
+    pub cpus: Vec<usize>,
+    /// Mean and largest cost of one sample (or chunk), ns.
+    pub cost_per_sample_ns: f64,
+    pub max_cost_ns: u64,
+    pub samples: u64,
+    pub skipped: u64,
+    /// Total CPU time it used, ns, when measured.
+    pub cpu_ns: Option<u64>,
+    /// Why it did not run, or anything else the reader should know.
+    pub note: Option<String>,
+}
+
+/// Where the server runs, for the attribution: its processes (a spawned server), its threads
+/// in this process (the built-in server), its CPUs.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ServerInfo {
+    pub pids: Vec<u32>,
+    pub tids: Vec<u32>,
+    pub cpus: Vec<usize>,
+}
+
+/// The in-loop sampler as the load engine sees it.
+struct InLoop(attrib::PacedProbe);
+
+impl load::SlackTask for InLoop {
+    fn next_due_ns(&self) -> u64 {
+        self.0.next_due_ns()
+    }
+    fn cost_bound_ns(&self) -> u64 {
+        self.0.cost_bound_ns()
+    }
+    fn run(&mut self, now_mono_ns: u64) {
+        self.0.sample(now_mono_ns);
+    }
+}
+
+enum Mode {
+    Thread(attrib::Sampler),
+    InLoop(InLoop),
+    Off(String),
+}
+
+/// The attribution sampler of one run.
+pub(crate) struct Attribution {
+    mode: Mode,
+}
+
+const NAME: &str = "attribution sampler";
+
+impl Attribution {
+    /// Starts sampling for a run whose server is `server` and whose generator threads are
+    /// pinned to `generator_cpus` (empty: not pinned). `on = false` (or a sampler that cannot
+    /// start) runs the measurement without a "why".
+    pub fn start(server: &ServerInfo, generator_cpus: &[usize], on: bool) -> Attribution {
+        if !on {
+            return Attribution {
+                mode: Mode::Off("switched off".into()),
+            };
+        }
+        let online = host::placement::online_cpus();
+        // An unpinned generator may be on any CPU: then none is spare.
+        let avoid: Vec<usize> = if generator_cpus.is_empty() {
+            (0..online).collect()
+        } else {
+            generator_cpus.to_vec()
+        };
+        let cfg = attrib::SamplerConfig {
+            server_pids: server.pids.clone(),
+            server_tids: server.tids.clone(),
+            cpus: server.cpus.clone(),
+            avoid_cpus: avoid,
+            ..attrib::SamplerConfig::default()
+        };
+        let mode = match attrib::Sampler::start(cfg.clone()) {
+            Ok(s) => Mode::Thread(s),
+            Err(attrib::AttribError::NoSpareCpu { .. }) => {
+                match attrib::Probe::new(&cfg) {
+                    Ok(p) => Mode::InLoop(InLoop(attrib::PacedProbe::new(
+                        p,
+                        cfg.interval,
+                        attrib::mono_now_ns(),
+                    ))),
+                    Err(e) => Mode::Off(e.to_string()),
+                }
+            }
+            Err(e) => Mode::Off(e.to_string()),
+        };
+        Attribution { mode }
+    }
+
+    /// The in-loop sampler, for generator thread 0.
+    pub fn slack(&mut self) -> Option<&mut dyn load::SlackTask> {
+        match &mut self.mode {
+            Mode::InLoop(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Stops sampling: the series (None when off) and the instrument's report.
+    pub fn finish(self) -> (Option<attrib::Series>, Instrument) {
+        let mut ins = Instrument {
+            name: NAME.into(),
+            ..Instrument::default()
+        };
+        let (series, cost) = match self.mode {
+            Mode::Off(why) => {
+                ins.mode = "off".into();
+                ins.note = Some(why);
+                return (None, ins);
+            }
+            Mode::Thread(s) => {
+                let out = s.stop();
+                ins.mode = "thread".into();
+                ins.cpus = out.cpus;
+                (out.series, out.cost)
+            }
+            Mode::InLoop(InLoop(p)) => {
+                ins.mode = "generator loop (slack only)".into();
+                ins.note = Some(
+                    "no spare CPU: sampled inside generator thread 0 only when its next send \
+                     was further away than a sample's cost"
+                        .into(),
+                );
+                p.finish_at(attrib::mono_now_ns())
+            }
+        };
+        ins.cost_per_sample_ns = cost.mean_ns;
+        ins.max_cost_ns = cost.max_ns;
+        ins.samples = cost.samples;
+        ins.skipped = cost.skipped;
+        ins.cpu_ns = Some((cost.mean_ns * cost.samples as f64) as u64);
+        (Some(series), ins)
+    }
+}
+
+/// The record writer's report, from the load generator's statistics.
+pub(crate) fn writer_instrument(w: &load::WriterStats) -> Instrument {
+    Instrument {
+        name: "record writer".into(),
+        mode: format!("{}-class thread", w.policy),
+        cpus: w.cpus.clone(),
+        cost_per_sample_ns: if w.chunks > 0 {
+            w.cpu_ns as f64 / w.chunks as f64
+        } else {
+            0.0
+        },
+        max_cost_ns: 0,
+        samples: w.chunks,
+        skipped: 0,
+        cpu_ns: Some(w.cpu_ns),
+        note: (w.escalations > 0).then(|| {
+            format!(
+                "stepped up to normal priority {} time(s) to catch up (up to {} chunks queued)",
+                w.escalations, w.max_queued_chunks
+            )
+        }),
+    }
+}

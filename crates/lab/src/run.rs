@@ -1,0 +1,183 @@
+//! [`Run`]: one measured run, the type every view consumes — the terminal printer, `--json`,
+//! the store's summary, exports and (later) reports.
+
+use analysis::RunAnalysis;
+use load::{BacklogSample, WriterStats};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::instruments::Instrument;
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// Measured and valid.
+    Ok,
+    /// Measured, but the generator fell behind its schedule (its own lateness p99 above the
+    /// threshold): the user's view counts the generator's stalls.
+    Invalid,
+    /// The target failed: refused, died, or answered errors or garbage to more than 0.1 %.
+    Failed,
+    /// Stopped early (Ctrl-C); what was measured is kept.
+    Interrupted,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Ok => "ok",
+            RunStatus::Invalid => "invalid",
+            RunStatus::Failed => "failed",
+            RunStatus::Interrupted => "interrupted",
+        }
+    }
+
+    /// The process exit code a run with this status gives (0 only for a valid measurement).
+    pub fn exit_code(self) -> i32 {
+        match self {
+            RunStatus::Ok => 0,
+            _ => 1,
+        }
+    }
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the load generator reported beside the records.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LoadFacts {
+    pub start_mono_ns: u64,
+    pub warmup_ns: u64,
+    /// Scheduled requests (records stored).
+    pub records: u64,
+    pub errors: Vec<String>,
+    pub connects: u64,
+    pub misses: u64,
+    pub backlog: Vec<BacklogSample>,
+    pub writer: WriterStats,
+}
+
+/// One measured run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Run {
+    pub run_id: Option<i64>,
+    pub status: RunStatus,
+    /// The target as the user named it.
+    pub target: String,
+    /// The target actually measured (a spawned server's address).
+    pub url: String,
+    /// Offered rate, req/s.
+    pub rate_rps: f64,
+    /// Seed of the schedule and the workload.
+    pub seed: u64,
+    /// The configuration stored with the run.
+    pub config: Value,
+    /// The server behind the target (spawned: version and command line).
+    pub server: Value,
+    pub analysis: RunAnalysis,
+    pub why: Option<attrib::Why>,
+    pub load: LoadFacts,
+    /// What ran beside the load, where, and what it cost.
+    pub instruments: Vec<Instrument>,
+}
+
+/// A run's status from what was measured.
+pub fn status_of(interrupted: bool, a: &RunAnalysis) -> RunStatus {
+    let bad = a.outcomes.error + a.outcomes.timeout + a.outcomes.dropped;
+    if interrupted {
+        RunStatus::Interrupted
+    } else if a.outcomes.ok == 0 || bad * 1000 > a.requests {
+        // More than 0.1 % of the requests failed: the target did not hold up (or died).
+        RunStatus::Failed
+    } else if a.lateness_flagged {
+        RunStatus::Invalid
+    } else {
+        RunStatus::Ok
+    }
+}
+
+impl Run {
+    /// The JSON object of a run (DESIGN.md's shapes; keys are only ever added).
+    pub fn to_json(&self) -> Value {
+        let a = &self.analysis;
+        let o = &a.outcomes;
+        let l = &self.load;
+        json!({
+            "status": self.status,
+            "run_id": self.run_id,
+            "target": self.target,
+            "url": self.url,
+            "rate_rps": self.rate_rps,
+            "seed": self.seed,
+            "requests": a.requests,
+            "achieved_rate_rps": a.achieved_rate_rps,
+            "outcomes": {"ok": o.ok, "error": o.error, "timeout": o.timeout, "dropped": o.dropped},
+            "measured": a.measured.distribution_json(),
+            "measured_ci": a.measured.intervals_json(),
+            "classes": a.classes.iter().map(|c| json!({
+                "class": c.class,
+                "label": if c.class == 0 { "delay-sensitive" } else { "other" },
+                "requests": c.requests,
+                "measured": c.measured.distribution_json(),
+            })).collect::<Vec<_>>(),
+            "mean_us": a.measured.mean_ns / 1e3,
+            "min_us": a.measured.min_ns / 1e3,
+            "max_us": a.measured.max_ns / 1e3,
+            "ideal": a.ideal.as_ref().map(|s| s.distribution_json()),
+            "ideal_ci": a.ideal.as_ref().map(|s| s.intervals_json()),
+            "ideal_spec": a.ideal_spec,
+            "ideal_note": a.ideal_note,
+            "excess": a.excess_json(),
+            "excess_ci": a.excess,
+            "lateness": a.lateness.distribution_json(),
+            "lateness_flagged": a.lateness_flagged,
+            "held_in_client": a.held_in_client.as_ref().map(|h| json!({
+                "requests": h.requests,
+                "fraction": h.fraction,
+                "held": h.held.distribution_json(),
+            })),
+            "server_view": a.server_view.as_ref().map(|sv| json!({
+                "measured": sv.measured.distribution_json(),
+                "measured_ci": sv.measured.intervals_json(),
+                "ideal": sv.ideal.as_ref().map(|s| s.distribution_json()),
+                "ideal_ci": sv.ideal.as_ref().map(|s| s.intervals_json()),
+                "ideal_note": sv.ideal_note,
+                "excess": excess_json(&sv.excess),
+                "excess_ci": sv.excess,
+                "kernel_stamped_fraction": sv.kernel_stamped_fraction,
+            })),
+            "decomposition": a.decomposition.as_ref().map(|d| json!({
+                "lateness": d.lateness.distribution_json(),
+                "network_server": d.network_server.distribution_json(),
+                "client_wakeup": d.client_wakeup.as_ref().map(|s| s.distribution_json()),
+            })),
+            "arrival_check": a.arrival_check,
+            "stages": a.stages,
+            "why": self.why,
+            "client_wakeup": a.client_wakeup.as_ref().map(|s| s.distribution_json()),
+            "connection_errors": l.errors,
+            "connects": l.connects,
+            "misses": l.misses,
+            "start_mono_ns": l.start_mono_ns,
+            "warmup_ns": l.warmup_ns,
+            "records": l.records,
+            "backlog": l.backlog,
+            "instruments": self.instruments,
+            "server": self.server,
+        })
+    }
+}
+
+/// `{"p50": ratio, ...}`.
+fn excess_json(e: &[analysis::Excess]) -> Value {
+    let mut m = serde_json::Map::new();
+    for x in e {
+        m.insert(x.key.clone(), json!(x.value));
+    }
+    Value::Object(m)
+}

@@ -1,0 +1,488 @@
+//! The target of an experiment: what it is ([`Scheme`]), the server behind it (the built-in
+//! server, a real server tailscope spawns and places, or one already running), the workload
+//! sent to it, and its queue structure for the ideal.
+//!
+//! [`TargetPlan::new`] checks everything that can be checked without starting anything;
+//! [`TargetPlan::start`] starts the server (when tailscope owns it) and preloads the items of a
+//! key-value workload; the [`Ready`] target stops its server when dropped or [`Ready::stop`]ped.
+
+use std::sync::atomic::AtomicBool;
+
+use analysis::QueueStructure;
+use host::placement::SchedSpec;
+use load::{
+    HttpWorkload, KvWorkload, NullRpcWorkload, Popularity, ProtocolFactory, SizeDist, Target,
+    Transport, Workload,
+};
+use serde::Serialize;
+use serde_json::{json, Value};
+use server::{ServerConfig, ServerHandle};
+
+use crate::error::{invalid, LabError};
+use crate::Observer;
+
+/// What protocol a target speaks (the transport is in [`load::Target`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scheme {
+    NullRpc,
+    Memcached,
+    Http,
+    Redis,
+}
+
+impl Scheme {
+    fn of(target: &Target) -> Result<Scheme, LabError> {
+        Ok(match target.scheme.as_str() {
+            "nullrpc" => Scheme::NullRpc,
+            "memcached" => Scheme::Memcached,
+            "http" => Scheme::Http,
+            "redis" => Scheme::Redis,
+            other => return Err(invalid(format!("target: unknown scheme '{other}'"))),
+        })
+    }
+
+    /// The real server behind the scheme (None: the built-in null-RPC server).
+    pub fn kind(self) -> Option<targets::Kind> {
+        match self {
+            Scheme::NullRpc => None,
+            Scheme::Memcached => Some(targets::Kind::Memcached),
+            Scheme::Http => Some(targets::Kind::Nginx),
+            Scheme::Redis => Some(targets::Kind::Redis),
+        }
+    }
+}
+
+/// A real server for tailscope to start: its knobs.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SpawnSpec {
+    /// memcached -t, nginx worker processes, redis I/O threads.
+    pub threads: Option<u32>,
+    /// Its CPUs (empty: anywhere).
+    pub cpus: Vec<usize>,
+    /// Its scheduling policy.
+    #[serde(serialize_with = "display_opt")]
+    pub sched: Option<SchedSpec>,
+}
+
+fn display_opt<S: serde::Serializer, T: std::fmt::Display>(
+    v: &Option<T>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(v) => s.serialize_str(&v.to_string()),
+        None => s.serialize_none(),
+    }
+}
+
+/// The workload's knobs (each applies to the schemes that have it).
+#[derive(Clone, Debug)]
+pub struct WorkloadSpec {
+    /// memcached/redis: share of gets.
+    pub get_ratio: f64,
+    pub key_size: SizeDist,
+    pub value_size: SizeDist,
+    /// Distinct items (keys).
+    pub items: u64,
+    /// Key or file popularity.
+    pub popularity: Popularity,
+    /// http: number of files (f0..fN-1); a spawned nginx serves generated ones.
+    pub files: Option<u32>,
+    /// http: size of each generated file.
+    pub file_size: u64,
+    /// nullrpc: request size and stamps.
+    pub nullrpc: NullRpcWorkload,
+}
+
+impl Default for WorkloadSpec {
+    fn default() -> Self {
+        let kv = KvWorkload::default();
+        WorkloadSpec {
+            get_ratio: kv.get_ratio,
+            key_size: kv.key_size,
+            value_size: kv.value_size,
+            items: kv.items,
+            popularity: Popularity::Uniform,
+            files: None,
+            file_size: 4096,
+            nullrpc: NullRpcWorkload::default(),
+        }
+    }
+}
+
+/// Everything the user said about the target.
+#[derive(Clone, Debug)]
+pub struct TargetSpec {
+    /// `scheme://host:port[/path]`; with a spawned server only the scheme counts.
+    pub url: String,
+    /// Start the URL's real server instead of connecting to one.
+    pub spawn: Option<SpawnSpec>,
+    pub workload: WorkloadSpec,
+    /// http: each client connection carries MIN..=MAX requests, then is closed and reopened.
+    pub churn: Option<(u32, u32)>,
+    /// memcached/redis: set every item before the run.
+    pub preload: bool,
+}
+
+/// Which server the plan starts, if any.
+#[derive(Clone, Debug)]
+enum Owned {
+    None,
+    Spawn(targets::SpawnConfig),
+    Builtin(ServerConfig),
+}
+
+/// A validated target: nothing started, nothing sent yet.
+#[derive(Clone, Debug)]
+pub struct TargetPlan {
+    /// What the store calls the target (the URL the user gave).
+    pub label: String,
+    pub scheme: Scheme,
+    target: Target,
+    workload: Workload,
+    churn: Option<(u32, u32)>,
+    preload: bool,
+    owned: Owned,
+}
+
+/// `scheme://[host[:port]][/path]` → `scheme://127.0.0.1:1/path`.
+fn placeholder(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let path = rest.find('/').map(|i| &rest[i..]).unwrap_or("");
+            format!("{scheme}://127.0.0.1:1{path}")
+        }
+        None => url.to_string(),
+    }
+}
+
+impl TargetPlan {
+    /// Validates the target and its options (no process started, nothing sent).
+    pub fn new(spec: &TargetSpec) -> Result<TargetPlan, LabError> {
+        // With a spawned server the address is the spawned server's: `memcached://` (or any
+        // host:port) names only the protocol, so the URL is checked with a placeholder.
+        let url = match spec.spawn {
+            Some(_) => placeholder(&spec.url),
+            None => spec.url.clone(),
+        };
+        let target: Target = url
+            .parse()
+            .map_err(|e| invalid(format!("target: {e}")))?;
+        let scheme = Scheme::of(&target)?;
+        let kind = scheme.kind();
+        let w = &spec.workload;
+        let workload = match scheme {
+            Scheme::Http => {
+                let paths = match w.files {
+                    Some(0) => return Err(invalid("--files must be at least 1")),
+                    Some(n) => (0..n).map(|i| format!("/f{i}")).collect(),
+                    None if spec.spawn.is_some() => (0..100).map(|i| format!("/f{i}")).collect(),
+                    None => vec![target.path.clone().unwrap_or_else(|| "/".into())],
+                };
+                Workload::Http(HttpWorkload {
+                    paths,
+                    popularity: w.popularity,
+                })
+            }
+            Scheme::NullRpc => Workload::NullRpc(w.nullrpc),
+            Scheme::Memcached | Scheme::Redis => {
+                let kv = KvWorkload {
+                    get_ratio: w.get_ratio,
+                    key_size: w.key_size,
+                    value_size: w.value_size,
+                    items: w.items,
+                    popularity: w.popularity,
+                };
+                kv.validate().map_err(invalid)?;
+                Workload::Kv(kv)
+            }
+        };
+        // The codec factory checks the workload against the scheme (e.g. the request size).
+        let _checked = load::protocol_factory(&target, &workload, 1).map_err(invalid)?;
+        if spec.churn.is_some() && scheme != Scheme::Http {
+            return Err(invalid("--churn applies to http targets only"));
+        }
+        if let Some((lo, hi)) = spec.churn {
+            if lo == 0 || hi < lo {
+                return Err(invalid(format!(
+                    "--churn must be MIN,MAX requests per connection with 1 <= MIN <= MAX, got {lo},{hi}"
+                )));
+            }
+        }
+        let owned = match (&spec.spawn, kind) {
+            (None, _) => Owned::None,
+            (Some(_), None) => {
+                return Err(invalid(format!(
+                    "--spawn starts memcached, nginx or redis; {} targets are started with `tailscope serve`",
+                    target.scheme
+                )))
+            }
+            (Some(s), Some(k)) => {
+                let mut c = targets::SpawnConfig::new(k);
+                c.threads = s.threads;
+                c.cpus = s.cpus.clone();
+                c.sched = s.sched.clone();
+                c.udp = target.transport == Transport::Udp;
+                if k == targets::Kind::Nginx {
+                    c.http_files = Some(targets::HttpFiles::uniform(
+                        w.files.unwrap_or(100),
+                        w.file_size,
+                    ));
+                }
+                c.validate().map_err(invalid)?;
+                // Fail now, with the package to install, rather than after the run is set up.
+                targets::find_binary(k).map_err(invalid)?;
+                Owned::Spawn(c)
+            }
+        };
+        Ok(TargetPlan {
+            label: spec.url.clone(),
+            scheme,
+            target,
+            workload,
+            churn: spec.churn,
+            preload: spec.preload,
+            owned,
+        })
+    }
+
+    /// The built-in null-RPC server, started in this process on a free loopback port.
+    pub fn builtin(cfg: ServerConfig, workload: NullRpcWorkload) -> Result<TargetPlan, LabError> {
+        cfg.validate().map_err(invalid)?;
+        let scheme = if cfg.arch.is_udp() {
+            "nullrpc+udp"
+        } else {
+            "nullrpc"
+        };
+        let url = format!("{scheme}://127.0.0.1:1");
+        let target: Target = url.parse().map_err(|e| invalid(format!("target: {e}")))?;
+        let workload = Workload::NullRpc(workload);
+        let _checked = load::protocol_factory(&target, &workload, 1).map_err(invalid)?;
+        Ok(TargetPlan {
+            label: format!("builtin:{}", cfg.arch.name()),
+            scheme: Scheme::NullRpc,
+            target,
+            workload,
+            churn: None,
+            preload: false,
+            owned: Owned::Builtin(cfg),
+        })
+    }
+
+    /// Whether tailscope starts (and so knows the shape of) the server.
+    pub fn owns_server(&self) -> bool {
+        !matches!(self.owned, Owned::None)
+    }
+
+    /// The server's CPUs when tailscope places it.
+    pub fn server_cpus(&self) -> Vec<usize> {
+        match &self.owned {
+            Owned::Spawn(c) => c.cpus.clone(),
+            Owned::Builtin(c) => c.cpus.clone(),
+            Owned::None => Vec::new(),
+        }
+    }
+
+    /// Starts the server when tailscope owns it, and preloads a key-value workload's items.
+    pub fn start(&self, stop: &AtomicBool, obs: &dyn Observer) -> Result<Ready, LabError> {
+        let (target, url, server) = match &self.owned {
+            Owned::Spawn(cfg) => {
+                let s = targets::Spawned::start(cfg)?;
+                let url = s.url();
+                let target: Target = url
+                    .parse()
+                    .map_err(|e| LabError::Failed(format!("spawned server's URL {url}: {e}")))?;
+                obs.note(&format!(
+                    "spawned {} at {} ({} worker thread(s)); ready after {:.1} ms",
+                    s.version(),
+                    s.addr(),
+                    s.worker_threads(),
+                    s.ready_after().as_secs_f64() * 1e3
+                ));
+                (target, url, Server::Spawned(s))
+            }
+            Owned::Builtin(cfg) => {
+                let h = start_builtin(cfg)?;
+                let url = format!(
+                    "{}://{}",
+                    if cfg.arch.is_udp() {
+                        "nullrpc+udp"
+                    } else {
+                        "nullrpc"
+                    },
+                    h.local_addr()
+                );
+                let target: Target = url
+                    .parse()
+                    .map_err(|e| LabError::Failed(format!("built-in server's URL {url}: {e}")))?;
+                obs.note(&format!(
+                    "built-in server ({}, {} worker(s)) at {}",
+                    cfg.arch.name(),
+                    cfg.workers,
+                    h.local_addr()
+                ));
+                (target, url, Server::Builtin(h, cfg.clone()))
+            }
+            Owned::None => (self.target.clone(), self.target.to_string(), Server::External),
+        };
+        if self.preload && matches!(self.workload, Workload::Kv(_)) {
+            obs.note("preloading items");
+            let st = load::preload(&target, &self.workload, 4, stop, &|done, total| {
+                obs.progress("preload", done, total)
+            })?;
+            if st.failed > 0 {
+                obs.note(&format!(
+                    "preload: {} of {} items were not stored",
+                    st.failed, st.items
+                ));
+            }
+        }
+        Ok(Ready {
+            label: self.label.clone(),
+            scheme: self.scheme,
+            target,
+            url,
+            server,
+            workload: self.workload.clone(),
+            churn: self.churn,
+        })
+    }
+}
+
+fn start_builtin(cfg: &ServerConfig) -> Result<ServerHandle, LabError> {
+    let io = |e: std::io::Error| LabError::Failed(format!("binding the built-in server: {e}"));
+    Ok(if cfg.arch.is_udp() {
+        let s = std::net::UdpSocket::bind("127.0.0.1:0").map_err(io)?;
+        server::Server::start_udp(s, cfg.clone())?
+    } else {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(io)?;
+        server::Server::start_tcp(l, cfg.clone())?
+    })
+}
+
+/// The server behind a ready target.
+enum Server {
+    External,
+    Spawned(targets::Spawned),
+    Builtin(ServerHandle, ServerConfig),
+}
+
+/// A target ready to be measured; a server tailscope started stops when this is dropped.
+pub struct Ready {
+    pub label: String,
+    pub scheme: Scheme,
+    pub target: Target,
+    pub url: String,
+    server: Server,
+    pub workload: Workload,
+    pub churn: Option<(u32, u32)>,
+}
+
+impl Ready {
+    /// A codec factory whose connections draw their requests from `seed`.
+    pub fn factory(&self, seed: u64) -> Result<ProtocolFactory, LabError> {
+        Ok(load::protocol_factory(&self.target, &self.workload, seed)?)
+    }
+
+    /// The target's worker count and queue structure for the ideal, unless the user said:
+    /// memcached over TCP and nginx partition connections over their workers; memcached over
+    /// UDP, Redis and the built-in server's single-queue architectures share one queue.
+    pub fn ideal_shape(
+        &self,
+        workers: Option<u32>,
+        queues: Option<QueueStructure>,
+    ) -> Result<(u32, QueueStructure), LabError> {
+        let (auto_workers, auto_queues) = match (&self.server, self.scheme, self.target.transport)
+        {
+            (Server::Builtin(_, c), _, _) => {
+                let per = matches!(c.arch, server::Arch::Epoll | server::Arch::Thread);
+                let w = u32::try_from(c.workers).unwrap_or(u32::MAX).max(1);
+                let q = if per && w > 1 {
+                    QueueStructure::PerWorker
+                } else {
+                    QueueStructure::Single
+                };
+                (w, q)
+            }
+            (_, Scheme::Redis, _) => (1, QueueStructure::Single),
+            (Server::Spawned(s), Scheme::Memcached, Transport::Udp) => {
+                (s.worker_threads(), QueueStructure::Single)
+            }
+            (Server::Spawned(s), _, _) => (s.worker_threads(), QueueStructure::PerWorker),
+            (_, Scheme::Memcached, Transport::Tcp) | (_, Scheme::Http, _) => {
+                (1, QueueStructure::PerWorker)
+            }
+            _ => (1, QueueStructure::Single),
+        };
+        let w = workers.unwrap_or(auto_workers);
+        if w == 0 {
+            return Err(invalid("--workers must be at least 1"));
+        }
+        Ok((w, queues.unwrap_or(auto_queues)))
+    }
+
+    /// The server's process ids (a spawned server) for the attribution sampler.
+    pub fn pids(&self) -> Vec<u32> {
+        match &self.server {
+            Server::Spawned(s) => s.pids(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The built-in server's threads, when it runs in this process.
+    pub fn tids(&self) -> Vec<u32> {
+        match &self.server {
+            Server::Builtin(..) => own_server_threads(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// What the store keeps about the server.
+    pub fn server_json(&self) -> Value {
+        match &self.server {
+            Server::Spawned(s) => json!({
+                "spawned": true,
+                "kind": s.kind().name(),
+                "version": s.version(),
+                "command_line": s.command_line(),
+                "worker_threads": s.worker_threads(),
+                "pids": s.pids(),
+            }),
+            Server::Builtin(h, c) => json!({
+                "spawned": false, "builtin": true, "address": h.local_addr().to_string(),
+                "arch": c.arch.name(), "workers": c.workers, "cpus": c.cpus,
+                "sched": c.sched.as_ref().map(|s| s.to_string()),
+            }),
+            Server::External => json!({"spawned": false, "scheme": self.target.scheme}),
+        }
+    }
+
+    /// Stops a server tailscope started (a no-op for an external one); the built-in server's
+    /// counters are returned.
+    pub fn stop(self) -> Result<Option<server::Counters>, LabError> {
+        match self.server {
+            Server::Spawned(s) => {
+                s.stop()?;
+                Ok(None)
+            }
+            Server::Builtin(h, _) => Ok(Some(h.shutdown()?)),
+            Server::External => Ok(None),
+        }
+    }
+}
+
+/// The threads of this process whose names mark them as the built-in server's ("ts-…").
+pub fn own_server_threads() -> Vec<u32> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir("/proc/self/task") {
+        for e in rd.flatten() {
+            let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+            if comm.starts_with("ts-") {
+                if let Some(t) = e.file_name().to_str().and_then(|s| s.parse().ok()) {
+                    out.push(t);
+                }
+            }
+        }
+    }
+    out
+}
