@@ -1,11 +1,15 @@
 //! Attribution: the "why" at the end of the data flow (DESIGN.md, host probe + noise probe ─►
-//! attribution). While a run lasts, a [`Sampler`] records per-interval deltas of the counters
+//! attribution). While a run lasts, a [`Probe`] records per-interval deltas of the counters
 //! behind the known sources of tail latency (Tales of the Tail §4): the server threads' run-queue
 //! wait and context switches, interrupts and softirqs on the server's CPUs, steal time, and CPU
 //! time of other tasks on those CPUs. After the run, [`explain`] lines these series up with the
 //! slowest 1 % of requests and with the per-stage breakdown of the analysis, ranks the sources
 //! that coincide with slow requests, and attaches each one's mitigation and trade-off
 //! ([`mitigation_table`], after Tales of the Tail Table 1).
+//!
+//! The instrument must not disturb what it measures (DESIGN.md): a sample costs a few µs
+//! to tens of µs ([`Probe`] has the figures) and its cost is measured and returned
+//! ([`SampleCost`]).
 //!
 //! ```no_run
 //! # fn main() -> Result<(), attrib::AttribError> {
@@ -17,25 +21,32 @@
 //! })?;
 //! // … the run: records hold (run-relative intended send, latency) of the ok requests …
 //! # let (start_mono_ns, requests): (u64, Vec<(u64, u64)>) = (0, Vec::new());
-//! let series = sampler.stop();
-//! let why = explain(&series, start_mono_ns, &requests, None);
+//! let out = sampler.stop();
+//! eprintln!("sampling cost {:.1} µs per sample on CPUs {:?}", out.cost.mean_ns / 1e3, out.cpus);
+//! let why = explain(&out.series, start_mono_ns, &requests, None);
 //! for f in &why.sources {
 //!     println!("{}: lift {:.1}, p {:.3}: {}", f.source, f.lift, f.p_value, f.mitigation);
 //! }
 //! # Ok(()) }
 //! ```
 
+mod config;
 mod explain;
+mod probe;
+mod procfile;
 /// The /proc parsers, shared with the noise probe (they live in `host`).
 pub use host::procfs;
+mod rows;
 mod sampler;
 mod table;
 
 use serde::Serialize;
 use std::path::PathBuf;
 
+pub use config::{mono_now_ns, SampleCost, SamplerConfig};
 pub use explain::{explain, SourceFinding, StageFinding, Why, PERMUTATION_SHIFTS};
-pub use sampler::{mono_now_ns, Probe, Sampler, SamplerConfig};
+pub use probe::Probe;
+pub use sampler::{Sampler, SamplerOutput};
 pub use table::mitigation_table;
 
 /// Errors of the sampler.
@@ -58,6 +69,8 @@ pub enum AttribError {
     UnknownCpu { cpu: usize, known: Vec<usize> },
     #[error("the sampling interval must be positive")]
     Interval,
+    #[error("slow_every must be at least 1 (every sample full)")]
+    SlowEvery,
     #[error("cannot start the sampler thread: {0}")]
     Thread(#[source] std::io::Error),
 }
