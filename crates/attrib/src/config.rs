@@ -1,11 +1,11 @@
-//! What a probe samples ([`SamplerConfig`]), what sampling cost
+//! What a probe samples and where a sampler may run ([`SamplerConfig`]), what sampling cost
 //! ([`SampleCost`]), and the clocks.
 
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// What to sample.
+/// What to sample, and where the sampler may run.
 #[derive(Clone, Debug, Serialize)]
 pub struct SamplerConfig {
     /// Where /proc is mounted (tests point this at a fixture tree).
@@ -17,6 +17,9 @@ pub struct SamplerConfig {
     pub server_tids: Vec<u32>,
     /// The server's CPUs; empty means the server may run on every CPU.
     pub cpus: Vec<usize>,
+    /// The load generator's CPUs on this host: a [`Sampler`](crate::Sampler) thread never runs
+    /// there. Empty when the generator runs elsewhere (another host).
+    pub avoid_cpus: Vec<usize>,
     pub interval: Duration,
     /// Every this many samples, one is *full*: it also reads /proc/interrupts, /proc/stat and
     /// the threads' context switches, and looks for new server threads (see [`Probe`] for the
@@ -33,6 +36,7 @@ impl Default for SamplerConfig {
             server_pids: Vec::new(),
             server_tids: Vec::new(),
             cpus: Vec::new(),
+            avoid_cpus: Vec::new(),
             interval: Duration::from_millis(10),
             slow_every: 10,
         }
@@ -42,8 +46,8 @@ impl Default for SamplerConfig {
 /// What sampling cost, measured around each call (what a run records about its instrument).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct SampleCost {
-    /// Samples that closed an interval (the baseline sample, which opens nothing new but is
-    /// taken before the run, is not counted).
+    /// Samples that closed an interval (the baseline sample, taken before the run, is
+    /// not counted).
     pub samples: u64,
     /// Whole intervals that passed without a sample: the sampler thread woke late.
     pub skipped: u64,

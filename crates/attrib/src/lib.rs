@@ -7,18 +7,21 @@
 //! that coincide with slow requests, and attaches each one's mitigation and trade-off
 //! ([`mitigation_table`], after Tales of the Tail Table 1).
 //!
-//! The instrument must not disturb what it measures (DESIGN.md): a sample costs a few µs
-//! to tens of µs ([`Probe`] has the figures) and its cost is measured and returned
-//! ([`SampleCost`]).
+//! The instrument must not disturb what it measures (DESIGN.md): a sample costs tens of µs
+//! ([`probe`](crate::Probe) has the figures) and its cost is measured and returned
+//! ([`SampleCost`]). It runs either on a thread of its own pinned to a CPU that is neither the
+//! server's nor the load generator's ([`Sampler`], which refuses to start when the host has no
+//! such CPU: [`spare_cpus`], [`AttribError::NoSpareCpu`]).
 //!
 //! ```no_run
 //! # fn main() -> Result<(), attrib::AttribError> {
 //! use attrib::{explain, Sampler, SamplerConfig};
 //! let sampler = Sampler::start(SamplerConfig {
 //!     server_pids: vec![4242],
-//!     cpus: vec![1],
+//!     cpus: vec![1],       // the server's
+//!     avoid_cpus: vec![0], // the load generator's
 //!     ..SamplerConfig::default()
-//! })?;
+//! })?; // on a 2-CPU host: Err(NoSpareCpu)
 //! // … the run: records hold (run-relative intended send, latency) of the ok requests …
 //! # let (start_mono_ns, requests): (u64, Vec<(u64, u64)>) = (0, Vec::new());
 //! let out = sampler.stop();
@@ -46,7 +49,7 @@ use std::path::PathBuf;
 pub use config::{mono_now_ns, SampleCost, SamplerConfig};
 pub use explain::{explain, SourceFinding, StageFinding, Why, PERMUTATION_SHIFTS};
 pub use probe::Probe;
-pub use sampler::{Sampler, SamplerOutput};
+pub use sampler::{spare_cpus, Sampler, SamplerOutput};
 pub use table::mitigation_table;
 
 /// Errors of the sampler.
@@ -71,6 +74,23 @@ pub enum AttribError {
     Interval,
     #[error("slow_every must be at least 1 (every sample full)")]
     SlowEvery,
+    /// Every CPU is the server's or the load generator's: sample from the generator's loop
+    /// instead.
+    #[error(
+        "no spare CPU for the sampler: host CPUs {host:?}, server {server:?} (empty: any), \
+         load generator {avoid:?}; sample from the generator's loop instead"
+    )]
+    NoSpareCpu {
+        host: Vec<usize>,
+        server: Vec<usize>,
+        avoid: Vec<usize>,
+    },
+    #[error("cannot pin the sampler thread to CPUs {cpus:?}: {source}")]
+    Pin {
+        cpus: Vec<usize>,
+        #[source]
+        source: host::HostError,
+    },
     #[error("cannot start the sampler thread: {0}")]
     Thread(#[source] std::io::Error),
 }

@@ -1,6 +1,6 @@
 //! The probe: reads the counters behind the sources of tail latency once per call. A
-//! [`Sampler`](crate::Sampler) calls it every interval from a thread of its own; tests call it
-//! directly on fixture trees. What a sample reads, what
+//! [`Sampler`](crate::Sampler) calls it every interval from a thread of its own on a spare CPU;
+//! tests call it directly on fixture trees. What a sample reads, what
 //! each read costs, and how counters read less often are filed: see [`Probe`].
 
 use crate::config::{clock_tick_ns, mono_now_ns, SampleCost, SamplerConfig};
@@ -281,14 +281,10 @@ impl Probe {
         &self.cfg
     }
 
-    /// The CPUs a sampler should run on so as not to disturb the server: the host's CPUs other
-    /// than the server's (empty when the server has them all).
+    /// The CPUs a sampler thread may run on without disturbing the server or the load
+    /// generator ([`spare_cpus`](crate::spare_cpus) of this host and configuration).
     pub fn spare_cpus(&self) -> Vec<usize> {
-        if self.cfg.cpus.is_empty() {
-            return Vec::new();
-        }
-        let spare = self.host_cpus.iter().copied();
-        spare.filter(|c| !self.cfg.cpus.contains(c)).collect()
+        crate::spare_cpus(&self.host_cpus, &self.cfg.cpus, &self.cfg.avoid_cpus)
     }
 
     fn col_server_cpu(&self) -> usize {

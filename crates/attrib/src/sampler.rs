@@ -1,5 +1,12 @@
-//! The sampler thread: a [`Probe`] sampled every interval from [`Sampler::start`] to
-//! [`Sampler::stop`], which returns the series with what sampling cost and where it ran.
+//! The sampler thread, and where it may run.
+//!
+//! DESIGN.md: an instrument stays off the load generator's and the server's CPUs unless the
+//! user says otherwise. A [`Sampler`] therefore runs only on a *spare* CPU
+//! ([`spare_cpus`]) and refuses to start when the host has none
+//! ([`AttribError::NoSpareCpu`]); the caller then samples from inside the load generator's own
+//! loop, in the gaps between sends. (Before this rule
+//! the sampler ran on "a CPU that is not the server's", which on a 2-CPU host is the
+//! generator's: at 5,000 req/s it raised the generator's lateness p99 from 12 µs to 195 µs.)
 
 use crate::config::{mono_now_ns, SampleCost, SamplerConfig};
 use crate::probe::Probe;
@@ -8,6 +15,27 @@ use serde::Serialize;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::Duration;
+
+/// The CPUs an instrument may run on: the host's, minus the server's and minus those to avoid
+/// (the load generator's). Sorted, without duplicates.
+///
+/// An empty `server_cpus` means the server is not pinned and may run on any CPU, so no CPU is
+/// spare: an unpinned server migrates onto whatever CPU the instrument is busy on, and the
+/// instrument would then be one more background task in the measurement. An empty
+/// `avoid_cpus` means there is nothing else to avoid (the generator runs on another host).
+pub fn spare_cpus(host_cpus: &[usize], server_cpus: &[usize], avoid_cpus: &[usize]) -> Vec<usize> {
+    if server_cpus.is_empty() {
+        return Vec::new();
+    }
+    let mut spare: Vec<usize> = host_cpus
+        .iter()
+        .copied()
+        .filter(|c| !server_cpus.contains(c) && !avoid_cpus.contains(c))
+        .collect();
+    spare.sort_unstable();
+    spare.dedup();
+    spare
+}
 
 /// The grid of wanted sample instants: every `interval_ns` from the baseline.
 #[derive(Clone, Copy, Debug)]
@@ -47,11 +75,11 @@ impl Pace {
 pub struct SamplerOutput {
     pub series: Series,
     pub cost: SampleCost,
-    /// The CPUs the sampler thread was pinned to (empty when it was not).
+    /// The CPUs the sampler thread was pinned to.
     pub cpus: Vec<usize>,
 }
 
-/// A probe sampled every interval on its own thread, from
+/// A probe sampled every interval on its own thread, pinned to spare CPUs, from
 /// [`Sampler::start`] to [`Sampler::stop`].
 pub struct Sampler {
     stop_tx: mpsc::Sender<()>,
@@ -60,26 +88,37 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    /// Validate the configuration, take the baseline sample, and start the thread.
+    /// Validate the configuration, find the spare CPUs (refusing with
+    /// [`AttribError::NoSpareCpu`] when there are none), start the thread pinned to them, and
+    /// return once it has taken its baseline sample there.
     pub fn start(cfg: SamplerConfig) -> Result<Sampler, AttribError> {
         if cfg.interval.is_zero() {
             return Err(AttribError::Interval);
         }
         let interval = cfg.interval;
         let mut probe = Probe::new(&cfg)?;
-        // Keep the sampler itself off the server's CPUs, where it would be one more
-        // background task. Best effort: a fixture root may name CPUs this host lacks.
-        let spare = probe.spare_cpus();
-        let (ready_tx, ready_rx) = mpsc::sync_channel::<Vec<usize>>(1);
+        let cpus = probe.spare_cpus();
+        if cpus.is_empty() {
+            return Err(AttribError::NoSpareCpu {
+                host: probe.host_cpus().to_vec(),
+                server: cfg.cpus,
+                avoid: cfg.avoid_cpus,
+            });
+        }
+        let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<(), host::HostError>>(1);
         let (stop_tx, stop_rx) = mpsc::channel::<()>();
+        let pin = cpus.clone();
         let handle = std::thread::Builder::new()
             .name("attrib-sampler".into())
             .spawn(move || {
-                let pinned =
-                    !spare.is_empty() && host::placement::pin_current_thread(&spare).is_ok();
+                // Pinned before the first read, so that not even the baseline runs elsewhere.
+                if let Err(e) = host::placement::pin_current_thread(&pin) {
+                    let _ = ready_tx.send(Err(e));
+                    return (Series::default(), SampleCost::default());
+                }
                 let mut pace = Pace::new(interval, mono_now_ns());
                 probe.sample(mono_now_ns());
-                let _ = ready_tx.send(if pinned { spare } else { Vec::new() });
+                let _ = ready_tx.send(Ok(()));
                 loop {
                     let wait = Duration::from_nanos(pace.due_ns().saturating_sub(mono_now_ns()));
                     match stop_rx.recv_timeout(wait) {
@@ -104,11 +143,15 @@ impl Sampler {
             })
             .map_err(AttribError::Thread)?;
         match ready_rx.recv() {
-            Ok(cpus) => Ok(Sampler {
+            Ok(Ok(())) => Ok(Sampler {
                 stop_tx,
                 handle,
                 cpus,
             }),
+            Ok(Err(source)) => {
+                let _ = handle.join();
+                Err(AttribError::Pin { cpus, source })
+            }
             // The thread ended without a word: it panicked (a bug).
             Err(_) => Err(AttribError::Thread(std::io::Error::other(
                 "the sampler thread ended before its baseline sample",
@@ -116,7 +159,7 @@ impl Sampler {
         }
     }
 
-    /// The CPUs the sampler thread runs on (empty: it could not be kept off the server's).
+    /// The CPUs the sampler thread runs on.
     pub fn cpus(&self) -> &[usize] {
         &self.cpus
     }
@@ -138,6 +181,20 @@ impl Sampler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spare_cpus_are_the_hosts_minus_server_and_generator() {
+        assert_eq!(spare_cpus(&[0, 1, 2, 3], &[1], &[0]), vec![2, 3]);
+        assert_eq!(spare_cpus(&[0, 1, 2, 3], &[1, 2], &[]), vec![0, 3]);
+        assert_eq!(spare_cpus(&[3, 0, 2, 3], &[1], &[]), vec![0, 2, 3]);
+        // The 2-CPU case of issue 9: generator on 0, server on 1 — nothing is spare.
+        assert!(spare_cpus(&[0, 1], &[1], &[0]).is_empty());
+        // An unpinned server may be anywhere.
+        assert!(spare_cpus(&[0, 1, 2, 3], &[], &[0]).is_empty());
+        // CPUs named but not on the host change nothing.
+        assert_eq!(spare_cpus(&[0, 1], &[1, 7], &[9]), vec![0]);
+        assert!(spare_cpus(&[], &[1], &[]).is_empty());
+    }
 
     #[test]
     fn the_pace_counts_whole_missed_intervals_and_stays_on_its_grid() {

@@ -87,14 +87,24 @@ fn spinning_shows_cpu_time_and_sleeping_shows_none() {
 fn the_sampler_thread_records_whole_intervals_and_stops() {
     let (mut child, mut out) = spinner();
     let pid = child.id();
+    // The sampler needs a CPU that is not the server's: say the (unpinned) child is on CPU 0.
     let mut c = cfg(pid, 2);
+    c.cpus = vec![0];
     c.slow_every = 3;
+    let spare = Probe::new(&c).unwrap().spare_cpus();
+    if spare.is_empty() {
+        eprintln!("skipped: a single CPU leaves none spare for the sampler thread");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        return;
+    }
     let sampler = Sampler::start(c).unwrap();
     go_and_wait_spun(&mut child, &mut out);
     wait_asleep(pid);
     let out = sampler.stop();
     child.kill().unwrap();
     child.wait().unwrap();
+    assert_eq!(out.cpus, spare);
     assert_eq!(out.cost.samples as usize, out.series.intervals());
     let s = out.series;
     // At least the baseline and the closing sample.

@@ -82,6 +82,7 @@ impl Fake {
             server_pids: vec![100],
             server_tids: vec![7],
             cpus: vec![1],
+            avoid_cpus: vec![],
             interval: Duration::from_millis(10),
             // Every sample full: each counter's growth lands in its own interval (the spread
             // of counters read less often has its own test).
@@ -209,20 +210,24 @@ fn slow_counters_are_spread_and_new_threads_found_at_full_samples() {
 }
 
 #[test]
-fn the_sampler_avoids_the_servers_cpus() {
+fn the_sampler_thread_refuses_without_a_spare_cpu() {
     let f = Fake::new();
-    assert_eq!(Probe::new(&f.cfg()).unwrap().spare_cpus(), vec![0]);
-    let mut c = f.cfg();
-    c.cpus = vec![0, 1];
-    assert!(Probe::new(&c).unwrap().spare_cpus().is_empty());
-    c.cpus = vec![];
-    assert!(Probe::new(&c).unwrap().spare_cpus().is_empty());
+    let no_spare = |cpus: Vec<usize>, avoid: Vec<usize>| {
+        let mut c = f.cfg();
+        c.cpus = cpus;
+        c.avoid_cpus = avoid;
+        matches!(Sampler::start(c), Err(AttribError::NoSpareCpu { .. }))
+    };
+    assert!(no_spare(vec![0, 1], vec![]));
+    assert!(no_spare(vec![1], vec![0]));
+    // An unpinned server may be on any CPU.
+    assert!(no_spare(vec![], vec![]));
 }
 
 #[test]
-fn the_sampler_thread_reports_its_cost_and_cpus() {
+fn the_sampler_thread_runs_on_the_spare_cpu_and_reports_its_cost() {
     let f = Fake::new();
-    // Server on 1: the thread keeps to CPU 0, which every host has.
+    // Server on 1, nothing to avoid: CPU 0, which every host has.
     let s = Sampler::start(f.cfg()).unwrap();
     assert_eq!(s.cpus(), &[0]);
     std::thread::sleep(Duration::from_millis(25));
@@ -232,6 +237,20 @@ fn the_sampler_thread_reports_its_cost_and_cpus() {
     assert_eq!(out.cost.samples as usize, out.series.intervals());
     let js = serde_json::to_value(&out).unwrap();
     assert!(js["cost"]["mean_ns"].as_f64().unwrap() > 0.0, "{js}");
+}
+
+#[test]
+fn the_sampler_avoids_the_servers_cpus() {
+    let f = Fake::new();
+    assert_eq!(Probe::new(&f.cfg()).unwrap().spare_cpus(), vec![0]);
+    let mut c = f.cfg();
+    c.cpus = vec![0, 1];
+    assert!(Probe::new(&c).unwrap().spare_cpus().is_empty());
+    c.cpus = vec![];
+    assert!(Probe::new(&c).unwrap().spare_cpus().is_empty());
+    c.cpus = vec![1];
+    c.avoid_cpus = vec![0];
+    assert!(Probe::new(&c).unwrap().spare_cpus().is_empty());
 }
 
 #[test]
