@@ -43,13 +43,15 @@ impl Default for SamplerConfig {
     }
 }
 
-/// What sampling cost, measured around each call (what a run records about its instrument).
+/// What sampling cost, measured around each call (this is what the load generator's slack
+/// must cover in the in-loop mode, and what a run records about its instrument).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct SampleCost {
     /// Samples that closed an interval (the baseline sample, taken before the run, is
     /// not counted).
     pub samples: u64,
-    /// Whole intervals that passed without a sample: the sampler thread woke late.
+    /// Whole intervals that passed without a sample: the sampler thread woke late, or the
+    /// load generator had no slack for one.
     pub skipped: u64,
     pub mean_ns: f64,
     pub max_ns: u64,

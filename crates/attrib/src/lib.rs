@@ -11,7 +11,8 @@
 //! ([`probe`](crate::Probe) has the figures) and its cost is measured and returned
 //! ([`SampleCost`]). It runs either on a thread of its own pinned to a CPU that is neither the
 //! server's nor the load generator's ([`Sampler`], which refuses to start when the host has no
-//! such CPU: [`spare_cpus`], [`AttribError::NoSpareCpu`]).
+//! such CPU: [`spare_cpus`], [`AttribError::NoSpareCpu`]), or inside the load generator's loop
+//! in the gaps between sends ([`PacedProbe`]).
 //!
 //! ```no_run
 //! # fn main() -> Result<(), attrib::AttribError> {
@@ -21,7 +22,7 @@
 //!     cpus: vec![1],       // the server's
 //!     avoid_cpus: vec![0], // the load generator's
 //!     ..SamplerConfig::default()
-//! })?; // on a 2-CPU host: Err(NoSpareCpu)
+//! })?; // on a 2-CPU host: Err(NoSpareCpu), use a PacedProbe in the generator instead
 //! // … the run: records hold (run-relative intended send, latency) of the ok requests …
 //! # let (start_mono_ns, requests): (u64, Vec<(u64, u64)>) = (0, Vec::new());
 //! let out = sampler.stop();
@@ -35,6 +36,7 @@
 
 mod config;
 mod explain;
+mod paced;
 mod probe;
 mod procfile;
 /// The /proc parsers, shared with the noise probe (they live in `host`).
@@ -48,6 +50,7 @@ use std::path::PathBuf;
 
 pub use config::{mono_now_ns, SampleCost, SamplerConfig};
 pub use explain::{explain, SourceFinding, StageFinding, Why, PERMUTATION_SHIFTS};
+pub use paced::PacedProbe;
 pub use probe::Probe;
 pub use sampler::{spare_cpus, Sampler, SamplerOutput};
 pub use table::mitigation_table;
@@ -75,7 +78,7 @@ pub enum AttribError {
     #[error("slow_every must be at least 1 (every sample full)")]
     SlowEvery,
     /// Every CPU is the server's or the load generator's: sample from the generator's loop
-    /// instead.
+    /// ([`PacedProbe`]) instead.
     #[error(
         "no spare CPU for the sampler: host CPUs {host:?}, server {server:?} (empty: any), \
          load generator {avoid:?}; sample from the generator's loop instead"

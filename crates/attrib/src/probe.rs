@@ -1,6 +1,7 @@
 //! The probe: reads the counters behind the sources of tail latency once per call. A
 //! [`Sampler`](crate::Sampler) calls it every interval from a thread of its own on a spare CPU;
-//! tests call it directly on fixture trees. What a sample reads, what
+//! a [`PacedProbe`](crate::PacedProbe) is called from the load generator's own loop when the
+//! host has no spare CPU; tests call it directly on fixture trees. What a sample reads, what
 //! each read costs, and how counters read less often are filed: see [`Probe`].
 
 use crate::config::{clock_tick_ns, mono_now_ns, SampleCost, SamplerConfig};
@@ -507,6 +508,11 @@ impl Probe {
 
     pub(crate) fn add_skipped(&mut self, intervals: u64) {
         self.cost.skipped += intervals;
+    }
+
+    /// Duration of the last sample, ns, and whether it was full.
+    pub(crate) fn last_sample(&self) -> (u64, bool) {
+        (self.last_ns, self.last_full)
     }
 
     /// The series recorded so far. When the last sample was a light one, the slow counters

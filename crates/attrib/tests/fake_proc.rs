@@ -4,7 +4,7 @@
 //! fake's files are always rewritten in place (`fs::write`: same inode); a file replaced by a
 //! rename would be a new inode that the probe never sees.
 
-use attrib::{AttribError, Probe, Sampler, SamplerConfig};
+use attrib::{AttribError, PacedProbe, Probe, Sampler, SamplerConfig};
 use std::fs;
 use std::path::Path;
 use std::time::Duration;
@@ -207,6 +207,40 @@ fn slow_counters_are_spread_and_new_threads_found_at_full_samples() {
         deltas(&s, "voluntary context switches"),
         vec![1.0, 1.0, 2.0, 0.0]
     );
+}
+
+#[test]
+fn the_paced_probe_counts_the_intervals_it_had_no_slack_for() {
+    let f = Fake::new();
+    let ms = 1_000_000;
+    let t0 = 1_000 * ms;
+    let mut p = PacedProbe::new(Probe::new(&f.cfg()).unwrap(), Duration::from_millis(10), t0);
+    assert_eq!(p.next_due_ns(), t0 + 10 * ms);
+    // Measured on the baseline: positive, with the margin.
+    assert!(p.cost_bound_ns() >= 5_000, "{}", p.cost_bound_ns());
+    p.sample(t0 + 10 * ms + ms / 2); // on time
+    assert_eq!(p.next_due_ns(), t0 + 20 * ms);
+    p.sample(t0 + 45 * ms); // due at 20: the points at 30 and 40 passed without a sample
+    assert_eq!(p.next_due_ns(), t0 + 50 * ms);
+    assert_eq!(p.cost().skipped, 2);
+    p.sample(t0 + 50 * ms);
+    let c = p.cost();
+    assert_eq!((c.samples, c.skipped), (3, 2));
+    assert!(c.max_ns > 0 && c.mean_ns > 0.0 && c.mean_ns <= c.max_ns as f64);
+    // Closing at 70: the point at 60 was missed.
+    let (s, c) = p.finish_at(t0 + 70 * ms);
+    assert_eq!((c.samples, c.skipped), (4, 3));
+    assert_eq!(
+        s.t_mono_ns,
+        vec![
+            t0,
+            t0 + 10 * ms + ms / 2,
+            t0 + 45 * ms,
+            t0 + 50 * ms,
+            t0 + 70 * ms
+        ]
+    );
+    assert!(s.sources.iter().all(|src| src.deltas.len() == 4));
 }
 
 #[test]
