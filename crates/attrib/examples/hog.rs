@@ -73,7 +73,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         });
     }
     let requests = server.join().map_err(|_| "server thread panicked")?;
-    let series = sampler.stop();
+    let out = sampler.stop();
+    let series = out.series;
+    eprintln!(
+        "sampler on CPUs {:?}: {:.1} µs per sample (max {:.1} µs), {} intervals skipped",
+        out.cpus,
+        out.cost.mean_ns / 1e3,
+        out.cost.max_ns as f64 / 1e3,
+        out.cost.skipped
+    );
     hog.kill()?;
     hog.wait()?;
 

@@ -1,5 +1,5 @@
 //! Attribution: the "why" at the end of the data flow (DESIGN.md, host probe + noise probe ─►
-//! attribution). While a run lasts, a [`Sampler`] records per-interval deltas of the counters
+//! attribution). While a run lasts, a [`Probe`] records per-interval deltas of the counters
 //! behind the known sources of tail latency (Tales of the Tail §4): the server threads' run-queue
 //! wait and context switches, interrupts and softirqs on the server's CPUs, steal time, and CPU
 //! time of other tasks on those CPUs. After the run, [`explain`] lines these series up with the
@@ -7,37 +7,54 @@
 //! that coincide with slow requests, and attaches each one's mitigation and trade-off
 //! ([`mitigation_table`], after Tales of the Tail Table 1).
 //!
+//! The instrument must not disturb what it measures (DESIGN.md): a sample costs tens of µs
+//! ([`probe`](crate::Probe) has the figures) and its cost is measured and returned
+//! ([`SampleCost`]). It runs either on a thread of its own pinned to a CPU that is neither the
+//! server's nor the load generator's ([`Sampler`], which refuses to start when the host has no
+//! such CPU: [`spare_cpus`], [`AttribError::NoSpareCpu`]), or inside the load generator's loop
+//! in the gaps between sends ([`PacedProbe`]).
+//!
 //! ```no_run
 //! # fn main() -> Result<(), attrib::AttribError> {
 //! use attrib::{explain, Sampler, SamplerConfig};
 //! let sampler = Sampler::start(SamplerConfig {
 //!     server_pids: vec![4242],
-//!     cpus: vec![1],
+//!     cpus: vec![1],       // the server's
+//!     avoid_cpus: vec![0], // the load generator's
 //!     ..SamplerConfig::default()
-//! })?;
+//! })?; // on a 2-CPU host: Err(NoSpareCpu), use a PacedProbe in the generator instead
 //! // … the run: records hold (run-relative intended send, latency) of the ok requests …
 //! # let (start_mono_ns, requests): (u64, Vec<(u64, u64)>) = (0, Vec::new());
-//! let series = sampler.stop();
-//! let why = explain(&series, start_mono_ns, &requests, None);
+//! let out = sampler.stop();
+//! eprintln!("sampling cost {:.1} µs per sample on CPUs {:?}", out.cost.mean_ns / 1e3, out.cpus);
+//! let why = explain(&out.series, start_mono_ns, &requests, None);
 //! for f in &why.sources {
 //!     println!("{}: lift {:.1}, p {:.3}: {}", f.source, f.lift, f.p_value, f.mitigation);
 //! }
 //! # Ok(()) }
 //! ```
 
+mod config;
 mod explain;
+mod paced;
+mod probe;
+mod procfile;
 /// The /proc parsers, shared with the noise probe (they live in `host`).
 pub use host::procfs;
+mod rows;
 mod sampler;
 mod table;
 
 use serde::Serialize;
 use std::path::PathBuf;
 
+pub use config::{mono_now_ns, SampleCost, SamplerConfig};
 pub use explain::{
     explain, explain_mask, SlowMask, SourceFinding, StageFinding, Why, PERMUTATION_SHIFTS,
 };
-pub use sampler::{mono_now_ns, Probe, Sampler, SamplerConfig};
+pub use paced::PacedProbe;
+pub use probe::Probe;
+pub use sampler::{spare_cpus, Sampler, SamplerOutput};
 pub use table::mitigation_table;
 
 /// Errors of the sampler.
@@ -60,6 +77,25 @@ pub enum AttribError {
     UnknownCpu { cpu: usize, known: Vec<usize> },
     #[error("the sampling interval must be positive")]
     Interval,
+    #[error("slow_every must be at least 1 (every sample full)")]
+    SlowEvery,
+    /// Every CPU is the server's or the load generator's: sample from the generator's loop
+    /// ([`PacedProbe`]) instead.
+    #[error(
+        "no spare CPU for the sampler: host CPUs {host:?}, server {server:?} (empty: any), \
+         load generator {avoid:?}; sample from the generator's loop instead"
+    )]
+    NoSpareCpu {
+        host: Vec<usize>,
+        server: Vec<usize>,
+        avoid: Vec<usize>,
+    },
+    #[error("cannot pin the sampler thread to CPUs {cpus:?}: {source}")]
+    Pin {
+        cpus: Vec<usize>,
+        #[source]
+        source: host::HostError,
+    },
     #[error("cannot start the sampler thread: {0}")]
     Thread(#[source] std::io::Error),
 }

@@ -1,431 +1,215 @@
-//! The sampler: a [`Probe`] reads the counters once per call; a [`Sampler`] calls it every
-//! interval on its own thread while a run lasts.
+//! The sampler thread, and where it may run.
 //!
-//! Cost per sample: two small files per server thread (schedstat, status), plus /proc/stat,
-//! /proc/interrupts and /proc/softirqs, all read into one reused buffer. Measured on the 2-CPU
-//! development VM (`examples/sample_cost.rs`): about 270 µs per sample with 5 server threads,
-//! of which /proc/interrupts alone is about 100 µs (the kernel formats every IRQ line), i.e.
-//! under 3 % of one CPU at the default 10 ms. The sampler thread pins itself to CPUs that are
-//! not the server's, when there are any, so that this cost does not land on the server.
-//!
-//! "Other tasks' CPU time" is an approximation chosen for cost: reading every process's
-//! /proc/PID/stat each 10 ms costs milliseconds of CPU on a busy host, so instead it is the
-//! busy time (user + nice + system) of the server's CPUs in /proc/stat minus the CPU time of
-//! the server's threads (schedstat). It is exact when the server is pinned to those CPUs; it has
-//! the tick granularity of /proc/stat (typically 10 ms per CPU), so single intervals are noisy
-//! (negative estimates are clipped to 0) and only averages over many intervals mean much. When
-//! the kernel has /proc/schedstat (CONFIG_SCHEDSTATS), its per-CPU run time in ns replaces the
-//! ticks.
+//! DESIGN.md: an instrument stays off the load generator's and the server's CPUs unless the
+//! user says otherwise. A [`Sampler`] therefore runs only on a *spare* CPU
+//! ([`spare_cpus`]) and refuses to start when the host has none
+//! ([`AttribError::NoSpareCpu`]); the caller then samples from inside the load generator's own
+//! loop with a [`PacedProbe`](crate::PacedProbe), in the gaps between sends. (Before this rule
+//! the sampler ran on "a CPU that is not the server's", which on a 2-CPU host is the
+//! generator's: at 5,000 req/s it raised the generator's lateness p99 from 12 µs to 195 µs.)
 
-use crate::procfs::{self, TaskSchedstat};
-use crate::{AttribError, Series, SourceKind, SourceSeries};
-use std::collections::HashMap;
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use crate::config::{mono_now_ns, SampleCost, SamplerConfig};
+use crate::probe::Probe;
+use crate::{AttribError, Series};
+use serde::Serialize;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// What to sample.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct SamplerConfig {
-    /// Where /proc is mounted (tests point this at a fixture tree).
-    pub proc_root: PathBuf,
-    /// Server processes: all their threads are sampled (threads that appear later too).
-    pub server_pids: Vec<u32>,
-    /// Threads of this very process (an in-process server), read under `proc_root/self/task`.
-    pub server_tids: Vec<u32>,
-    /// The server's CPUs; empty means every CPU.
-    pub cpus: Vec<usize>,
-    pub interval: Duration,
-}
-
-impl Default for SamplerConfig {
-    fn default() -> Self {
-        SamplerConfig {
-            proc_root: PathBuf::from("/proc"),
-            server_pids: Vec::new(),
-            server_tids: Vec::new(),
-            cpus: Vec::new(),
-            interval: Duration::from_millis(10),
-        }
+/// The CPUs an instrument may run on: the host's, minus the server's and minus those to avoid
+/// (the load generator's). Sorted, without duplicates.
+///
+/// An empty `server_cpus` means the server is not pinned and may run on any CPU, so no CPU is
+/// spare: an unpinned server migrates onto whatever CPU the instrument is busy on, and the
+/// instrument would then be one more background task in the measurement. An empty
+/// `avoid_cpus` means there is nothing else to avoid (the generator runs on another host).
+pub fn spare_cpus(host_cpus: &[usize], server_cpus: &[usize], avoid_cpus: &[usize]) -> Vec<usize> {
+    if server_cpus.is_empty() {
+        return Vec::new();
     }
+    let mut spare: Vec<usize> = host_cpus
+        .iter()
+        .copied()
+        .filter(|c| !server_cpus.contains(c) && !avoid_cpus.contains(c))
+        .collect();
+    spare.sort_unstable();
+    spare.dedup();
+    spare
 }
 
-// Indices of the fixed sources; the softirq types follow.
-const RUN_DELAY: usize = 0;
-const INVOL: usize = 1;
-const VOL: usize = 2;
-const HARDIRQ: usize = 3;
-const STEAL: usize = 4;
-const OTHER: usize = 5;
-const FIXED: [(&str, SourceKind, &str); 6] = [
-    ("run-queue wait", SourceKind::Scheduling, "ns"),
-    (
-        "involuntary context switches",
-        SourceKind::Scheduling,
-        "count",
-    ),
-    (
-        "voluntary context switches",
-        SourceKind::Scheduling,
-        "count",
-    ),
-    ("hard interrupts", SourceKind::Interrupts, "count"),
-    ("steal time", SourceKind::Background, "ns"),
-    ("other tasks' CPU time", SourceKind::Background, "ns"),
-];
-
-/// Cumulative system-wide counters restricted to the server's CPUs.
-#[derive(Clone, Debug, Default)]
-struct SysCounters {
-    hardirq: u64,
-    steal_ticks: u64,
-    busy_ns: u64,
-    softirq: Vec<u64>,
-}
-
+/// The grid of wanted sample instants: every `interval_ns` from the baseline. Shared by the
+/// sampler thread and the in-loop [`PacedProbe`](crate::PacedProbe) so that both count missed
+/// intervals alike.
 #[derive(Clone, Copy, Debug)]
-struct TaskCounters {
-    sched: TaskSchedstat,
-    vol: u64,
-    invol: u64,
-    seen: u64,
+pub(crate) struct Pace {
+    interval_ns: u64,
+    due_ns: u64,
 }
 
-/// Reads the counters on demand; a [`Sampler`] drives it from a thread, tests call it directly.
-pub struct Probe {
-    cfg: SamplerConfig,
-    buf: String,
-    tick_ns: f64,
-    softirq_names: Vec<String>,
-    /// CPU ids the host has (from /proc/stat).
-    host_cpus: Vec<usize>,
-    /// /proc/schedstat exists: per-CPU run time in ns instead of ticks.
-    has_schedstat: bool,
-    tasks: HashMap<(u32, u32), TaskCounters>,
-    prev_sys: Option<SysCounters>,
-    generation: u64,
-    series: Series,
-}
+impl Pace {
+    /// Intervals under 1 µs are taken as 1 µs (a sample itself costs several µs).
+    pub(crate) fn new(interval: Duration, baseline_ns: u64) -> Pace {
+        let interval_ns = (interval.as_nanos() as u64).max(1_000);
+        Pace {
+            interval_ns,
+            due_ns: baseline_ns.saturating_add(interval_ns),
+        }
+    }
 
-fn read_into(path: &Path, buf: &mut String) -> Result<(), AttribError> {
-    buf.clear();
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_to_string(buf))
-        .map(|_| ())
-        .map_err(|source| AttribError::Io {
-            path: path.to_path_buf(),
-            source,
-        })
-}
+    pub(crate) fn due_ns(&self) -> u64 {
+        self.due_ns
+    }
 
-/// CLOCK_MONOTONIC now, ns: the clock the run's records are relative to.
-pub fn mono_now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec into the valid pointer we pass; CLOCK_MONOTONIC
-    // always exists on Linux. std's Instant does not expose its raw value, hence libc.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-fn clock_tick_ns() -> f64 {
-    // SAFETY: sysconf only reads a configuration value.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if hz > 0 {
-        1e9 / hz as f64
-    } else {
-        1e7
+    /// A sample is taken at `now`: it stands for the due grid point (even when early); the
+    /// whole intervals after that point that passed without a sample are returned as missed,
+    /// and the next due point is the first grid point after `now`.
+    pub(crate) fn taken(&mut self, now: u64) -> u64 {
+        let missed = now.saturating_sub(self.due_ns) / self.interval_ns;
+        self.due_ns = self
+            .due_ns
+            .saturating_add((missed + 1).saturating_mul(self.interval_ns));
+        missed
     }
 }
 
-impl Probe {
-    /// Check the configuration against `proc_root` (it has a readable `stat`, the CPUs exist,
-    /// the processes and threads exist) and prepare the series; no sample is taken yet.
-    pub fn new(cfg: &SamplerConfig) -> Result<Probe, AttribError> {
-        let root = &cfg.proc_root;
-        let mut buf = String::with_capacity(16 * 1024);
-        let stat = root.join("stat");
-        read_into(&stat, &mut buf)?;
-        let known: Vec<usize> = procfs::parse_stat_cpus(&buf)
-            .iter()
-            .map(|c| c.cpu)
-            .collect();
-        if known.is_empty() {
-            return Err(AttribError::Format { path: stat });
-        }
-        if let Some(&cpu) = cfg.cpus.iter().find(|c| !known.contains(c)) {
-            return Err(AttribError::UnknownCpu { cpu, known });
-        }
-        let host_cpus = known;
-        for &pid in &cfg.server_pids {
-            if !root.join(pid.to_string()).join("task").is_dir() {
-                return Err(AttribError::NoProcess {
-                    pid,
-                    root: root.clone(),
-                });
-            }
-        }
-        for &tid in &cfg.server_tids {
-            if !root.join("self/task").join(tid.to_string()).is_dir() {
-                return Err(AttribError::NoThread {
-                    tid,
-                    root: root.clone(),
-                });
-            }
-        }
-        // Softirq types are fixed by the kernel; a host without the file gets none.
-        let softirq_names = match read_into(&root.join("softirqs"), &mut buf) {
-            Ok(()) => procfs::parse_cpu_table(&buf)
-                .map(|t| t.rows.into_iter().map(|(n, _)| n).collect())
-                .unwrap_or_default(),
-            Err(_) => Vec::new(),
-        };
-        let mut sources: Vec<SourceSeries> = FIXED
-            .iter()
-            .map(|(name, kind, unit)| SourceSeries {
-                name: name.to_string(),
-                kind: *kind,
-                unit: unit.to_string(),
-                deltas: Vec::new(),
-            })
-            .collect();
-        for n in &softirq_names {
-            sources.push(SourceSeries {
-                name: format!("softirq {n}"),
-                kind: SourceKind::SoftIrq,
-                unit: "count".into(),
-                deltas: Vec::new(),
-            });
-        }
-        Ok(Probe {
-            cfg: cfg.clone(),
-            buf,
-            tick_ns: clock_tick_ns(),
-            softirq_names,
-            host_cpus,
-            has_schedstat: !procfs::parse_schedstat_cpus(
-                &std::fs::read_to_string(root.join("schedstat")).unwrap_or_default(),
-            )
-            .is_empty(),
-            tasks: HashMap::new(),
-            prev_sys: None,
-            generation: 0,
-            series: Series {
-                t_mono_ns: Vec::new(),
-                sources,
-                server_cpu_ns: Vec::new(),
-            },
-        })
-    }
-
-    /// Directories of the server's threads now: (pid or 0 for our own process, tid, path).
-    fn task_dirs(&self) -> Vec<(u32, u32, PathBuf)> {
-        let root = &self.cfg.proc_root;
-        let mut out = Vec::new();
-        for &pid in &self.cfg.server_pids {
-            let dir = root.join(pid.to_string()).join("task");
-            let Ok(rd) = std::fs::read_dir(&dir) else {
-                continue; // the process exited: its threads simply stop contributing
-            };
-            for e in rd.flatten() {
-                if let Some(tid) = e.file_name().to_str().and_then(|s| s.parse().ok()) {
-                    out.push((pid, tid, e.path()));
-                }
-            }
-        }
-        for &tid in &self.cfg.server_tids {
-            out.push((0, tid, root.join("self/task").join(tid.to_string())));
-        }
-        out
-    }
-
-    fn read_task(&mut self, dir: &Path) -> Option<TaskCounters> {
-        read_into(&dir.join("schedstat"), &mut self.buf).ok()?;
-        let sched = procfs::parse_task_schedstat(&self.buf)?;
-        read_into(&dir.join("status"), &mut self.buf).ok()?;
-        let (vol, invol) = procfs::parse_ctxt_switches(&self.buf)?;
-        Some(TaskCounters {
-            sched,
-            vol,
-            invol,
-            seen: self.generation,
-        })
-    }
-
-    fn read_sys(&mut self) -> SysCounters {
-        let root = self.cfg.proc_root.clone();
-        let cpus = self.cfg.cpus.clone();
-        // A file that cannot be read this time keeps its previous value: its growth shows up
-        // in the next interval that reads it.
-        let mut sys = self.prev_sys.clone().unwrap_or_default();
-        if read_into(&root.join("stat"), &mut self.buf).is_ok() {
-            let per = procfs::parse_stat_cpus(&self.buf);
-            let mine = per
-                .iter()
-                .filter(|c| cpus.is_empty() || cpus.contains(&c.cpu));
-            sys.steal_ticks = mine.clone().map(|c| c.steal).sum();
-            if !self.has_schedstat {
-                sys.busy_ns = (mine.map(|c| c.busy).sum::<u64>() as f64 * self.tick_ns) as u64;
-            }
-        }
-        if self.has_schedstat && read_into(&root.join("schedstat"), &mut self.buf).is_ok() {
-            sys.busy_ns = procfs::parse_schedstat_cpus(&self.buf)
-                .iter()
-                .filter(|(c, _)| cpus.is_empty() || cpus.contains(c))
-                .map(|(_, ns)| ns)
-                .sum();
-        }
-        if read_into(&root.join("interrupts"), &mut self.buf).is_ok() {
-            if let Some(t) = procfs::parse_cpu_table(&self.buf) {
-                sys.hardirq = t.total(&cpus);
-            }
-        }
-        sys.softirq.resize(self.softirq_names.len(), 0);
-        if read_into(&root.join("softirqs"), &mut self.buf).is_ok() {
-            if let Some(t) = procfs::parse_cpu_table(&self.buf) {
-                for (name, row) in &t.rows {
-                    if let Some(i) = self.softirq_names.iter().position(|n| n == name) {
-                        sys.softirq[i] = t.row_sum(row, &cpus);
-                    }
-                }
-            }
-        }
-        sys
-    }
-
-    /// Read every counter now (`t_mono_ns` is the instant to file it under). The first call
-    /// sets the baseline; each later call closes one interval. Threads that appear are counted
-    /// from the sample that first sees them; threads that vanish stop contributing.
-    pub fn sample(&mut self, t_mono_ns: u64) {
-        self.generation += 1;
-        let mut d = vec![0.0; self.series.sources.len()];
-        let mut server_cpu = 0.0;
-        for (pid, tid, dir) in self.task_dirs() {
-            let Some(now) = self.read_task(&dir) else {
-                continue;
-            };
-            if let Some(prev) = self.tasks.insert((pid, tid), now) {
-                d[RUN_DELAY] += now
-                    .sched
-                    .run_delay_ns
-                    .saturating_sub(prev.sched.run_delay_ns) as f64;
-                d[INVOL] += now.invol.saturating_sub(prev.invol) as f64;
-                d[VOL] += now.vol.saturating_sub(prev.vol) as f64;
-                server_cpu += now.sched.runtime_ns.saturating_sub(prev.sched.runtime_ns) as f64;
-            }
-        }
-        let generation = self.generation;
-        self.tasks.retain(|_, t| t.seen == generation);
-        let sys = self.read_sys();
-        let first = self.prev_sys.is_none();
-        if let Some(prev) = &self.prev_sys {
-            d[HARDIRQ] = sys.hardirq.saturating_sub(prev.hardirq) as f64;
-            d[STEAL] = sys.steal_ticks.saturating_sub(prev.steal_ticks) as f64 * self.tick_ns;
-            let busy = sys.busy_ns.saturating_sub(prev.busy_ns) as f64;
-            d[OTHER] = (busy - server_cpu).max(0.0);
-            for (i, (now, before)) in sys.softirq.iter().zip(&prev.softirq).enumerate() {
-                d[FIXED.len() + i] = now.saturating_sub(*before) as f64;
-            }
-        }
-        self.prev_sys = Some(sys);
-        self.series.t_mono_ns.push(t_mono_ns);
-        if !first {
-            for (s, v) in self.series.sources.iter_mut().zip(d) {
-                s.deltas.push(v);
-            }
-            self.series.server_cpu_ns.push(server_cpu);
-        }
-    }
-
-    /// The CPUs a sampler should run on so as not to disturb the server: the host's CPUs other
-    /// than the server's (empty when the server has them all).
-    pub fn spare_cpus(&self) -> Vec<usize> {
-        if self.cfg.cpus.is_empty() {
-            return Vec::new();
-        }
-        let spare = self.host_cpus.iter().copied();
-        spare.filter(|c| !self.cfg.cpus.contains(c)).collect()
-    }
-
-    /// The series recorded so far.
-    pub fn finish(self) -> Series {
-        self.series
-    }
+/// What a [`Sampler`] recorded, what it cost, and where it ran.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SamplerOutput {
+    pub series: Series,
+    pub cost: SampleCost,
+    /// The CPUs the sampler thread was pinned to.
+    pub cpus: Vec<usize>,
 }
 
-/// Restrict the calling thread to `cpus` (no-op when empty; errors ignored, see the caller).
-fn pin_to(cpus: &[usize]) {
-    if cpus.is_empty() {
-        return;
-    }
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET only writes inside it (ids
-    // beyond its capacity are skipped first); sched_setaffinity reads it. std has no API for
-    // affinity, hence libc.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        let capacity = 8 * std::mem::size_of::<libc::cpu_set_t>();
-        for &c in cpus.iter().filter(|&&c| c < capacity) {
-            libc::CPU_SET(c, &mut set);
-        }
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
-}
-
-/// A probe sampled every interval on its own thread, from [`Sampler::start`] to
-/// [`Sampler::stop`].
+/// A probe sampled every interval on its own thread, pinned to spare CPUs, from
+/// [`Sampler::start`] to [`Sampler::stop`].
 pub struct Sampler {
     stop_tx: mpsc::Sender<()>,
-    handle: JoinHandle<Series>,
+    handle: JoinHandle<(Series, SampleCost)>,
+    cpus: Vec<usize>,
 }
 
 impl Sampler {
-    /// Validate the configuration, take the baseline sample, and start the thread.
+    /// Validate the configuration, find the spare CPUs (refusing with
+    /// [`AttribError::NoSpareCpu`] when there are none), start the thread pinned to them, and
+    /// return once it has taken its baseline sample there.
     pub fn start(cfg: SamplerConfig) -> Result<Sampler, AttribError> {
         if cfg.interval.is_zero() {
             return Err(AttribError::Interval);
         }
         let interval = cfg.interval;
         let mut probe = Probe::new(&cfg)?;
-        probe.sample(mono_now_ns());
+        let cpus = probe.spare_cpus();
+        if cpus.is_empty() {
+            return Err(AttribError::NoSpareCpu {
+                host: probe.host_cpus().to_vec(),
+                server: cfg.cpus,
+                avoid: cfg.avoid_cpus,
+            });
+        }
+        let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<(), host::HostError>>(1);
         let (stop_tx, stop_rx) = mpsc::channel::<()>();
+        let pin = cpus.clone();
         let handle = std::thread::Builder::new()
             .name("attrib-sampler".into())
             .spawn(move || {
-                // Keep the sampler itself off the server's CPUs, where it would be one more
-                // background task. Best effort: a fixture root may name CPUs this host lacks.
-                pin_to(&probe.spare_cpus());
-                let step = interval.as_nanos() as u64;
-                let mut next = mono_now_ns() + step;
+                // Pinned before the first read, so that not even the baseline runs elsewhere.
+                if let Err(e) = host::placement::pin_current_thread(&pin) {
+                    let _ = ready_tx.send(Err(e));
+                    return (Series::default(), SampleCost::default());
+                }
+                let mut pace = Pace::new(interval, mono_now_ns());
+                probe.sample(mono_now_ns());
+                let _ = ready_tx.send(Ok(()));
                 loop {
-                    let now = mono_now_ns();
-                    let wait = Duration::from_nanos(next.saturating_sub(now));
+                    let wait = Duration::from_nanos(pace.due_ns().saturating_sub(mono_now_ns()));
                     match stop_rx.recv_timeout(wait) {
                         Err(mpsc::RecvTimeoutError::Timeout) => {
-                            probe.sample(mono_now_ns());
-                            // Absolute deadlines, so the period does not drift; after a long
-                            // stall, resume from now rather than sampling in a burst.
-                            next = (next + step).max(mono_now_ns());
+                            let now = mono_now_ns();
+                            let missed = pace.taken(now);
+                            probe.add_skipped(missed);
+                            probe.sample(now);
                         }
-                        // Stopped (or the Sampler was dropped): close the last interval.
+                        // Stopped (or the Sampler was dropped): close the last interval with
+                        // every counter read.
                         _ => {
-                            probe.sample(mono_now_ns());
-                            return probe.finish();
+                            let now = mono_now_ns();
+                            let missed = pace.taken(now);
+                            probe.add_skipped(missed);
+                            probe.sample_full(now);
+                            let cost = probe.cost();
+                            return (probe.finish(), cost);
                         }
                     }
                 }
             })
             .map_err(AttribError::Thread)?;
-        Ok(Sampler { stop_tx, handle })
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(Sampler {
+                stop_tx,
+                handle,
+                cpus,
+            }),
+            Ok(Err(source)) => {
+                let _ = handle.join();
+                Err(AttribError::Pin { cpus, source })
+            }
+            // The thread ended without a word: it panicked (a bug).
+            Err(_) => Err(AttribError::Thread(std::io::Error::other(
+                "the sampler thread ended before its baseline sample",
+            ))),
+        }
     }
 
-    /// Stop the thread promptly (it is woken, not waited out), and return what it recorded.
-    pub fn stop(self) -> Series {
+    /// The CPUs the sampler thread runs on.
+    pub fn cpus(&self) -> &[usize] {
+        &self.cpus
+    }
+
+    /// Stop the thread promptly (it is woken, not waited out), and return what it recorded,
+    /// what that cost and where it ran.
+    pub fn stop(self) -> SamplerOutput {
         let _ = self.stop_tx.send(());
         // The thread only panics on a bug; then there is nothing to report.
-        self.handle.join().unwrap_or_default()
+        let (series, cost) = self.handle.join().unwrap_or_default();
+        SamplerOutput {
+            series,
+            cost,
+            cpus: self.cpus,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spare_cpus_are_the_hosts_minus_server_and_generator() {
+        assert_eq!(spare_cpus(&[0, 1, 2, 3], &[1], &[0]), vec![2, 3]);
+        assert_eq!(spare_cpus(&[0, 1, 2, 3], &[1, 2], &[]), vec![0, 3]);
+        assert_eq!(spare_cpus(&[3, 0, 2, 3], &[1], &[]), vec![0, 2, 3]);
+        // The 2-CPU case of issue 9: generator on 0, server on 1 — nothing is spare.
+        assert!(spare_cpus(&[0, 1], &[1], &[0]).is_empty());
+        // An unpinned server may be anywhere.
+        assert!(spare_cpus(&[0, 1, 2, 3], &[], &[0]).is_empty());
+        // CPUs named but not on the host change nothing.
+        assert_eq!(spare_cpus(&[0, 1], &[1, 7], &[9]), vec![0]);
+        assert!(spare_cpus(&[], &[1], &[]).is_empty());
+    }
+
+    #[test]
+    fn the_pace_counts_whole_missed_intervals_and_stays_on_its_grid() {
+        let mut p = Pace::new(Duration::from_nanos(10_000), 1_000_000);
+        assert_eq!(p.due_ns(), 1_010_000);
+        assert_eq!(p.taken(1_010_500), 0);
+        assert_eq!(p.due_ns(), 1_020_000);
+        // 2.5 intervals late: two grid points passed with no sample.
+        assert_eq!(p.taken(1_045_000), 2);
+        assert_eq!(p.due_ns(), 1_050_000);
+        // Early: it stands for the due point.
+        assert_eq!(p.taken(1_041_000), 0);
+        assert_eq!(p.due_ns(), 1_060_000);
+        assert_eq!(Pace::new(Duration::ZERO, 0).due_ns(), 1_000);
     }
 }

@@ -41,10 +41,12 @@ fn wait_asleep(pid: u32) {
     }
 }
 
+/// Every sample full, so that each interval holds its own context switches.
 fn cfg(pid: u32, interval_ms: u64) -> SamplerConfig {
     SamplerConfig {
         server_pids: vec![pid],
         interval: Duration::from_millis(interval_ms),
+        slow_every: 1,
         ..SamplerConfig::default()
     }
 }
@@ -85,12 +87,26 @@ fn spinning_shows_cpu_time_and_sleeping_shows_none() {
 fn the_sampler_thread_records_whole_intervals_and_stops() {
     let (mut child, mut out) = spinner();
     let pid = child.id();
-    let sampler = Sampler::start(cfg(pid, 2)).unwrap();
+    // The sampler needs a CPU that is not the server's: say the (unpinned) child is on CPU 0.
+    let mut c = cfg(pid, 2);
+    c.cpus = vec![0];
+    c.slow_every = 3;
+    let spare = Probe::new(&c).unwrap().spare_cpus();
+    if spare.is_empty() {
+        eprintln!("skipped: a single CPU leaves none spare for the sampler thread");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        return;
+    }
+    let sampler = Sampler::start(c).unwrap();
     go_and_wait_spun(&mut child, &mut out);
     wait_asleep(pid);
-    let s = sampler.stop();
+    let out = sampler.stop();
     child.kill().unwrap();
     child.wait().unwrap();
+    assert_eq!(out.cpus, spare);
+    assert_eq!(out.cost.samples as usize, out.series.intervals());
+    let s = out.series;
     // At least the baseline and the closing sample.
     assert!(s.intervals() >= 1);
     assert!(s.t_mono_ns.windows(2).all(|w| w[0] <= w[1]));

@@ -1,6 +1,10 @@
 //! The probe over a fake /proc that the test changes between samples: every delta is known.
+//!
+//! The probe keeps its files open and re-reads them with `pread`, as it does /proc, so the
+//! fake's files are always rewritten in place (`fs::write`: same inode); a file replaced by a
+//! rename would be a new inode that the probe never sees.
 
-use attrib::{AttribError, Probe, Sampler, SamplerConfig};
+use attrib::{AttribError, PacedProbe, Probe, Sampler, SamplerConfig};
 use std::fs;
 use std::path::Path;
 use std::time::Duration;
@@ -78,7 +82,11 @@ impl Fake {
             server_pids: vec![100],
             server_tids: vec![7],
             cpus: vec![1],
+            avoid_cpus: vec![],
             interval: Duration::from_millis(10),
+            // Every sample full: each counter's growth lands in its own interval (the spread
+            // of counters read less often has its own test).
+            slow_every: 1,
         }
     }
 }
@@ -156,16 +164,113 @@ fn per_cpu_run_time_from_schedstat_replaces_ticks() {
 }
 
 #[test]
-fn an_unreadable_file_defers_its_growth_to_the_next_interval() {
+fn an_unparsable_file_spreads_its_growth_over_the_intervals_it_missed() {
     let f = Fake::new();
     let mut p = Probe::new(&f.cfg()).unwrap();
     p.sample(0);
     f.system(4, 0, 0, 0);
-    fs::remove_file(f.root().join("interrupts")).unwrap();
+    f.write("interrupts", "garbage\n");
     p.sample(1);
     f.system(4, 0, 0, 0);
     p.sample(2);
-    assert_eq!(deltas(&p.finish(), "hard interrupts"), vec![0.0, 8.0]);
+    // 8 on CPU 1 (two rows of 4) over two intervals of equal length.
+    assert_eq!(deltas(&p.finish(), "hard interrupts"), vec![4.0, 4.0]);
+}
+
+#[test]
+fn slow_counters_are_spread_and_new_threads_found_at_full_samples() {
+    let f = Fake::new();
+    let mut c = f.cfg();
+    c.slow_every = 3;
+    let mut p = Probe::new(&c).unwrap();
+    p.sample(0); // baseline: full
+                 // All in interval 0: 10 more of each interrupt row and 5 NET_RX on CPU 1; thread 100
+                 // waits 500 ns and switches 4 times; thread 102 appears.
+    f.system(10, 5, 0, 0);
+    f.task("100/task/100", 1000, 550, 14, 1);
+    f.task("100/task/102", 0, 0, 0, 0);
+    p.sample(1_000); // light
+    p.sample(2_000); // light
+    p.sample(4_000); // full: reads interrupts and statuses, finds thread 102
+    f.task("100/task/102", 0, 1_000, 0, 0);
+    f.system(13, 5, 0, 0);
+    p.sample(5_000); // light; `finish` reads the slow counters for the last interval
+    let s = p.finish();
+    assert_eq!(s.intervals(), 4);
+    // Read every sample: exact per interval (thread 102 only counts from sample 3 on).
+    assert_eq!(deltas(&s, "run-queue wait"), vec![500.0, 0.0, 0.0, 1000.0]);
+    assert_eq!(deltas(&s, "softirq NET_RX"), vec![5.0, 0.0, 0.0, 0.0]);
+    // Read at samples 0 and 3: 20 and 4 spread over intervals of 1, 1 and 2 µs; then the 6
+    // read by `finish` belong to the last interval alone.
+    assert_eq!(deltas(&s, "hard interrupts"), vec![5.0, 5.0, 10.0, 6.0]);
+    assert_eq!(
+        deltas(&s, "voluntary context switches"),
+        vec![1.0, 1.0, 2.0, 0.0]
+    );
+}
+
+#[test]
+fn the_paced_probe_counts_the_intervals_it_had_no_slack_for() {
+    let f = Fake::new();
+    let ms = 1_000_000;
+    let t0 = 1_000 * ms;
+    let mut p = PacedProbe::new(Probe::new(&f.cfg()).unwrap(), Duration::from_millis(10), t0);
+    assert_eq!(p.next_due_ns(), t0 + 10 * ms);
+    // Measured on the baseline: positive, with the margin.
+    assert!(p.cost_bound_ns() >= 5_000, "{}", p.cost_bound_ns());
+    p.sample(t0 + 10 * ms + ms / 2); // on time
+    assert_eq!(p.next_due_ns(), t0 + 20 * ms);
+    p.sample(t0 + 45 * ms); // due at 20: the points at 30 and 40 passed without a sample
+    assert_eq!(p.next_due_ns(), t0 + 50 * ms);
+    assert_eq!(p.cost().skipped, 2);
+    p.sample(t0 + 50 * ms);
+    let c = p.cost();
+    assert_eq!((c.samples, c.skipped), (3, 2));
+    assert!(c.max_ns > 0 && c.mean_ns > 0.0 && c.mean_ns <= c.max_ns as f64);
+    // Closing at 70: the point at 60 was missed.
+    let (s, c) = p.finish_at(t0 + 70 * ms);
+    assert_eq!((c.samples, c.skipped), (4, 3));
+    assert_eq!(
+        s.t_mono_ns,
+        vec![
+            t0,
+            t0 + 10 * ms + ms / 2,
+            t0 + 45 * ms,
+            t0 + 50 * ms,
+            t0 + 70 * ms
+        ]
+    );
+    assert!(s.sources.iter().all(|src| src.deltas.len() == 4));
+}
+
+#[test]
+fn the_sampler_thread_refuses_without_a_spare_cpu() {
+    let f = Fake::new();
+    let no_spare = |cpus: Vec<usize>, avoid: Vec<usize>| {
+        let mut c = f.cfg();
+        c.cpus = cpus;
+        c.avoid_cpus = avoid;
+        matches!(Sampler::start(c), Err(AttribError::NoSpareCpu { .. }))
+    };
+    assert!(no_spare(vec![0, 1], vec![]));
+    assert!(no_spare(vec![1], vec![0]));
+    // An unpinned server may be on any CPU.
+    assert!(no_spare(vec![], vec![]));
+}
+
+#[test]
+fn the_sampler_thread_runs_on_the_spare_cpu_and_reports_its_cost() {
+    let f = Fake::new();
+    // Server on 1, nothing to avoid: CPU 0, which every host has.
+    let s = Sampler::start(f.cfg()).unwrap();
+    assert_eq!(s.cpus(), &[0]);
+    std::thread::sleep(Duration::from_millis(25));
+    let out = s.stop();
+    assert_eq!(out.cpus, vec![0]);
+    assert!(out.series.intervals() >= 1);
+    assert_eq!(out.cost.samples as usize, out.series.intervals());
+    let js = serde_json::to_value(&out).unwrap();
+    assert!(js["cost"]["mean_ns"].as_f64().unwrap() > 0.0, "{js}");
 }
 
 #[test]
@@ -176,6 +281,9 @@ fn the_sampler_avoids_the_servers_cpus() {
     c.cpus = vec![0, 1];
     assert!(Probe::new(&c).unwrap().spare_cpus().is_empty());
     c.cpus = vec![];
+    assert!(Probe::new(&c).unwrap().spare_cpus().is_empty());
+    c.cpus = vec![1];
+    c.avoid_cpus = vec![0];
     assert!(Probe::new(&c).unwrap().spare_cpus().is_empty());
 }
 
@@ -203,6 +311,9 @@ fn bad_configurations_are_refused() {
     let mut c = f.cfg();
     c.interval = Duration::ZERO;
     assert!(matches!(Sampler::start(c), Err(AttribError::Interval)));
+    let mut c = f.cfg();
+    c.slow_every = 0;
+    assert!(matches!(Probe::new(&c), Err(AttribError::SlowEvery)));
     let mut c = f.cfg();
     c.proc_root = f.root().join("nowhere");
     let e = Probe::new(&c).err().unwrap();

@@ -70,37 +70,91 @@ impl CpuTable {
 
 /// Parse `/proc/interrupts` or `/proc/softirqs`; None when the header is missing.
 pub fn parse_cpu_table(s: &str) -> Option<CpuTable> {
-    let mut lines = s.lines();
-    let header = lines.next()?;
-    let cpus: Vec<usize> = header
-        .split_ascii_whitespace()
-        .map(|t| t.strip_prefix("CPU").and_then(|n| n.parse().ok()))
-        .collect::<Option<_>>()?;
-    if cpus.is_empty() {
-        return None;
-    }
+    let mut cpus = Vec::new();
     let mut rows = Vec::new();
     let mut descriptions = Vec::new();
-    for line in lines {
-        let Some((name, rest)) = line.split_once(':') else {
-            continue;
-        };
-        let mut toks = rest.split_ascii_whitespace();
-        let vals: Vec<u64> = toks
-            .by_ref()
-            .take(cpus.len())
-            .map_while(|t| t.parse().ok())
-            .collect();
-        if vals.len() == cpus.len() {
-            rows.push((name.trim().to_string(), vals));
-            descriptions.push(toks.collect::<Vec<_>>().join(" "));
-        }
+    for row in cpu_table_rows(s, &mut cpus)? {
+        rows.push((row.name.to_string(), row.counts().collect()));
+        descriptions.push(row.description());
     }
     Some(CpuTable {
         cpus,
         rows,
         descriptions,
     })
+}
+
+/// The same table as [`parse_cpu_table`], read without allocating: the header's CPU ids go
+/// into `cpus` (cleared first; a sampler reuses one Vec), and the rows come from an iterator
+/// that borrows `s`. For the attribution sampler, which reads these files every few ms.
+/// None when the header is missing.
+pub fn cpu_table_rows<'a>(s: &'a str, cpus: &mut Vec<usize>) -> Option<CpuRows<'a>> {
+    let mut lines = s.lines();
+    let header = lines.next()?;
+    cpus.clear();
+    for t in header.split_ascii_whitespace() {
+        cpus.push(t.strip_prefix("CPU")?.parse().ok()?);
+    }
+    if cpus.is_empty() {
+        return None;
+    }
+    Some(CpuRows {
+        lines,
+        ncols: cpus.len(),
+    })
+}
+
+/// The rows of a per-CPU table that have a count for every column (see [`cpu_table_rows`]).
+#[derive(Clone, Debug)]
+pub struct CpuRows<'a> {
+    lines: std::str::Lines<'a>,
+    ncols: usize,
+}
+
+/// One full row of a per-CPU table.
+#[derive(Clone, Copy, Debug)]
+pub struct CpuRow<'a> {
+    /// Without the colon and the padding.
+    pub name: &'a str,
+    rest: &'a str,
+    ncols: usize,
+}
+
+impl<'a> CpuRow<'a> {
+    /// One count per column, in column order.
+    pub fn counts(&self) -> impl Iterator<Item = u64> + 'a {
+        // Every one of these tokens parsed when the row was accepted.
+        let toks = self.rest.split_ascii_whitespace().take(self.ncols);
+        toks.map(|t| t.parse().unwrap_or(0))
+    }
+
+    /// The words after the counts (`IO-APIC 2-edge timer`; empty for softirqs).
+    pub fn description(&self) -> String {
+        let words = self.rest.split_ascii_whitespace().skip(self.ncols);
+        words.collect::<Vec<_>>().join(" ")
+    }
+}
+
+impl<'a> Iterator for CpuRows<'a> {
+    type Item = CpuRow<'a>;
+
+    fn next(&mut self) -> Option<CpuRow<'a>> {
+        for line in self.lines.by_ref() {
+            let Some((name, rest)) = line.split_once(':') else {
+                continue;
+            };
+            let toks = rest.split_ascii_whitespace().take(self.ncols);
+            let numbers = toks.map_while(|t| t.parse::<u64>().ok()).count();
+            if numbers == self.ncols {
+                return Some(CpuRow {
+                    name: name.trim(),
+                    rest,
+                    ncols: self.ncols,
+                });
+            }
+        }
+        None
+    }
 }
 
 /// Times of one CPU from `/proc/stat`, in clock ticks (USER_HZ).
@@ -117,44 +171,50 @@ pub struct CpuTicks {
 /// The per-CPU lines (`cpuN user nice system idle iowait irq softirq steal …`) of `/proc/stat`.
 /// Kernels older than 2.6.11 have no steal column; it reads as 0.
 pub fn parse_stat_cpus(s: &str) -> Vec<CpuTicks> {
-    let mut out = Vec::new();
-    for line in s.lines() {
-        let mut it = line.split_ascii_whitespace();
-        let Some(cpu) = it
-            .next()
-            .and_then(|n| n.strip_prefix("cpu"))
-            .and_then(|n| n.parse::<usize>().ok())
-        else {
-            continue;
-        };
-        let v: Vec<u64> = it.map_while(|t| t.parse().ok()).take(8).collect();
-        if v.len() < 4 {
-            continue;
-        }
-        let at = |i: usize| v.get(i).copied().unwrap_or(0);
-        out.push(CpuTicks {
-            cpu,
-            busy: at(0) + at(1) + at(2),
-            irq: at(5),
-            softirq: at(6),
-            steal: at(7),
-        });
+    stat_cpus(s).collect()
+}
+
+/// [`parse_stat_cpus`] without allocating: an iterator over the text.
+pub fn stat_cpus(s: &str) -> impl Iterator<Item = CpuTicks> + '_ {
+    s.lines().filter_map(stat_cpu_line)
+}
+
+fn stat_cpu_line(line: &str) -> Option<CpuTicks> {
+    let mut it = line.split_ascii_whitespace();
+    let cpu = it.next()?.strip_prefix("cpu")?.parse::<usize>().ok()?;
+    let mut v = [0u64; 8];
+    let mut n = 0;
+    for x in it.map_while(|t| t.parse().ok()).take(v.len()) {
+        v[n] = x;
+        n += 1;
     }
-    out
+    if n < 4 {
+        return None;
+    }
+    Some(CpuTicks {
+        cpu,
+        busy: v[0] + v[1] + v[2],
+        irq: v[5],
+        softirq: v[6],
+        steal: v[7],
+    })
 }
 
 /// From `/proc/schedstat` (kernels with CONFIG_SCHEDSTATS, version 15+): per CPU, the time
 /// tasks other than idle ran on it, ns (the 7th number of each `cpuN` line). It accrues when a
 /// task leaves the CPU, so a task that runs on undisturbed shows up late.
 pub fn parse_schedstat_cpus(s: &str) -> Vec<(usize, u64)> {
-    s.lines()
-        .filter_map(|line| {
-            let mut it = line.split_ascii_whitespace();
-            let cpu = it.next()?.strip_prefix("cpu")?.parse().ok()?;
-            let run_ns = it.nth(6)?.parse().ok()?;
-            Some((cpu, run_ns))
-        })
-        .collect()
+    schedstat_cpus(s).collect()
+}
+
+/// [`parse_schedstat_cpus`] without allocating: an iterator over the text.
+pub fn schedstat_cpus(s: &str) -> impl Iterator<Item = (usize, u64)> + '_ {
+    s.lines().filter_map(|line| {
+        let mut it = line.split_ascii_whitespace();
+        let cpu = it.next()?.strip_prefix("cpu")?.parse().ok()?;
+        let run_ns = it.nth(6)?.parse().ok()?;
+        Some((cpu, run_ns))
+    })
 }
 
 /// From `/proc/PID/stat`: `(utime + stime in ticks, processor last run on)`. The command name
@@ -207,5 +267,20 @@ mod tests {
         assert!(parse_cpu_table("").is_none());
         assert!(parse_cpu_table("no header\n").is_none());
         assert!(parse_stat_cpus("cpu 1 2 3 4\nintr 5\n").is_empty());
+        assert_eq!(parse_stat_cpus("cpu0 1 2 3\ncpu1 1 2 3 4\n").len(), 1);
+    }
+
+    #[test]
+    fn borrowed_rows_match_the_owned_table_and_reuse_the_header_vec() {
+        let s = "      CPU0  CPU2\n 1:  5  7  IO-APIC  x\nERR: 3\nLOC: 10 20 Local timer\n";
+        let mut cpus = vec![9, 9, 9];
+        let rows: Vec<CpuRow> = cpu_table_rows(s, &mut cpus).unwrap().collect();
+        assert_eq!(cpus, vec![0, 2]);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[1].name, "LOC");
+        assert_eq!(rows[1].counts().collect::<Vec<_>>(), vec![10, 20]);
+        assert_eq!(rows[0].description(), "IO-APIC x");
+        assert!(cpu_table_rows("CPU0 x\n", &mut cpus).is_none());
+        assert!(cpu_table_rows("\n", &mut cpus).is_none());
     }
 }

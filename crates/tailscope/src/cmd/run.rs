@@ -467,7 +467,7 @@ pub fn measure_and_store(
 ) -> anyhow::Result<(RunRecords, RunAnalysis, &'static str, i32)> {
     let sampler = start_sampler(server);
     let rec = execute(cfg, f, stop, label);
-    let series = sampler.map(|s| s.stop());
+    let series = sampler.map(|s| s.stop().series);
     let rec = rec?;
     st.put_columns(run_id, &columns(&rec.records)?)?;
     let same_host = target.addr.ip().is_loopback();
