@@ -68,77 +68,78 @@ pub struct StageFinding {
 #[derive(Clone, Debug)]
 pub struct SlowMask {
     start_mono_ns: u64,
-    /// The interval indices the run's span covers.
-    first: usize,
-    last: usize,
+    /// One flag per interval of the series.
     mask: Vec<bool>,
     slow: u64,
     t: Vec<u64>,
 }
 
 impl SlowMask {
-    /// A mask over the intervals of `series` that overlap the run's span (`span_ns`:
-    /// run-relative first intended send and last completion of the measured requests); None
-    /// when there is no interval or the span misses them all.
-    pub fn new(series: &Series, start_mono_ns: u64, span_ns: (u64, u64)) -> Option<SlowMask> {
-        let t = &series.t_mono_ns;
-        if series.intervals() == 0 {
-            return None;
-        }
-        let (lo, hi) = (start_mono_ns + span_ns.0, start_mono_ns + span_ns.1);
-        if hi < t[0] || lo >= t[t.len() - 1] {
-            return None;
-        }
-        // Intervals [t[i], t[i+1]) overlapping [lo, hi]: from the one holding lo to the one
-        // holding hi.
-        let holding = |x: u64| t.partition_point(|&s| s <= x).saturating_sub(1);
-        let first = holding(lo);
-        let last = holding(hi).min(series.intervals() - 1);
-        Some(SlowMask {
+    /// An empty mask over the intervals of `series`, for a run that started at
+    /// `start_mono_ns` (CLOCK_MONOTONIC).
+    pub fn new(series: &Series, start_mono_ns: u64) -> SlowMask {
+        SlowMask {
             start_mono_ns,
-            first,
-            last,
-            mask: vec![false; last + 1 - first],
+            mask: vec![false; series.intervals()],
             slow: 0,
-            t: t.clone(),
-        })
+            t: series.t_mono_ns.clone(),
+        }
+    }
+
+    /// The interval holding absolute time `x` (clamped to the first and last).
+    fn holding(&self, x: u64) -> usize {
+        self.t.partition_point(|&s| s <= x).saturating_sub(1)
     }
 
     /// One slow request: (run-relative intended send, latency), both ns.
     pub fn add(&mut self, intended_ns: u64, latency_ns: u64) {
         self.slow += 1;
-        let holding = |x: u64| self.t.partition_point(|&s| s <= x).saturating_sub(1);
-        let a = holding(self.start_mono_ns + intended_ns).max(self.first);
-        let b = holding(self.start_mono_ns + intended_ns + latency_ns).min(self.last);
-        if b < a {
+        if self.mask.is_empty() {
             return;
         }
-        for m in &mut self.mask[a - self.first..=b - self.first] {
+        let last = self.mask.len() - 1;
+        let a = self.holding(self.start_mono_ns + intended_ns).min(last);
+        let b = self
+            .holding(self.start_mono_ns + intended_ns + latency_ns)
+            .min(last);
+        for m in &mut self.mask[a..=b] {
             *m = true;
         }
     }
 }
 
 /// Explain a run: `series` from its sampler, `mask` the intervals that held one of its
-/// slowest 1 % (None: no request), `stages` the analysis' breakdown when the server sent
-/// stamps.
+/// slowest 1 %, `span_ns` the run-relative span of its requests (first intended send, last
+/// completion: only intervals overlapping it are compared), `stages` the analysis'
+/// breakdown when the server sent stamps.
 pub fn explain_mask(
     series: &Series,
-    mask: Option<&SlowMask>,
+    mask: &SlowMask,
+    span_ns: (u64, u64),
     stages: Option<&StageBreakdown>,
 ) -> Why {
     let mut why = Why {
         stages: stages.map(stage_findings).unwrap_or_default(),
         ..Why::default()
     };
-    let Some(mask) = mask else {
-        return why;
-    };
     why.slow_requests = mask.slow;
     let t = &series.t_mono_ns;
-    let (first, last) = (mask.first, mask.last);
+    if series.intervals() == 0 || mask.mask.len() != series.intervals() || mask.slow == 0 {
+        return why;
+    }
+    let (lo, hi) = (
+        mask.start_mono_ns + span_ns.0,
+        mask.start_mono_ns + span_ns.1,
+    );
+    if hi < t[0] || lo >= t[t.len() - 1] {
+        return why;
+    }
+    // Intervals [t[i], t[i+1]) overlapping [lo, hi]: from the one holding lo to the one
+    // holding hi.
+    let first = mask.holding(lo);
+    let last = mask.holding(hi).min(series.intervals() - 1);
     let n = last + 1 - first;
-    let slow_idx: Vec<usize> = (0..n).filter(|&i| mask.mask[i]).collect();
+    let slow_idx: Vec<usize> = (0..n).filter(|&i| mask.mask[first + i]).collect();
     why.intervals = n as u64;
     why.slow_intervals = slow_idx.len() as u64;
     if slow_idx.is_empty() || slow_idx.len() == n {
@@ -201,16 +202,14 @@ pub fn explain(
         .map(|&(i, _)| i)
         .min()
         .zip(requests.iter().map(|&(i, l)| i + l).max());
-    let mut mask = span.and_then(|s| SlowMask::new(series, start_mono_ns, s));
-    if let Some(m) = mask.as_mut() {
-        let mut by_latency: Vec<(u64, u64)> = requests.to_vec();
-        by_latency.sort_unstable_by_key(|&(_, lat)| lat);
-        let k = requests.len().div_ceil(100);
-        for &(i, l) in &by_latency[requests.len() - k..] {
-            m.add(i, l);
-        }
+    let mut mask = SlowMask::new(series, start_mono_ns);
+    let mut by_latency: Vec<(u64, u64)> = requests.to_vec();
+    by_latency.sort_unstable_by_key(|&(_, lat)| lat);
+    let k = requests.len().div_ceil(100);
+    for &(i, l) in &by_latency[requests.len() - k..] {
+        mask.add(i, l);
     }
-    explain_mask(series, mask.as_ref(), stages)
+    explain_mask(series, &mask, span.unwrap_or((0, 0)), stages)
 }
 
 /// Holm's step-down adjustment of the findings' p-values, in place.

@@ -108,11 +108,11 @@ fn the_source_that_spikes_with_slow_requests_ranks_first() {
     // says the same.
     let lo = reqs.iter().map(|r| r.0).min().unwrap();
     let hi = reqs.iter().map(|r| r.0 + r.1).max().unwrap();
-    let mut mask = attrib::SlowMask::new(&s, T0, (lo, hi)).unwrap();
+    let mut mask = attrib::SlowMask::new(&s, T0);
     for &(i, l) in reqs.iter().rev().filter(|r| r.1 == 2_000_000) {
         mask.add(i, l);
     }
-    let streamed = attrib::explain_mask(&s, Some(&mask), None);
+    let streamed = attrib::explain_mask(&s, &mask, (lo, hi), None);
     assert_eq!(
         serde_json::to_value(&streamed).unwrap(),
         serde_json::to_value(&why).unwrap()

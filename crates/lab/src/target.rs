@@ -165,9 +165,7 @@ impl TargetPlan {
             Some(_) => placeholder(&spec.url),
             None => spec.url.clone(),
         };
-        let target: Target = url
-            .parse()
-            .map_err(|e| invalid(format!("target: {e}")))?;
+        let target: Target = url.parse().map_err(|e| invalid(format!("target: {e}")))?;
         let scheme = Scheme::of(&target)?;
         let kind = scheme.kind();
         let w = &spec.workload;
@@ -323,7 +321,11 @@ impl TargetPlan {
                 ));
                 (target, url, Server::Builtin(h, cfg.clone()))
             }
-            Owned::None => (self.target.clone(), self.target.to_string(), Server::External),
+            Owned::None => (
+                self.target.clone(),
+                self.target.to_string(),
+                Server::External,
+            ),
         };
         if self.preload && matches!(self.workload, Workload::Kv(_)) {
             obs.note("preloading items");
@@ -338,6 +340,7 @@ impl TargetPlan {
             }
         }
         Ok(Ready {
+            server_cpus: self.server_cpus(),
             label: self.label.clone(),
             scheme: self.scheme,
             target,
@@ -376,9 +379,15 @@ pub struct Ready {
     server: Server,
     pub workload: Workload,
     pub churn: Option<(u32, u32)>,
+    server_cpus: Vec<usize>,
 }
 
 impl Ready {
+    /// The server's CPUs when tailscope placed it (empty otherwise).
+    pub fn server_cpus(&self) -> Vec<usize> {
+        self.server_cpus.clone()
+    }
+
     /// A codec factory whose connections draw their requests from `seed`.
     pub fn factory(&self, seed: u64) -> Result<ProtocolFactory, LabError> {
         Ok(load::protocol_factory(&self.target, &self.workload, seed)?)
@@ -392,8 +401,7 @@ impl Ready {
         workers: Option<u32>,
         queues: Option<QueueStructure>,
     ) -> Result<(u32, QueueStructure), LabError> {
-        let (auto_workers, auto_queues) = match (&self.server, self.scheme, self.target.transport)
-        {
+        let (auto_workers, auto_queues) = match (&self.server, self.scheme, self.target.transport) {
             (Server::Builtin(_, c), _, _) => {
                 let per = matches!(c.arch, server::Arch::Epoll | server::Arch::Thread);
                 let w = u32::try_from(c.workers).unwrap_or(u32::MAX).max(1);

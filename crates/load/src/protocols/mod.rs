@@ -13,10 +13,10 @@ pub use memcached::{MemcachedTcp, MemcachedUdp, UDP_MAX_REQUEST};
 pub use redis::Redis;
 
 use crate::error::LoadError;
+use crate::protocol::NullRpc;
 use crate::protocol::{Protocol, Reply};
 use crate::schedule::mix_seed;
 use crate::target::{Target, Transport};
-use crate::protocol::NullRpc;
 use crate::workload::{HttpWorkload, KvWorkload, Popularity, Workload};
 
 /// Builds one codec per call (one per connection); what `run_open_loop`, `calibrate` and

@@ -1,0 +1,210 @@
+//! [`measure`]: one open-loop measurement, the whole data flow of DESIGN.md — instruments
+//! started off the load's CPUs, the load with its records streamed to the store, the
+//! analysis over the stored records (two passes, bounded memory), the "why", the status —
+//! returned as one [`Run`] and stored.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+use analysis::{AnalysisConfig, IdealSpec};
+use load::LoadConfig;
+use serde_json::{json, Value};
+
+use crate::db::{free_bytes, host_facts, Db};
+use crate::error::{invalid, LabError};
+use crate::instruments::{writer_instrument, Attribution, ServerInfo};
+use crate::records::{StoreSink, StoredRecords};
+use crate::run::{status_of, LoadFacts, Run};
+use crate::target::Ready;
+use crate::Observer;
+
+/// Stored bytes per request record, a generous bound (delta-coded, compressed columns take
+/// ~10–20 B): runs whose records would not fit on the store's disk are refused up front.
+const BYTES_PER_RECORD: f64 = 40.0;
+
+/// Everything one measurement needs beside the started target.
+#[derive(Clone, Debug)]
+pub struct RunPlan {
+    /// What the store calls it: "run", "sweep-point", …
+    pub kind: String,
+    /// The load; its target and churn are taken from the ready target.
+    pub load: LoadConfig,
+    pub ideal: Option<IdealSpec>,
+    pub confidence: f64,
+    /// A run whose generator lateness p99 exceeds this is invalid.
+    pub lateness_threshold_ns: f64,
+    /// Sample the sources of tail latency beside the run (the "why").
+    pub attribution: bool,
+    /// Where the server runs (for the attribution), beyond what the target knows.
+    pub server_cpus: Vec<usize>,
+    pub extra_pids: Vec<u32>,
+    /// What the user asked for, stored with the run.
+    pub config: Value,
+}
+
+/// Checks a run's load before anything is started: the configuration itself, and that its
+/// records fit on the store's disk. `db` is the store file.
+pub fn check_load(load: &LoadConfig, db: &Path) -> Result<(), LabError> {
+    // The target is not known yet (a spawned server's port): any address validates alike.
+    load.validate().map_err(invalid)?;
+    let expected = expected_requests(load);
+    if let Some(free) = free_bytes(db) {
+        let need = expected * BYTES_PER_RECORD;
+        if need > free as f64 * 0.9 {
+            return Err(invalid(format!(
+                "the run would store ~{expected:.3e} request records (~{:.1} GB) but the store's disk has {:.1} GB free: shorten --duration or lower --rate",
+                need / 1e9,
+                free as f64 / 1e9
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Requests the schedule will hold, approximately.
+pub fn expected_requests(load: &LoadConfig) -> f64 {
+    let warm = load.warmup.as_secs_f64() * load.rate_per_s;
+    match load.stop {
+        load::StopAt::Duration(d) => warm + d.as_secs_f64() * load.rate_per_s,
+        load::StopAt::Requests(n) => warm + n as f64,
+    }
+}
+
+/// CPUs for tailscope's own background threads: neither the generator's nor the server's
+/// (empty when there is none, or when either is unpinned and so may be anywhere).
+fn spare_cpus(generator: &[usize], server: &[usize]) -> Vec<usize> {
+    if generator.is_empty() {
+        return Vec::new();
+    }
+    let host: Vec<usize> = (0..host::placement::online_cpus()).collect();
+    attrib::spare_cpus(&host, server, generator)
+}
+
+/// Runs one measurement against `ready` and stores it in `db`.
+pub fn measure(
+    plan: &RunPlan,
+    ready: &Ready,
+    db: &Db,
+    stop: &AtomicBool,
+    obs: &dyn Observer,
+) -> Result<Run, LabError> {
+    let mut cfg = plan.load.clone();
+    cfg.target = ready.target.clone();
+    cfg.churn = ready.churn;
+    let mut server_cpus = plan.server_cpus.clone();
+    if server_cpus.is_empty() {
+        server_cpus = ready.server_cpus();
+    }
+    cfg.writer_cpus = spare_cpus(&cfg.cpus, &server_cpus);
+    let factory = ready.factory(cfg.seed)?;
+    let st = &db.store;
+    let run_id = st.begin_run(&store::NewRun {
+        kind: plan.kind.clone(),
+        target: ready.label.clone(),
+        started_at: store::now_rfc3339(),
+        config: plan.config.clone(),
+        host: host_facts(),
+    })?;
+    let fail = |e: LabError| {
+        let _ = st.finish_run(run_id, "failed", &json!({"error": e.to_string()}));
+        e
+    };
+    let mut pids = plan.extra_pids.clone();
+    pids.extend(ready.pids());
+    let server = ServerInfo {
+        pids,
+        tids: ready.tids(),
+        cpus: server_cpus,
+    };
+    let mut sink = StoreSink::open(&db.path, run_id).map_err(|e| fail(e.into()))?;
+    let mut attribution = Attribution::start(&server, &cfg.cpus, plan.attribution);
+    let progress = |done: u64, total: u64| obs.progress("run", done, total);
+    let result = load::run_open_loop_into(
+        &cfg,
+        factory.as_ref(),
+        stop,
+        &progress,
+        &mut sink,
+        attribution.slack(),
+    );
+    obs.phase_done("run");
+    let (series, sampler) = attribution.finish();
+    let summary = result.map_err(|e| fail(e.into()))?;
+    let same_host = cfg.target.addr.ip().is_loopback();
+    let acfg = AnalysisConfig {
+        ideal: plan.ideal.clone(),
+        warmup_ns: summary.warmup_ns,
+        arrival: cfg.arrival.clone(),
+        confidence: plan.confidence,
+        lateness_threshold_ns: plan.lateness_threshold_ns,
+        seed: cfg.seed,
+        same_host_start_mono_ns: same_host.then_some(summary.start_mono_ns),
+    };
+    let mut mask = series
+        .as_ref()
+        .map(|s| attrib::SlowMask::new(s, summary.start_mono_ns));
+    let mut on_slow = |t: u64, l: u64| {
+        if let Some(m) = mask.as_mut() {
+            m.add(t, l);
+        }
+    };
+    let analysed = analysis::analyse_records(
+        &mut StoredRecords::new(st, run_id),
+        &acfg,
+        Some(&mut on_slow),
+    );
+    let an = match analysed {
+        Ok(an) => an,
+        Err(e) => {
+            let status = if summary.interrupted {
+                "interrupted"
+            } else {
+                "failed"
+            };
+            let first = summary.errors.first().cloned();
+            st.finish_run(
+                run_id,
+                status,
+                &json!({"status": status, "run_id": run_id, "error": e.to_string(),
+                        "connection_errors": summary.errors, "records": summary.records}),
+            )?;
+            return Err(LabError::Failed(format!(
+                "run {run_id} {status}: {e}{}",
+                first.map(|m| format!(" ({m})")).unwrap_or_default()
+            )));
+        }
+    };
+    let why = match (&series, &mask, an.span_ns) {
+        (Some(s), Some(m), Some(span)) => {
+            Some(attrib::explain_mask(s, m, span, an.stages.as_ref()))
+        }
+        (Some(_), _, _) => Some(attrib::Why::default()),
+        _ => None,
+    };
+    let status = status_of(summary.interrupted, &an);
+    let run = Run {
+        run_id: Some(run_id),
+        status,
+        target: ready.label.clone(),
+        url: ready.url.clone(),
+        rate_rps: cfg.rate_per_s,
+        seed: cfg.seed,
+        config: plan.config.clone(),
+        server: ready.server_json(),
+        analysis: an,
+        why,
+        instruments: vec![sampler, writer_instrument(&summary.writer)],
+        load: LoadFacts {
+            start_mono_ns: summary.start_mono_ns,
+            warmup_ns: summary.warmup_ns,
+            records: summary.records,
+            errors: summary.errors,
+            connects: summary.connects,
+            misses: summary.misses,
+            backlog: summary.backlog,
+            writer: summary.writer,
+        },
+    };
+    st.finish_run(run_id, status.as_str(), &run.to_json())?;
+    Ok(run)
+}

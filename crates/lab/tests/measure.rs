@@ -1,0 +1,108 @@
+//! `lab::measure` end to end on the built-in server (known service time), stored in a
+//! temporary store and read back.
+
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use analysis::{IdealSpec, QueueStructure};
+use lab::{Db, Quiet, RunPlan, TargetPlan};
+use load::{LoadConfig, NullRpcWorkload, StopAt};
+use server::{Arch, ServerConfig};
+
+fn plan_at(rate: f64, ms: u64) -> (TargetPlan, RunPlan) {
+    let cfg = ServerConfig {
+        arch: Arch::Epoll,
+        workers: 1,
+        work: Some(model::ServiceSpec::Deterministic { mean_ns: 50_000.0 }),
+        ..ServerConfig::default()
+    };
+    let target = TargetPlan::builtin(cfg, NullRpcWorkload::default()).unwrap();
+    // The load's target is replaced by the started server's.
+    let mut load = LoadConfig::new("nullrpc://127.0.0.1:1".parse().unwrap(), rate);
+    load.stop = StopAt::Duration(Duration::from_millis(ms));
+    load.warmup = Duration::from_millis(200);
+    load.connections = 4;
+    let run = RunPlan {
+        kind: "run".into(),
+        load,
+        ideal: Some(IdealSpec {
+            service_ns: 50_000.0,
+            workers: 1,
+            queues: QueueStructure::Single,
+        }),
+        confidence: 0.95,
+        lateness_threshold_ns: 50_000.0,
+        attribution: true,
+        server_cpus: Vec::new(),
+        extra_pids: Vec::new(),
+        config: serde_json::json!({"test": true}),
+    };
+    (target, run)
+}
+
+#[test]
+fn a_measured_run_is_stored_whole_and_reads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(&dir.path().join("runs.db")).unwrap();
+    let stop = AtomicBool::new(false);
+    let (target, plan) = plan_at(4_000.0, 1_500);
+    let ready = target.start(&stop, &Quiet).unwrap();
+    let run = lab::measure(&plan, &ready, &db, &stop, &Quiet).unwrap();
+    ready.stop().unwrap();
+    let id = run.run_id.unwrap();
+    // Every scheduled request was streamed to the store and reads back in order.
+    let mut n = 0u64;
+    let mut last = 0u64;
+    let mut ordered = true;
+    lab::records::StoredRecords::new(&db.store, id)
+        .for_each(&mut |r| {
+            ordered &= r.intended_ns >= last;
+            last = r.intended_ns;
+            n += 1;
+        })
+        .unwrap();
+    assert!(ordered);
+    assert_eq!(n, run.load.records);
+    assert_eq!(
+        db.store.get_run(id).unwrap().unwrap().requests,
+        Some(n as i64)
+    );
+    // ~4,000/s for 1.7 s.
+    assert!((5_500..=8_200).contains(&n), "{n} records");
+    let a = &run.analysis;
+    // The server spins 50 µs per request: no latency can be shorter; the ideal's shortest
+    // is exactly the service time.
+    assert!(a.measured.min_ns >= 50_000.0, "{}", a.measured.min_ns);
+    assert_eq!(a.ideal.as_ref().unwrap().min_ns, 50_000.0);
+    let sv = a.server_view.as_ref().unwrap();
+    assert!(sv.measured.min_ns >= 50_000.0);
+    assert!(sv.ideal.is_some());
+    // The built-in server returns its stamps: a stage breakdown exists.
+    assert!(a.stages.is_some());
+    // Instruments say where they ran.
+    let names: Vec<&str> = run.instruments.iter().map(|i| i.name.as_str()).collect();
+    assert_eq!(names, ["attribution sampler", "record writer"]);
+    assert!(run.instruments[1].samples >= 1);
+    // The stored summary is the run's JSON.
+    let stored = db.store.get_run(id).unwrap().unwrap();
+    let s = stored.summary.unwrap();
+    assert_eq!(s["status"], run.status.as_str());
+    assert!(s["instruments"].is_array());
+    assert!(s["server_view"]["measured"]["p50"].as_f64().unwrap() >= 50.0);
+}
+
+#[test]
+fn loads_that_cannot_run_are_refused_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let (_, mut plan) = plan_at(1e9, 1_000);
+    let e = lab::check_load(&plan.load, &db).unwrap_err();
+    assert!(e.is_invalid());
+    assert!(e.to_string().contains("rate"), "{e}");
+    // 1e8 req/s for a day: petabytes of records, refused for the disk.
+    plan.load.rate_per_s = 1e8;
+    plan.load.stop = StopAt::Duration(Duration::from_secs(86_400));
+    let e = lab::check_load(&plan.load, &db).unwrap_err();
+    assert!(e.to_string().contains("free"), "{e}");
+    assert!(!db.exists(), "nothing created");
+}
