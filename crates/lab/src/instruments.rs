@@ -57,7 +57,7 @@ impl load::SlackTask for InLoop {
 
 enum Mode {
     Thread(attrib::Sampler),
-    InLoop(InLoop),
+    InLoop(Box<InLoop>),
     Off(String),
 }
 
@@ -110,7 +110,7 @@ impl Attribution {
     /// The in-loop sampler, for generator thread 0.
     pub fn slack(&mut self) -> Option<&mut dyn load::SlackTask> {
         match &mut self.mode {
-            Mode::InLoop(p) => Some(p),
+            Mode::InLoop(p) => Some(p.as_mut()),
             _ => None,
         }
     }
@@ -133,7 +133,8 @@ impl Attribution {
                 ins.cpus = out.cpus;
                 (out.series, out.cost)
             }
-            Mode::InLoop(InLoop(p)) => {
+            Mode::InLoop(p) => {
+                let InLoop(p) = *p;
                 ins.mode = "generator loop (slack only)".into();
                 ins.note = Some(
                     "no spare CPU: sampled inside generator thread 0 only when its next send \
