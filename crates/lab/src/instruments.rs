@@ -95,11 +95,11 @@ impl Attribution {
         let mode = match attrib::Sampler::start(cfg.clone()) {
             Ok(s) => Mode::Thread(s),
             Err(attrib::AttribError::NoSpareCpu { .. }) => match attrib::Probe::new(&cfg) {
-                Ok(p) => Mode::InLoop(InLoop(attrib::PacedProbe::new(
+                Ok(p) => Mode::InLoop(Box::new(InLoop(attrib::PacedProbe::new(
                     p,
                     cfg.interval,
                     attrib::mono_now_ns(),
-                ))),
+                )))),
                 Err(e) => Mode::Off(e.to_string()),
             },
             Err(e) => Mode::Off(e.to_string()),
