@@ -171,6 +171,17 @@ pub struct Decomposition {
     pub client_wakeup: Option<Summary>,
 }
 
+/// The excess time at one percentile split between client and server: the user's view's
+/// excess (measured − ideal) less the server view's (measured − its ideal) is what the
+/// client added (its lateness, time held, wake-up, and the bunching its stalls caused).
+#[derive(Clone, Debug, Serialize)]
+pub struct ExcessSplit {
+    pub key: String,
+    pub total_us: f64,
+    pub server_us: f64,
+    pub client_us: f64,
+}
+
 /// Requests held in the client because every connection had its maximum in flight.
 #[derive(Clone, Debug, Serialize)]
 pub struct HeldInClient {
@@ -203,6 +214,8 @@ pub struct RunAnalysis {
     pub held_in_client: Option<HeldInClient>,
     pub server_view: Option<ServerView>,
     pub decomposition: Option<Decomposition>,
+    /// Per percentile, how much of the excess time is the client's and how much the server's.
+    pub excess_split: Vec<ExcessSplit>,
     pub arrival_check: Option<ArrivalCheck>,
     pub stages: Option<StageBreakdown>,
     /// Client-side wake-up delay: user-space receive time − kernel receive timestamp.
@@ -349,6 +362,12 @@ pub fn analyse_records(
         })
         .map_err(AnalysisError::Read)?;
     }
+    let excess_split = match (&ideal, &server_view) {
+        (Some(i), Some(ServerView { measured: sm, ideal: Some(si), .. })) => {
+            excess_split(&measured_s, i, sm, si)
+        }
+        _ => Vec::new(),
+    };
     let arrival_check = if poisson {
         arrival_check(&f, short_gaps)
     } else {
@@ -369,6 +388,7 @@ pub fn analyse_records(
         held_in_client,
         server_view,
         decomposition,
+        excess_split,
         arrival_check,
         stages: acc.map(stages::StageAcc::finish),
         client_wakeup,
@@ -448,6 +468,22 @@ fn arrival_check(f: &First, short_gaps: u64) -> Option<ArrivalCheck> {
 
 fn to_us(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
     points.into_iter().map(|(x, p)| (x / 1e3, p)).collect()
+}
+
+fn excess_split(um: &Summary, ui: &Summary, sm: &Summary, si: &Summary) -> Vec<ExcessSplit> {
+    STANDARD_QUANTILES
+        .iter()
+        .filter_map(|(key, _)| {
+            let total = um.get(key)?.value - ui.get(key)?.value;
+            let server = sm.get(key)?.value - si.get(key)?.value;
+            Some(ExcessSplit {
+                key: key.to_string(),
+                total_us: total / 1e3,
+                server_us: server / 1e3,
+                client_us: (total - server) / 1e3,
+            })
+        })
+        .collect()
 }
 
 fn excess(measured: &Summary, ideal: &Summary) -> Vec<Excess> {

@@ -235,6 +235,15 @@ fn a_generator_stall_grows_the_users_view_not_the_servers() {
     assert_eq!(d.network_server.max_ns, 50_000.0);
     assert_eq!(d.client_wakeup.unwrap().max_ns, 5_000.0);
     assert!(stalled.held_in_client.unwrap().requests == 0);
+    // At the top percentile the excess is the client's: its stall, not the server (whose
+    // scripted 50 µs beat even its ideal for the bunched sends, so its share is negative).
+    let top = stalled.excess_split.iter().find(|e| e.key == "p99.99").unwrap();
+    assert!(top.total_us > 500.0 && top.server_us <= 0.0, "{top:?}");
+    assert!((top.client_us - (top.total_us - top.server_us)).abs() < 1e-6);
+    // In the calm run the client adds its constant 6 µs (1 µs send delay + 5 µs wake-up).
+    for e in &calm.excess_split {
+        assert!((e.client_us - 6.0).abs() < 1e-9, "{e:?}");
+    }
 }
 
 /// The server view's ideal is fed the actual send times: equal to the intended-arrival ideal

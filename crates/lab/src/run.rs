@@ -156,6 +156,7 @@ impl Run {
                 "network_server": d.network_server.distribution_json(),
                 "client_wakeup": d.client_wakeup.as_ref().map(|s| s.distribution_json()),
             })),
+            "excess_split": a.excess_split,
             "arrival_check": a.arrival_check,
             "stages": a.stages,
             "why": self.why,
