@@ -363,9 +363,14 @@ pub fn analyse_records(
         .map_err(AnalysisError::Read)?;
     }
     let excess_split = match (&ideal, &server_view) {
-        (Some(i), Some(ServerView { measured: sm, ideal: Some(si), .. })) => {
-            excess_split(&measured_s, i, sm, si)
-        }
+        (
+            Some(i),
+            Some(ServerView {
+                measured: sm,
+                ideal: Some(si),
+                ..
+            }),
+        ) => excess_split(&measured_s, i, sm, si),
         _ => Vec::new(),
     };
     let arrival_check = if poisson {

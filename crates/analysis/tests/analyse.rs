@@ -237,7 +237,11 @@ fn a_generator_stall_grows_the_users_view_not_the_servers() {
     assert!(stalled.held_in_client.unwrap().requests == 0);
     // At the top percentile the excess is the client's: its stall, not the server (whose
     // scripted 50 µs beat even its ideal for the bunched sends, so its share is negative).
-    let top = stalled.excess_split.iter().find(|e| e.key == "p99.99").unwrap();
+    let top = stalled
+        .excess_split
+        .iter()
+        .find(|e| e.key == "p99.99")
+        .unwrap();
     assert!(top.total_us > 500.0 && top.server_us <= 0.0, "{top:?}");
     assert!((top.client_us - (top.total_us - top.server_us)).abs() < 1e-6);
     // In the calm run the client adds its constant 6 µs (1 µs send delay + 5 µs wake-up).

@@ -120,6 +120,28 @@ pub enum SourceKind {
     Noise,
 }
 
+impl SourceKind {
+    /// The name used in JSON (kebab-case).
+    pub fn name(self) -> &'static str {
+        match self {
+            SourceKind::Background => "background",
+            SourceKind::Scheduling => "scheduling",
+            SourceKind::Concurrency => "concurrency",
+            SourceKind::Interrupts => "interrupts",
+            SourceKind::SoftIrq => "soft-irq",
+            SourceKind::Numa => "numa",
+            SourceKind::PowerSaving => "power-saving",
+            SourceKind::Noise => "noise",
+        }
+    }
+}
+
+impl std::fmt::Display for SourceKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// One sampled source: its per-interval deltas.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SourceSeries {

@@ -10,10 +10,10 @@ use std::path::Path;
 use load::{Outcome, RecordSink, RequestRecord};
 use store::{Columns, Store, StoreError};
 
-/// Column names of a stored record, in order (`seen_ns` came with streamed runs).
+/// Column names of a stored record, in order (`seen_ns` came with streamed runs: last, so
+/// that exports keep the positions of the columns before it).
 pub const COLUMNS: [&str; 14] = [
     "intended_ns",
-    "seen_ns",
     "sent_ns",
     "received_ns",
     "kernel_rx_ns",
@@ -26,6 +26,7 @@ pub const COLUMNS: [&str; 14] = [
     "t4_ns",
     "t5_ns",
     "t6_ns",
+    "seen_ns",
 ];
 
 /// Outcome codes in the stored `outcome` column.
@@ -55,16 +56,16 @@ pub fn to_columns(records: &[RequestRecord]) -> Result<Columns, StoreError> {
     let col = |f: &dyn Fn(&RequestRecord) -> i64| records.iter().map(f).collect::<Vec<i64>>();
     let i = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
     c.push_column(COLUMNS[0], col(&|r| i(r.intended_ns)))?;
-    c.push_column(COLUMNS[1], col(&|r| i(r.seen_ns)))?;
-    c.push_column(COLUMNS[2], col(&|r| i(r.sent_ns)))?;
-    c.push_column(COLUMNS[3], col(&|r| i(r.received_ns)))?;
-    c.push_column(COLUMNS[4], col(&|r| i(r.kernel_rx_ns)))?;
-    c.push_column(COLUMNS[5], col(&|r| i64::from(r.conn)))?;
-    c.push_column(COLUMNS[6], col(&|r| i64::from(r.class)))?;
-    c.push_column(COLUMNS[7], col(&|r| outcome_code(r.outcome)))?;
+    c.push_column(COLUMNS[1], col(&|r| i(r.sent_ns)))?;
+    c.push_column(COLUMNS[2], col(&|r| i(r.received_ns)))?;
+    c.push_column(COLUMNS[3], col(&|r| i(r.kernel_rx_ns)))?;
+    c.push_column(COLUMNS[4], col(&|r| i64::from(r.conn)))?;
+    c.push_column(COLUMNS[5], col(&|r| i64::from(r.class)))?;
+    c.push_column(COLUMNS[6], col(&|r| outcome_code(r.outcome)))?;
     for k in 0..6 {
-        c.push_column(COLUMNS[8 + k], col(&|r| i(r.stamps[k])))?;
+        c.push_column(COLUMNS[7 + k], col(&|r| i(r.stamps[k])))?;
     }
+    c.push_column(COLUMNS[13], col(&|r| i(r.seen_ns)))?;
     Ok(c)
 }
 

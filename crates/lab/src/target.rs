@@ -383,6 +383,11 @@ pub struct Ready {
 }
 
 impl Ready {
+    /// Whether tailscope started the server (and so can calibrate it without asking).
+    pub fn owns_server(&self) -> bool {
+        !matches!(self.server, Server::External)
+    }
+
     /// The server's CPUs when tailscope placed it (empty otherwise).
     pub fn server_cpus(&self) -> Vec<usize> {
         self.server_cpus.clone()

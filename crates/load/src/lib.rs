@@ -65,6 +65,12 @@ pub use protocols::{
 };
 pub use record::{BacklogSample, Outcome, RequestRecord, RunRecords, RunSummary, WriterStats};
 pub use run::{run_open_loop, run_open_loop_into, RecordSink, VecSink};
+
+/// An independent-looking seed for the `index`-th of several runs sharing one base seed
+/// (SplitMix64): repeated runs are independent samples, and one `--seed` fixes them all.
+pub fn derive_seed(base: u64, index: u64) -> u64 {
+    schedule::mix_seed(base, index)
+}
 pub use target::{Target, Transport};
 pub use workload::{
     HttpWorkload, KvOp, KvWorkload, NullRpcWorkload, PathGen, Popularity, SizeDist, Workload,

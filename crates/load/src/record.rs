@@ -26,6 +26,7 @@ pub struct RequestRecord {
     /// `seen − intended` is the generator's own lateness (its thread did not run: a CPU
     /// stall, a slow loop iteration); `sent − seen` is the time it was held in the client
     /// because every connection already had its maximum in flight (the server's backlog).
+    /// A request sent on the loop's first try has `seen = sent` (nothing held).
     pub seen_ns: u64,
     /// Stamped just before the write that carried it; 0 if never sent.
     pub sent_ns: u64,

@@ -536,6 +536,18 @@ fn held_in_client_is_told_apart_from_generator_lateness() {
         "backlog samples {:?}",
         &out.backlog[..out.backlog.len().min(5)]
     );
+
+    // Far below capacity, with room on every connection, nothing is ever held: each
+    // request goes out on the loop's first try (seen = sent).
+    let mut calm = det_cfg(target(server.addr, false), 500.0, 300);
+    calm.max_outstanding_per_conn = 8;
+    let out = run(&calm);
+    assert!(out.records.iter().filter(|r| r.sent_ns > 0).count() > 100);
+    assert!(out
+        .records
+        .iter()
+        .filter(|r| r.sent_ns > 0)
+        .all(|r| r.held_ns() == Some(0)));
 }
 
 /// The slack task runs inside generator thread 0 only when the next send is further away

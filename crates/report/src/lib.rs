@@ -1,6 +1,9 @@
 //! Reports: the last step of tailscope's data flow. Turns distributions (already computed by
 //! `stats`/`model`/`load`) into pictures and files a person reads: CCDF plots in the style of
-//! Tales of the Tail (log–log, the y axis labelled by percentile) and CCDF point tables as CSV.
+//! Tales of the Tail (log–log, the y axis labelled by percentile) and CCDF point tables as CSV,
+//! and the terminal view of a [`lab::Run`] ([`terminal`]).
+
+pub mod terminal;
 
 use std::io::Write;
 use std::path::Path;

@@ -38,6 +38,20 @@ pub fn print_json(v: &Value) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Writes what `f` writes to stdout; a reader that went away (`| head`) ends the process
+/// with exit code 0, as ripgrep does, instead of an error.
+pub fn print_with(
+    f: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
+    let stdout = std::io::stdout();
+    let mut w = std::io::BufWriter::new(stdout.lock());
+    let r = f(&mut w).and_then(|()| std::io::Write::flush(&mut w));
+    match r {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        r => Ok(r?),
+    }
+}
+
 /// Checks, before any work starts, that the requested output files can be created: their
 /// directories exist. (Nothing is written until the work succeeds.)
 pub fn check_outputs(out: &OutputArgs) -> anyhow::Result<()> {

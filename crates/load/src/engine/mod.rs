@@ -162,6 +162,9 @@ pub(crate) struct Engine<'a> {
     win: Window,
     /// First request in the window not yet sent or dropped (all after it are unsent).
     next: u64,
+    /// Requests before this sequence number were in the window while no connection could
+    /// take them (the backlog): their wait from `seen` to `sent` was time held in the client.
+    blocked_end: u64,
     rr: usize,
     dead_slots: usize,
     epoll: Epoll,
@@ -230,6 +233,7 @@ impl<'a> Engine<'a> {
             sched,
             win: Window::default(),
             next: 0,
+            blocked_end: 0,
             rr: 0,
             dead_slots: 0,
             epoll,
@@ -472,7 +476,9 @@ impl<'a> Engine<'a> {
                         self.finish(i);
                         self.next += 1;
                     } else {
-                        // Backlog: wait (in order) for a connection to free up.
+                        // Backlog: wait (in order) for a connection to free up. Everything
+                        // due so far is now held in the client.
+                        self.blocked_end = self.win.end();
                         return;
                     }
                 }
@@ -577,10 +583,14 @@ impl<'a> Engine<'a> {
         if reopened {
             if let Err(e) = self.unpark(s) {
                 let mut sent = before_connect;
+                let held = i < self.blocked_end;
                 if let Some(r) = self.rec_mut(i) {
                     r.conn = global;
                     if first {
                         r.sent_ns = before_connect;
+                        if !held {
+                            r.seen_ns = before_connect;
+                        }
                     }
                     sent = r.sent_ns;
                 }
@@ -597,10 +607,16 @@ impl<'a> Engine<'a> {
         } else {
             self.now().max(1)
         };
+        let held = i < self.blocked_end;
         if let Some(r) = self.rec_mut(i) {
             r.conn = global;
             if first {
                 r.sent_ns = sent;
+                if !held {
+                    // Sent on the loop's first try: its whole delay is the generator's own
+                    // (including the sends before it in the same pass), none of it held.
+                    r.seen_ns = sent;
+                }
             }
             sent = r.sent_ns;
         }

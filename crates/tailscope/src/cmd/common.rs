@@ -26,14 +26,20 @@ pub fn shutdown_flag() -> anyhow::Result<Arc<AtomicBool>> {
 
 /// `--cpus` → CPU ids, checked against the CPUs that are online.
 pub fn parse_cpus(s: Option<&str>) -> anyhow::Result<Vec<usize>> {
+    parse_cpus_flag("--cpus", s)
+}
+
+/// A CPU list given with `flag` → CPU ids, checked against the CPUs that are online; the
+/// error names `flag`.
+pub fn parse_cpus_flag(flag: &str, s: Option<&str>) -> anyhow::Result<Vec<usize>> {
     match s {
         None => Ok(Vec::new()),
         Some(s) => {
-            let v = placement::parse_cpu_list(s).or_usage_ctx("--cpus")?;
+            let v = placement::parse_cpu_list(s).or_usage_ctx(flag)?;
             let online = placement::online_cpus();
             if let Some(bad) = v.iter().find(|c| **c >= online) {
                 return Err(usage(format!(
-                    "--cpus: CPU {bad} does not exist (this machine has {online})"
+                    "{flag}: CPU {bad} does not exist (this machine has {online})"
                 )));
             }
             Ok(v)
@@ -63,31 +69,4 @@ pub fn open_store(a: &DbArgs) -> anyhow::Result<store::Store> {
     let p = db_path(a)?;
     store::Store::open(&p)
         .map_err(|e| usage(format!("cannot open results store {}: {e}", p.display())))
-}
-
-/// Facts about this host stored with every run.
-pub fn host_facts() -> serde_json::Value {
-    let read = |p: &str| {
-        std::fs::read_to_string(p)
-            .map(|s| s.trim().to_string())
-            .ok()
-    };
-    let model_name = read("/proc/cpuinfo").and_then(|c| {
-        c.lines()
-            .find(|l| l.starts_with("model name"))
-            .and_then(|l| l.split_once(':'))
-            .map(|(_, v)| v.trim().to_string())
-    });
-    serde_json::json!({
-        "hostname": read("/proc/sys/kernel/hostname"),
-        "kernel": read("/proc/sys/kernel/osrelease"),
-        "cpus_online": placement::online_cpus(),
-        "cpu_model": model_name,
-        "tailscope_version": env!("CARGO_PKG_VERSION"),
-    })
-}
-
-/// Now, as an RFC 3339 UTC string (the store's format).
-pub fn now_rfc3339() -> String {
-    store::now_rfc3339()
 }

@@ -1,0 +1,297 @@
+//! The terminal view of a run: the user's view against its ideal, then the server's view
+//! against its own, the path's decomposition, the generator's lateness and time held, the
+//! arrival check, per-class latency, the "why" and the stage breakdown. Written to any
+//! `Write`, so the CLI can treat a closed pipe as success and tests can compare text.
+
+use std::io::{self, Write};
+
+use analysis::{Excess, RunAnalysis};
+use lab::Run;
+use stats::Summary;
+
+/// A latency for a terminal, "-" when there is none.
+pub fn fmt_ns(ns: f64) -> String {
+    if ns.is_finite() {
+        model::format_duration_ns(ns)
+    } else {
+        "-".to_string()
+    }
+}
+
+/// The run, for a person.
+pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
+    let a = &run.analysis;
+    let id = run
+        .run_id
+        .map(|i| format!("run {i}"))
+        .unwrap_or_else(|| "run (not stored)".into());
+    writeln!(
+        w,
+        "{id} · {} · {} · {} requests after warm-up · offered {:.0} req/s, achieved {:.0} req/s",
+        run.target, run.status, a.requests, run.rate_rps, a.achieved_rate_rps
+    )?;
+    let o = &a.outcomes;
+    writeln!(
+        w,
+        "outcomes: ok {}, error {}, timeout {}, dropped {}",
+        o.ok, o.error, o.timeout, o.dropped
+    )?;
+    writeln!(w, "the user's view (intended send → received):")?;
+    table(w, &a.measured, a.ideal.as_ref(), &a.excess)?;
+    if let Some(spec) = &a.ideal_spec {
+        writeln!(
+            w,
+            "ideal: the run's own arrival times through {} worker(s), {} queue(s), deterministic service {}",
+            spec.workers,
+            match spec.queues {
+                analysis::QueueStructure::Single => "one shared",
+                analysis::QueueStructure::PerWorker => "per-worker",
+            },
+            fmt_ns(spec.service_ns)
+        )?;
+    }
+    if let Some(n) = &a.ideal_note {
+        writeln!(w, "ideal: {n}")?;
+    }
+    if let Some(sv) = &a.server_view {
+        writeln!(
+            w,
+            "the server's view (sent → client kernel receive; ideal from the actual send times):"
+        )?;
+        table(w, &sv.measured, sv.ideal.as_ref(), &sv.excess)?;
+        if let Some(n) = &sv.ideal_note {
+            writeln!(w, "server view ideal: {n}")?;
+        }
+        if a.lateness_flagged {
+            writeln!(
+                w,
+                "  (the generator fell behind: the user's view counts its stalls; this view does not)"
+            )?;
+        }
+    }
+    lateness(w, a)?;
+    if let Some(c) = &a.arrival_check {
+        writeln!(
+            w,
+            "arrivals: Anderson–Darling on {} inter-arrival gaps: A² = {:.3}, p = {:.3} → {}",
+            c.n,
+            c.statistic,
+            c.p_value,
+            if c.exponential {
+                "consistent with exponential"
+            } else {
+                "NOT exponential"
+            }
+        )?;
+    }
+    for c in &a.classes {
+        let g = |k: &str| q(&c.measured, k);
+        writeln!(
+            w,
+            "class {} ({}): {} requests, p50 {}, p99 {}, p99.9 {}",
+            c.class,
+            if c.class == 0 {
+                "delay-sensitive"
+            } else {
+                "other"
+            },
+            c.requests,
+            g("p50"),
+            g("p99"),
+            g("p99.9")
+        )?;
+    }
+    why(w, run)?;
+    if let Some(s) = &a.stages {
+        writeln!(
+            w,
+            "stages (µs): slowest 1% ({} requests) vs median requests ({}):",
+            s.slow_requests, s.median_requests
+        )?;
+        writeln!(
+            w,
+            "  {:<34} {:>10} {:>10} {:>10} {:>10}",
+            "stage", "slow p50", "slow p99", "med p50", "med p99"
+        )?;
+        for r in &s.rows {
+            writeln!(
+                w,
+                "  {:<34} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
+                r.stage, r.slow_p50_us, r.slow_p99_us, r.median_p50_us, r.median_p99_us
+            )?;
+        }
+    }
+    for i in &run.instruments {
+        writeln!(
+            w,
+            "instrument: {} — {}{}; {} samples ({} skipped), {} each on average",
+            i.name,
+            i.mode,
+            if i.cpus.is_empty() {
+                String::new()
+            } else {
+                format!(" on CPU {:?}", i.cpus)
+            },
+            i.samples,
+            i.skipped,
+            fmt_ns(i.cost_per_sample_ns)
+        )?;
+    }
+    Ok(())
+}
+
+fn q(s: &Summary, k: &str) -> String {
+    s.get(k).map(|e| fmt_ns(e.value)).unwrap_or_default()
+}
+
+/// Measured vs ideal vs excess per percentile, with intervals.
+fn table(
+    w: &mut dyn Write,
+    measured: &Summary,
+    ideal: Option<&Summary>,
+    excess: &[Excess],
+) -> io::Result<()> {
+    let conf = measured.confidence * 100.0;
+    writeln!(
+        w,
+        "{:<8} {:>10} {:<24} {:>10} {:<24} {:>8} {:<16}",
+        "",
+        "measured",
+        format!("{conf:.0}% CI"),
+        "ideal",
+        format!("{conf:.0}% CI"),
+        "excess",
+        "CI"
+    )?;
+    for x in &measured.quantiles {
+        let i = ideal.and_then(|s| s.get(&x.key));
+        let e = excess.iter().find(|e| e.key == x.key);
+        writeln!(
+            w,
+            "{:<8} {:>10} {:<24} {:>10} {:<24} {:>8} {:<16}",
+            x.key,
+            fmt_ns(x.est.value),
+            format!("[{}, {}]", fmt_ns(x.est.lo), fmt_ns(x.est.hi)),
+            i.map(|e| fmt_ns(e.value)).unwrap_or_else(|| "-".into()),
+            i.map(|e| format!("[{}, {}]", fmt_ns(e.lo), fmt_ns(e.hi)))
+                .unwrap_or_default(),
+            e.map(|e| format!("{:.2}x", e.value))
+                .unwrap_or_else(|| "-".into()),
+            e.map(|e| format!("[{:.2}, {:.2}]", e.lo, e.hi))
+                .unwrap_or_default(),
+        )?;
+    }
+    Ok(())
+}
+
+fn lateness(w: &mut dyn Write, a: &RunAnalysis) -> io::Result<()> {
+    let l = |k: &str| q(&a.lateness, k);
+    writeln!(
+        w,
+        "generator lateness (its own: due → seen by its loop): p50 {}, p99 {}, p99.9 {}{}",
+        l("p50"),
+        l("p99"),
+        l("p99.9"),
+        if a.lateness_flagged {
+            "  — FLAGGED: the generator fell behind its schedule"
+        } else {
+            ""
+        }
+    )?;
+    if let Some(h) = &a.held_in_client {
+        if h.requests > 0 {
+            writeln!(
+                w,
+                "held in the client (every connection at --max-outstanding): {} requests ({:.1} %), p50 {}, p99 {}",
+                h.requests,
+                100.0 * h.fraction,
+                q(&h.held, "p50"),
+                q(&h.held, "p99")
+            )?;
+        }
+    }
+    if let Some(d) = &a.decomposition {
+        let row = |s: &Summary| {
+            format!(
+                "p50 {:>9} p99 {:>9} p99.9 {:>9}",
+                q(s, "p50"),
+                q(s, "p99"),
+                q(s, "p99.9")
+            )
+        };
+        writeln!(w, "path of each request:")?;
+        writeln!(
+            w,
+            "  generator (intended → sent)       {}",
+            row(&d.lateness)
+        )?;
+        writeln!(
+            w,
+            "  network + server (sent → kernel)  {}",
+            row(&d.network_server)
+        )?;
+        if let Some(c) = &d.client_wakeup {
+            writeln!(w, "  client wake-up (kernel → user)    {}", row(c))?;
+        }
+    }
+    Ok(())
+}
+
+/// The "why": whose the excess is, the grown stages, the sources that line up with the
+/// slowest requests, each with its fix and trade-off.
+fn why(w: &mut dyn Write, run: &Run) -> io::Result<()> {
+    let a = &run.analysis;
+    if !a.excess_split.is_empty() {
+        writeln!(
+            w,
+            "why — whose excess time is it (user view's excess = client + server):"
+        )?;
+        for e in &a.excess_split {
+            let share = if e.total_us.abs() > 1e-9 {
+                format!(" ({:.0} % client)", 100.0 * e.client_us / e.total_us)
+            } else {
+                String::new()
+            };
+            writeln!(
+                w,
+                "  {:<7} {:>9.1} µs = client {:>9.1} µs + server {:>9.1} µs{share}",
+                e.key, e.total_us, e.client_us, e.server_us
+            )?;
+        }
+    }
+    let Some(why) = &run.why else { return Ok(()) };
+    writeln!(
+        w,
+        "why ({} slowest requests; {} of {} sampled intervals held one):",
+        why.slow_requests, why.slow_intervals, why.intervals
+    )?;
+    for s in why.stages.iter().take(3) {
+        if s.slow_p50_us > s.median_p50_us + 1.0 {
+            writeln!(
+                w,
+                "  stage {}: {:.1} µs in the slowest 1% vs {:.1} µs for median requests",
+                s.stage, s.slow_p50_us, s.median_p50_us
+            )?;
+        }
+    }
+    let significant: Vec<_> = why.sources.iter().filter(|s| s.p_value < 0.05).collect();
+    if significant.is_empty() {
+        writeln!(
+            w,
+            "  no sampled source lines up with the slowest requests (all p >= 0.05)"
+        )?;
+    }
+    for s in significant.iter().take(4) {
+        writeln!(
+            w,
+            "  {} ({}): {:.1}x more during slow requests, p = {:.3}; {}",
+            s.source, s.kind, s.lift, s.p_value, s.evidence
+        )?;
+        writeln!(
+            w,
+            "      fix: {}\n      trade-off: {}",
+            s.mitigation, s.tradeoff
+        )?;
+    }
+    Ok(())
+}
