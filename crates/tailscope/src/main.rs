@@ -3,6 +3,7 @@
 //! crates' configuration types first, then runs them, then prints.
 //!
 //! Exit codes: 0 success, 1 the measurement itself failed or was invalid, 2 bad usage or input.
+//! A closed stdout (`tailscope runs list | head -1`) is success: see `output::write_stdout`.
 
 mod cli;
 mod cmd;
@@ -13,7 +14,12 @@ use clap::Parser;
 
 fn main() {
     let args = cli::Cli::parse();
-    let code = match cmd::dispatch(args) {
+    // Output still buffered is part of the command: failing to write it fails the command.
+    let done = cmd::dispatch(args).and_then(|code| {
+        output::flush_stdout()?;
+        Ok(code)
+    });
+    let code = match done {
         Ok(code) => code,
         Err(e) => {
             let code = exit::code_of(&e);

@@ -1,12 +1,84 @@
-//! Printing helpers shared by the commands: microsecond formatting, the DESIGN.md distribution
-//! objects, and writing the CCDF CSV / SVG files a command was asked for.
+//! Printing helpers shared by the commands: writing to stdout (a reader that went away is
+//! success), microsecond formatting, the DESIGN.md distribution objects, and checking and
+//! writing the CCDF CSV / SVG files a command was asked for.
 
+use std::fmt;
+use std::io::{self, Write};
 use std::path::Path;
 
 use anyhow::Context;
 use serde_json::{json, Map, Value};
 
 use crate::cli::OutputArgs;
+
+/// Ends the process with 0 when `r` failed because stdout's reader went away (`tailscope runs
+/// list | head -1`): the output nobody reads is not a failure, as in ripgrep. Rust ignores
+/// SIGPIPE, so the write fails with EPIPE instead of killing us, and `println!` would panic.
+fn exit_if_closed<T>(r: io::Result<T>) -> io::Result<T> {
+    match r {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => std::process::exit(0),
+        r => r,
+    }
+}
+
+fn stdout_error(e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("cannot write to stdout: {e}"))
+}
+
+/// Writes to stdout; what [`outln!`] and [`out!`] expand to. A closed stdout ends the process
+/// at once with exit code 0; any other failure (a full disk behind a redirection) is returned.
+pub fn write_stdout(args: fmt::Arguments<'_>) -> io::Result<()> {
+    exit_if_closed(io::stdout().lock().write_fmt(args)).map_err(stdout_error)
+}
+
+/// Flushes stdout, with the rule of [`write_stdout`].
+pub fn flush_stdout() -> io::Result<()> {
+    exit_if_closed(io::stdout().lock().flush()).map_err(stdout_error)
+}
+
+/// Writes `text` to stdout, ignoring a reader that went away instead of exiting: for a
+/// command that must go on after printing (`doctor --apply` holds mitigations that only its
+/// own exit path reverts).
+pub fn write_stdout_ignoring_closed(text: &str) -> io::Result<()> {
+    let mut o = io::stdout().lock();
+    match o.write_all(text.as_bytes()).and_then(|()| o.flush()) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.map_err(stdout_error),
+    }
+}
+
+/// stdout as an [`io::Write`] for streaming exporters, with the rule of [`write_stdout`].
+pub struct Stdout;
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        exit_if_closed(io::stdout().lock().write(buf))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        exit_if_closed(io::stdout().lock().flush())
+    }
+}
+
+/// `println!` for commands: a closed stdout exits 0 (see [`write_stdout`]); evaluates to an
+/// `io::Result<()>` to be `?`-ed.
+macro_rules! outln {
+    () => {
+        $crate::output::write_stdout(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::output::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `print!` for commands; see [`outln!`].
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::output::write_stdout(format_args!($($arg)*))
+    };
+}
+
+pub(crate) use {out, outln};
 
 /// Microseconds from nanoseconds.
 pub fn us(ns: f64) -> f64 {
@@ -34,7 +106,7 @@ pub fn dist_json<'a>(pairs: impl IntoIterator<Item = (&'a str, f64)>) -> Value {
 /// Prints one JSON object on stdout.
 pub fn print_json(v: &Value) -> anyhow::Result<()> {
     let s = serde_json::to_string_pretty(v).context("cannot encode JSON")?;
-    println!("{s}");
+    outln!("{s}")?;
     Ok(())
 }
 

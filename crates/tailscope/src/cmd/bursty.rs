@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::cli::BurstyArgs;
 use crate::exit::{usage, OrUsage};
-use crate::output::{self, fmt_ns};
+use crate::output::{self, fmt_ns, outln};
 
 fn ns(flag: &str, s: &str) -> anyhow::Result<f64> {
     model::parse_duration_ns(s).or_usage_ctx(flag)
@@ -104,7 +104,7 @@ pub fn run(a: &BurstyArgs) -> anyhow::Result<i32> {
         output::print_json(&v)?;
         return Ok(0);
     }
-    println!(
+    outln!(
         "{} stack · N = {} per burst, U = {}, α = {}, L = {} B, k = {} · T = {}, R = {}, M = {}",
         stack.name(),
         w.n,
@@ -115,27 +115,27 @@ pub fn run(a: &BurstyArgs) -> anyhow::Result<i32> {
         fmt_ns(p.t_ns),
         fmt_ns(p.r_ns),
         fmt_ns(p.m_ns)
-    );
-    println!(
+    )?;
+    outln!(
         "bottleneck {:?} (B = {}, c_B = {}), regime {:?}{}",
         p.bottleneck,
         fmt_ns(p.b_ns),
         p.c_b,
         p.regime,
         p.rho.map(|r| format!(", ρ = {r:.3}")).unwrap_or_default()
-    );
-    println!(
+    )?;
+    outln!(
         "predicted p{} of delay-sensitive requests: {} (queueing {} + M; formula 2 bound {})",
         trim(a.percentile),
         fmt_ns(p.latency_ns),
         fmt_ns(p.wait_ns),
         fmt_ns(p.upper_bound_ns)
-    );
+    )?;
     if let Some(k) = best {
-        println!("best worker count k_t (formula 16): {k}");
+        outln!("best worker count k_t (formula 16): {k}")?;
     }
     if let Some((r, m)) = &sim {
-        println!(
+        outln!(
             "simulated: {} ({} bursts) → error {:.1}% (formula 15){}",
             fmt_ns(*m),
             a.bursts,
@@ -144,7 +144,7 @@ pub fn run(a: &BurstyArgs) -> anyhow::Result<i32> {
                 .or(r.all_entropy_bits)
                 .map(|e| format!(" · latency entropy {e:.2} bits"))
                 .unwrap_or_default()
-        );
+        )?;
     }
     Ok(0)
 }
@@ -170,12 +170,19 @@ fn run_validate(a: &BurstyArgs) -> anyhow::Result<i32> {
         output::print_json(&json!({ "rows": rows }))?;
         return Ok(0);
     }
-    println!(
+    outln!(
         "{:>6} {:>5} {:>6} {:>3} {:<8} {:>12} {:>12} {:>7}",
-        "N", "α", "L", "k", "stack", "formula p99", "simulated", "err%"
-    );
+        "N",
+        "α",
+        "L",
+        "k",
+        "stack",
+        "formula p99",
+        "simulated",
+        "err%"
+    )?;
     for r in &rows {
-        println!(
+        outln!(
             "{:>6} {:>5} {:>6} {:>3} {:<8} {:>12} {:>12} {:>7.2}",
             r.n,
             r.alpha,
@@ -185,13 +192,13 @@ fn run_validate(a: &BurstyArgs) -> anyhow::Result<i32> {
             fmt_ns(r.formula_p99_us * 1e3),
             fmt_ns(r.simulated_p99_us * 1e3),
             r.error_pct
-        );
+        )?;
     }
     let worst = rows.iter().map(|r| r.error_pct.abs()).fold(0.0, f64::max);
-    println!(
+    outln!(
         "{} rows; worst error {worst:.1}% (the LNS paper reports 0.8-24.4%)",
         rows.len()
-    );
+    )?;
     Ok(0)
 }
 
@@ -229,7 +236,7 @@ fn run_fit(a: &BurstyArgs, path: &std::path::Path) -> anyhow::Result<i32> {
         return Ok(0);
     }
     let p = f.params;
-    println!(
+    outln!(
         "fitted from {} tests ({} stack): T0 = {}, mT = {:.3} ns/B, R0 = {}, mR = {}, M = {}; rms relative residual {:.1}%",
         tests.len(),
         stack.name(),
@@ -239,6 +246,6 @@ fn run_fit(a: &BurstyArgs, path: &std::path::Path) -> anyhow::Result<i32> {
         fmt_ns(p.mr_ns),
         fmt_ns(p.m_ns),
         f.rms_relative * 100.0
-    );
+    )?;
     Ok(0)
 }

@@ -14,7 +14,7 @@ use super::model::{parse_unit, read_trace};
 use super::simrun::{self, SimResult};
 use crate::cli::FigureArgs;
 use crate::exit::{usage, OrUsage};
-use crate::output::{self, fmt_ns, us};
+use crate::output::{self, fmt_ns, outln, us};
 
 const SERVICE_NS: f64 = 50_000.0;
 /// Parameters the paper does not give for Figure 1's lognormal and Pareto inter-arrival times;
@@ -317,21 +317,26 @@ pub fn run(a: &FigureArgs) -> anyhow::Result<i32> {
         }))?;
         return Ok(0);
     }
-    println!("{title}");
+    outln!("{title}")?;
     if a.number == 1 {
-        println!(
+        outln!(
             "(lognormal σ = {LOGNORMAL_SIGMA} and Pareto α = {PARETO_SHAPE} are our choices: the paper does not give them; \
              its Wikipedia trace is not shipped — add one with --trace PATH)"
-        );
+        )?;
     }
-    println!(
+    outln!(
         "{:<28} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "response time", "p50", "p90", "p99", "p99.9", "p99.99"
-    );
+        "response time",
+        "p50",
+        "p90",
+        "p99",
+        "p99.9",
+        "p99.99"
+    )?;
     let keys = ["p50", "p90", "p99", "p99.9", "p99.99"];
     for (c, r) in cs.iter().zip(&rs) {
         let row: Vec<String> = keys.iter().map(|k| fmt_ns(q(r, k))).collect();
-        println!(
+        outln!(
             "{:<28} {:>9} {:>9} {:>9} {:>9} {:>9}",
             format!("{} (sim)", c.label),
             row[0],
@@ -339,13 +344,13 @@ pub fn run(a: &FigureArgs) -> anyhow::Result<i32> {
             row[2],
             row[3],
             row[4]
-        );
+        )?;
         if c.exact.is_some() {
             let row: Vec<String> = keys
                 .iter()
                 .map(|k| exact_q(c, k).map(fmt_ns).unwrap_or_default())
                 .collect();
-            println!(
+            outln!(
                 "{:<28} {:>9} {:>9} {:>9} {:>9} {:>9}",
                 format!("{} (exact)", c.label),
                 row[0],
@@ -353,7 +358,7 @@ pub fn run(a: &FigureArgs) -> anyhow::Result<i32> {
                 row[2],
                 row[3],
                 row[4]
-            );
+            )?;
         }
     }
     for c in &claims {
@@ -361,24 +366,24 @@ pub fn run(a: &FigureArgs) -> anyhow::Result<i32> {
             .exact
             .map(|e| format!("exact {e:.2}{}", c.unit))
             .unwrap_or_else(|| "no exact form".into());
-        println!(
+        outln!(
             "paper: {} — paper {:.0}{u}, {exact}, simulated {:.2}{u}",
             c.text,
             c.paper,
             c.simulated,
             u = c.unit
-        );
+        )?;
         if let Some(e) = c.exact {
             if !agrees(c, e) {
-                println!(
+                outln!(
                     "  the paper's text and exact theory disagree: the exact value is {e:.2}{}",
                     c.unit
-                );
+                )?;
             }
         }
     }
     for w in written {
-        println!("wrote {w}");
+        outln!("wrote {w}")?;
     }
     Ok(0)
 }

@@ -11,7 +11,7 @@ use stats::Summary;
 use super::simrun::{self, SimResult};
 use crate::cli::ModelArgs;
 use crate::exit::{usage, OrUsage};
-use crate::output::{self, fmt_ns, us};
+use crate::output::{self, fmt_ns, out, outln, us};
 
 /// A validated model request: everything checked before any work starts.
 pub struct Built {
@@ -256,13 +256,13 @@ pub fn run(a: &ModelArgs) -> anyhow::Result<i32> {
         v["written"] = json!(written);
         output::print_json(&v)?;
     } else {
-        print_sim_human(&b, a, &r, exact);
+        print_sim_human(&b, a, &r, exact)?;
         if !forms.is_empty() {
-            println!();
-            print_forms_human(&forms);
+            outln!()?;
+            print_forms_human(&forms)?;
         }
         for w in written {
-            println!("wrote {w}");
+            outln!("wrote {w}")?;
         }
     }
     Ok(0)
@@ -302,14 +302,14 @@ fn run_analytic(a: &ModelArgs, b: &Built) -> anyhow::Result<i32> {
             "closed_forms": forms_json(&forms),
         }))?;
     } else {
-        println!(
+        outln!(
             "{} · ρ = {:.3} · λ = {:.0} req/s · E[S] = {}",
             b.kendall,
             b.rho,
             b.rate_per_s,
             fmt_ns(b.cfg.service.mean_ns())
-        );
-        print_forms_human(&forms);
+        )?;
+        print_forms_human(&forms)?;
     }
     Ok(0)
 }
@@ -395,8 +395,13 @@ fn forms_json(forms: &[ClosedForm]) -> Value {
     )
 }
 
-fn print_sim_human(b: &Built, a: &ModelArgs, r: &SimResult, exact: Option<&ClosedForm>) {
-    println!(
+fn print_sim_human(
+    b: &Built,
+    a: &ModelArgs,
+    r: &SimResult,
+    exact: Option<&ClosedForm>,
+) -> anyhow::Result<()> {
+    outln!(
         "{} · {} · ρ = {:.3} (λ = {:.0} req/s, E[S] = {}) · {} requests recorded ({:.1}% warm-up excluded) · seed {}{}",
         b.kendall,
         a.discipline,
@@ -411,10 +416,10 @@ fn print_sim_human(b: &Built, a: &ModelArgs, r: &SimResult, exact: Option<&Close
         } else {
             String::new()
         }
-    );
+    )?;
     let conf = r.response.confidence * 100.0;
     match exact {
-        Some(f) => println!(
+        Some(f) => outln!(
             "{:<16} {:>10}  {:<26} {:>10}   (exact: {})",
             "",
             "simulated",
@@ -422,13 +427,13 @@ fn print_sim_human(b: &Built, a: &ModelArgs, r: &SimResult, exact: Option<&Close
             "exact",
             f.source
         ),
-        None => println!(
+        None => outln!(
             "{:<16} {:>10}  {:<26}",
             "",
             "simulated",
             format!("{conf:.0}% CI")
         ),
-    }
+    }?;
     for (name, s, ex) in [
         (
             "response",
@@ -442,47 +447,48 @@ fn print_sim_human(b: &Built, a: &ModelArgs, r: &SimResult, exact: Option<&Close
             let exact_v = ex
                 .and_then(|v| v.iter().find(|(k, _, _)| k == &q.key))
                 .map(|(_, _, sec)| fmt_ns(sec * 1e9));
-            println!(
+            outln!(
                 "{:<16} {:>10}  {:<26} {:>10}",
                 format!("{name} {}", q.key),
                 fmt_ns(q.est.value),
                 ci,
                 exact_v.unwrap_or_default()
-            );
+            )?;
         }
     }
     let exact_mean = exact
         .and_then(|f| f.mean_response_s)
         .map(|s| format!("   (exact {})", fmt_ns(s * 1e9)))
         .unwrap_or_default();
-    println!(
+    outln!(
         "mean response    {:>10}{exact_mean}",
         fmt_ns(r.mean_response_ns)
-    );
+    )?;
     for (k, s) in r.class_response.iter().enumerate() {
-        println!(
+        outln!(
             "class {k}: {} requests, mean {}, p50 {}, p99 {}, p99.9 {}",
             s.count,
             fmt_ns(s.mean_ns),
             s.get("p50").map(|e| fmt_ns(e.value)).unwrap_or_default(),
             s.get("p99").map(|e| fmt_ns(e.value)).unwrap_or_default(),
             s.get("p99.9").map(|e| fmt_ns(e.value)).unwrap_or_default()
-        );
+        )?;
     }
-    println!("confidence intervals: {}", r.ci_method);
+    outln!("confidence intervals: {}", r.ci_method)?;
+    Ok(())
 }
 
-fn print_forms_human(forms: &[ClosedForm]) {
-    println!("closed forms:");
+fn print_forms_human(forms: &[ClosedForm]) -> anyhow::Result<()> {
+    outln!("closed forms:")?;
     for f in forms {
         let kind = if f.exact { "exact" } else { "approximate" };
-        println!("  {} — {} [{kind}; {}]", f.model, f.quantity, f.source);
+        outln!("  {} — {} [{kind}; {}]", f.model, f.quantity, f.source)?;
         if let Some(m) = f.mean_wait_s {
-            print!("    mean wait {}", fmt_ns(m * 1e9));
+            out!("    mean wait {}", fmt_ns(m * 1e9))?;
             if let Some(r) = f.mean_response_s {
-                print!(", mean response {}", fmt_ns(r * 1e9));
+                out!(", mean response {}", fmt_ns(r * 1e9))?;
             }
-            println!();
+            outln!()?;
         }
         if !f.response_quantiles.is_empty() {
             let parts: Vec<String> = f
@@ -490,7 +496,7 @@ fn print_forms_human(forms: &[ClosedForm]) {
                 .iter()
                 .map(|(k, _, s)| format!("{k} {}", fmt_ns(s * 1e9)))
                 .collect();
-            println!("    response {}", parts.join(", "));
+            outln!("    response {}", parts.join(", "))?;
         }
         if !f.per_class_mean_wait_s.is_empty() {
             let parts: Vec<String> = f
@@ -499,12 +505,13 @@ fn print_forms_human(forms: &[ClosedForm]) {
                 .enumerate()
                 .map(|(k, s)| format!("class {k} {}", fmt_ns(s * 1e9)))
                 .collect();
-            println!("    mean wait per class: {}", parts.join(", "));
+            outln!("    mean wait per class: {}", parts.join(", "))?;
         }
         if let Some(n) = &f.note {
-            println!("    note: {n}");
+            outln!("    note: {n}")?;
         }
     }
+    Ok(())
 }
 
 /// Used by `model figure` to read a trace given by path.

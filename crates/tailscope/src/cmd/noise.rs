@@ -6,7 +6,7 @@ use serde_json::json;
 use super::common::{parse_duration, parse_sched, shutdown_flag};
 use crate::cli::NoiseArgs;
 use crate::exit::{usage, OrUsage};
-use crate::output::{self, fmt_ns};
+use crate::output::{self, fmt_ns, outln};
 
 pub fn run(a: &NoiseArgs) -> anyhow::Result<i32> {
     let cpus = host::placement::parse_cpu_list(&a.cpus).or_usage_ctx("--cpus")?;
@@ -50,8 +50,8 @@ pub fn run(a: &NoiseArgs) -> anyhow::Result<i32> {
         }))?;
         return Ok(0);
     }
-    println!("clock: {}", noise::clock_kind().describe());
-    println!("SNR: {}", noise::SNR_DEFINITION);
+    outln!("clock: {}", noise::clock_kind().describe())?;
+    outln!("SNR: {}", noise::SNR_DEFINITION)?;
     for r in &reports {
         let g = |k: &str| {
             r.gap_summary
@@ -60,7 +60,7 @@ pub fn run(a: &NoiseArgs) -> anyhow::Result<i32> {
                 .map(|e| fmt_ns(e.value))
                 .unwrap_or_else(|| "-".into())
         };
-        println!(
+        outln!(
             "\nCPU {}: min loop {:.1} ns · {:.0} gaps/s above {} · time lost {:.3}% · SNR {:.0}{}",
             r.cpu,
             r.min_loop_ns,
@@ -73,8 +73,8 @@ pub fn run(a: &NoiseArgs) -> anyhow::Result<i32> {
             } else {
                 ""
             }
-        );
-        println!(
+        )?;
+        outln!(
             "  gaps: p50 {} · p90 {} · p99 {} · p99.9 {} · max {}",
             g("p50"),
             g("p90"),
@@ -84,27 +84,27 @@ pub fn run(a: &NoiseArgs) -> anyhow::Result<i32> {
                 .as_ref()
                 .map(|s| fmt_ns(s.max_ns))
                 .unwrap_or_else(|| "-".into())
-        );
+        )?;
         for c in &r.gap_classes {
-            println!(
+            outln!(
                 "  {:<5} gaps: {:>8}, time lost {}",
                 c.class.name(),
                 c.count,
                 fmt_ns(c.lost_ns as f64)
-            );
+            )?;
         }
         for c in &r.classes {
-            println!(
+            outln!(
                 "  {:<32} {:>10} ({:>8.1}/s) {:<5} {}",
                 c.source,
                 c.delta,
                 c.per_s,
                 c.class.name(),
                 c.note
-            );
+            )?;
         }
         for w in &r.warnings {
-            println!("  warning: {w}");
+            outln!("  warning: {w}")?;
         }
     }
     Ok(0)

@@ -8,7 +8,7 @@ use serde_json::json;
 use super::common::open_store;
 use crate::cli::{RunsCmd, RunsSub};
 use crate::exit::usage;
-use crate::output;
+use crate::output::{self, outln};
 
 pub fn run(c: &RunsCmd) -> anyhow::Result<i32> {
     match &c.sub {
@@ -28,10 +28,14 @@ pub fn run(c: &RunsCmd) -> anyhow::Result<i32> {
                     .collect();
                 output::print_json(&json!({ "runs": v }))?;
             } else {
-                println!(
+                outln!(
                     "{:>5}  {:<10} {:<12} {:<22} {:>10}  target",
-                    "id", "kind", "status", "started", "p99"
-                );
+                    "id",
+                    "kind",
+                    "status",
+                    "started",
+                    "p99"
+                )?;
                 for r in runs {
                     let p99 = r
                         .summary
@@ -40,10 +44,15 @@ pub fn run(c: &RunsCmd) -> anyhow::Result<i32> {
                         .and_then(|v| v.as_f64())
                         .map(|v| format!("{v:.1} µs"))
                         .unwrap_or_default();
-                    println!(
+                    outln!(
                         "{:>5}  {:<10} {:<12} {:<22} {:>10}  {}",
-                        r.id, r.kind, r.status, r.started_at, p99, r.target
-                    );
+                        r.id,
+                        r.kind,
+                        r.status,
+                        r.started_at,
+                        p99,
+                        r.target
+                    )?;
                 }
             }
         }
@@ -55,14 +64,18 @@ pub fn run(c: &RunsCmd) -> anyhow::Result<i32> {
             if *json {
                 output::print_json(&serde_json::to_value(&r)?)?;
             } else {
-                println!(
+                outln!(
                     "run {} · {} · {} · {} · started {}",
-                    r.id, r.kind, r.status, r.target, r.started_at
-                );
-                println!("config: {}", serde_json::to_string(&r.config)?);
-                println!("host: {}", serde_json::to_string(&r.host)?);
+                    r.id,
+                    r.kind,
+                    r.status,
+                    r.target,
+                    r.started_at
+                )?;
+                outln!("config: {}", serde_json::to_string(&r.config)?)?;
+                outln!("host: {}", serde_json::to_string(&r.host)?)?;
                 if let Some(s) = &r.summary {
-                    println!("summary: {}", serde_json::to_string_pretty(s)?);
+                    outln!("summary: {}", serde_json::to_string_pretty(s)?)?;
                 }
             }
         }
@@ -90,7 +103,7 @@ pub fn run(c: &RunsCmd) -> anyhow::Result<i32> {
                     std::fs::File::create(p)
                         .with_context(|| format!("cannot create {}", p.display()))?,
                 )),
-                None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+                None => Box::new(std::io::BufWriter::new(output::Stdout)),
             };
             match format.as_str() {
                 "csv" => {

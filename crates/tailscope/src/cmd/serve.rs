@@ -9,7 +9,7 @@ use server::{Arch, Server, ServerConfig};
 use super::common::{parse_cpus, parse_sched, shutdown_flag};
 use crate::cli::ServeArgs;
 use crate::exit::{usage, OrUsage};
-use crate::output;
+use crate::output::{self, outln};
 
 /// Validates `serve` arguments into the server's configuration.
 pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
@@ -74,10 +74,10 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<i32> {
             &json!({"listen": bound.to_string(), "arch": a.arch, "workers": a.workers}),
         )?;
     } else {
-        println!("{bound}");
+        outln!("{bound}")?;
     }
     // stdout may be a pipe read by a script waiting for the address.
-    std::io::Write::flush(&mut std::io::stdout())?;
+    output::flush_stdout()?;
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
     }
