@@ -1,14 +1,18 @@
-//! `tailscope runs list|show|export` on stores made here: a reader that closes stdout early
-//! (`| head -1`) is success, not a panic.
+//! `tailscope runs list|show|export` on stores made here: the read-only commands never create
+//! a store, `export` never overwrites the store it reads, and a reader that closes stdout
+//! early (`| head -1`) is success, not a panic.
 
 mod common;
+mod support;
 
 use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 
 use common::bin;
 use serde_json::json;
+use support::{as_user_without_write_access, assert_usage_error, names};
 
 /// A store at `dir/runs.db` with `runs` runs whose targets are `target_len` bytes long; the
 /// first run keeps `records` per-request records.
@@ -35,6 +39,105 @@ fn make_store(dir: &Path, runs: usize, target_len: usize, records: usize) -> Pat
             .unwrap();
     }
     path
+}
+
+#[test]
+fn read_only_commands_on_a_missing_store_create_nothing() {
+    // Regression: `runs show 9999 --db NEW_PATH` created an empty store at NEW_PATH.
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sub/new.db");
+    let out = bin()
+        .args(["runs", "show", "9999", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_usage_error(&out, &[&format!("no results store at {}", db.display())]);
+    let out = bin()
+        .args(["runs", "export", "1", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_usage_error(&out, &[&format!("no results store at {}", db.display())]);
+    // No store yet is no runs yet.
+    let out = bin()
+        .args(["runs", "list", "--json", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(common::json_of(&out), json!({"runs": []}));
+    assert!(names(dir.path()).is_empty(), "{:?}", names(dir.path()));
+}
+
+#[test]
+fn read_only_commands_leave_an_existing_store_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = make_store(dir.path(), 2, 4, 10);
+    let before = std::fs::read(&db).unwrap();
+    assert_eq!(common::runs_list(&db)["runs"].as_array().unwrap().len(), 2);
+    let out = bin()
+        .args(["runs", "show", "1", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(names(dir.path()), ["runs.db"], "no -wal/-shm left behind");
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+}
+
+#[test]
+fn export_refuses_to_overwrite_the_store_it_reads() {
+    // Regression: `runs export 1 -o runs.db --db runs.db` replaced the store with CSV.
+    let dir = tempfile::tempdir().unwrap();
+    let db = make_store(dir.path(), 1, 4, 10);
+    let link = dir.path().join("link.csv");
+    std::os::unix::fs::symlink(&db, &link).unwrap();
+    let wal = dir.path().join("runs.db-wal");
+    let before = std::fs::read(&db).unwrap();
+    for o in [&db, &link, &wal] {
+        let out = bin()
+            .args(["runs", "export", "1", "-o"])
+            .arg(o)
+            .arg("--db")
+            .arg(&db)
+            .output()
+            .unwrap();
+        assert_usage_error(&out, &["--output"]);
+    }
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+    assert_eq!(names(dir.path()), ["link.csv", "runs.db"]);
+    // Another file is fine.
+    let csv = dir.path().join("run1.csv");
+    let out = bin()
+        .args(["runs", "export", "1", "-o"])
+        .arg(&csv)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(std::fs::read_to_string(&csv).unwrap().lines().count(), 11);
+}
+
+#[test]
+fn export_to_an_unwritable_place_is_a_usage_error_before_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = make_store(dir.path(), 1, 4, 10);
+    for (o, needle) in [
+        (dir.path().to_path_buf(), "is a directory"),
+        (dir.path().join("no/such/dir/x.csv"), "does not exist"),
+        (PathBuf::from("/proc/x.csv"), "/proc"),
+    ] {
+        let out = bin()
+            .args(["runs", "export", "1", "-o"])
+            .arg(&o)
+            .arg("--db")
+            .arg(&db)
+            .output()
+            .unwrap();
+        assert_usage_error(&out, &["--output", needle]);
+    }
+    assert_eq!(names(dir.path()), ["runs.db"]);
 }
 
 /// Starts `tailscope ARGS`, reads one line of its stdout, closes the pipe and waits.
@@ -72,4 +175,18 @@ fn a_reader_that_closes_stdout_early_is_success() {
         assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
         assert!(err.is_empty(), "{args:?}: {err}");
     }
+}
+
+#[test]
+fn a_store_in_a_directory_we_may_not_write_is_still_readable() {
+    let top = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(top.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let dir = top.path().join("ro");
+    std::fs::create_dir(&dir).unwrap();
+    let db = make_store(&dir, 3, 4, 10);
+    let mut cmd = bin();
+    cmd.args(["runs", "list", "--json", "--db"]).arg(&db);
+    let out = as_user_without_write_access(&dir, cmd);
+    assert_eq!(common::json_of(&out)["runs"].as_array().unwrap().len(), 3);
+    assert_eq!(names(&dir), ["runs.db"]);
 }

@@ -65,6 +65,15 @@ pub fn open_store(a: &DbArgs) -> anyhow::Result<store::Store> {
         .map_err(|e| usage(format!("cannot open results store {}: {e}", p.display())))
 }
 
+/// The store file and, when one exists there, the store opened read-only: for commands that
+/// only read, which must never create a store (`runs list`, `show`, `export`).
+pub fn open_existing_store(a: &DbArgs) -> anyhow::Result<(PathBuf, Option<store::Store>)> {
+    let p = db_path(a)?;
+    let st = store::Store::open_existing(&p)
+        .map_err(|e| usage(format!("cannot open results store {}: {e}", p.display())))?;
+    Ok((p, st))
+}
+
 /// Facts about this host stored with every run.
 pub fn host_facts() -> serde_json::Value {
     let read = |p: &str| {
