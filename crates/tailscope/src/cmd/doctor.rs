@@ -57,7 +57,13 @@ pub fn run(a: &DoctorArgs) -> anyhow::Result<i32> {
     let checks = probe::run_checks(&cfg).map_err(host_err)?;
     let plan = mitigate::plan(&checks, &cfg);
     let applied = if a.apply && !plan.is_empty() {
-        Some(Applied::apply(&root, &journal, &plan, false).map_err(host_err)?)
+        // The handler goes in before anything is changed: a Ctrl-C that came before it would
+        // kill the process with the changes in force (until the next start reverts them).
+        let stop = shutdown_flag()?;
+        Some((
+            Applied::apply(&root, &journal, &plan, false).map_err(host_err)?,
+            stop,
+        ))
     } else {
         None
     };
@@ -80,9 +86,8 @@ pub fn run(a: &DoctorArgs) -> anyhow::Result<i32> {
     } else {
         out!("{text}")?;
     }
-    if let Some(applied) = applied {
+    if let Some((applied, stop)) = applied {
         eprintln!("tailscope doctor: mitigations held; press Ctrl-C to revert and exit");
-        let stop = shutdown_flag()?;
         while !stop.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_millis(100));
         }
