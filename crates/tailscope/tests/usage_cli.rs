@@ -1,5 +1,7 @@
-//! Unwritable output paths: exit 2, one line on stderr naming the flag, and nothing created —
-//! found before any computation starts.
+//! Bad usage of the computing commands: exit 2, one line on stderr naming the flag, and
+//! nothing created — unwritable outputs are found before any computation, and numeric inputs
+//! beyond what the code can run (or negative ones) are refused instead of hanging, running out
+//! of memory or printing saturated values.
 
 mod common;
 mod support;
@@ -83,4 +85,89 @@ fn a_directory_or_file_we_may_not_write_is_refused() {
     }
     assert_eq!(names(&dir), ["old.svg"]);
     assert_eq!(std::fs::read_to_string(&existing).unwrap(), "old");
+}
+
+#[test]
+fn numeric_inputs_beyond_what_can_run_are_refused() {
+    // Regression: `model --workers 4000000000` hung.
+    refused(&[
+        (&["model", "--workers", "4000000000"], &["--workers"]),
+        (
+            &["model", "--workers", "5000", "--discipline", "lifo"],
+            &["--workers", "lifo"],
+        ),
+        (&["model", "--requests", "1e12"], &["--requests"]),
+        (&["model", "--replications", "5000"], &["--replications"]),
+        (&["model", "--exact-limit", "1G"], &["--exact-limit"]),
+        (&["model", "--connections", "2000000"], &["--connections"]),
+        // 5e11 s of simulated time: f64 time stamps no longer resolve a 50 µs service.
+        (
+            &["model", "--load", "0.000001", "--requests", "1e10"],
+            &["--requests"],
+        ),
+        (
+            &["model", "figure", "2", "--requests", "10G"],
+            &["--requests"],
+        ),
+        (&["model", "bursty", "--n", "4000000000"], &["--n"]),
+        (&["model", "bursty", "--workers", "100000"], &["--workers"]),
+        (&["model", "bursty", "--bursts", "10000000"], &["--bursts"]),
+        (&["model", "bursty", "--payload", "1e300"], &["--payload"]),
+        (
+            &[
+                "model",
+                "bursty",
+                "--simulate",
+                "--n",
+                "1000000",
+                "--bursts",
+                "10000",
+            ],
+            &["--n", "--bursts"],
+        ),
+        (&["serve", "--workers", "100000"], &["--workers"]),
+        (&["noise", "--duration", "25h"], &["--duration"]),
+        (&["noise", "--threshold", "5s"], &["--threshold"]),
+    ]);
+}
+
+#[test]
+fn durations_that_do_not_fit_are_refused_not_saturated() {
+    // Regression: `model --service det:1e99s` printed 2^64 ns everywhere with exit 0, and
+    // `noise --duration 1e99s` was accepted.
+    refused(&[
+        (
+            &["model", "--service", "det:1e99s"],
+            &["--service", "1e99s"],
+        ),
+        (&["model", "--service", "exp:2e6s"], &["--service", "1e6 s"]),
+        (&["model", "bursty", "--t0", "1e99s"], &["--t0"]),
+        (&["model", "bursty", "--r0", "2e6s"], &["--r0"]),
+        (&["noise", "--duration", "1e99s"], &["--duration"]),
+        (&["serve", "--t0", "1e7s"], &["--t0"]),
+        (&["serve", "--work", "det:1e99s"], &["--work"]),
+    ]);
+}
+
+#[test]
+fn negative_numbers_reach_the_range_checks() {
+    // Regression: clap took `--load -0.1` for a flag named `-0`.
+    refused(&[
+        (
+            &["model", "--load", "-0.1"],
+            &["--load must be in (0, 1)", "-0.1"],
+        ),
+        (&["model", "--rate", "-5"], &["--rate"]),
+        (&["model", "--warmup", "-0.1"], &["--warmup"]),
+        (&["model", "--workers", "-5"], &["--workers"]),
+        (
+            &["model", "--discipline", "priority", "--classes", "-0.1,1.1"],
+            &["--classes"],
+        ),
+        (&["model", "--requests", "-3"], &["--requests"]),
+        (&["model", "bursty", "--alpha", "-0.1"], &["--alpha"]),
+        (&["model", "bursty", "--t0", "-5us"], &["--t0"]),
+        (&["noise", "--duration", "-1s"], &["--duration"]),
+        (&["doctor", "--pid", "-1"], &["--pid"]),
+    ]);
 }

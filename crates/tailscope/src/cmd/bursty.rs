@@ -11,10 +11,12 @@ use serde_json::json;
 
 use crate::cli::BurstyArgs;
 use crate::exit::{usage, OrUsage};
+use crate::limits;
 use crate::output::{self, fmt_ns, outln};
 
+/// A time parameter of the model: a per-request service time, bounded as the model's are.
 fn ns(flag: &str, s: &str) -> anyhow::Result<f64> {
-    model::parse_duration_ns(s).or_usage_ctx(flag)
+    limits::service_ns(flag, s)
 }
 
 /// One basic test as written in a --fit file.
@@ -35,6 +37,33 @@ pub fn run(a: &BurstyArgs) -> anyhow::Result<i32> {
     }
     if let Some(path) = &a.fit {
         return run_fit(a, path);
+    }
+    limits::in_range("--n", a.n, 1, limits::MAX_BURST)?;
+    limits::in_range("--workers", a.workers, 1, limits::MAX_BURSTY_WORKERS)?;
+    if !(a.alpha > 0.0 && a.alpha <= 1.0) {
+        return Err(usage(format!("--alpha must be in (0, 1], got {}", a.alpha)));
+    }
+    if !(a.payload >= 0.0 && a.payload <= limits::MAX_PAYLOAD_BYTES) {
+        return Err(usage(format!(
+            "--payload must be between 0 and {:e} bytes, got {:e}",
+            limits::MAX_PAYLOAD_BYTES,
+            a.payload
+        )));
+    }
+    if !(a.percentile > 0.0 && a.percentile < 100.0) {
+        return Err(usage(format!(
+            "--percentile must be in (0, 100), got {}",
+            a.percentile
+        )));
+    }
+    limits::in_range("--bursts", a.bursts, 1, limits::MAX_BURSTS)?;
+    if a.simulate && u64::from(a.n) * a.bursts > limits::MAX_TANDEM_REQUESTS {
+        return Err(usage(format!(
+            "--n × --bursts must be at most {} with --simulate, got {} × {}",
+            limits::MAX_TANDEM_REQUESTS,
+            a.n,
+            a.bursts
+        )));
     }
     let params = BurstyParams {
         t0_ns: ns("--t0", &a.t0)?,
@@ -57,9 +86,6 @@ pub fn run(a: &BurstyArgs) -> anyhow::Result<i32> {
         .as_deref()
         .map(|s| ns("--entropy-bin", s))
         .transpose()?;
-    if a.bursts == 0 {
-        return Err(usage("--bursts must be at least 1"));
-    }
     let p = predict(&params, &w, stack).or_usage()?;
     let best = params.best_workers(a.payload);
     let sim = if a.simulate {
@@ -77,6 +103,7 @@ pub fn run(a: &BurstyArgs) -> anyhow::Result<i32> {
         );
         cfg.entropy_bin_ns = entropy_bin;
         let r = simulate_tandem(&cfg).or_usage()?;
+        super::simrun::check_not_saturated(r.all.max_ns)?;
         let sim_p = r
             .sensitive
             .as_ref()

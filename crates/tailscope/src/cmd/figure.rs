@@ -14,6 +14,7 @@ use super::model::{parse_unit, read_trace};
 use super::simrun::{self, SimResult};
 use crate::cli::FigureArgs;
 use crate::exit::{usage, OrUsage};
+use crate::limits;
 use crate::output::{self, fmt_ns, outln, us};
 
 const SERVICE_NS: f64 = 50_000.0;
@@ -261,10 +262,11 @@ fn agrees(c: &Claim, exact: f64) -> bool {
 }
 
 pub fn run(a: &FigureArgs) -> anyhow::Result<i32> {
-    let n = model::parse_count(&a.requests).or_usage()?;
+    let n = model::parse_count(&a.requests).or_usage_ctx("--requests")?;
     if n == 0 {
         return Err(usage("--requests must be at least 1"));
     }
+    limits::at_most("--requests", n, limits::MAX_FIGURE_REQUESTS)?;
     let mut out = a.out.clone();
     if out.plot.is_none() {
         out.plot = Some(PathBuf::from(format!("tailscope-figure-{}.svg", a.number)));

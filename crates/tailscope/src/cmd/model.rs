@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+use anyhow::Context;
+
 use model::analytic::{self, ArrivalKind, ClosedForm, Query, ServiceKind};
 use model::{ArrivalSpec, Discipline, ServiceSpec, SimConfig, TimeUnit};
 use serde_json::{json, Value};
@@ -11,6 +13,7 @@ use stats::Summary;
 use super::simrun::{self, SimResult};
 use crate::cli::ModelArgs;
 use crate::exit::{usage, OrUsage};
+use crate::limits;
 use crate::output::{self, fmt_ns, out, outln, us};
 
 /// A validated model request: everything checked before any work starts.
@@ -22,6 +25,8 @@ pub struct Built {
     pub rho: f64,
     pub kendall: String,
     pub query: Option<Query>,
+    /// Above this many kept requests a streaming histogram replaces exact quantiles.
+    pub exact_limit: u64,
 }
 
 fn read_input(path: &str) -> anyhow::Result<String> {
@@ -32,7 +37,9 @@ pub fn parse_unit(s: &str) -> anyhow::Result<TimeUnit> {
     match s.to_ascii_lowercase().as_str() {
         "ns" => Ok(TimeUnit::Ns),
         "us" | "µs" => Ok(TimeUnit::Us),
-        other => Err(usage(format!("trace unit must be ns or us, got '{other}'"))),
+        other => Err(usage(format!(
+            "--trace-unit must be ns or us, got '{other}'"
+        ))),
     }
 }
 
@@ -61,14 +68,30 @@ pub fn parse_service(text: &str) -> anyhow::Result<ServiceSpec> {
     }
 }
 
+/// `--classes`: probabilities that are non-negative and sum to 1, at most 255 of them (the
+/// simulator's class labels are bytes).
 fn parse_probs(s: &str) -> anyhow::Result<Vec<f64>> {
-    s.split(',')
+    let v = s
+        .split(',')
         .map(|p| {
             p.trim()
                 .parse::<f64>()
-                .map_err(|_| usage(format!("class probability '{p}' is not a number")))
+                .map_err(|_| usage(format!("--classes: '{p}' is not a number")))
         })
-        .collect()
+        .collect::<anyhow::Result<Vec<f64>>>()?;
+    let sum: f64 = v.iter().sum();
+    if v.iter().any(|p| !(p.is_finite() && *p >= 0.0)) || (sum - 1.0).abs() > 1e-9 {
+        return Err(usage(format!(
+            "--classes must be non-negative probabilities that sum to 1, got {s}"
+        )));
+    }
+    if v.len() > 255 {
+        return Err(usage(format!(
+            "--classes must name at most 255 classes, got {}",
+            v.len()
+        )));
+    }
+    Ok(v)
 }
 
 fn arrival_letter(a: &ArrivalSpec) -> &'static str {
@@ -129,15 +152,51 @@ fn query_for(cfg: &SimConfig, rate: f64) -> Option<Query> {
     })
 }
 
+/// The most workers the simulator runs for `d` in reasonable time (see [`limits`]).
+fn max_workers(d: &Discipline) -> u32 {
+    match d {
+        Discipline::Fifo | Discipline::RandomWorker | Discipline::RoundRobin => limits::MAX_WORKERS,
+        _ => limits::MAX_SCANNED_WORKERS,
+    }
+}
+
+/// Refuses a run so long in simulated time that its f64 nanosecond time stamps could no
+/// longer resolve its service times: a time stamp resolves 2^-52 of its value, so at the end
+/// of a span of simulated time a response time is only known to span · 2^-52. Allowed up to
+/// 0.1 % of the mean service time.
+fn check_time_resolution(requests: u64, rate: f64, mean_ns: f64) -> anyhow::Result<()> {
+    let span_ns = requests as f64 / rate * 1e9;
+    let resolution_ns = span_ns * f64::EPSILON;
+    if resolution_ns > mean_ns * 1e-3 {
+        return Err(usage(format!(
+            "--requests {requests} at {rate} req/s span {} of simulated time, where time \
+             stamps resolve only {}, too coarse for a mean service time of {}: give fewer \
+             --requests or a higher --load or --rate",
+            fmt_ns(span_ns),
+            fmt_ns(resolution_ns),
+            fmt_ns(mean_ns)
+        )));
+    }
+    Ok(())
+}
+
 /// Validates the arguments into a simulation configuration.
 pub fn build(a: &ModelArgs) -> anyhow::Result<Built> {
     let unit = parse_unit(&a.trace_unit)?;
-    let arrival = parse_arrival(&a.arrival, unit)?;
-    let service = parse_service(&a.service)?;
+    let arrival = parse_arrival(&a.arrival, unit).context("--arrival")?;
+    let service = parse_service(&a.service).context("--service")?;
     if a.workers == 0 {
-        return Err(usage("workers must be at least 1"));
+        return Err(usage("--workers must be at least 1"));
     }
-    let discipline: Discipline = a.discipline.parse().or_usage()?;
+    let discipline: Discipline = a.discipline.parse().or_usage_ctx("--discipline")?;
+    if a.workers > max_workers(&discipline) {
+        return Err(usage(format!(
+            "--workers must be at most {} with --discipline {}, got {}",
+            max_workers(&discipline),
+            a.discipline,
+            a.workers
+        )));
+    }
     let class_probs = match &a.classes {
         Some(s) => parse_probs(s)?,
         None if matches!(
@@ -151,22 +210,50 @@ pub fn build(a: &ModelArgs) -> anyhow::Result<Built> {
         }
         None => Vec::new(),
     };
-    let mut requests = model::parse_count(&a.requests).or_usage()?;
+    let mut requests = model::parse_count(&a.requests).or_usage_ctx("--requests")?;
     if requests == 0 {
         return Err(usage("--requests must be at least 1"));
     }
+    limits::in_range(
+        "--replications",
+        a.replications,
+        1,
+        limits::MAX_REPLICATIONS,
+    )?;
+    if requests.saturating_mul(u64::from(a.replications)) > limits::MAX_REQUESTS {
+        return Err(usage(format!(
+            "--requests × --replications must be at most {}, got {requests} × {}",
+            limits::MAX_REQUESTS,
+            a.replications
+        )));
+    }
+    let exact_limit = model::parse_count(&a.exact_limit).or_usage_ctx("--exact-limit")?;
+    limits::at_most("--exact-limit", exact_limit, limits::MAX_EXACT_LIMIT)?;
     if !(a.confidence > 0.0 && a.confidence < 1.0) {
         return Err(usage(format!(
             "--confidence must be in (0, 1), got {}",
             a.confidence
         )));
     }
-    if a.replications == 0 {
-        return Err(usage("--replications must be at least 1"));
+    if !(a.warmup >= 0.0 && a.warmup < 1.0) {
+        return Err(usage(format!(
+            "--warmup must be in [0, 1) (a fraction of --requests), got {}",
+            a.warmup
+        )));
+    }
+    if let Some(c) = a.connections {
+        limits::in_range("--connections", c, 1, limits::MAX_CONNECTIONS)?;
     }
     let mean_s = service.mean_ns() / 1e9;
     let rate = match (a.load, a.rate) {
-        (Some(load), _) => Some(SimConfig::rate_for_load(load, a.workers, &service).or_usage()?),
+        (Some(load), _) => {
+            if !(load > 0.0 && load < 1.0) {
+                return Err(usage(format!(
+                    "--load must be in (0, 1) (the utilisation per worker), got {load}"
+                )));
+            }
+            Some(SimConfig::rate_for_load(load, a.workers, &service).or_usage_ctx("--load")?)
+        }
         (None, Some(r)) => {
             if !(r.is_finite() && r > 0.0) {
                 return Err(usage(format!("--rate must be positive, got {r}")));
@@ -187,6 +274,7 @@ pub fn build(a: &ModelArgs) -> anyhow::Result<Built> {
             .ok_or_else(|| usage("trace needs at least two distinct timestamps to have a rate"))?,
         (_, None) => unreachable_rate()?,
     };
+    check_time_resolution(requests, effective_rate, service.mean_ns())?;
     let rho = effective_rate * mean_s / f64::from(a.workers);
     let cfg = SimConfig {
         arrival,
@@ -214,6 +302,7 @@ pub fn build(a: &ModelArgs) -> anyhow::Result<Built> {
         rho,
         kendall,
         query,
+        exact_limit,
     })
 }
 
@@ -224,7 +313,6 @@ fn unreachable_rate() -> anyhow::Result<f64> {
 pub fn run(a: &ModelArgs) -> anyhow::Result<i32> {
     let b = build(a)?;
     output::check_outputs(&a.out)?;
-    let exact_limit = model::parse_count(&a.exact_limit).or_usage()?;
     if a.analytic {
         return run_analytic(a, &b);
     }
@@ -233,7 +321,7 @@ pub fn run(a: &ModelArgs) -> anyhow::Result<i32> {
         None => Vec::new(),
     };
     let label = format!("{} {}", b.kendall, a.discipline);
-    let r = simrun::simulate(&b.cfg, a.replications, exact_limit, a.confidence, &label)?;
+    let r = simrun::simulate(&b.cfg, a.replications, b.exact_limit, a.confidence, &label)?;
     // The exact distribution beside the simulation, when theory has one for this discipline.
     let exact = exact_form(&forms, &b.cfg.discipline);
     let mut series = vec![report::Series::new(

@@ -6,6 +6,7 @@ use serde_json::json;
 use super::common::{parse_duration, parse_sched, shutdown_flag};
 use crate::cli::NoiseArgs;
 use crate::exit::{usage, OrUsage};
+use crate::limits;
 use crate::output::{self, fmt_ns, outln};
 
 pub fn run(a: &NoiseArgs) -> anyhow::Result<i32> {
@@ -20,9 +21,23 @@ pub fn run(a: &NoiseArgs) -> anyhow::Result<i32> {
         }
     };
     let threshold = model::parse_duration_ns(&a.threshold).or_usage_ctx("--threshold")?;
+    if threshold > limits::MAX_NOISE_THRESHOLD_NS {
+        return Err(usage(format!(
+            "--threshold must be at most 1s, got {}",
+            a.threshold
+        )));
+    }
+    let duration = parse_duration("--duration", &a.duration)?;
+    if duration > limits::MAX_NOISE_DURATION {
+        return Err(usage(format!(
+            "--duration must be at most {} s, got {}",
+            limits::MAX_NOISE_DURATION.as_secs(),
+            a.duration
+        )));
+    }
     let cfg = NoiseConfig {
         cpus,
-        duration: parse_duration("--duration", &a.duration)?,
+        duration,
         threshold_ns: threshold.round() as u64,
         loop_kind,
         sched: parse_sched(a.sched.as_deref())?,
