@@ -213,6 +213,45 @@ impl<'a> StoredRecords<'a> {
     }
 }
 
+impl StoredRecords<'_> {
+    /// Every record in intended order, as columns in batches of at most `batch` records;
+    /// Ok(false) when the run kept none. Stops at the first error `f` returns.
+    pub fn batches(
+        &self,
+        batch: usize,
+        f: &mut dyn FnMut(&Columns) -> Result<(), StoreError>,
+    ) -> Result<bool, StoreError> {
+        let mut buf: Vec<RequestRecord> = Vec::with_capacity(batch.max(1));
+        let mut err = None;
+        let kept = self.for_each(&mut |r| {
+            if err.is_some() {
+                return;
+            }
+            buf.push(*r);
+            if buf.len() >= batch.max(1) {
+                if let Err(e) = to_columns(&buf).and_then(|c| f(&c)) {
+                    err = Some(e);
+                }
+                buf.clear();
+            }
+        })?;
+        if let Some(e) = err {
+            return Err(e);
+        }
+        if !buf.is_empty() {
+            f(&to_columns(&buf)?)?;
+        }
+        Ok(kept)
+    }
+
+    /// Every record as one set of columns (JSON exports; the whole run in memory).
+    pub fn all_columns(&self) -> Result<Option<Columns>, StoreError> {
+        let mut all: Vec<RequestRecord> = Vec::new();
+        let kept = self.for_each(&mut |r| all.push(*r))?;
+        Ok(if kept { Some(to_columns(&all)?) } else { None })
+    }
+}
+
 impl analysis::Records for StoredRecords<'_> {
     fn visit(&mut self, f: &mut dyn FnMut(&RequestRecord)) -> Result<(), String> {
         self.for_each(f).map(|_| ()).map_err(|e| e.to_string())

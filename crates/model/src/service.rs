@@ -101,27 +101,38 @@ pub fn parse_empirical(text: &str) -> Result<ServiceSpec, ModelError> {
     Ok(spec)
 }
 
+/// The longest mean service time, and empirical sample, accepted: 1e6 s (about 11.6 days).
+/// Far beyond any request's work, and far enough below the 2^64 ns (584 years) that times are
+/// kept in for the queueing delays of thousands of such requests to fit.
+pub const MAX_SERVICE_NS: f64 = 1e15;
+
+/// `Err(reason)` unless `m` is a usable mean service time in ns.
+fn check_mean(m: f64) -> Result<(), &'static str> {
+    if !(m.is_finite() && m > 0.0) {
+        Err("mean must be positive and finite")
+    } else if m > MAX_SERVICE_NS {
+        Err("mean must be at most 1e6 s")
+    } else {
+        Ok(())
+    }
+}
+
 impl ServiceSpec {
     /// `Err(reason)` when a parameter is out of range.
     fn check(&self) -> Result<(), &'static str> {
-        let ok_mean = |m: f64| m.is_finite() && m > 0.0;
         match self {
-            Self::Deterministic { mean_ns } | Self::Exponential { mean_ns } => ok_mean(*mean_ns)
-                .then_some(())
-                .ok_or("mean must be positive and finite"),
+            Self::Deterministic { mean_ns } | Self::Exponential { mean_ns } => check_mean(*mean_ns),
             Self::Lognormal { mean_ns, sigma } => {
-                if !ok_mean(*mean_ns) {
-                    Err("mean must be positive and finite")
-                } else if !(sigma.is_finite() && *sigma > 0.0) {
+                check_mean(*mean_ns)?;
+                if !(sigma.is_finite() && *sigma > 0.0) {
                     Err("sigma must be positive and finite")
                 } else {
                     Ok(())
                 }
             }
             Self::Pareto { mean_ns, shape } => {
-                if !ok_mean(*mean_ns) {
-                    Err("mean must be positive and finite")
-                } else if !(shape.is_finite() && *shape > 1.0) {
+                check_mean(*mean_ns)?;
+                if !(shape.is_finite() && *shape > 1.0) {
                     Err("shape must be finite and greater than 1 (else the mean is infinite)")
                 } else {
                     Ok(())
@@ -132,6 +143,8 @@ impl ServiceSpec {
                     Err("no samples")
                 } else if samples_ns.iter().any(|s| !(s.is_finite() && *s >= 0.0)) {
                     Err("samples must be non-negative and finite")
+                } else if samples_ns.iter().any(|s| *s > MAX_SERVICE_NS) {
+                    Err("samples must be at most 1e6 s")
                 } else if samples_ns.iter().all(|s| *s == 0.0) {
                     Err("all samples are zero")
                 } else {
@@ -311,6 +324,32 @@ mod tests {
         ] {
             assert!(bad.parse::<ServiceSpec>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn service_times_beyond_the_bound_are_refused_not_saturated() {
+        // 1e6 s is the longest mean; 1e99 s does not even parse as a u64 of ns.
+        assert_eq!(
+            "det:1000000s".parse::<ServiceSpec>().unwrap().mean_ns(),
+            MAX_SERVICE_NS
+        );
+        for bad in [
+            "det:1e99s",
+            "det:1000001s",
+            "exp:1.5e6s",
+            "exp:300h",
+            "lognormal:2e6s,1.0",
+            "pareto:1e7s,2.5",
+        ] {
+            let e = bad.parse::<ServiceSpec>();
+            assert!(e.is_err(), "{bad}");
+        }
+        let msg = "det:1e99s".parse::<ServiceSpec>().unwrap_err().to_string();
+        assert!(msg.contains("too long"), "{msg}");
+        let msg = "exp:300h".parse::<ServiceSpec>().unwrap_err().to_string();
+        assert!(msg.contains("at most 1e6 s"), "{msg}");
+        let e = parse_empirical("10us\n2000000s\n").unwrap_err().to_string();
+        assert!(e.contains("at most 1e6 s"), "{e}");
     }
 
     #[test]

@@ -15,9 +15,13 @@ const DURATION_UNITS: [(&str, f64); 8] = [
     ("h", 3600e9),
 ];
 
+/// The longest duration anything in tailscope holds: time is kept in `u64` nanoseconds (about
+/// 584 years), so a longer one could only be saturated, silently.
+pub const MAX_DURATION_NS: f64 = u64::MAX as f64;
+
 /// Parses a duration with a mandatory unit (`100ns`, `50us`, `50µs`, `1.5ms`, `2s`) into
-/// nanoseconds. A bare number, a negative, NaN or infinite value, or an empty string is an error
-/// naming the text.
+/// nanoseconds. A bare number, a negative, NaN or infinite value, one that does not fit in
+/// `u64` nanoseconds ([`MAX_DURATION_NS`]), or an empty string is an error naming the text.
 pub fn parse_duration_ns(s: &str) -> Result<f64, ModelError> {
     let err = |reason| ModelError::Duration {
         text: s.to_string(),
@@ -41,6 +45,10 @@ pub fn parse_duration_ns(s: &str) -> Result<f64, ModelError> {
     let ns = v * scale;
     if !ns.is_finite() {
         return Err(err("not finite"));
+    }
+    // `u64::MAX as f64` rounds up to 2^64, which itself does not fit.
+    if ns >= MAX_DURATION_NS {
+        return Err(err("too long (more than 2^64 ns, about 584 years)"));
     }
     Ok(ns)
 }
@@ -120,11 +128,27 @@ mod tests {
         assert_eq!(parse_duration_ns("2s").unwrap(), 2e9);
         assert_eq!(parse_duration_ns("100ns").unwrap(), 100.0);
         assert_eq!(parse_duration_ns(" 0us ").unwrap(), 0.0);
-        for bad in ["0.5", "", "-5us", "NaNus", "infus", "abcus", "5 parsecs"] {
+        for bad in [
+            "0.5",
+            "",
+            "-5us",
+            "NaNus",
+            "infus",
+            "abcus",
+            "5 parsecs",
+            "1e99s",
+            "18446744074s",
+            "1e300h",
+        ] {
             assert!(parse_duration_ns(bad).is_err(), "{bad}");
         }
         let msg = parse_duration_ns("-5us").unwrap_err().to_string();
         assert_eq!(msg, "cannot parse duration '-5us': negative");
+        // The longest that fits in u64 ns is accepted; 2^64 ns is not.
+        assert_eq!(parse_duration_ns("18446744073s").unwrap(), 18446744073e9);
+        assert!(parse_duration_ns("18446744073709551616ns").is_err());
+        let msg = parse_duration_ns("1e99s").unwrap_err().to_string();
+        assert!(msg.contains("'1e99s'") && msg.contains("too long"), "{msg}");
     }
 
     #[test]

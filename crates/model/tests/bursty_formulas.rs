@@ -153,6 +153,21 @@ fn bad_input_is_a_one_line_error() {
         ..lns()
     };
     assert!(predict(&neg, &workload(0.5, 4), Stack::Fcfs).is_err());
+    // Beyond the model's 1e6 s service-time bound: refused, not computed into saturation.
+    let long = BurstyParams {
+        t0_ns: 1e99,
+        ..lns()
+    };
+    let e = predict(&long, &workload(0.5, 4), Stack::Fcfs).unwrap_err();
+    assert!(e.to_string().contains("at most 1e6 s"), "{e}");
+    // Parameters within bound whose sum R = R0 + k·mR is not.
+    let sum = BurstyParams {
+        r0_ns: 1e15,
+        mr_ns: 1.0,
+        ..lns()
+    };
+    let e = predict(&sum, &workload(0.5, 4), Stack::Fcfs).unwrap_err();
+    assert!(e.to_string().contains("at most 1e6 s"), "{e}");
     assert_eq!("lns".parse::<Stack>().unwrap(), Stack::Priority);
     assert_eq!("fcfs".parse::<Stack>().unwrap(), Stack::Fcfs);
     assert!("lifo".parse::<Stack>().is_err());

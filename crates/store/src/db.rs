@@ -134,6 +134,74 @@ impl Store {
         Self::setup(conn)
     }
 
+    /// Opens the store at `path` for reading only, for commands that must not create or
+    /// change anything (`runs list`, `show`, `export`). `Ok(None)` when there is no store
+    /// there: no file, or a file without tailscope's schema (such as an empty one). Never
+    /// creates the file or its directory and never migrates; the connection is `query_only`.
+    ///
+    /// The connection is read-write at the SQLite level on purpose: in WAL mode every reader
+    /// needs the `-wal` and `-shm` files, and a `SQLITE_OPEN_READ_ONLY` connection creates
+    /// them but, unable to checkpoint, leaves them behind, while a read-write one removes them
+    /// when it is the last to close. When they cannot be created (a store in someone else's
+    /// or a read-only directory) and no `-wal` holds writes not yet in the file, the file is
+    /// read as immutable: then no writer can exist, since a writer must create the `-wal`.
+    pub fn open_existing(path: &Path) -> Result<Option<Store>, StoreError> {
+        use rusqlite::{ErrorCode, OpenFlags};
+        match std::fs::metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e.into()),
+            Ok(_) => {}
+        }
+        let version = |c: &Connection| c.query_row("PRAGMA user_version", [], |r| r.get(0));
+        // No SQLITE_OPEN_CREATE: a file removed since the check above is an error, not a
+        // new empty store.
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        let (conn, found): (Connection, i64) = match version(&conn) {
+            Ok(v) => (conn, v),
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(e.code, ErrorCode::ReadOnly | ErrorCode::CannotOpen)
+                    && !Path::new(&wal).exists() =>
+            {
+                // A URI names the file, so '%', '?' and '#' in its path must be escaped.
+                let Some(p) = path.to_str() else {
+                    return Err(rusqlite::Error::SqliteFailure(e, None).into());
+                };
+                let escaped = p
+                    .replace('%', "%25")
+                    .replace('?', "%3f")
+                    .replace('#', "%23");
+                let c = Connection::open_with_flags(
+                    format!("file:{escaped}?immutable=1"),
+                    OpenFlags::SQLITE_OPEN_READ_ONLY
+                        | OpenFlags::SQLITE_OPEN_URI
+                        | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                )?;
+                let v = version(&c)?;
+                (c, v)
+            }
+            Err(e) => return Err(e.into()),
+        };
+        conn.pragma_update(None, "query_only", true)?;
+        match found {
+            0 => Ok(None),
+            SCHEMA_VERSION => Ok(Some(Store { conn })),
+            f if f > SCHEMA_VERSION => Err(StoreError::SchemaTooNew {
+                found: f,
+                supported: SCHEMA_VERSION,
+            }),
+            f => Err(StoreError::Corrupt(format!(
+                "schema version {f} predates this build's {SCHEMA_VERSION}; a command that \
+                 writes (tailscope run) migrates it"
+            ))),
+        }
+    }
+
     /// A private, empty store that vanishes when dropped (tests, `--no-store` runs).
     pub fn open_in_memory() -> Result<Store, StoreError> {
         Self::setup(Connection::open_in_memory()?)

@@ -11,8 +11,26 @@ use crate::{Columns, RunRow, StoreError};
 pub fn export_csv(cols: &Columns, w: &mut impl Write) -> Result<(), StoreError> {
     cols.validate()?;
     let mut w = BufWriter::new(w);
-    let header: Vec<String> = cols.names().map(csv_field).collect();
+    export_csv_header(cols.names(), &mut w)?;
+    export_csv_rows(cols, &mut w)?;
+    w.flush()?;
+    Ok(())
+}
+
+/// The CSV header row alone (for exports written batch by batch).
+pub fn export_csv_header<'a>(
+    names: impl IntoIterator<Item = &'a str>,
+    w: &mut impl Write,
+) -> Result<(), StoreError> {
+    let header: Vec<String> = names.into_iter().map(csv_field).collect();
     writeln!(w, "{}", header.join(","))?;
+    Ok(())
+}
+
+/// The rows of `cols` alone, one per record (for exports written batch by batch).
+pub fn export_csv_rows(cols: &Columns, w: &mut impl Write) -> Result<(), StoreError> {
+    cols.validate()?;
+    let mut w = BufWriter::new(w);
     for i in 0..cols.len {
         for (j, (_, v)) in cols.cols.iter().enumerate() {
             if j > 0 {

@@ -29,6 +29,6 @@ pub use chunks::StreamInfo;
 pub use columns::Columns;
 pub use db::{NewRun, RunRow, Store, SCHEMA_VERSION};
 pub use error::StoreError;
-pub use export::{export_csv, export_json};
+pub use export::{export_csv, export_csv_header, export_csv_rows, export_json};
 pub use paths::{default_path, DEFAULT_DB_ENV};
 pub use time::{civil_from_days, now_rfc3339, rfc3339_utc};

@@ -43,7 +43,7 @@ pub struct DoctorArgs {
     #[arg(long, default_value = "/")]
     pub root: PathBuf,
     /// The server's process id: adds its scheduling policy and run-queue wait.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub pid: Option<u32>,
     /// The server's CPUs (e.g. 1 or 2-3); default all.
     #[arg(long)]
@@ -67,10 +67,10 @@ pub struct NoiseArgs {
     #[arg(long, default_value = "0")]
     pub cpus: String,
     /// How long to probe.
-    #[arg(long, default_value = "5s")]
+    #[arg(long, default_value = "5s", allow_hyphen_values = true)]
     pub duration: String,
     /// A gap is a loop iteration longer than this.
-    #[arg(long, default_value = "1us")]
+    #[arg(long, default_value = "1us", allow_hyphen_values = true)]
     pub threshold: String,
     /// Loop variant: consecutive (Listing 1.2) or paired (Listing 1.1).
     #[arg(long = "loop", default_value = "consecutive")]
@@ -108,7 +108,7 @@ pub struct ServeArgs {
     #[arg(long, default_value = "thread")]
     pub arch: String,
     /// Worker threads (epoll, udp, dispatch).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub workers: usize,
     /// Synthetic work per request, spent busy-spinning: det:50us, exp:50us, lognormal:50us,1.0.
     #[arg(long)]
@@ -120,22 +120,22 @@ pub struct ServeArgs {
     #[arg(long)]
     pub sched: Option<String>,
     /// Largest accepted frame in bytes; larger frames close the connection.
-    #[arg(long, default_value_t = 65536)]
+    #[arg(long, default_value_t = 65536, allow_negative_numbers = true)]
     pub max_frame: usize,
     /// Seed of the synthetic work distribution.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub seed: u64,
     /// Staged mode (--arch staged, the LNS tandem): network-stack time per request, T0.
-    #[arg(long, default_value = "0ns")]
+    #[arg(long, default_value = "0ns", allow_hyphen_values = true)]
     pub t0: String,
     /// Staged mode: network-stack time per payload byte, mT (T = T0 + L·mT).
-    #[arg(long, default_value = "0ns")]
+    #[arg(long, default_value = "0ns", allow_hyphen_values = true)]
     pub mt: String,
     /// Staged mode: worker time per request, R0.
-    #[arg(long, default_value = "0ns")]
+    #[arg(long, default_value = "0ns", allow_hyphen_values = true)]
     pub r0: String,
     /// Staged mode: worker time per worker thread, mR (R = R0 + k·mR; k = --workers).
-    #[arg(long, default_value = "0ns")]
+    #[arg(long, default_value = "0ns", allow_hyphen_values = true)]
     pub mr: String,
     /// Staged mode: serve delay-sensitive requests (class 0, first payload byte) first at
     /// every stage.
@@ -414,37 +414,37 @@ pub enum ModelSub {
 #[derive(Args, Debug, Clone)]
 pub struct BurstyArgs {
     /// T0: fixed network-stack time per request.
-    #[arg(long, default_value = "4us")]
+    #[arg(long, default_value = "4us", allow_hyphen_values = true)]
     pub t0: String,
     /// mT: network-stack time per payload byte (e.g. 4ns; 0ns for a zero-copy stack).
-    #[arg(long, default_value = "0ns")]
+    #[arg(long, default_value = "0ns", allow_hyphen_values = true)]
     pub mt: String,
     /// R0: fixed worker time per request.
-    #[arg(long, default_value = "45us")]
+    #[arg(long, default_value = "45us", allow_hyphen_values = true)]
     pub r0: String,
     /// mR: worker time per worker thread (contention), R = R0 + k·mR.
-    #[arg(long, default_value = "500ns")]
+    #[arg(long, default_value = "500ns", allow_hyphen_values = true)]
     pub mr: String,
     /// M: the constant part of the latency (sum of the non-bottleneck service times).
-    #[arg(long, default_value = "70us")]
+    #[arg(long, default_value = "70us", allow_hyphen_values = true)]
     pub m: String,
     /// N: requests per burst.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, allow_negative_numbers = true)]
     pub n: u32,
     /// α: share of delay-sensitive requests, in (0, 1].
-    #[arg(long, default_value_t = 0.05)]
+    #[arg(long, default_value_t = 0.05, allow_negative_numbers = true)]
     pub alpha: f64,
     /// L: payload length in bytes.
-    #[arg(long, default_value_t = 512.0)]
+    #[arg(long, default_value_t = 512.0, allow_negative_numbers = true)]
     pub payload: f64,
     /// k: worker threads.
-    #[arg(long, default_value_t = 29)]
+    #[arg(long, default_value_t = 29, allow_negative_numbers = true)]
     pub workers: u32,
     /// U: spacing between the requests of a burst.
-    #[arg(long, default_value = "1us")]
+    #[arg(long, default_value = "1us", allow_hyphen_values = true)]
     pub spacing: String,
     /// The percentile to predict, in percent.
-    #[arg(long, default_value_t = 99.0)]
+    #[arg(long, default_value_t = 99.0, allow_negative_numbers = true)]
     pub percentile: f64,
     /// fcfs or priority (the prioritised, LNS-like stack).
     #[arg(long, default_value = "priority")]
@@ -453,10 +453,10 @@ pub struct BurstyArgs {
     #[arg(long)]
     pub simulate: bool,
     /// Bursts to simulate with --simulate.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 200, allow_negative_numbers = true)]
     pub bursts: u64,
     /// Bin width of the latency entropy (formulas 13-14) in --simulate.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub entropy_bin: Option<String>,
     /// Formulas against tandem simulation over a grid of N, L, α and k, both stacks.
     #[arg(long)]
@@ -469,7 +469,7 @@ pub struct BurstyArgs {
     #[arg(long, value_name = "PATH")]
     pub fit: Option<PathBuf>,
     /// Seed of the simulations.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub seed: u64,
     /// Print exactly one JSON object on stdout.
     #[arg(long)]
@@ -504,43 +504,43 @@ pub struct ModelArgs {
     #[arg(long, default_value = "det:50us")]
     pub service: String,
     /// Number of workers (c).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub workers: u32,
     /// Utilisation per worker, in (0, 1); the arrival rate is load * workers / E[S].
-    #[arg(long, conflicts_with = "rate")]
+    #[arg(long, conflicts_with = "rate", allow_negative_numbers = true)]
     pub load: Option<f64>,
     /// Arrival rate in requests per second (instead of --load).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub rate: Option<f64>,
     /// Queueing discipline: fifo, lifo, random, random-worker, round-robin, priority,
     /// priority-preemptive.
     #[arg(long, default_value = "fifo")]
     pub discipline: String,
     /// Priority class probabilities, highest priority first (e.g. 0.2,0.8).
-    #[arg(long, value_name = "P0,P1,..")]
+    #[arg(long, value_name = "P0,P1,..", allow_hyphen_values = true)]
     pub classes: Option<String>,
     /// Connections for round-robin static partitioning (default: one per worker).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub connections: Option<u32>,
     /// Requests to simulate (e.g. 10M, 1e9). Default 1M.
-    #[arg(long, default_value = "1M")]
+    #[arg(long, default_value = "1M", allow_hyphen_values = true)]
     pub requests: String,
     /// Fraction of the first requests excluded as warm-up.
-    #[arg(long, default_value_t = 0.01)]
+    #[arg(long, default_value_t = 0.01, allow_negative_numbers = true)]
     pub warmup: f64,
     /// Seed of every random stream; the same seed gives the same result.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub seed: u64,
     /// Independent replications (seeds seed..seed+R). With R >= 2 the confidence intervals come
     /// from the spread between replications, which is honest for autocorrelated samples.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub replications: u32,
     /// Keep every response time (exact quantiles) up to this many requests; above, a streaming
     /// HdrHistogram (3 significant digits) keeps memory bounded.
-    #[arg(long, default_value = "20M")]
+    #[arg(long, default_value = "20M", allow_hyphen_values = true)]
     pub exact_limit: String,
     /// Confidence level of the intervals.
-    #[arg(long, default_value_t = 0.95)]
+    #[arg(long, default_value_t = 0.95, allow_negative_numbers = true)]
     pub confidence: f64,
     /// Print the closed-form results that apply (exact or approximate, each with its source)
     /// instead of simulating.
@@ -553,12 +553,13 @@ pub struct ModelArgs {
 #[derive(Args, Debug, Clone)]
 pub struct FigureArgs {
     /// Figure number: 1, 2, 3 or 4.
+    #[arg(allow_negative_numbers = true)]
     pub number: u32,
     /// Requests simulated per curve.
-    #[arg(long, default_value = "2M")]
+    #[arg(long, default_value = "2M", allow_hyphen_values = true)]
     pub requests: String,
     /// Seed of every random stream.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub seed: u64,
     /// Extra arrival trace to add to figure 1 (the paper's Wikipedia trace is not shipped).
     #[arg(long, value_name = "PATH")]

@@ -3,17 +3,47 @@
 //! crates' configuration types first, then runs them, then prints.
 //!
 //! Exit codes: 0 success, 1 the measurement itself failed or was invalid, 2 bad usage or input.
+//! A closed stdout (`tailscope runs list | head -1`) is success: see `output::write_stdout`.
 
 mod cli;
 mod cmd;
 mod exit;
+mod limits;
 mod output;
 
 use clap::Parser;
 
+/// Ends the process for a command line clap refused: exit 2 with one line, as for every other
+/// usage error (clap's hints joined onto it); help and version print as clap prints them.
+fn refuse_command_line(e: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        e.exit()
+    }
+    let text = e.render().to_string();
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("bad command line");
+    let mut line = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    for tip in lines.filter(|l| l.starts_with("tip:")) {
+        line.push_str(&format!(" ({tip})"));
+    }
+    eprintln!("tailscope: {line}");
+    std::process::exit(2)
+}
+
 fn main() {
-    let args = cli::Cli::parse();
-    let code = match cmd::dispatch(args) {
+    let args = cli::Cli::try_parse().unwrap_or_else(|e| refuse_command_line(e));
+    // Output still buffered is part of the command: failing to write it fails the command.
+    let done = cmd::dispatch(args).and_then(|code| {
+        output::flush_stdout()?;
+        Ok(code)
+    });
+    let code = match done {
         Ok(code) => code,
         Err(e) => {
             let code = exit::code_of(&e);

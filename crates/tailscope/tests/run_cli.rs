@@ -83,7 +83,8 @@ fn export_csv(db: &Path, id: i64) -> Vec<Vec<i64>> {
             "t3_ns",
             "t4_ns",
             "t5_ns",
-            "t6_ns"
+            "t6_ns",
+            "seen_ns"
         ]
     );
     lines

@@ -98,6 +98,14 @@ impl BurstyParams {
                     value: v.to_string(),
                 });
             }
+            // Service times, bounded as every service time of the model is.
+            if v > crate::MAX_SERVICE_NS {
+                return Err(ModelError::Invalid {
+                    name,
+                    reason: "must be at most 1e6 s",
+                    value: format!("{v} ns"),
+                });
+            }
         }
         Ok(())
     }
@@ -254,6 +262,14 @@ pub fn predict(
         return Err(ModelError::Invalid {
             name: "service times T and R",
             reason: "must be positive",
+            value: format!("T = {t} ns, R = {r} ns"),
+        });
+    }
+    // Each within bound, T0 + L·mT or R0 + k·mR can still exceed it.
+    if t > crate::MAX_SERVICE_NS || r > crate::MAX_SERVICE_NS {
+        return Err(ModelError::Invalid {
+            name: "service times T = T0 + L·mT and R = R0 + k·mR",
+            reason: "must be at most 1e6 s",
             value: format!("T = {t} ns, R = {r} ns"),
         });
     }

@@ -11,10 +11,12 @@ use serde_json::json;
 
 use crate::cli::BurstyArgs;
 use crate::exit::{usage, OrUsage};
-use crate::output::{self, fmt_ns};
+use crate::limits;
+use crate::output::{self, fmt_ns, outln};
 
+/// A time parameter of the model: a per-request service time, bounded as the model's are.
 fn ns(flag: &str, s: &str) -> anyhow::Result<f64> {
-    model::parse_duration_ns(s).or_usage_ctx(flag)
+    limits::service_ns(flag, s)
 }
 
 /// One basic test as written in a --fit file.
@@ -35,6 +37,33 @@ pub fn run(a: &BurstyArgs) -> anyhow::Result<i32> {
     }
     if let Some(path) = &a.fit {
         return run_fit(a, path);
+    }
+    limits::in_range("--n", a.n, 1, limits::MAX_BURST)?;
+    limits::in_range("--workers", a.workers, 1, limits::MAX_BURSTY_WORKERS)?;
+    if !(a.alpha > 0.0 && a.alpha <= 1.0) {
+        return Err(usage(format!("--alpha must be in (0, 1], got {}", a.alpha)));
+    }
+    if !(a.payload >= 0.0 && a.payload <= limits::MAX_PAYLOAD_BYTES) {
+        return Err(usage(format!(
+            "--payload must be between 0 and {:e} bytes, got {:e}",
+            limits::MAX_PAYLOAD_BYTES,
+            a.payload
+        )));
+    }
+    if !(a.percentile > 0.0 && a.percentile < 100.0) {
+        return Err(usage(format!(
+            "--percentile must be in (0, 100), got {}",
+            a.percentile
+        )));
+    }
+    limits::in_range("--bursts", a.bursts, 1, limits::MAX_BURSTS)?;
+    if a.simulate && u64::from(a.n) * a.bursts > limits::MAX_TANDEM_REQUESTS {
+        return Err(usage(format!(
+            "--n × --bursts must be at most {} with --simulate, got {} × {}",
+            limits::MAX_TANDEM_REQUESTS,
+            a.n,
+            a.bursts
+        )));
     }
     let params = BurstyParams {
         t0_ns: ns("--t0", &a.t0)?,
@@ -57,9 +86,6 @@ pub fn run(a: &BurstyArgs) -> anyhow::Result<i32> {
         .as_deref()
         .map(|s| ns("--entropy-bin", s))
         .transpose()?;
-    if a.bursts == 0 {
-        return Err(usage("--bursts must be at least 1"));
-    }
     let p = predict(&params, &w, stack).or_usage()?;
     let best = params.best_workers(a.payload);
     let sim = if a.simulate {
@@ -77,6 +103,7 @@ pub fn run(a: &BurstyArgs) -> anyhow::Result<i32> {
         );
         cfg.entropy_bin_ns = entropy_bin;
         let r = simulate_tandem(&cfg).or_usage()?;
+        super::simrun::check_not_saturated(r.all.max_ns)?;
         let sim_p = r
             .sensitive
             .as_ref()
@@ -104,7 +131,7 @@ pub fn run(a: &BurstyArgs) -> anyhow::Result<i32> {
         output::print_json(&v)?;
         return Ok(0);
     }
-    println!(
+    outln!(
         "{} stack · N = {} per burst, U = {}, α = {}, L = {} B, k = {} · T = {}, R = {}, M = {}",
         stack.name(),
         w.n,
@@ -115,27 +142,27 @@ pub fn run(a: &BurstyArgs) -> anyhow::Result<i32> {
         fmt_ns(p.t_ns),
         fmt_ns(p.r_ns),
         fmt_ns(p.m_ns)
-    );
-    println!(
+    )?;
+    outln!(
         "bottleneck {:?} (B = {}, c_B = {}), regime {:?}{}",
         p.bottleneck,
         fmt_ns(p.b_ns),
         p.c_b,
         p.regime,
         p.rho.map(|r| format!(", ρ = {r:.3}")).unwrap_or_default()
-    );
-    println!(
+    )?;
+    outln!(
         "predicted p{} of delay-sensitive requests: {} (queueing {} + M; formula 2 bound {})",
         trim(a.percentile),
         fmt_ns(p.latency_ns),
         fmt_ns(p.wait_ns),
         fmt_ns(p.upper_bound_ns)
-    );
+    )?;
     if let Some(k) = best {
-        println!("best worker count k_t (formula 16): {k}");
+        outln!("best worker count k_t (formula 16): {k}")?;
     }
     if let Some((r, m)) = &sim {
-        println!(
+        outln!(
             "simulated: {} ({} bursts) → error {:.1}% (formula 15){}",
             fmt_ns(*m),
             a.bursts,
@@ -144,7 +171,7 @@ pub fn run(a: &BurstyArgs) -> anyhow::Result<i32> {
                 .or(r.all_entropy_bits)
                 .map(|e| format!(" · latency entropy {e:.2} bits"))
                 .unwrap_or_default()
-        );
+        )?;
     }
     Ok(0)
 }
@@ -170,12 +197,19 @@ fn run_validate(a: &BurstyArgs) -> anyhow::Result<i32> {
         output::print_json(&json!({ "rows": rows }))?;
         return Ok(0);
     }
-    println!(
+    outln!(
         "{:>6} {:>5} {:>6} {:>3} {:<8} {:>12} {:>12} {:>7}",
-        "N", "α", "L", "k", "stack", "formula p99", "simulated", "err%"
-    );
+        "N",
+        "α",
+        "L",
+        "k",
+        "stack",
+        "formula p99",
+        "simulated",
+        "err%"
+    )?;
     for r in &rows {
-        println!(
+        outln!(
             "{:>6} {:>5} {:>6} {:>3} {:<8} {:>12} {:>12} {:>7.2}",
             r.n,
             r.alpha,
@@ -185,13 +219,13 @@ fn run_validate(a: &BurstyArgs) -> anyhow::Result<i32> {
             fmt_ns(r.formula_p99_us * 1e3),
             fmt_ns(r.simulated_p99_us * 1e3),
             r.error_pct
-        );
+        )?;
     }
     let worst = rows.iter().map(|r| r.error_pct.abs()).fold(0.0, f64::max);
-    println!(
+    outln!(
         "{} rows; worst error {worst:.1}% (the LNS paper reports 0.8-24.4%)",
         rows.len()
-    );
+    )?;
     Ok(0)
 }
 
@@ -229,7 +263,7 @@ fn run_fit(a: &BurstyArgs, path: &std::path::Path) -> anyhow::Result<i32> {
         return Ok(0);
     }
     let p = f.params;
-    println!(
+    outln!(
         "fitted from {} tests ({} stack): T0 = {}, mT = {:.3} ns/B, R0 = {}, mR = {}, M = {}; rms relative residual {:.1}%",
         tests.len(),
         stack.name(),
@@ -239,6 +273,6 @@ fn run_fit(a: &BurstyArgs, path: &std::path::Path) -> anyhow::Result<i32> {
         fmt_ns(p.mr_ns),
         fmt_ns(p.m_ns),
         f.rms_relative * 100.0
-    );
+    )?;
     Ok(0)
 }

@@ -9,7 +9,7 @@ use super::progress::Progress;
 use super::target::lab_err;
 use crate::cli::CalibrateArgs;
 use crate::exit::usage;
-use crate::output;
+use crate::output::{self, outln};
 
 pub fn run(a: &CalibrateArgs) -> anyhow::Result<i32> {
     let cpus = parse_cpus_flag("--server-cpus", a.server_cpus.as_deref())?;
@@ -53,7 +53,7 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<i32> {
     if a.json {
         output::print_json(&c.to_json(&a.target, &url))?;
     } else {
-        println!(
+        outln!(
             "{url}: peak {:.0} req/s over {} requests → {} per request ({} per request per worker with {} worker(s)) (run {})",
             c.peak_rps,
             c.requests,
@@ -61,7 +61,7 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<i32> {
             report::terminal::fmt_ns(c.per_worker_service_ns),
             c.workers,
             c.run_id
-        );
+        )?;
     }
     Ok(if c.interrupted { 1 } else { 0 })
 }

@@ -65,8 +65,11 @@ pub fn db_path(a: &DbArgs) -> anyhow::Result<PathBuf> {
     }
 }
 
-pub fn open_store(a: &DbArgs) -> anyhow::Result<store::Store> {
+/// The store file and, when one exists there, the store opened read-only: for commands that
+/// only read, which must never create a store (`runs list`, `show`, `export`).
+pub fn open_existing_store(a: &DbArgs) -> anyhow::Result<(PathBuf, Option<store::Store>)> {
     let p = db_path(a)?;
-    store::Store::open(&p)
-        .map_err(|e| usage(format!("cannot open results store {}: {e}", p.display())))
+    let st = store::Store::open_existing(&p)
+        .map_err(|e| usage(format!("cannot open results store {}: {e}", p.display())))?;
+    Ok((p, st))
 }

@@ -16,7 +16,7 @@ use super::progress::Progress;
 use super::target::lab_err;
 use crate::cli::{DemoArgs, OutputArgs};
 use crate::exit::usage;
-use crate::output;
+use crate::output::{self, outln};
 
 pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
     let online = host::placement::online_cpus();
@@ -104,7 +104,7 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
         }))?;
     } else {
         for w in written {
-            println!("wrote {w}");
+            outln!("wrote {w}")?;
         }
     }
     if stop.load(Ordering::Relaxed) {
@@ -127,12 +127,12 @@ fn tour(
     let cal = lab::calibrate(ready, &CalibrateSpec::default(), 1, db, stop, obs)
         .map_err(|e| lab_err(e).context("demo calibration failed"))?;
     if !a.json {
-        println!(
+        outln!(
             "calibration: peak {:.0} req/s → amortised service time {} (synthetic work {})",
             cal.peak_rps,
             report::terminal::fmt_ns(cal.service_ns),
             a.work
-        );
+        )?;
     }
     let mut runs = Vec::new();
     let mut series = Vec::new();
@@ -168,7 +168,7 @@ fn tour(
         worst = worst.max(run.status.exit_code());
         let label = format!("{pct:.0}% load");
         if !a.json {
-            println!();
+            outln!()?;
             output::print_with(|w| report::terminal::run(w, &run))?;
         }
         series.push(report::Series::new(

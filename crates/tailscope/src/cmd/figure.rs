@@ -14,7 +14,8 @@ use super::model::{parse_unit, read_trace};
 use super::simrun::{self, SimResult};
 use crate::cli::FigureArgs;
 use crate::exit::{usage, OrUsage};
-use crate::output::{self, fmt_ns, us};
+use crate::limits;
+use crate::output::{self, fmt_ns, outln, us};
 
 const SERVICE_NS: f64 = 50_000.0;
 /// Parameters the paper does not give for Figure 1's lognormal and Pareto inter-arrival times;
@@ -261,10 +262,11 @@ fn agrees(c: &Claim, exact: f64) -> bool {
 }
 
 pub fn run(a: &FigureArgs) -> anyhow::Result<i32> {
-    let n = model::parse_count(&a.requests).or_usage()?;
+    let n = model::parse_count(&a.requests).or_usage_ctx("--requests")?;
     if n == 0 {
         return Err(usage("--requests must be at least 1"));
     }
+    limits::at_most("--requests", n, limits::MAX_FIGURE_REQUESTS)?;
     let mut out = a.out.clone();
     if out.plot.is_none() {
         out.plot = Some(PathBuf::from(format!("tailscope-figure-{}.svg", a.number)));
@@ -317,21 +319,26 @@ pub fn run(a: &FigureArgs) -> anyhow::Result<i32> {
         }))?;
         return Ok(0);
     }
-    println!("{title}");
+    outln!("{title}")?;
     if a.number == 1 {
-        println!(
+        outln!(
             "(lognormal σ = {LOGNORMAL_SIGMA} and Pareto α = {PARETO_SHAPE} are our choices: the paper does not give them; \
              its Wikipedia trace is not shipped — add one with --trace PATH)"
-        );
+        )?;
     }
-    println!(
+    outln!(
         "{:<28} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "response time", "p50", "p90", "p99", "p99.9", "p99.99"
-    );
+        "response time",
+        "p50",
+        "p90",
+        "p99",
+        "p99.9",
+        "p99.99"
+    )?;
     let keys = ["p50", "p90", "p99", "p99.9", "p99.99"];
     for (c, r) in cs.iter().zip(&rs) {
         let row: Vec<String> = keys.iter().map(|k| fmt_ns(q(r, k))).collect();
-        println!(
+        outln!(
             "{:<28} {:>9} {:>9} {:>9} {:>9} {:>9}",
             format!("{} (sim)", c.label),
             row[0],
@@ -339,13 +346,13 @@ pub fn run(a: &FigureArgs) -> anyhow::Result<i32> {
             row[2],
             row[3],
             row[4]
-        );
+        )?;
         if c.exact.is_some() {
             let row: Vec<String> = keys
                 .iter()
                 .map(|k| exact_q(c, k).map(fmt_ns).unwrap_or_default())
                 .collect();
-            println!(
+            outln!(
                 "{:<28} {:>9} {:>9} {:>9} {:>9} {:>9}",
                 format!("{} (exact)", c.label),
                 row[0],
@@ -353,7 +360,7 @@ pub fn run(a: &FigureArgs) -> anyhow::Result<i32> {
                 row[2],
                 row[3],
                 row[4]
-            );
+            )?;
         }
     }
     for c in &claims {
@@ -361,24 +368,24 @@ pub fn run(a: &FigureArgs) -> anyhow::Result<i32> {
             .exact
             .map(|e| format!("exact {e:.2}{}", c.unit))
             .unwrap_or_else(|| "no exact form".into());
-        println!(
+        outln!(
             "paper: {} — paper {:.0}{u}, {exact}, simulated {:.2}{u}",
             c.text,
             c.paper,
             c.simulated,
             u = c.unit
-        );
+        )?;
         if let Some(e) = c.exact {
             if !agrees(c, e) {
-                println!(
+                outln!(
                     "  the paper's text and exact theory disagree: the exact value is {e:.2}{}",
                     c.unit
-                );
+                )?;
             }
         }
     }
     for w in written {
-        println!("wrote {w}");
+        outln!("wrote {w}")?;
     }
     Ok(0)
 }

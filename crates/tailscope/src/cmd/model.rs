@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+use anyhow::Context;
+
 use model::analytic::{self, ArrivalKind, ClosedForm, Query, ServiceKind};
 use model::{ArrivalSpec, Discipline, ServiceSpec, SimConfig, TimeUnit};
 use serde_json::{json, Value};
@@ -11,7 +13,8 @@ use stats::Summary;
 use super::simrun::{self, SimResult};
 use crate::cli::ModelArgs;
 use crate::exit::{usage, OrUsage};
-use crate::output::{self, fmt_ns, us};
+use crate::limits;
+use crate::output::{self, fmt_ns, out, outln, us};
 
 /// A validated model request: everything checked before any work starts.
 pub struct Built {
@@ -22,6 +25,8 @@ pub struct Built {
     pub rho: f64,
     pub kendall: String,
     pub query: Option<Query>,
+    /// Above this many kept requests a streaming histogram replaces exact quantiles.
+    pub exact_limit: u64,
 }
 
 fn read_input(path: &str) -> anyhow::Result<String> {
@@ -32,7 +37,9 @@ pub fn parse_unit(s: &str) -> anyhow::Result<TimeUnit> {
     match s.to_ascii_lowercase().as_str() {
         "ns" => Ok(TimeUnit::Ns),
         "us" | "µs" => Ok(TimeUnit::Us),
-        other => Err(usage(format!("trace unit must be ns or us, got '{other}'"))),
+        other => Err(usage(format!(
+            "--trace-unit must be ns or us, got '{other}'"
+        ))),
     }
 }
 
@@ -61,14 +68,30 @@ pub fn parse_service(text: &str) -> anyhow::Result<ServiceSpec> {
     }
 }
 
+/// `--classes`: probabilities that are non-negative and sum to 1, at most 255 of them (the
+/// simulator's class labels are bytes).
 fn parse_probs(s: &str) -> anyhow::Result<Vec<f64>> {
-    s.split(',')
+    let v = s
+        .split(',')
         .map(|p| {
             p.trim()
                 .parse::<f64>()
-                .map_err(|_| usage(format!("class probability '{p}' is not a number")))
+                .map_err(|_| usage(format!("--classes: '{p}' is not a number")))
         })
-        .collect()
+        .collect::<anyhow::Result<Vec<f64>>>()?;
+    let sum: f64 = v.iter().sum();
+    if v.iter().any(|p| !(p.is_finite() && *p >= 0.0)) || (sum - 1.0).abs() > 1e-9 {
+        return Err(usage(format!(
+            "--classes must be non-negative probabilities that sum to 1, got {s}"
+        )));
+    }
+    if v.len() > 255 {
+        return Err(usage(format!(
+            "--classes must name at most 255 classes, got {}",
+            v.len()
+        )));
+    }
+    Ok(v)
 }
 
 fn arrival_letter(a: &ArrivalSpec) -> &'static str {
@@ -129,15 +152,51 @@ fn query_for(cfg: &SimConfig, rate: f64) -> Option<Query> {
     })
 }
 
+/// The most workers the simulator runs for `d` in reasonable time (see [`limits`]).
+fn max_workers(d: &Discipline) -> u32 {
+    match d {
+        Discipline::Fifo | Discipline::RandomWorker | Discipline::RoundRobin => limits::MAX_WORKERS,
+        _ => limits::MAX_SCANNED_WORKERS,
+    }
+}
+
+/// Refuses a run so long in simulated time that its f64 nanosecond time stamps could no
+/// longer resolve its service times: a time stamp resolves 2^-52 of its value, so at the end
+/// of a span of simulated time a response time is only known to span · 2^-52. Allowed up to
+/// 0.1 % of the mean service time.
+fn check_time_resolution(requests: u64, rate: f64, mean_ns: f64) -> anyhow::Result<()> {
+    let span_ns = requests as f64 / rate * 1e9;
+    let resolution_ns = span_ns * f64::EPSILON;
+    if resolution_ns > mean_ns * 1e-3 {
+        return Err(usage(format!(
+            "--requests {requests} at {rate} req/s span {} of simulated time, where time \
+             stamps resolve only {}, too coarse for a mean service time of {}: give fewer \
+             --requests or a higher --load or --rate",
+            fmt_ns(span_ns),
+            fmt_ns(resolution_ns),
+            fmt_ns(mean_ns)
+        )));
+    }
+    Ok(())
+}
+
 /// Validates the arguments into a simulation configuration.
 pub fn build(a: &ModelArgs) -> anyhow::Result<Built> {
     let unit = parse_unit(&a.trace_unit)?;
-    let arrival = parse_arrival(&a.arrival, unit)?;
-    let service = parse_service(&a.service)?;
+    let arrival = parse_arrival(&a.arrival, unit).context("--arrival")?;
+    let service = parse_service(&a.service).context("--service")?;
     if a.workers == 0 {
-        return Err(usage("workers must be at least 1"));
+        return Err(usage("--workers must be at least 1"));
     }
-    let discipline: Discipline = a.discipline.parse().or_usage()?;
+    let discipline: Discipline = a.discipline.parse().or_usage_ctx("--discipline")?;
+    if a.workers > max_workers(&discipline) {
+        return Err(usage(format!(
+            "--workers must be at most {} with --discipline {}, got {}",
+            max_workers(&discipline),
+            a.discipline,
+            a.workers
+        )));
+    }
     let class_probs = match &a.classes {
         Some(s) => parse_probs(s)?,
         None if matches!(
@@ -151,22 +210,50 @@ pub fn build(a: &ModelArgs) -> anyhow::Result<Built> {
         }
         None => Vec::new(),
     };
-    let mut requests = model::parse_count(&a.requests).or_usage()?;
+    let mut requests = model::parse_count(&a.requests).or_usage_ctx("--requests")?;
     if requests == 0 {
         return Err(usage("--requests must be at least 1"));
     }
+    limits::in_range(
+        "--replications",
+        a.replications,
+        1,
+        limits::MAX_REPLICATIONS,
+    )?;
+    if requests.saturating_mul(u64::from(a.replications)) > limits::MAX_REQUESTS {
+        return Err(usage(format!(
+            "--requests × --replications must be at most {}, got {requests} × {}",
+            limits::MAX_REQUESTS,
+            a.replications
+        )));
+    }
+    let exact_limit = model::parse_count(&a.exact_limit).or_usage_ctx("--exact-limit")?;
+    limits::at_most("--exact-limit", exact_limit, limits::MAX_EXACT_LIMIT)?;
     if !(a.confidence > 0.0 && a.confidence < 1.0) {
         return Err(usage(format!(
             "--confidence must be in (0, 1), got {}",
             a.confidence
         )));
     }
-    if a.replications == 0 {
-        return Err(usage("--replications must be at least 1"));
+    if !(a.warmup >= 0.0 && a.warmup < 1.0) {
+        return Err(usage(format!(
+            "--warmup must be in [0, 1) (a fraction of --requests), got {}",
+            a.warmup
+        )));
+    }
+    if let Some(c) = a.connections {
+        limits::in_range("--connections", c, 1, limits::MAX_CONNECTIONS)?;
     }
     let mean_s = service.mean_ns() / 1e9;
     let rate = match (a.load, a.rate) {
-        (Some(load), _) => Some(SimConfig::rate_for_load(load, a.workers, &service).or_usage()?),
+        (Some(load), _) => {
+            if !(load > 0.0 && load < 1.0) {
+                return Err(usage(format!(
+                    "--load must be in (0, 1) (the utilisation per worker), got {load}"
+                )));
+            }
+            Some(SimConfig::rate_for_load(load, a.workers, &service).or_usage_ctx("--load")?)
+        }
         (None, Some(r)) => {
             if !(r.is_finite() && r > 0.0) {
                 return Err(usage(format!("--rate must be positive, got {r}")));
@@ -187,6 +274,7 @@ pub fn build(a: &ModelArgs) -> anyhow::Result<Built> {
             .ok_or_else(|| usage("trace needs at least two distinct timestamps to have a rate"))?,
         (_, None) => unreachable_rate()?,
     };
+    check_time_resolution(requests, effective_rate, service.mean_ns())?;
     let rho = effective_rate * mean_s / f64::from(a.workers);
     let cfg = SimConfig {
         arrival,
@@ -214,6 +302,7 @@ pub fn build(a: &ModelArgs) -> anyhow::Result<Built> {
         rho,
         kendall,
         query,
+        exact_limit,
     })
 }
 
@@ -224,7 +313,6 @@ fn unreachable_rate() -> anyhow::Result<f64> {
 pub fn run(a: &ModelArgs) -> anyhow::Result<i32> {
     let b = build(a)?;
     output::check_outputs(&a.out)?;
-    let exact_limit = model::parse_count(&a.exact_limit).or_usage()?;
     if a.analytic {
         return run_analytic(a, &b);
     }
@@ -233,7 +321,7 @@ pub fn run(a: &ModelArgs) -> anyhow::Result<i32> {
         None => Vec::new(),
     };
     let label = format!("{} {}", b.kendall, a.discipline);
-    let r = simrun::simulate(&b.cfg, a.replications, exact_limit, a.confidence, &label)?;
+    let r = simrun::simulate(&b.cfg, a.replications, b.exact_limit, a.confidence, &label)?;
     // The exact distribution beside the simulation, when theory has one for this discipline.
     let exact = exact_form(&forms, &b.cfg.discipline);
     let mut series = vec![report::Series::new(
@@ -256,13 +344,13 @@ pub fn run(a: &ModelArgs) -> anyhow::Result<i32> {
         v["written"] = json!(written);
         output::print_json(&v)?;
     } else {
-        print_sim_human(&b, a, &r, exact);
+        print_sim_human(&b, a, &r, exact)?;
         if !forms.is_empty() {
-            println!();
-            print_forms_human(&forms);
+            outln!()?;
+            print_forms_human(&forms)?;
         }
         for w in written {
-            println!("wrote {w}");
+            outln!("wrote {w}")?;
         }
     }
     Ok(0)
@@ -302,14 +390,14 @@ fn run_analytic(a: &ModelArgs, b: &Built) -> anyhow::Result<i32> {
             "closed_forms": forms_json(&forms),
         }))?;
     } else {
-        println!(
+        outln!(
             "{} · ρ = {:.3} · λ = {:.0} req/s · E[S] = {}",
             b.kendall,
             b.rho,
             b.rate_per_s,
             fmt_ns(b.cfg.service.mean_ns())
-        );
-        print_forms_human(&forms);
+        )?;
+        print_forms_human(&forms)?;
     }
     Ok(0)
 }
@@ -395,8 +483,13 @@ fn forms_json(forms: &[ClosedForm]) -> Value {
     )
 }
 
-fn print_sim_human(b: &Built, a: &ModelArgs, r: &SimResult, exact: Option<&ClosedForm>) {
-    println!(
+fn print_sim_human(
+    b: &Built,
+    a: &ModelArgs,
+    r: &SimResult,
+    exact: Option<&ClosedForm>,
+) -> anyhow::Result<()> {
+    outln!(
         "{} · {} · ρ = {:.3} (λ = {:.0} req/s, E[S] = {}) · {} requests recorded ({:.1}% warm-up excluded) · seed {}{}",
         b.kendall,
         a.discipline,
@@ -411,10 +504,10 @@ fn print_sim_human(b: &Built, a: &ModelArgs, r: &SimResult, exact: Option<&Close
         } else {
             String::new()
         }
-    );
+    )?;
     let conf = r.response.confidence * 100.0;
     match exact {
-        Some(f) => println!(
+        Some(f) => outln!(
             "{:<16} {:>10}  {:<26} {:>10}   (exact: {})",
             "",
             "simulated",
@@ -422,13 +515,13 @@ fn print_sim_human(b: &Built, a: &ModelArgs, r: &SimResult, exact: Option<&Close
             "exact",
             f.source
         ),
-        None => println!(
+        None => outln!(
             "{:<16} {:>10}  {:<26}",
             "",
             "simulated",
             format!("{conf:.0}% CI")
         ),
-    }
+    }?;
     for (name, s, ex) in [
         (
             "response",
@@ -442,47 +535,48 @@ fn print_sim_human(b: &Built, a: &ModelArgs, r: &SimResult, exact: Option<&Close
             let exact_v = ex
                 .and_then(|v| v.iter().find(|(k, _, _)| k == &q.key))
                 .map(|(_, _, sec)| fmt_ns(sec * 1e9));
-            println!(
+            outln!(
                 "{:<16} {:>10}  {:<26} {:>10}",
                 format!("{name} {}", q.key),
                 fmt_ns(q.est.value),
                 ci,
                 exact_v.unwrap_or_default()
-            );
+            )?;
         }
     }
     let exact_mean = exact
         .and_then(|f| f.mean_response_s)
         .map(|s| format!("   (exact {})", fmt_ns(s * 1e9)))
         .unwrap_or_default();
-    println!(
+    outln!(
         "mean response    {:>10}{exact_mean}",
         fmt_ns(r.mean_response_ns)
-    );
+    )?;
     for (k, s) in r.class_response.iter().enumerate() {
-        println!(
+        outln!(
             "class {k}: {} requests, mean {}, p50 {}, p99 {}, p99.9 {}",
             s.count,
             fmt_ns(s.mean_ns),
             s.get("p50").map(|e| fmt_ns(e.value)).unwrap_or_default(),
             s.get("p99").map(|e| fmt_ns(e.value)).unwrap_or_default(),
             s.get("p99.9").map(|e| fmt_ns(e.value)).unwrap_or_default()
-        );
+        )?;
     }
-    println!("confidence intervals: {}", r.ci_method);
+    outln!("confidence intervals: {}", r.ci_method)?;
+    Ok(())
 }
 
-fn print_forms_human(forms: &[ClosedForm]) {
-    println!("closed forms:");
+fn print_forms_human(forms: &[ClosedForm]) -> anyhow::Result<()> {
+    outln!("closed forms:")?;
     for f in forms {
         let kind = if f.exact { "exact" } else { "approximate" };
-        println!("  {} — {} [{kind}; {}]", f.model, f.quantity, f.source);
+        outln!("  {} — {} [{kind}; {}]", f.model, f.quantity, f.source)?;
         if let Some(m) = f.mean_wait_s {
-            print!("    mean wait {}", fmt_ns(m * 1e9));
+            out!("    mean wait {}", fmt_ns(m * 1e9))?;
             if let Some(r) = f.mean_response_s {
-                print!(", mean response {}", fmt_ns(r * 1e9));
+                out!(", mean response {}", fmt_ns(r * 1e9))?;
             }
-            println!();
+            outln!()?;
         }
         if !f.response_quantiles.is_empty() {
             let parts: Vec<String> = f
@@ -490,7 +584,7 @@ fn print_forms_human(forms: &[ClosedForm]) {
                 .iter()
                 .map(|(k, _, s)| format!("{k} {}", fmt_ns(s * 1e9)))
                 .collect();
-            println!("    response {}", parts.join(", "));
+            outln!("    response {}", parts.join(", "))?;
         }
         if !f.per_class_mean_wait_s.is_empty() {
             let parts: Vec<String> = f
@@ -499,12 +593,13 @@ fn print_forms_human(forms: &[ClosedForm]) {
                 .enumerate()
                 .map(|(k, s)| format!("class {k} {}", fmt_ns(s * 1e9)))
                 .collect();
-            println!("    mean wait per class: {}", parts.join(", "));
+            outln!("    mean wait per class: {}", parts.join(", "))?;
         }
         if let Some(n) = &f.note {
-            println!("    note: {n}");
+            outln!("    note: {n}")?;
         }
     }
+    Ok(())
 }
 
 /// Used by `model figure` to read a trace given by path.

@@ -6,7 +6,8 @@ use serde_json::json;
 use super::common::{parse_duration, parse_sched, shutdown_flag};
 use crate::cli::NoiseArgs;
 use crate::exit::{usage, OrUsage};
-use crate::output::{self, fmt_ns};
+use crate::limits;
+use crate::output::{self, fmt_ns, outln};
 
 pub fn run(a: &NoiseArgs) -> anyhow::Result<i32> {
     let cpus = host::placement::parse_cpu_list(&a.cpus).or_usage_ctx("--cpus")?;
@@ -20,9 +21,23 @@ pub fn run(a: &NoiseArgs) -> anyhow::Result<i32> {
         }
     };
     let threshold = model::parse_duration_ns(&a.threshold).or_usage_ctx("--threshold")?;
+    if threshold > limits::MAX_NOISE_THRESHOLD_NS {
+        return Err(usage(format!(
+            "--threshold must be at most 1s, got {}",
+            a.threshold
+        )));
+    }
+    let duration = parse_duration("--duration", &a.duration)?;
+    if duration > limits::MAX_NOISE_DURATION {
+        return Err(usage(format!(
+            "--duration must be at most {} s, got {}",
+            limits::MAX_NOISE_DURATION.as_secs(),
+            a.duration
+        )));
+    }
     let cfg = NoiseConfig {
         cpus,
-        duration: parse_duration("--duration", &a.duration)?,
+        duration,
         threshold_ns: threshold.round() as u64,
         loop_kind,
         sched: parse_sched(a.sched.as_deref())?,
@@ -50,8 +65,8 @@ pub fn run(a: &NoiseArgs) -> anyhow::Result<i32> {
         }))?;
         return Ok(0);
     }
-    println!("clock: {}", noise::clock_kind().describe());
-    println!("SNR: {}", noise::SNR_DEFINITION);
+    outln!("clock: {}", noise::clock_kind().describe())?;
+    outln!("SNR: {}", noise::SNR_DEFINITION)?;
     for r in &reports {
         let g = |k: &str| {
             r.gap_summary
@@ -60,7 +75,7 @@ pub fn run(a: &NoiseArgs) -> anyhow::Result<i32> {
                 .map(|e| fmt_ns(e.value))
                 .unwrap_or_else(|| "-".into())
         };
-        println!(
+        outln!(
             "\nCPU {}: min loop {:.1} ns · {:.0} gaps/s above {} · time lost {:.3}% · SNR {:.0}{}",
             r.cpu,
             r.min_loop_ns,
@@ -73,8 +88,8 @@ pub fn run(a: &NoiseArgs) -> anyhow::Result<i32> {
             } else {
                 ""
             }
-        );
-        println!(
+        )?;
+        outln!(
             "  gaps: p50 {} · p90 {} · p99 {} · p99.9 {} · max {}",
             g("p50"),
             g("p90"),
@@ -84,27 +99,27 @@ pub fn run(a: &NoiseArgs) -> anyhow::Result<i32> {
                 .as_ref()
                 .map(|s| fmt_ns(s.max_ns))
                 .unwrap_or_else(|| "-".into())
-        );
+        )?;
         for c in &r.gap_classes {
-            println!(
+            outln!(
                 "  {:<5} gaps: {:>8}, time lost {}",
                 c.class.name(),
                 c.count,
                 fmt_ns(c.lost_ns as f64)
-            );
+            )?;
         }
         for c in &r.classes {
-            println!(
+            outln!(
                 "  {:<32} {:>10} ({:>8.1}/s) {:<5} {}",
                 c.source,
                 c.delta,
                 c.per_s,
                 c.class.name(),
                 c.note
-            );
+            )?;
         }
         for w in &r.warnings {
-            println!("  warning: {w}");
+            outln!("  warning: {w}")?;
         }
     }
     Ok(0)

@@ -13,7 +13,7 @@ use super::progress::Progress;
 use super::target::lab_err;
 use crate::cli::{LoadArgs, RunArgs};
 use crate::exit::{usage, OrUsage};
-use crate::output;
+use crate::output::{self, outln};
 
 /// A requested rate: absolute, or a fraction of the calibrated capacity.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -255,7 +255,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
     } else {
         output::print_with(|w| report::terminal::run(w, &run))?;
         for w in written {
-            println!("wrote {w}");
+            outln!("wrote {w}")?;
         }
     }
     Ok(run.status.exit_code())

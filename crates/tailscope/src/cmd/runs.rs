@@ -1,106 +1,192 @@
-//! `tailscope runs list|show|export`: the results store, read back.
+//! `tailscope runs list|show|export`: the results store, read back. These commands only read:
+//! they never create a store, and `export` writes nothing until the run has been read.
 
 use std::io::Write;
+use std::path::Path;
 
 use anyhow::Context;
 use serde_json::json;
 
-use super::common::open_store;
-use crate::cli::{RunsCmd, RunsSub};
+use super::common::open_existing_store;
+use crate::cli::{DbArgs, RunsCmd, RunsSub};
 use crate::exit::usage;
-use crate::output;
+use crate::output::{self, outln};
 
 pub fn run(c: &RunsCmd) -> anyhow::Result<i32> {
     match &c.sub {
-        RunsSub::List { db, json } => {
-            let st = open_store(db)?;
-            let runs = st.list_runs()?;
-            if *json {
-                let v: Vec<_> = runs
-                    .iter()
-                    .map(|r| {
-                        json!({
-                            "id": r.id, "kind": r.kind, "status": r.status, "target": r.target,
-                            "started_at": r.started_at, "finished_at": r.finished_at, "requests": r.requests,
-                            "p99_us": r.summary.as_ref().and_then(|s| s.pointer("/measured/p99")).cloned(),
-                        })
-                    })
-                    .collect();
-                output::print_json(&json!({ "runs": v }))?;
-            } else {
-                println!(
-                    "{:>5}  {:<10} {:<12} {:<22} {:>10}  target",
-                    "id", "kind", "status", "started", "p99"
-                );
-                for r in runs {
-                    let p99 = r
-                        .summary
-                        .as_ref()
-                        .and_then(|s| s.pointer("/measured/p99"))
-                        .and_then(|v| v.as_f64())
-                        .map(|v| format!("{v:.1} µs"))
-                        .unwrap_or_default();
-                    println!(
-                        "{:>5}  {:<10} {:<12} {:<22} {:>10}  {}",
-                        r.id, r.kind, r.status, r.started_at, p99, r.target
-                    );
-                }
-            }
-        }
-        RunsSub::Show { id, db, json } => {
-            let st = open_store(db)?;
-            let r = st
-                .get_run(*id)?
-                .ok_or_else(|| usage(format!("no run with id {id}")))?;
-            if *json {
-                output::print_json(&serde_json::to_value(&r)?)?;
-            } else {
-                println!(
-                    "run {} · {} · {} · {} · started {}",
-                    r.id, r.kind, r.status, r.target, r.started_at
-                );
-                println!("config: {}", serde_json::to_string(&r.config)?);
-                println!("host: {}", serde_json::to_string(&r.host)?);
-                if let Some(s) = &r.summary {
-                    println!("summary: {}", serde_json::to_string_pretty(s)?);
-                }
-            }
-        }
+        RunsSub::List { db, json } => list(db, *json),
+        RunsSub::Show { id, db, json } => show(*id, db, *json),
         RunsSub::Export {
             id,
             format,
             output: out,
             db,
-        } => {
-            if format != "csv" && format != "json" {
-                return Err(usage(format!(
-                    "--format must be csv or json, got '{format}'"
-                )));
-            }
-            let st = open_store(db)?;
-            let r = st
-                .get_run(*id)?
-                .ok_or_else(|| usage(format!("no run with id {id}")))?;
-            let cols = st.columns(*id)?;
-            if format == "csv" && cols.is_none() {
-                return Err(usage(format!("run {id} has no per-request records")));
-            }
-            let mut w: Box<dyn Write> = match out {
-                Some(p) => Box::new(std::io::BufWriter::new(
-                    std::fs::File::create(p)
-                        .with_context(|| format!("cannot create {}", p.display()))?,
-                )),
-                None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
-            };
-            match format.as_str() {
-                "csv" => {
-                    if let Some(cols) = &cols {
-                        store::export_csv(cols, &mut w)?;
-                    }
+        } => export(*id, format, out.as_deref(), db),
+    }
+}
+
+/// The store, or the usage error of a command that needs one.
+fn existing(db: &DbArgs) -> anyhow::Result<store::Store> {
+    match open_existing_store(db)? {
+        (_, Some(st)) => Ok(st),
+        (p, None) => Err(usage(format!("no results store at {}", p.display()))),
+    }
+}
+
+fn list(db: &DbArgs, json: bool) -> anyhow::Result<i32> {
+    // No store yet is no runs yet.
+    let runs = match open_existing_store(db)? {
+        (_, Some(st)) => st.list_runs()?,
+        (_, None) => Vec::new(),
+    };
+    if json {
+        let v: Vec<_> = runs
+            .iter()
+            .map(|r| {
+                json!({
+                    "id": r.id, "kind": r.kind, "status": r.status, "target": r.target,
+                    "started_at": r.started_at, "finished_at": r.finished_at, "requests": r.requests,
+                    "p99_us": r.summary.as_ref().and_then(|s| s.pointer("/measured/p99")).cloned(),
+                })
+            })
+            .collect();
+        output::print_json(&json!({ "runs": v }))?;
+        return Ok(0);
+    }
+    outln!(
+        "{:>5}  {:<10} {:<12} {:<22} {:>10}  target",
+        "id",
+        "kind",
+        "status",
+        "started",
+        "p99"
+    )?;
+    for r in runs {
+        let p99 = r
+            .summary
+            .as_ref()
+            .and_then(|s| s.pointer("/measured/p99"))
+            .and_then(|v| v.as_f64())
+            .map(|v| format!("{v:.1} µs"))
+            .unwrap_or_default();
+        outln!(
+            "{:>5}  {:<10} {:<12} {:<22} {:>10}  {}",
+            r.id,
+            r.kind,
+            r.status,
+            r.started_at,
+            p99,
+            r.target
+        )?;
+    }
+    Ok(0)
+}
+
+fn show(id: i64, db: &DbArgs, json: bool) -> anyhow::Result<i32> {
+    let st = existing(db)?;
+    let r = st
+        .get_run(id)?
+        .ok_or_else(|| usage(format!("no run with id {id}")))?;
+    if json {
+        output::print_json(&serde_json::to_value(&r)?)?;
+        return Ok(0);
+    }
+    outln!(
+        "run {} · {} · {} · {} · started {}",
+        r.id,
+        r.kind,
+        r.status,
+        r.target,
+        r.started_at
+    )?;
+    outln!("config: {}", serde_json::to_string(&r.config)?)?;
+    outln!("host: {}", serde_json::to_string(&r.host)?)?;
+    if let Some(s) = &r.summary {
+        outln!("summary: {}", serde_json::to_string_pretty(s)?)?;
+    }
+    Ok(0)
+}
+
+/// Refuses an output file that is the store itself or one of SQLite's files beside it:
+/// writing the export there would destroy the runs being exported.
+fn check_not_the_store(out: &Path, db: &Path) -> anyhow::Result<()> {
+    let mut names = vec![db.to_path_buf()];
+    // SQLite names its side files after the path it opened and, for a symbolic link, after
+    // the link's target: check both spellings.
+    let real = output::resolved(db);
+    for base in [db.as_os_str(), real.as_os_str()] {
+        for suffix in ["-wal", "-shm", "-journal"] {
+            let mut n = base.to_owned();
+            n.push(suffix);
+            names.push(n.into());
+        }
+    }
+    if names.iter().any(|n| output::same_file(out, n)) {
+        return Err(usage(format!(
+            "--output {} is the results store {} (or a file SQLite keeps beside it); \
+             export to another file",
+            out.display(),
+            db.display()
+        )));
+    }
+    Ok(())
+}
+
+fn export(id: i64, format: &str, out: Option<&Path>, db: &DbArgs) -> anyhow::Result<i32> {
+    if format != "csv" && format != "json" {
+        return Err(usage(format!(
+            "--format must be csv or json, got '{format}'"
+        )));
+    }
+    let (db_path, st) = open_existing_store(db)?;
+    if let Some(p) = out {
+        output::check_writable("--output", p)?;
+        check_not_the_store(p, &db_path)?;
+    }
+    let Some(st) = st else {
+        return Err(usage(format!("no results store at {}", db_path.display())));
+    };
+    let r = st
+        .get_run(id)?
+        .ok_or_else(|| usage(format!("no run with id {id}")))?;
+    if format == "csv" && r.requests.is_none() {
+        return Err(usage(format!("run {id} has no per-request records")));
+    }
+    let records = lab::records::StoredRecords::new(&st, id);
+    let write = |w: &mut dyn Write| -> anyhow::Result<()> {
+        let mut w = std::io::BufWriter::new(w);
+        if format == "csv" {
+            // Streamed: one batch of records in memory at a time, however long the run.
+            let mut first = true;
+            records.batches(8192, &mut |cols| {
+                if first {
+                    store::export_csv_header(cols.names(), &mut w)?;
+                    first = false;
                 }
-                _ => store::export_json(&r, cols.as_ref(), &mut w)?,
+                store::export_csv_rows(cols, &mut w)
+            })?;
+            if first {
+                store::export_csv_header(lab::records::COLUMNS, &mut w)?;
             }
-            w.flush()?;
+        } else {
+            store::export_json(&r, records.all_columns()?.as_ref(), &mut w)?;
+        }
+        w.flush()?;
+        Ok(())
+    };
+    match out {
+        None => write(&mut output::Stdout)?,
+        Some(p) => {
+            let existed = p.exists();
+            let mut f = std::fs::File::create(p)
+                .with_context(|| format!("cannot create {}", p.display()))?;
+            if let Err(e) = write(&mut f) {
+                // No partial export left behind (a file that was there is already truncated).
+                if !existed {
+                    let _ = std::fs::remove_file(p);
+                }
+                return Err(e.context(format!("cannot write {}", p.display())));
+            }
         }
     }
     Ok(0)

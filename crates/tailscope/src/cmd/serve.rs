@@ -3,13 +3,15 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use anyhow::Context;
 use serde_json::json;
 use server::{Arch, Server, ServerConfig};
 
 use super::common::{parse_cpus, parse_sched, shutdown_flag};
 use crate::cli::ServeArgs;
 use crate::exit::{usage, OrUsage};
-use crate::output;
+use crate::limits;
+use crate::output::{self, outln};
 
 /// Validates `serve` arguments into the server's configuration.
 pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
@@ -17,8 +19,9 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
     if a.workers == 0 {
         return Err(usage("--workers must be at least 1"));
     }
+    limits::at_most("--workers", a.workers, limits::MAX_SERVE_WORKERS)?;
     let work = match &a.work {
-        Some(w) => Some(super::model::parse_service(w)?),
+        Some(w) => Some(super::model::parse_service(w).context("--work")?),
         None => None,
     };
     if a.max_frame < wire::nullrpc::HEADER_LEN || a.max_frame > wire::nullrpc::MAX_FRAME {
@@ -39,10 +42,10 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
         max_frame: a.max_frame,
         seed: a.seed,
         staged: server::StagedConfig {
-            t0_ns: model::parse_duration_ns(&a.t0).or_usage_ctx("--t0")?,
-            mt_ns_per_byte: model::parse_duration_ns(&a.mt).or_usage_ctx("--mt")?,
-            r0_ns: model::parse_duration_ns(&a.r0).or_usage_ctx("--r0")?,
-            mr_ns_per_worker: model::parse_duration_ns(&a.mr).or_usage_ctx("--mr")?,
+            t0_ns: limits::service_ns("--t0", &a.t0)?,
+            mt_ns_per_byte: limits::service_ns("--mt", &a.mt)?,
+            r0_ns: limits::service_ns("--r0", &a.r0)?,
+            mr_ns_per_worker: limits::service_ns("--mr", &a.mr)?,
             workers: a.workers,
             priority: a.priority,
             worker_sleep: a.worker_sleep,
@@ -75,10 +78,10 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<i32> {
             &json!({"listen": bound.to_string(), "arch": a.arch, "workers": a.workers}),
         )?;
     } else {
-        println!("{bound}");
+        outln!("{bound}")?;
     }
     // stdout may be a pipe read by a script waiting for the address.
-    std::io::Write::flush(&mut std::io::stdout())?;
+    output::flush_stdout()?;
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
     }

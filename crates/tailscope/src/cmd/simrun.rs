@@ -122,6 +122,7 @@ pub fn simulate(
         replace_with_replication_ci(&mut w, &per_rep_wait, confidence)?;
         (r, w, all_r.ccdf(10), CI_REPLICATIONS)
     };
+    check_not_saturated(response.max_ns)?;
     let mut class_response = Vec::new();
     if classes > 1 {
         for k in 0..classes {
@@ -151,6 +152,20 @@ pub fn simulate(
         ci_method,
         replications: reps,
     })
+}
+
+/// Fails when a simulated time reached the 2^64 ns that times are recorded in: every
+/// percentile above it would be that ceiling, not a result. Input bounds make this rare
+/// (service times of days at a utilisation within a hair of 1).
+pub fn check_not_saturated(max_ns: f64) -> anyhow::Result<()> {
+    // Within a streaming histogram's 0.1 % rounding of the ceiling.
+    if max_ns >= model::MAX_DURATION_NS * 0.99 {
+        anyhow::bail!(
+            "a simulated latency reached 2^64 ns (about 584 years), the most that can be \
+             recorded: the results would be saturated"
+        );
+    }
+    Ok(())
 }
 
 fn replace_with_replication_ci(
