@@ -22,12 +22,28 @@ pub enum LabError {
     /// The measurement itself failed (what was measured is stored).
     #[error("{0}")]
     Failed(String),
+    /// A run that measured nothing usable (no successful request): stored as `failed` or
+    /// `interrupted` with what is known (`summary`, the JSON a `--json` caller prints).
+    #[error("{message}")]
+    RunFailed {
+        run_id: i64,
+        message: String,
+        summary: serde_json::Value,
+    },
 }
 
 impl LabError {
     /// Whether the user's input is at fault (exit code 2).
     pub fn is_invalid(&self) -> bool {
         matches!(self, LabError::Invalid(_))
+    }
+
+    /// The stored summary of a run that failed, when there is one.
+    pub fn run_summary(&self) -> Option<&serde_json::Value> {
+        match self {
+            LabError::RunFailed { summary, .. } => Some(summary),
+            _ => None,
+        }
     }
 }
 

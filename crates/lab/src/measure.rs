@@ -161,17 +161,38 @@ pub fn measure(
             } else {
                 "failed"
             };
+            // What is known without a latency: how every request ended.
+            let mut o = analysis::Outcomes::default();
+            let mut requests = 0u64;
+            StoredRecords::new(st, run_id).for_each(&mut |r| {
+                if r.intended_ns >= summary.warmup_ns {
+                    requests += 1;
+                    match r.outcome {
+                        load::Outcome::Ok => o.ok += 1,
+                        load::Outcome::Error => o.error += 1,
+                        load::Outcome::Timeout => o.timeout += 1,
+                        load::Outcome::Dropped => o.dropped += 1,
+                    }
+                }
+            })?;
             let first = summary.errors.first().cloned();
-            st.finish_run(
-                run_id,
-                status,
-                &json!({"status": status, "run_id": run_id, "error": e.to_string(),
-                        "connection_errors": summary.errors, "records": summary.records}),
-            )?;
-            return Err(LabError::Failed(format!(
+            let message = format!(
                 "run {run_id} {status}: {e}{}",
                 first.map(|m| format!(" ({m})")).unwrap_or_default()
-            )));
+            );
+            let v = json!({
+                "status": status, "run_id": run_id, "target": ready.label, "url": ready.url,
+                "error": message, "requests": requests, "outcomes": o,
+                "connection_errors": summary.errors, "records": summary.records,
+                "instruments": [sampler, writer_instrument(&summary.writer)],
+                "server": ready.server_json(),
+            });
+            st.finish_run(run_id, status, &v)?;
+            return Err(LabError::RunFailed {
+                run_id,
+                message,
+                summary: v,
+            });
         }
     };
     let why = match (&series, &mask, an.span_ns) {

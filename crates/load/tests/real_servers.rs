@@ -1,7 +1,5 @@
-//! Manual checks against real servers from the distribution (memcached, redis-server,
-//! nginx), ignored by default: the crate's tests must not need them. Run with
-//! `cargo test -p load --release --test real_servers -- --ignored --nocapture`.
-//! Each test skips (with a note) when its server is not on PATH.
+//! The engine against real servers from the distribution (memcached, redis-server, nginx),
+//! which `scripts/test.sh` installs. A missing server fails its test (never a silent skip).
 
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -22,15 +20,14 @@ impl Drop for Server {
     }
 }
 
+/// The server binary must be there: scripts/test.sh installs it.
 fn have(bin: &str) -> bool {
     let found = Command::new("sh")
-        .args(["-c", &format!("command -v {bin}")])
+        .args(["-c", &format!("command -v {bin} || test -x /usr/sbin/{bin}")])
         .stdout(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
-    if !found {
-        eprintln!("{bin} not installed: skipped");
-    }
+    assert!(found, "{bin} is not installed (scripts/test.sh installs it)");
     found
 }
 
@@ -91,7 +88,6 @@ fn kv(items: u64, value: usize, get_ratio: f64) -> KvWorkload {
 }
 
 #[test]
-#[ignore = "needs memcached; manual check"]
 fn real_memcached_tcp_and_udp() {
     if !have("memcached") {
         return;
@@ -149,7 +145,6 @@ fn real_memcached_tcp_and_udp() {
 }
 
 #[test]
-#[ignore = "needs redis-server; manual check"]
 fn real_redis() {
     if !have("redis-server") {
         return;
@@ -184,7 +179,6 @@ fn real_redis() {
 }
 
 #[test]
-#[ignore = "needs nginx; manual check"]
 fn real_nginx_keepalive_and_churn() {
     if !have("nginx") {
         return;

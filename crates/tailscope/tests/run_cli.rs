@@ -123,18 +123,9 @@ fn run_measures_stores_and_its_records_are_consistent() {
         .output()
         .unwrap();
     let v = json_of(&out);
-    let status = v["status"].as_str().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(if status == "ok" { 0 } else { 1 }),
-        "status {status}"
-    );
-    // "invalid" only when the generator itself fell behind (a loaded machine): the records must
-    // still be complete and consistent, which is what this test is about.
-    assert!(
-        status == "ok" || (status == "invalid" && v["lateness_flagged"] == true),
-        "{v}"
-    );
+    // 400 req/s with a 1 ms lateness threshold: only a broken generator is late.
+    assert_eq!(v["status"], "ok", "{v}");
+    assert_eq!(out.status.code(), Some(0));
     for k in [
         "run_id",
         "requests",
@@ -209,7 +200,7 @@ fn run_measures_stores_and_its_records_are_consistent() {
     let l = common::runs_list(&db);
     let runs = l["runs"].as_array().unwrap();
     assert_eq!(runs[0]["id"].as_i64(), Some(id));
-    assert_eq!(runs[0]["status"].as_str(), Some(status));
+    assert_eq!(runs[0]["status"].as_str(), Some("ok"));
     for k in ["id", "status", "target", "started_at"] {
         assert!(runs[0].get(k).is_some(), "runs list misses {k}");
     }

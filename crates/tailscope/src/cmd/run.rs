@@ -244,7 +244,20 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
     let ready = tplan.start(&stop, &obs).map_err(lab_err)?;
     let result = measure_ready(a, &p, rate, known, queues, &ready, &db, &stop, &obs);
     let stopped = ready.stop();
-    let run = result?;
+    let run = match result {
+        Ok(run) => run,
+        Err(e) => {
+            // A run that measured nothing usable still prints its object (status, outcomes,
+            // error) under --json; it was stored as such.
+            let summary = e
+                .downcast_ref::<lab::LabError>()
+                .and_then(|l| l.run_summary());
+            if let (true, Some(v)) = (a.out.json, summary) {
+                output::print_json(v)?;
+            }
+            return Err(e);
+        }
+    };
     stopped.map_err(lab_err)?;
     let label = run.url.clone();
     let written = plot_run(&a.out, &label, &run.analysis)?;
@@ -337,7 +350,7 @@ fn measure_ready(
             "workload": format!("{:?}", ready.workload), "churn": ready.churn,
         }),
     };
-    lab::measure(&plan, ready, db, stop, obs).map_err(lab_err)
+    Ok(lab::measure(&plan, ready, db, stop, obs)?)
 }
 
 fn plot_run(
