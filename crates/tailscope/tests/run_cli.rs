@@ -383,6 +383,69 @@ fn bad_targets_and_flags_exit_2_and_write_nothing() {
             ],
             "many",
         ),
+        // Issue 9's findings: each refused before the store is opened or a server started.
+        (
+            vec!["run", "nullrpc://127.0.0.1:9", "--rate", "10", "--timeout", "0s"],
+            "--timeout",
+        ),
+        (vec!["run", "nullrpc://127.0.0.1:9", "--rate", "1e99"], "--rate"),
+        (vec!["run", "nullrpc://127.0.0.1:9", "--rate", "1e9"], "--rate"),
+        (
+            vec![
+                "run",
+                "nullrpc://127.0.0.1:9",
+                "--rate",
+                "10",
+                "--server-pid",
+                "999999999",
+            ],
+            "--server-pid",
+        ),
+        (
+            vec![
+                "run",
+                "nullrpc://127.0.0.1:9",
+                "--rate",
+                "10",
+                "--server-cpus",
+                "99",
+            ],
+            "--server-cpus",
+        ),
+        (
+            vec![
+                "run",
+                "nullrpc://127.0.0.1:9",
+                "--rate",
+                "10",
+                "--plot",
+                "/proc/x.svg",
+            ],
+            "/proc/x.svg",
+        ),
+        (
+            // A day at 100M req/s: more records than the disk holds, refused up front.
+            vec![
+                "run",
+                "nullrpc://127.0.0.1:9",
+                "--rate",
+                "1e8",
+                "--duration",
+                "86400s",
+            ],
+            "free",
+        ),
+        (
+            vec![
+                "run",
+                "nullrpc://127.0.0.1:9",
+                "--rate",
+                "10",
+                "--connections",
+                "4000000000",
+            ],
+            "--connections",
+        ),
         (vec!["serve", "--arch", "forking"], "forking"),
         (vec!["serve", "--sched", "fifo:500"], "500"),
         (vec!["runs", "export", "1", "--format", "xml"], "xml"),
