@@ -284,6 +284,10 @@ pub struct RunArgs {
     /// The server's CPUs, for the attribution (interrupts, softirqs, steal, other tasks).
     #[arg(long)]
     pub server_cpus: Option<String>,
+    /// Do not sample the sources of tail latency beside the run (no "why"; for measuring the
+    /// sampler's own cost, as bench/observer.sh does).
+    #[arg(long)]
+    pub no_attribution: bool,
     #[command(flatten)]
     pub db: DbArgs,
     #[command(flatten)]

@@ -11,8 +11,9 @@
 //! rate times the timeout, never by the run's length.
 //!
 //! Thread 0 may carry a [`SlackTask`] (an instrument such as the attribution sampler on a
-//! host with no spare CPU): it runs only when nothing waits to be sent and the next send is
-//! further away than the task's cost bound, so it cannot delay a send.
+//! host with no spare CPU): it runs only when nothing waits to be sent, nothing of the thread
+//! is in flight and the next send is further away than the task's cost bound, so it can delay
+//! neither a send nor the reading of a reply.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -63,7 +64,8 @@ const SLACK_MARGIN_NS: u64 = 5_000;
 
 /// Work that may run inside generator thread 0's loop when it has time to spare: an
 /// instrument on a host with no spare CPU. The engine calls [`SlackTask::run`] only when no
-/// request waits to be sent and the next send is more than [`SlackTask::cost_bound_ns`] away.
+/// request waits to be sent, none of thread 0's requests is in flight, and the next send is
+/// more than [`SlackTask::cost_bound_ns`] away.
 pub trait SlackTask: Send {
     /// Absolute CLOCK_MONOTONIC ns at which the task next wants to run.
     fn next_due_ns(&self) -> u64;
@@ -389,14 +391,19 @@ impl<'a> Engine<'a> {
         self.shared.held.store(held, Ordering::Relaxed);
     }
 
-    /// Runs the slack task when it is due, nothing waits to be sent, no output is pending and
-    /// the next send is further away than the task's cost bound.
+    /// Runs the slack task when it is due, nothing waits to be sent, no output is pending, no
+    /// request is in flight (so no reply can arrive and wait for it) and the next send is
+    /// further away than the task's cost bound: it can delay neither a send nor a receive.
     fn run_slack(&mut self, now: u64) {
         let Some(task) = self.slack.as_deref() else {
             return;
         };
         let abs = self.start + now;
-        if task.next_due_ns() > abs || self.next != self.win.end() || !self.pending_out.is_empty() {
+        if task.next_due_ns() > abs
+            || self.next != self.win.end()
+            || !self.pending_out.is_empty()
+            || self.slots.iter().any(|s| s.live > 0)
+        {
             return;
         }
         let need = task.cost_bound_ns().saturating_add(SLACK_MARGIN_NS);

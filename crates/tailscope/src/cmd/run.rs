@@ -337,7 +337,7 @@ fn measure_ready(
         ideal: ideal.clone(),
         confidence: la.confidence,
         lateness_threshold_ns: p.lateness_threshold_ns,
-        attribution: true,
+        attribution: !a.no_attribution,
         server_cpus: parse_cpus_flag("--server-cpus", a.server_cpus.as_deref())?,
         extra_pids: a.server_pid.clone(),
         config: json!({
