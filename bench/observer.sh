@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 9's observer-effect benchmark: the same run with the attribution sampler on and off,
 # alternating, REPS times each (medians), on two targets:
-#   - the built-in server (epoll, 1 worker, det:50us, CPU 1), 8,000 req/s from CPU 0;
+#   - the built-in server (epoll, 1 worker, det:50us, CPU 1, SCHED_FIFO so that other tasks on
+#     its CPU do not swamp the comparison), 8,000 req/s from CPU 0;
 #   - spawned memcached (2 threads on CPU 1), 5,000 req/s from CPU 0 (the issue's set-up).
 # Prints per target: generator lateness p99 and measured p99, medians of the on and off runs,
 # their ratios (goal: lateness on/off <= 1.2, measured p99 on/off <= 1.1), and the sampler's
@@ -17,7 +18,7 @@ srv=
 trap '[ -n "$srv" ] && kill "$srv" 2>/dev/null; rm -rf "$tmp"' EXIT
 export TAILSCOPE_DB=$tmp/runs.db
 
-$TS serve --listen 127.0.0.1:0 --arch epoll --workers 1 --work det:50us --cpus 1 >"$tmp/addr" 2>/dev/null &
+$TS serve --listen 127.0.0.1:0 --arch epoll --workers 1 --work det:50us --cpus 1 --sched fifo:50 >"$tmp/addr" 2>/dev/null &
 srv=$!
 for _ in $(seq 50); do [ -s "$tmp/addr" ] && break; sleep 0.1; done
 builtin="nullrpc://$(head -1 "$tmp/addr")"
@@ -53,6 +54,8 @@ print(f"{name}: {len(a)} runs each; statuses on {[r[2] for r in a]}, off {[r[2] 
 print(f"  sampler: {a[0][3]}, {med(a, 4):.1f} us per sample, samples {med(a, 5):.0f}, skipped {med(a, 6):.0f} (medians)")
 print(f"  generator lateness p99: on {la:.1f} us, off {lb:.1f} us, on/off {la / lb:.2f} (goal <= 1.2)")
 print(f"  measured p99:           on {ma:.1f} us, off {mb:.1f} us, on/off {ma / mb:.2f} (goal <= 1.1)")
+print(f"  each run (lateness p99, measured p99): on {[(r[0][:5], r[1][:6]) for r in a]}")
+print(f"                                         off {[(r[0][:5], r[1][:6]) for r in b]}")
 PY
 }
 
