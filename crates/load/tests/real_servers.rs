@@ -23,11 +23,17 @@ impl Drop for Server {
 /// The server binary must be there: scripts/test.sh installs it.
 fn have(bin: &str) -> bool {
     let found = Command::new("sh")
-        .args(["-c", &format!("command -v {bin} || test -x /usr/sbin/{bin}")])
+        .args([
+            "-c",
+            &format!("command -v {bin} || test -x /usr/sbin/{bin}"),
+        ])
         .stdout(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
-    assert!(found, "{bin} is not installed (scripts/test.sh installs it)");
+    assert!(
+        found,
+        "{bin} is not installed (scripts/test.sh installs it)"
+    );
     found
 }
 

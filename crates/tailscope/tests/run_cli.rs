@@ -385,11 +385,24 @@ fn bad_targets_and_flags_exit_2_and_write_nothing() {
         ),
         // Issue 9's findings: each refused before the store is opened or a server started.
         (
-            vec!["run", "nullrpc://127.0.0.1:9", "--rate", "10", "--timeout", "0s"],
+            vec![
+                "run",
+                "nullrpc://127.0.0.1:9",
+                "--rate",
+                "10",
+                "--timeout",
+                "0s",
+            ],
             "--timeout",
         ),
-        (vec!["run", "nullrpc://127.0.0.1:9", "--rate", "1e99"], "--rate"),
-        (vec!["run", "nullrpc://127.0.0.1:9", "--rate", "1e9"], "--rate"),
+        (
+            vec!["run", "nullrpc://127.0.0.1:9", "--rate", "1e99"],
+            "--rate",
+        ),
+        (
+            vec!["run", "nullrpc://127.0.0.1:9", "--rate", "1e9"],
+            "--rate",
+        ),
         (
             vec![
                 "run",
