@@ -589,18 +589,7 @@ impl<'a> Engine<'a> {
         let global = self.slots[s].global;
         if reopened {
             if let Err(e) = self.unpark(s) {
-                let mut sent = before_connect;
-                let held = i < self.blocked_end;
-                if let Some(r) = self.rec_mut(i) {
-                    r.conn = global;
-                    if first {
-                        r.sent_ns = before_connect;
-                        if !held {
-                            r.seen_ns = before_connect;
-                        }
-                    }
-                    sent = r.sent_ns;
-                }
+                let sent = self.stamp_sent(i, global, before_connect, first);
                 self.slots[s].inflight.push_back((i, sent));
                 self.slots[s].live += 1;
                 self.fail(s, &ConnFail::Io(e));
@@ -609,24 +598,12 @@ impl<'a> Engine<'a> {
         }
         self.slots[s].conn.queue(id, class);
         // Stamped just before the write that carries the request (or before the connect).
-        let mut sent = if reopened {
+        let at = if reopened {
             before_connect
         } else {
             self.now().max(1)
         };
-        let held = i < self.blocked_end;
-        if let Some(r) = self.rec_mut(i) {
-            r.conn = global;
-            if first {
-                r.sent_ns = sent;
-                if !held {
-                    // Sent on the loop's first try: its whole delay is the generator's own
-                    // (including the sends before it in the same pass), none of it held.
-                    r.seen_ns = sent;
-                }
-            }
-            sent = r.sent_ns;
-        }
+        let sent = self.stamp_sent(i, global, at, first);
         let slot = &mut self.slots[s];
         slot.sent_on_conn += 1;
         slot.inflight.push_back((i, sent));
@@ -636,6 +613,25 @@ impl<'a> Engine<'a> {
             Ok(()) => {}
             Err(f) => self.fail(s, &f),
         }
+    }
+
+    /// Records that request `i` goes out on connection `global` at `at` (the first attempt
+    /// only: a retry keeps its first send stamp); returns its send stamp.
+    fn stamp_sent(&mut self, i: u64, global: u32, at: u64, first: bool) -> u64 {
+        let held = i < self.blocked_end;
+        let Some(r) = self.rec_mut(i) else {
+            return at;
+        };
+        r.conn = global;
+        if first {
+            r.sent_ns = at;
+            if !held {
+                // Sent on the loop's first try: its whole delay is the generator's own
+                // (including the sends before it in the same pass), none of it held.
+                r.seen_ns = at;
+            }
+        }
+        r.sent_ns
     }
 
     fn flush_pending(&mut self) {
