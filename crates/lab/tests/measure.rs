@@ -106,3 +106,71 @@ fn loads_that_cannot_run_are_refused_before_anything_starts() {
     assert!(e.to_string().contains("free"), "{e}");
     assert!(!db.exists(), "nothing created");
 }
+
+/// The server's view (sent → the client kernel's receive stamp) agrees with the path the
+/// built-in server's stamps describe: the client's send, the server's kernel receive (T1),
+/// its wake-up, read, work and write (T2..T5), the client's kernel receive — in that order
+/// on one clock (client and server share CLOCK_MONOTONIC on loopback; the kernel stamps are
+/// converted from CLOCK_REALTIME, within the conversion's microsecond uncertainty).
+#[test]
+fn the_server_view_agrees_with_the_stamped_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(&dir.path().join("runs.db")).unwrap();
+    let stop = AtomicBool::new(false);
+    let (target, mut plan) = plan_at(2_000.0, 1_000);
+    plan.attribution = false;
+    let ready = target.start(&stop, &Quiet).unwrap();
+    let run = lab::measure(&plan, &ready, &db, &stop, &Quiet).unwrap();
+    ready.stop().unwrap();
+    let start = run.load.start_mono_ns;
+    const TOL: i64 = 5_000; // the REALTIME → MONOTONIC conversion is good to ~1 µs
+    let (mut n, mut ordered) = (0u64, 0u64);
+    let mut sv = Vec::new();
+    let mut lat = Vec::new();
+    let warmup = run.load.warmup_ns;
+    lab::records::StoredRecords::new(&db.store, run.run_id.unwrap())
+        .for_each(&mut |r| {
+            if r.outcome == load::Outcome::Ok && r.intended_ns >= warmup {
+                let arrived = if r.kernel_rx_ns > 0 {
+                    r.kernel_rx_ns
+                } else {
+                    r.received_ns
+                };
+                lat.push(arrived - r.sent_ns);
+            }
+            let t = r.stamps;
+            if r.outcome != load::Outcome::Ok || r.kernel_rx_ns == 0 || t[..5].contains(&0) {
+                return;
+            }
+            n += 1;
+            let sent = (start + r.sent_ns) as i64;
+            let krx = (start + r.kernel_rx_ns) as i64;
+            let path = [
+                sent,
+                t[0] as i64,
+                t[1] as i64,
+                t[2] as i64,
+                t[3] as i64,
+                t[4] as i64,
+                krx,
+            ];
+            if path.windows(2).all(|w| w[1] >= w[0] - TOL) {
+                ordered += 1;
+            }
+            // The stamped path from the send to the client's kernel, piece by piece.
+            let pieces: i64 = path.windows(2).map(|w| w[1] - w[0]).sum();
+            sv.push((r.kernel_rx_ns - r.sent_ns, pieces));
+        })
+        .unwrap();
+    assert!(n > 1_500, "{n} stamped requests");
+    assert!(ordered * 1000 >= n * 999, "{ordered} of {n} in order");
+    assert!(sv.iter().all(|&(a, b)| a as i64 == b));
+    // The run's server-view distribution is exactly that of these latencies (exact
+    // quantiles: type 7 median of the post-warm-up successes).
+    lat.sort_unstable();
+    let k = lat.len() - 1;
+    let med = (lat[k / 2] as f64 + lat[k.div_ceil(2)] as f64) / 2.0;
+    let sv = run.analysis.server_view.unwrap().measured;
+    assert_eq!(sv.count, lat.len() as u64);
+    assert_eq!(sv.get("p50").unwrap().value, med);
+}
