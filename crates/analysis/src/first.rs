@@ -130,6 +130,9 @@ pub(crate) struct First {
     pub wake: Recorder,
     /// Latencies of the requests that carry the server's stamps (for the stage groups).
     pub stamped: Recorder,
+    /// The server's own per-request stages from its stamps: read (T2→T3), work (T3→T4),
+    /// encode (T4→T5), write (T5→T6).
+    pub server_stages: [Recorder; 4],
     pub sent_count: u64,
     sent_min: u64,
     sent_max: u64,
@@ -172,6 +175,7 @@ impl First {
             kernel_rx: 0,
             wake: b(),
             stamped: b(),
+            server_stages: [b(), b(), b(), b()],
             sent_count: 0,
             sent_min: u64::MAX,
             sent_max: 0,
@@ -243,8 +247,13 @@ impl First {
             };
             self.network_server
                 .record(arrived.saturating_sub(r.sent_ns));
-            if crate::stages::intervals(r, self.start_mono_ns).is_some() {
+            if let Some(iv) = crate::stages::intervals(r, self.start_mono_ns) {
                 self.stamped.record(l);
+                for (rec, v) in self.server_stages.iter_mut().zip(&iv[3..7]) {
+                    if let Some(v) = v {
+                        rec.record(*v);
+                    }
+                }
             }
         }
     }

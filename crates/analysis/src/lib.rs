@@ -216,6 +216,13 @@ pub struct RunAnalysis {
     pub decomposition: Option<Decomposition>,
     /// Per percentile, how much of the excess time is the client's and how much the server's.
     pub excess_split: Vec<ExcessSplit>,
+    /// The per-request service time the server's own stamps show at this load: the median
+    /// read (T2→T3), work (T3→T4), encoding (T4→T5) and write (T5→T6) added up; beside the
+    /// ideal's (calibrated or given) service time.
+    pub stamped_service_ns: Option<f64>,
+    /// Set when the ideal is not a lower bound here: the measured median is below the
+    /// ideal's beyond both intervals (with why it may be).
+    pub ideal_check: Option<String>,
     pub arrival_check: Option<ArrivalCheck>,
     pub stages: Option<StageBreakdown>,
     /// Client-side wake-up delay: user-space receive time − kernel receive timestamp.
@@ -362,6 +369,23 @@ pub fn analyse_records(
         })
         .map_err(AnalysisError::Read)?;
     }
+    let stamped_service_ns = {
+        let mut sum = 0.0;
+        let mut any = false;
+        for r in f.server_stages.iter_mut() {
+            if let Some(m) = value_at_rank(r, (r.len().max(1) - 1) / 2) {
+                sum += m;
+                any = true;
+            }
+        }
+        any.then_some(sum)
+    };
+    let ideal_check = ideal_check(
+        &measured_s,
+        ideal.as_ref(),
+        cfg.ideal.as_ref(),
+        stamped_service_ns,
+    );
     let excess_split = match (&ideal, &server_view) {
         (
             Some(i),
@@ -394,6 +418,8 @@ pub fn analyse_records(
         server_view,
         decomposition,
         excess_split,
+        stamped_service_ns,
+        ideal_check,
         arrival_check,
         stages: acc.map(stages::StageAcc::finish),
         client_wakeup,
@@ -473,6 +499,33 @@ fn arrival_check(f: &First, short_gaps: u64) -> Option<ArrivalCheck> {
 
 fn to_us(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
     points.into_iter().map(|(x, p)| (x / 1e3, p)).collect()
+}
+
+/// Whether the ideal is a lower bound: a measured median below the ideal's beyond both
+/// intervals means the ideal's service time is too long for this server now.
+fn ideal_check(
+    measured: &Summary,
+    ideal: Option<&Summary>,
+    spec: Option<&IdealSpec>,
+    stamped_service_ns: Option<f64>,
+) -> Option<String> {
+    let (m, i) = (measured.get("p50")?, ideal?.get("p50")?);
+    if m.hi >= i.lo {
+        return None;
+    }
+    let stamps = match (stamped_service_ns, spec) {
+        (Some(s), Some(spec)) => format!(
+            " (the server's stamps show {:.1} µs per request against the ideal's {:.1} µs)",
+            s / 1e3,
+            spec.service_ns / 1e3
+        ),
+        _ => String::new(),
+    };
+    Some(format!(
+        "the ideal is not a lower bound here: measured p50 {:.1} µs is below the ideal's {:.1} µs beyond both intervals{stamps}; its service time is too long for this server now — a stale calibration, a server changed since (fewer workers, less work per request), or a different request mix than the calibration's: recalibrate or give --service",
+        m.value / 1e3,
+        i.value / 1e3
+    ))
 }
 
 fn excess_split(um: &Summary, ui: &Summary, sm: &Summary, si: &Summary) -> Vec<ExcessSplit> {

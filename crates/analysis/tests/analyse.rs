@@ -315,3 +315,29 @@ fn long_runs_stream_with_bounded_recorders() {
     assert!((0.0095..0.0105).contains(&k), "{k}");
     assert!(slow.iter().all(|&(_, l)| l >= 108_800));
 }
+
+/// The self-check: an ideal whose service time is longer than the server's (a stale
+/// calibration) is not a lower bound, and the run says so; a right one stays quiet.
+#[test]
+fn an_ideal_slower_than_the_server_is_called_out() {
+    let recs: Vec<_> = (0..5_000u64)
+        .map(|i| rec(i * 200_000, 30_000 + i % 7, 0))
+        .collect();
+    let stale = IdealSpec {
+        service_ns: 50_000.0,
+        workers: 1,
+        queues: QueueStructure::Single,
+    };
+    let a = analyse(&recs, &cfg(Some(stale), 0)).unwrap();
+    let note = a.ideal_check.unwrap();
+    assert!(note.contains("not a lower bound"), "{note}");
+    let right = IdealSpec {
+        service_ns: 25_000.0,
+        workers: 1,
+        queues: QueueStructure::Single,
+    };
+    assert!(analyse(&recs, &cfg(Some(right), 0))
+        .unwrap()
+        .ideal_check
+        .is_none());
+}

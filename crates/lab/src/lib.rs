@@ -24,7 +24,9 @@ pub mod records;
 mod run;
 mod target;
 
-pub use calibrate::{calibrate, stored_calibration, CalibrateSpec, Calibration};
+pub use calibrate::{
+    calibrate, stored_calibration, CalibrateSpec, Calibration, IdealSource, Step, StoredCalibration,
+};
 pub use db::{host_facts, Db};
 pub use error::LabError;
 pub use instruments::{Instrument, ServerInfo};

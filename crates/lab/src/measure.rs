@@ -30,6 +30,8 @@ pub struct RunPlan {
     /// The load; its target and churn are taken from the ready target.
     pub load: LoadConfig,
     pub ideal: Option<IdealSpec>,
+    /// Where the ideal's service time came from (None: no ideal).
+    pub ideal_source: Option<crate::IdealSource>,
     pub confidence: f64,
     /// A run whose generator lateness p99 exceeds this is invalid.
     pub lateness_threshold_ns: f64,
@@ -211,6 +213,7 @@ pub fn measure(
         rate_rps: cfg.rate_per_s,
         seed: cfg.seed,
         config: plan.config.clone(),
+        ideal_source: plan.ideal_source.clone(),
         server: ready.server_json(),
         analysis: an,
         why,

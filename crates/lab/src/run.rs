@@ -79,6 +79,8 @@ pub struct Run {
     pub config: Value,
     /// The server behind the target (spawned: version and command line).
     pub server: Value,
+    /// Where the ideal's service time came from.
+    pub ideal_source: Option<crate::IdealSource>,
     pub analysis: RunAnalysis,
     pub why: Option<attrib::Why>,
     pub load: LoadFacts,
@@ -107,7 +109,7 @@ impl Run {
         let a = &self.analysis;
         let o = &a.outcomes;
         let l = &self.load;
-        json!({
+        let mut v = json!({
             "status": self.status,
             "run_id": self.run_id,
             "target": self.target,
@@ -132,10 +134,14 @@ impl Run {
             "ideal_ci": a.ideal.as_ref().map(|s| s.intervals_json()),
             "ideal_spec": a.ideal_spec,
             "ideal_note": a.ideal_note,
+            "ideal_source": self.ideal_source,
             "excess": a.excess_json(),
             "excess_ci": a.excess,
             "lateness": a.lateness.distribution_json(),
             "lateness_flagged": a.lateness_flagged,
+        });
+        // Built in two parts: one json! of every key exceeds the macro's recursion limit.
+        let rest = json!({
             "held_in_client": a.held_in_client.as_ref().map(|h| json!({
                 "requests": h.requests,
                 "fraction": h.fraction,
@@ -157,6 +163,8 @@ impl Run {
                 "client_wakeup": d.client_wakeup.as_ref().map(|s| s.distribution_json()),
             })),
             "excess_split": a.excess_split,
+            "stamped_service_us": a.stamped_service_ns.map(|s| s / 1e3),
+            "ideal_check": a.ideal_check,
             "arrival_check": a.arrival_check,
             "stages": a.stages,
             "why": self.why,
@@ -170,7 +178,11 @@ impl Run {
             "backlog": l.backlog,
             "instruments": self.instruments,
             "server": self.server,
-        })
+        });
+        if let (Value::Object(m), Value::Object(r)) = (&mut v, rest) {
+            m.extend(r);
+        }
+        v
     }
 }
 

@@ -30,6 +30,7 @@ fn plan_at(rate: f64, ms: u64) -> (TargetPlan, RunPlan) {
             workers: 1,
             queues: QueueStructure::Single,
         }),
+        ideal_source: Some(lab::IdealSource::given()),
         confidence: 0.95,
         lateness_threshold_ns: 50_000.0,
         attribution: true,

@@ -53,6 +53,16 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
     if let Some(n) = &a.ideal_note {
         writeln!(w, "ideal: {n}")?;
     }
+    if let Some(s) = a.stamped_service_ns {
+        writeln!(
+            w,
+            "service time from the server's own stamps at this load (read + work + encode + write, medians): {}",
+            fmt_ns(s)
+        )?;
+    }
+    if let Some(c) = &a.ideal_check {
+        writeln!(w, "WARNING: {c}")?;
+    }
     if let Some(sv) = &a.server_view {
         writeln!(
             w,
@@ -259,6 +269,17 @@ fn why(w: &mut dyn Write, run: &Run) -> io::Result<()> {
             )?;
         }
     }
+    if let Some(src) = &run.ideal_source {
+        if let (Some(g), Some(u)) = (src.batching_gain, src.unbatched_per_worker_service_ns) {
+            if g > 1.02 {
+                writeln!(
+                    w,
+                    "  batching: the ideal uses the server's batched cost (the peak with requests pipelined, {g:.2}× the rate with one in flight); a request that arrives alone costs {} — up to {g:.2}× of excess at low load is this",
+                    fmt_ns(u)
+                )?;
+            }
+        }
+    }
     let Some(why) = &run.why else { return Ok(()) };
     writeln!(
         w,
@@ -294,4 +315,43 @@ fn why(w: &mut dyn Write, run: &Run) -> io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// A calibration, for a person: the peak and how it was found.
+pub fn calibration(w: &mut dyn Write, url: &str, c: &lab::Calibration) -> io::Result<()> {
+    writeln!(
+        w,
+        "{url}: peak {:.0} req/s ({} connections × {} in flight) → {} per request ({} per request per worker with {} worker(s)) (run {})",
+        c.peak_rps,
+        c.best.connections,
+        c.best.depth,
+        fmt_ns(c.service_ns),
+        fmt_ns(c.per_worker_service_ns),
+        c.workers,
+        c.run_id
+    )?;
+    writeln!(
+        w,
+        "  without batching (one request in flight per connection): {:.0} req/s → {} per request per worker; batching gain {:.2}×",
+        c.unbatched_rps,
+        fmt_ns(c.unbatched_per_worker_service_ns),
+        c.batching_gain
+    )?;
+    writeln!(
+        w,
+        "  open-loop overload at {:.0} req/s completed {:.0} req/s (peak / that = {:.3})",
+        c.overload_offered_rps,
+        c.overload_completed_rps,
+        c.peak_rps / c.overload_completed_rps.max(f64::MIN_POSITIVE)
+    )?;
+    let steps: Vec<String> = c
+        .steps
+        .iter()
+        .map(|s| format!("{}×{}: {:.0}", s.connections, s.depth, s.rate_rps))
+        .collect();
+    writeln!(
+        w,
+        "  search (connections×depth: req/s): {}",
+        steps.join(", ")
+    )
 }

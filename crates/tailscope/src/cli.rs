@@ -303,19 +303,22 @@ pub struct CalibrateArgs {
     /// Spawned server: its CPUs.
     #[arg(long)]
     pub server_cpus: Option<String>,
-    /// Measurement length.
-    #[arg(long, default_value = "5s")]
+    /// CPUs of the calibration's load (as `run --cpus`; default: not pinned).
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// Measured window of each step of the peak search.
+    #[arg(long, default_value = "600ms")]
     pub duration: String,
-    /// Warm-up before measuring.
-    #[arg(long, default_value = "1s")]
+    /// Warm-up of each step.
+    #[arg(long, default_value = "200ms")]
     pub warmup: String,
-    /// Connections used to saturate the target.
-    #[arg(long, default_value_t = 16)]
-    pub connections: usize,
-    /// Requests kept in flight per connection (1: no pipelining, whose batching would make
-    /// the server look faster than it is for independent requests).
-    #[arg(long, default_value_t = 1)]
-    pub outstanding: usize,
+    /// Most connections the search tries (one request in flight each, then pipelines).
+    #[arg(long, alias = "connections", default_value_t = 16)]
+    pub max_connections: usize,
+    /// Most requests in flight per connection the search tries (pipelining: servers batch
+    /// what one read brings them; the cost without batching is reported too).
+    #[arg(long, alias = "outstanding", default_value_t = 64)]
+    pub max_depth: usize,
     /// Null-RPC request size in bytes.
     #[arg(long, default_value_t = 128)]
     pub request_size: usize,

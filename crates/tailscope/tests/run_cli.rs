@@ -295,9 +295,9 @@ fn calibrate_inverts_the_peak_throughput_and_feeds_percent_rates() {
             "calibrate",
             &url,
             "--duration",
-            "2s",
+            "300ms",
             "--warmup",
-            "500ms",
+            "100ms",
             "--db",
             db.to_str().unwrap(),
             "--json",
@@ -309,6 +309,15 @@ fn calibrate_inverts_the_peak_throughput_and_feeds_percent_rates() {
     let svc = v["service_us"].as_f64().unwrap();
     // The amortised service time is the 300 µs of work plus the server's per-request overhead.
     assert!((300.0..600.0).contains(&svc), "calibrated service {svc} µs");
+    // The search is stored and shown, and the open-loop overload at twice the peak completes
+    // about the peak (a server saturated either way).
+    assert!(v["search"].as_array().unwrap().len() >= 3, "{v}");
+    let ratio = v["peak_vs_overload"].as_f64().unwrap();
+    assert!(
+        (0.85..1.15).contains(&ratio),
+        "peak / overload completion {ratio}"
+    );
+    assert!(v["batching_gain"].as_f64().unwrap() >= 1.0);
     let out = bin()
         .args([
             "run",
@@ -514,4 +523,73 @@ fn an_unreachable_target_is_a_clear_failure() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&port.to_string()), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+/// Issue 17: a calibration that no longer fits the server (calibrated with 200 µs of work,
+/// restarted with 50 µs at the same address) makes the ideal slower than the server; the run
+/// says its ideal is not a lower bound.
+#[test]
+fn a_stale_calibration_is_called_out() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let first = serve(&["--arch", "epoll", "--work", "det:200us"]);
+    let addr = first.addr.clone();
+    let url = format!("nullrpc://{addr}");
+    let cal = bin()
+        .args([
+            "calibrate",
+            &url,
+            "--duration",
+            "300ms",
+            "--warmup",
+            "100ms",
+        ])
+        .args(["--max-depth", "4", "--db", db.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        cal.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cal.stderr)
+    );
+    drop(first);
+    // The same address, a quarter of the work.
+    let mut child = bin()
+        .args([
+            "serve", "--listen", &addr, "--arch", "epoll", "--work", "det:50us",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let again = Served { child, addr };
+    let out = bin()
+        .args([
+            "run",
+            &url,
+            "--rate",
+            "20%",
+            "--duration",
+            "2s",
+            "--warmup",
+            "500ms",
+        ])
+        .args([
+            "--lateness-threshold",
+            "1ms",
+            "--db",
+            db.to_str().unwrap(),
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    drop(again);
+    let v = json_of(&out);
+    let note = v["ideal_check"].as_str().unwrap_or_default();
+    assert!(note.contains("not a lower bound"), "{v}");
 }

@@ -9,7 +9,7 @@ use super::progress::Progress;
 use super::target::lab_err;
 use crate::cli::CalibrateArgs;
 use crate::exit::usage;
-use crate::output::{self, outln};
+use crate::output;
 
 pub fn run(a: &CalibrateArgs) -> anyhow::Result<i32> {
     let cpus = parse_cpus_flag("--server-cpus", a.server_cpus.as_deref())?;
@@ -21,22 +21,26 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<i32> {
     let tplan = TargetPlan::new(&spec).map_err(lab_err)?;
     let duration = parse_duration("--duration", &a.duration)?;
     let warmup = parse_duration("--warmup", &a.warmup)?;
-    if a.connections == 0 || a.outstanding == 0 {
-        return Err(usage("--connections and --outstanding must be at least 1"));
-    }
-    if a.connections > 100_000 || a.outstanding > 100_000 {
+    if a.max_connections == 0 || a.max_depth == 0 {
         return Err(usage(
-            "--connections and --outstanding must be at most 100000",
+            "--max-connections and --max-depth must be at least 1",
+        ));
+    }
+    if a.max_connections > 4096 || a.max_depth > 4096 {
+        return Err(usage(
+            "--max-connections and --max-depth must be at most 4096",
         ));
     }
     if duration.is_zero() {
         return Err(usage("--duration must be positive"));
     }
     let cspec = CalibrateSpec {
-        connections: a.connections,
-        outstanding: a.outstanding,
-        duration,
-        warmup,
+        max_connections: a.max_connections,
+        max_depth: a.max_depth,
+        step: duration,
+        step_warmup: warmup,
+        cpus: super::common::parse_cpus(a.cpus.as_deref())?,
+        ..CalibrateSpec::default()
     };
     let db = db_path(&a.db)?;
     let obs = Progress::new(a.json);
@@ -53,15 +57,7 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<i32> {
     if a.json {
         output::print_json(&c.to_json(&a.target, &url))?;
     } else {
-        outln!(
-            "{url}: peak {:.0} req/s over {} requests → {} per request ({} per request per worker with {} worker(s)) (run {})",
-            c.peak_rps,
-            c.requests,
-            report::terminal::fmt_ns(c.service_ns),
-            report::terminal::fmt_ns(c.per_worker_service_ns),
-            c.workers,
-            c.run_id
-        )?;
+        output::print_with(|w| report::terminal::calibration(w, &url, &c))?;
     }
     Ok(if c.interrupted { 1 } else { 0 })
 }

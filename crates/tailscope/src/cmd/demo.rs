@@ -153,6 +153,7 @@ fn tour(
         let plan = RunPlan {
             kind: "run".into(),
             ideal: Some(ideal.clone()),
+            ideal_source: Some(lab::IdealSource::of(&cal, "calibration")),
             confidence: 0.95,
             lateness_threshold_ns: 50_000.0,
             attribution: true,

@@ -186,13 +186,16 @@ fn parse_queues(s: &str) -> anyhow::Result<Option<QueueStructure>> {
 
 /// The ideal's per-worker service time, when it is known before the target starts: given,
 /// or the latest stored calibration (whole-target time per request × its workers).
-fn known_service(a: &RunArgs, db: &std::path::Path) -> anyhow::Result<Option<f64>> {
+fn known_service(
+    a: &RunArgs,
+    db: &std::path::Path,
+) -> anyhow::Result<Option<(f64, lab::IdealSource)>> {
     if let Some(s) = a.service.as_deref() {
         let ns = model::parse_duration_ns(s).or_usage_ctx("--service")?;
         if ns.is_nan() || ns <= 0.0 {
             return Err(usage(format!("--service must be positive, got '{s}'")));
         }
-        return Ok(Some(ns));
+        return Ok(Some((ns, lab::IdealSource::given())));
     }
     if a.server.spawn || !db.exists() {
         return Ok(None);
@@ -201,7 +204,7 @@ fn known_service(a: &RunArgs, db: &std::path::Path) -> anyhow::Result<Option<f64
         .map_err(|e| usage(format!("cannot open results store {}: {e}", db.display())))?;
     Ok(lab::stored_calibration(&st, &a.target)
         .map_err(lab_err)?
-        .map(|(whole, w)| whole * f64::from(w)))
+        .map(|c| (c.service_ns * f64::from(c.workers), c.source)))
 }
 
 pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
@@ -281,7 +284,7 @@ fn measure_ready(
     a: &RunArgs,
     p: &LoadPlan,
     rate: Rate,
-    known: Option<f64>,
+    known: Option<(f64, lab::IdealSource)>,
     queues: Option<QueueStructure>,
     ready: &lab::Ready,
     db: &Db,
@@ -289,7 +292,7 @@ fn measure_ready(
     obs: &Progress,
 ) -> anyhow::Result<lab::Run> {
     let (workers, queues) = ready.ideal_shape(a.workers, queues).map_err(lab_err)?;
-    let service_ns = match known {
+    let service = match known {
         Some(s) => Some(s),
         None if ready.owns_server() => {
             let c = lab::calibrate(
@@ -310,11 +313,15 @@ fn measure_ready(
                     workers
                 ),
             );
-            Some(c.per_worker_service_ns)
+            Some((
+                c.per_worker_service_ns,
+                lab::IdealSource::of(&c, "calibration"),
+            ))
         }
         None => None,
     };
-    let ideal = service_ns.map(|service_ns| IdealSpec {
+    let ideal_source = service.as_ref().map(|s| s.1.clone());
+    let ideal = service.map(|(service_ns, _)| IdealSpec {
         service_ns,
         workers,
         queues,
@@ -335,6 +342,7 @@ fn measure_ready(
         kind: "run".into(),
         load,
         ideal: ideal.clone(),
+        ideal_source,
         confidence: la.confidence,
         lateness_threshold_ns: p.lateness_threshold_ns,
         attribution: !a.no_attribution,
