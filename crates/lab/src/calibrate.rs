@@ -56,7 +56,7 @@ impl Default for CalibrateSpec {
             step: Duration::from_millis(600),
             step_warmup: Duration::from_millis(200),
             plateau: 0.02,
-            overload: 2.0,
+            overload: 1.5,
             overload_time: Duration::from_secs(2),
             cpus: Vec::new(),
         }
