@@ -139,7 +139,8 @@ pub(crate) struct First {
     last_sent_counted: Option<u64>,
     pub sent_gaps: Reservoir,
     pub min_sent_gap: Option<u64>,
-    last_intended: Option<u64>,
+    pub first_intended: Option<u64>,
+    pub last_intended: Option<u64>,
     pub intended_count: u64,
     pub intended_gaps: Reservoir,
     /// First intended send and last completion of the successful measured requests.
@@ -182,6 +183,7 @@ impl First {
             last_sent_counted: None,
             sent_gaps: Reservoir::new(AD_SAMPLE, seed ^ 0xAD),
             min_sent_gap: None,
+            first_intended: None,
             last_intended: None,
             intended_count: 0,
             intended_gaps: Reservoir::new(AD_SAMPLE, seed ^ 0xAD),
@@ -211,6 +213,7 @@ impl First {
             Outcome::Timeout => self.outcomes.timeout += 1,
             Outcome::Dropped => self.outcomes.dropped += 1,
         }
+        self.first_intended.get_or_insert(r.intended_ns);
         if let Some(p) = self.last_intended.replace(r.intended_ns) {
             self.intended_gaps.push((r.intended_ns - p) as f64);
         }

@@ -182,6 +182,19 @@ pub struct ExcessSplit {
     pub client_us: f64,
 }
 
+/// Offered against completed: what the schedule asked of the server and what it did, over
+/// the measured schedule's span (first to last intended send after the warm-up).
+#[derive(Clone, Debug, Serialize)]
+pub struct Throughput {
+    pub offered_rps: f64,
+    /// 95 % interval of the offered rate as a Poisson count over the span (its own noise).
+    pub offered_lo_rps: f64,
+    pub offered_hi_rps: f64,
+    /// Successful replies received within the span, per second.
+    pub completed_rps: f64,
+    pub span_s: f64,
+}
+
 /// Requests held in the client because every connection had its maximum in flight.
 #[derive(Clone, Debug, Serialize)]
 pub struct HeldInClient {
@@ -203,6 +216,10 @@ pub struct RunAnalysis {
     /// Per label, when the run had more than one.
     pub classes: Vec<ClassMeasured>,
     pub ideal: Option<Summary>,
+    /// When the offered load is at or beyond the ideal server's capacity there is no stable
+    /// ideal (`ideal` is None): this is the transient of the same arrivals through it, whose
+    /// percentiles grow with the run's length.
+    pub ideal_transient: Option<Summary>,
     pub ideal_spec: Option<IdealSpec>,
     /// Why there is no ideal, when there is none although one was asked for.
     pub ideal_note: Option<String>,
@@ -216,9 +233,11 @@ pub struct RunAnalysis {
     pub decomposition: Option<Decomposition>,
     /// Per percentile, how much of the excess time is the client's and how much the server's.
     pub excess_split: Vec<ExcessSplit>,
-    /// The per-request service time the server's own stamps show at this load: the median
-    /// read (T2→T3), work (T3→T4), encoding (T4→T5) and write (T5→T6) added up; beside the
-    /// ideal's (calibrated or given) service time.
+    /// Offered vs completed rates (None without a measured span).
+    pub throughput: Option<Throughput>,
+    /// The per-request service time the server's own stamps show at this load: the read
+    /// (T2→T3, its lower decile), and the median work (T3→T4), encoding (T4→T5) and write
+    /// (T5→T6) added up; beside the ideal's (calibrated or given) service time.
     pub stamped_service_ns: Option<f64>,
     /// Set when the ideal is not a lower bound here: the measured median is below the
     /// ideal's beyond both intervals (with why it may be).
@@ -292,9 +311,14 @@ pub fn analyse_records(
         .get("p99")
         .is_some_and(|e| e.value > cfg.lateness_threshold_ns);
 
-    let (ideal, ideal_note, ideal_ccdf_us) = match f.ideal.as_mut() {
+    let IdealOutcome {
+        stable: ideal,
+        note: ideal_note,
+        ccdf_us: ideal_ccdf_us,
+        transient: ideal_transient,
+    } = match f.ideal.as_mut() {
         Some(i) => ideal_of(i, conf, "the schedule")?,
-        None => (None, None, Vec::new()),
+        None => IdealOutcome::default(),
     };
     let excess_user = ideal
         .as_ref()
@@ -303,9 +327,13 @@ pub fn analyse_records(
         None
     } else {
         let measured = f.network_server.summarize(conf)?;
-        let (ideal, ideal_note, _) = match f.server_ideal.as_mut() {
+        let IdealOutcome {
+            stable: ideal,
+            note: ideal_note,
+            ..
+        } = match f.server_ideal.as_mut() {
             Some(i) => ideal_of(i, conf, "the sent requests")?,
-            None => (None, None, Vec::new()),
+            None => IdealOutcome::default(),
         };
         Some(ServerView {
             excess: ideal.as_ref().map_or(Vec::new(), |i| excess(&measured, i)),
@@ -344,11 +372,16 @@ pub fn analyse_records(
     let poisson = matches!(cfg.arrival, ArrivalSpec::Poisson) && f.sent_count > 20;
     let mut acc = groups.map(|g| stages::StageAcc::new(g, EXACT_LIMIT));
     let mut short_gaps = 0u64;
-    if acc.is_some() || on_slow.is_some() || poisson {
+    let mut completed = 0u64;
+    {
         let (warmup, start) = (cfg.warmup_ns, cfg.same_host_start_mono_ns);
         let min_gap = f.min_sent_gap.unwrap_or(0);
+        let span = (f.first_intended.unwrap_or(0), f.last_intended.unwrap_or(0));
         let mut last: Option<u64> = None;
         src.visit(&mut |r| {
+            if r.outcome == load::Outcome::Ok && (span.0..span.1).contains(&r.received_ns) {
+                completed += 1;
+            }
             if r.intended_ns < warmup {
                 return;
             }
@@ -369,11 +402,29 @@ pub fn analyse_records(
         })
         .map_err(AnalysisError::Read)?;
     }
+    let throughput = match (f.first_intended, f.last_intended) {
+        (Some(a), Some(b)) if b > a && f.intended_count > 1 => {
+            let span_s = (b - a) as f64 / 1e9;
+            let n = (f.intended_count - 1) as f64;
+            Some(Throughput {
+                offered_rps: n / span_s,
+                offered_lo_rps: (n - 1.96 * n.sqrt()).max(0.0) / span_s,
+                offered_hi_rps: (n + 1.96 * n.sqrt()) / span_s,
+                completed_rps: completed as f64 / span_s,
+                span_s,
+            })
+        }
+        _ => None,
+    };
     let stamped_service_ns = {
         let mut sum = 0.0;
         let mut any = false;
-        for r in f.server_stages.iter_mut() {
-            if let Some(m) = value_at_rank(r, (r.len().max(1) - 1) / 2) {
+        for (k, r) in f.server_stages.iter_mut().enumerate() {
+            // The read's own cost is its lower decile: a request later in a batch (several
+            // read by one recv) also waits in T2→T3 for the ones before it to be served.
+            let q = if k == 0 { 0.1 } else { 0.5 };
+            let rank = ((r.len().max(1) - 1) as f64 * q) as u64;
+            if let Some(m) = value_at_rank(r, rank) {
                 sum += m;
                 any = true;
             }
@@ -409,6 +460,7 @@ pub fn analyse_records(
         measured: measured_s,
         classes,
         ideal,
+        ideal_transient,
         ideal_spec: cfg.ideal.clone(),
         ideal_note,
         excess: excess_user,
@@ -418,6 +470,7 @@ pub fn analyse_records(
         server_view,
         decomposition,
         excess_split,
+        throughput,
         stamped_service_ns,
         ideal_check,
         arrival_check,
@@ -455,31 +508,42 @@ fn summary_or_zero(rec: &mut Recorder, conf: f64) -> Result<Summary, AnalysisErr
     Ok(rec.summarize(conf)?)
 }
 
-/// An ideal's distribution (or why there is none) and its CCDF points in µs.
-type IdealOutcome = (Option<Summary>, Option<String>, Vec<(f64, f64)>);
+/// An ideal's distribution (or why there is none), its CCDF points in µs, and beyond
+/// capacity the transient of the same arrivals.
+#[derive(Default)]
+struct IdealOutcome {
+    stable: Option<Summary>,
+    note: Option<String>,
+    ccdf_us: Vec<(f64, f64)>,
+    transient: Option<Summary>,
+}
 
 /// An online ideal's distribution, or why there is none (offered load ≥ 1: the queue grows
-/// without bound, so its percentiles grow with the run's length and mean nothing).
+/// without bound, so its percentiles grow with the run's length and mean nothing; the
+/// transient is given as such).
 fn ideal_of(
     i: &mut first::OnlineIdeal,
     conf: f64,
     what: &str,
 ) -> Result<IdealOutcome, AnalysisError> {
+    if i.response.is_empty() {
+        return Ok(IdealOutcome::default());
+    }
     let rho = i.offered_load();
     if rho >= 1.0 {
-        return Ok((
-            None,
-            Some(format!(
-                "{what} offers {rho:.3} of the ideal server's capacity (>= 1): no stable ideal exists"
+        return Ok(IdealOutcome {
+            note: Some(format!(
+                "{what} offers {rho:.3} of the ideal server's capacity (>= 1): no stable ideal exists; its transient for the same arrivals grows with the run's length"
             )),
-            Vec::new(),
-        ));
+            transient: Some(i.response.summarize(conf)?),
+            ..IdealOutcome::default()
+        });
     }
-    if i.response.is_empty() {
-        return Ok((None, None, Vec::new()));
-    }
-    let s = i.response.summarize(conf)?;
-    Ok((Some(s), None, to_us(i.response.ccdf(10))))
+    Ok(IdealOutcome {
+        stable: Some(i.response.summarize(conf)?),
+        ccdf_us: to_us(i.response.ccdf(10)),
+        ..IdealOutcome::default()
+    })
 }
 
 fn arrival_check(f: &First, short_gaps: u64) -> Option<ArrivalCheck> {

@@ -32,7 +32,7 @@ pub use error::LabError;
 pub use instruments::{Instrument, ServerInfo};
 pub use measure::{check_load, expected_requests, measure, RunPlan};
 pub use observer::{Observer, Quiet};
-pub use run::{status_of, LoadFacts, Run, RunStatus};
+pub use run::{saturation_of, status_of, LoadFacts, Run, RunStatus, Saturation};
 pub use target::{
     own_server_threads, Ready, Scheme, SpawnSpec, TargetPlan, TargetSpec, WorkloadSpec,
 };

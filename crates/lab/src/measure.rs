@@ -204,7 +204,9 @@ pub fn measure(
         (Some(_), _, _) => Some(attrib::Why::default()),
         _ => None,
     };
-    let status = status_of(summary.interrupted, &an);
+    let saturation =
+        crate::run::saturation_of(&an, &summary.backlog, summary.warmup_ns, summary.drain_ns);
+    let status = status_of(summary.interrupted, &an, saturation.is_some());
     let run = Run {
         run_id: Some(run_id),
         status,
@@ -216,6 +218,7 @@ pub fn measure(
         ideal_source: plan.ideal_source.clone(),
         server: ready.server_json(),
         analysis: an,
+        saturation,
         why,
         instruments: vec![sampler, writer_instrument(&summary.writer)],
         load: LoadFacts {
@@ -226,6 +229,7 @@ pub fn measure(
             connects: summary.connects,
             misses: summary.misses,
             backlog: summary.backlog,
+            drain_ns: summary.drain_ns,
             writer: summary.writer,
         },
     };

@@ -21,6 +21,11 @@ pub enum RunStatus {
     Failed,
     /// Stopped early (Ctrl-C); what was measured is kept.
     Interrupted,
+    /// The server could not keep up: it completed clearly less than was offered, or its
+    /// backlog grew through the run. A measurement of capacity, not a failure: the
+    /// completion rate is what the server can do; latency percentiles grow with the run's
+    /// length.
+    Saturated,
 }
 
 impl RunStatus {
@@ -30,13 +35,15 @@ impl RunStatus {
             RunStatus::Invalid => "invalid",
             RunStatus::Failed => "failed",
             RunStatus::Interrupted => "interrupted",
+            RunStatus::Saturated => "saturated",
         }
     }
 
-    /// The process exit code a run with this status gives (0 only for a valid measurement).
+    /// The process exit code a run with this status gives: 0 for a valid measurement (a
+    /// saturated one included), 1 otherwise.
     pub fn exit_code(self) -> i32 {
         match self {
-            RunStatus::Ok => 0,
+            RunStatus::Ok | RunStatus::Saturated => 0,
             _ => 1,
         }
     }
@@ -59,7 +66,28 @@ pub struct LoadFacts {
     pub connects: u64,
     pub misses: u64,
     pub backlog: Vec<BacklogSample>,
+    pub drain_ns: u64,
     pub writer: WriterStats,
+}
+
+/// Why a run counts as saturated, and what is true of it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Saturation {
+    /// Offered (with its 95 % interval) and completed rates: the completion rate is the
+    /// capacity measured.
+    pub offered_rps: f64,
+    pub offered_lo_rps: f64,
+    pub completed_rps: f64,
+    /// The ideal's capacity (workers ÷ service time), to compare with.
+    pub ideal_capacity_rps: Option<f64>,
+    /// In flight plus held, mean over the first and the last third of the measured part.
+    pub backlog_start: f64,
+    pub backlog_end: f64,
+    /// Completed clearly below offered; the backlog grew steadily.
+    pub completion_short: bool,
+    pub backlog_grew: bool,
+    /// How long the backlog took to drain after the schedule ended, s.
+    pub drain_s: f64,
 }
 
 /// One measured run.
@@ -82,22 +110,87 @@ pub struct Run {
     /// Where the ideal's service time came from.
     pub ideal_source: Option<crate::IdealSource>,
     pub analysis: RunAnalysis,
+    /// Set when the run is saturated (and also computed, as evidence, for failed runs).
+    pub saturation: Option<Saturation>,
     pub why: Option<attrib::Why>,
     pub load: LoadFacts,
     /// What ran beside the load, where, and what it cost.
     pub instruments: Vec<Instrument>,
 }
 
-/// A run's status from what was measured.
-pub fn status_of(interrupted: bool, a: &RunAnalysis) -> RunStatus {
-    let bad = a.outcomes.error + a.outcomes.timeout + a.outcomes.dropped;
+/// Saturation evidence from the analysis and the backlog samples (None: none at all).
+pub fn saturation_of(
+    a: &RunAnalysis,
+    backlog: &[BacklogSample],
+    warmup_ns: u64,
+    drain_ns: u64,
+) -> Option<Saturation> {
+    let t = a.throughput.as_ref()?;
+    let measured: Vec<f64> = backlog
+        .iter()
+        .filter(|b| b.t_ns >= warmup_ns)
+        .map(|b| (b.in_flight + b.held) as f64)
+        .collect();
+    let third = measured.len() / 3;
+    let mean = |v: &[f64]| {
+        if v.is_empty() {
+            0.0
+        } else {
+            v.iter().sum::<f64>() / v.len() as f64
+        }
+    };
+    let (start, end) = if third > 0 {
+        (
+            mean(&measured[..third]),
+            mean(&measured[measured.len() - third..]),
+        )
+    } else {
+        (0.0, 0.0)
+    };
+    // Held requests in the last third and a backlog several times what it was: not the
+    // random ups and downs of a queue below capacity.
+    let held_late = backlog
+        .iter()
+        .filter(|b| b.t_ns >= warmup_ns)
+        .skip(measured.len() - third)
+        .any(|b| b.held > 0);
+    let backlog_grew = third > 0 && held_late && end > 4.0 * start + 10.0;
+    let completion_short = t.completed_rps < t.offered_lo_rps;
+    (completion_short || backlog_grew).then(|| Saturation {
+        offered_rps: t.offered_rps,
+        offered_lo_rps: t.offered_lo_rps,
+        completed_rps: t.completed_rps,
+        ideal_capacity_rps: a
+            .ideal_spec
+            .as_ref()
+            .map(|s| f64::from(s.workers) * 1e9 / s.service_ns),
+        backlog_start: start,
+        backlog_end: end,
+        completion_short,
+        backlog_grew,
+        drain_s: drain_ns as f64 / 1e9,
+    })
+}
+
+/// A run's status from what was measured: a target that failed (errors, or nothing
+/// answered) fails; a generator that fell behind makes the run invalid; a server that could
+/// not keep up makes it saturated (its timeouts and drops are then the backlog's, not a
+/// failure); any other loss of more than 0.1 % fails it.
+pub fn status_of(interrupted: bool, a: &RunAnalysis, saturated: bool) -> RunStatus {
+    let o = &a.outcomes;
+    let lost = o.error + o.timeout + o.dropped;
     if interrupted {
         RunStatus::Interrupted
-    } else if a.outcomes.ok == 0 || bad * 1000 > a.requests {
-        // More than 0.1 % of the requests failed: the target did not hold up (or died).
+    } else if o.ok == 0 || o.error * 1000 > a.requests {
         RunStatus::Failed
     } else if a.lateness_flagged {
         RunStatus::Invalid
+    } else if saturated {
+        RunStatus::Saturated
+    } else if lost * 1000 > a.requests {
+        // More than 0.1 % of the requests were lost without the server being saturated: the
+        // target did not hold up (or died).
+        RunStatus::Failed
     } else {
         RunStatus::Ok
     }
@@ -163,6 +256,10 @@ impl Run {
                 "client_wakeup": d.client_wakeup.as_ref().map(|s| s.distribution_json()),
             })),
             "excess_split": a.excess_split,
+            "throughput": a.throughput,
+            "saturation": self.saturation,
+            "ideal_transient": a.ideal_transient.as_ref().map(|s| s.distribution_json()),
+            "drain_s": l.drain_ns as f64 / 1e9,
             "stamped_service_us": a.stamped_service_ns.map(|s| s / 1e3),
             "ideal_check": a.ideal_check,
             "arrival_check": a.arrival_check,

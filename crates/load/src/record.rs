@@ -142,6 +142,9 @@ pub struct RunSummary {
     pub records: u64,
     /// In-flight and held requests, sampled about every 100 ms.
     pub backlog: Vec<BacklogSample>,
+    /// How long the run took after its last scheduled request fell due until every request
+    /// was answered, timed out or dropped (a saturated server's backlog draining), ns.
+    pub drain_ns: u64,
     pub writer: WriterStats,
 }
 

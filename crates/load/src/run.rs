@@ -265,8 +265,11 @@ pub fn run_open_loop_into(
             .err()
             .unwrap_or(LoadError::ThreadPanicked(i)));
     }
+    let (mut last_intended, mut done) = (0u64, 0u64);
     for o in outputs {
         let o: ThreadOutput = o?;
+        last_intended = last_intended.max(o.last_intended_ns);
+        done = done.max(o.done_ns);
         out.interrupted |= o.interrupted && stop.load(Ordering::Relaxed);
         out.connects += o.connects;
         out.misses += o.misses;
@@ -275,6 +278,7 @@ pub fn run_open_loop_into(
             note_error(&mut out.errors, e);
         }
     }
+    out.drain_ns = done.saturating_sub(last_intended);
     if let Some(e) = sink_error {
         return Err(LoadError::Sink(e));
     }

@@ -36,6 +36,33 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
         "outcomes: ok {}, error {}, timeout {}, dropped {}",
         o.ok, o.error, o.timeout, o.dropped
     )?;
+    if let Some(sat) = &run.saturation {
+        if run.status == lab::RunStatus::Saturated {
+            writeln!(
+                w,
+                "SATURATED: offered {:.0} req/s (95 % interval from {:.0}), the server completed {:.0} req/s{}{}",
+                sat.offered_rps,
+                sat.offered_lo_rps,
+                sat.completed_rps,
+                sat.ideal_capacity_rps
+                    .map(|c| format!(" (the ideal's capacity: {c:.0} req/s)"))
+                    .unwrap_or_default(),
+                if sat.backlog_grew {
+                    format!(
+                        "; backlog (in flight + held) grew from {:.0} to {:.0}",
+                        sat.backlog_start, sat.backlog_end
+                    )
+                } else {
+                    String::new()
+                }
+            )?;
+            writeln!(
+                w,
+                "  the completion rate is the capacity measured; the backlog drained in {:.2} s after the schedule ended; beyond saturation the percentiles below grow with the run's length",
+                sat.drain_s
+            )?;
+        }
+    }
     writeln!(w, "the user's view (intended send → received):")?;
     table(w, &a.measured, a.ideal.as_ref(), &a.excess)?;
     if let Some(spec) = &a.ideal_spec {
@@ -53,10 +80,19 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
     if let Some(n) = &a.ideal_note {
         writeln!(w, "ideal: {n}")?;
     }
+    if let Some(t) = &a.ideal_transient {
+        writeln!(
+            w,
+            "ideal transient for these arrivals: p50 {}, p99 {}, p99.9 {}",
+            q(t, "p50"),
+            q(t, "p99"),
+            q(t, "p99.9")
+        )?;
+    }
     if let Some(s) = a.stamped_service_ns {
         writeln!(
             w,
-            "service time from the server's own stamps at this load (read + work + encode + write, medians): {}",
+            "service time from the server's own stamps at this load (read + work + encode + write): {}",
             fmt_ns(s)
         )?;
     }

@@ -593,3 +593,79 @@ fn a_stale_calibration_is_called_out() {
     let note = v["ideal_check"].as_str().unwrap_or_default();
     assert!(note.contains("not a lower bound"), "{v}");
 }
+
+/// Peak RSS of a finished child (wait4's rusage: its own maximum resident set), KiB.
+fn wait_peak_rss_kib(child: std::process::Child) -> (i32, i64) {
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; wait4 fills it and `status` for our own child,
+    // which std has not waited for (the Child is consumed without `wait`).
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
+    std::mem::forget(child);
+    (libc::WEXITSTATUS(status), ru.ru_maxrss)
+}
+
+/// Issue 16: memory stays bounded however far past capacity the offered load is — held
+/// requests are a bounded window, not a growing queue. Three times the built-in server's
+/// capacity for 20 s against half its capacity for 20 s.
+#[test]
+fn memory_stays_bounded_past_saturation() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    // ~4,500 req/s of capacity (200 µs of work plus the server's own cost).
+    let s = serve(&["--arch", "epoll", "--work", "det:200us"]);
+    let url = format!("nullrpc://{}", s.addr);
+    let peak = |rate: &str| {
+        let child = bin()
+            .args([
+                "run",
+                &url,
+                "--rate",
+                rate,
+                "--duration",
+                "20s",
+                "--warmup",
+                "1s",
+            ])
+            .args([
+                "--service",
+                "200us",
+                "--lateness-threshold",
+                "1s",
+                "--no-attribution",
+            ])
+            .args(["--db", db.to_str().unwrap(), "--json"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_peak_rss_kib(child)
+    };
+    let (code_low, low) = peak("2250");
+    let (code_high, high) = peak("13500");
+    assert_eq!(
+        (code_low, code_high),
+        (0, 0),
+        "both runs are valid (ok, saturated)"
+    );
+    let runs = json_of(
+        &bin()
+            .args(["runs", "list", "--json", "--db", db.to_str().unwrap()])
+            .output()
+            .unwrap(),
+    );
+    let statuses: Vec<&str> = runs["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["saturated", "ok"], "newest first");
+    assert!(
+        (high as f64) <= 1.5 * low as f64,
+        "peak RSS at 3× capacity {high} KiB vs {low} KiB at 0.5×"
+    );
+}

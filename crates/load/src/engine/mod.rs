@@ -147,6 +147,10 @@ pub(crate) struct ThreadOutput {
     pub connects: u64,
     /// Successful replies that were misses.
     pub misses: u64,
+    /// Run-relative ns: the last intended time taken from the schedule, and when the thread
+    /// was done with everything (its drain after the schedule ended).
+    pub last_intended_ns: u64,
+    pub done_ns: u64,
 }
 
 pub(crate) struct Engine<'a> {
@@ -164,6 +168,8 @@ pub(crate) struct Engine<'a> {
     win: Window,
     /// First request in the window not yet sent or dropped (all after it are unsent).
     next: u64,
+    /// The latest intended time taken from the schedule.
+    last_intended: u64,
     /// Requests before this sequence number were in the window while no connection could
     /// take them (the backlog): their wait from `seen` to `sent` was time held in the client.
     blocked_end: u64,
@@ -235,6 +241,7 @@ impl<'a> Engine<'a> {
             sched,
             win: Window::default(),
             next: 0,
+            last_intended: 0,
             blocked_end: 0,
             rr: 0,
             dead_slots: 0,
@@ -339,12 +346,15 @@ impl<'a> Engine<'a> {
         self.shared.done.store(self.emitted, Ordering::Relaxed);
         self.shared.in_flight.store(0, Ordering::Relaxed);
         self.shared.held.store(0, Ordering::Relaxed);
+        let done_ns = self.now();
         ThreadOutput {
             records: self.emitted,
             errors: self.errors,
             interrupted,
             connects: self.connects,
             misses: self.misses,
+            last_intended_ns: self.last_intended,
+            done_ns,
         }
     }
 
@@ -437,6 +447,7 @@ impl<'a> Engine<'a> {
             let Some(it) = self.sched.next_item() else {
                 break;
             };
+            self.last_intended = it.intended_ns;
             let mut rec = RequestRecord::scheduled(it.intended_ns, it.class);
             rec.seen_ns = now.max(1);
             // Global connection c lives on thread c % threads at local index c / threads.
