@@ -192,6 +192,9 @@ pub struct Throughput {
     pub offered_hi_rps: f64,
     /// Successful replies received within the span, per second.
     pub completed_rps: f64,
+    /// The same over the span's last third: a server that kept serving to the end (as a
+    /// saturated one does) against one that stopped (a target that died).
+    pub completed_end_rps: f64,
     pub span_s: f64,
 }
 
@@ -373,6 +376,7 @@ pub fn analyse_records(
     let mut acc = groups.map(|g| stages::StageAcc::new(g, EXACT_LIMIT));
     let mut short_gaps = 0u64;
     let mut completed = 0u64;
+    let mut completed_end = 0u64;
     {
         let (warmup, start) = (cfg.warmup_ns, cfg.same_host_start_mono_ns);
         let min_gap = f.min_sent_gap.unwrap_or(0);
@@ -381,6 +385,9 @@ pub fn analyse_records(
         src.visit(&mut |r| {
             if r.outcome == load::Outcome::Ok && (span.0..span.1).contains(&r.received_ns) {
                 completed += 1;
+                if r.received_ns >= span.1 - (span.1 - span.0) / 3 {
+                    completed_end += 1;
+                }
             }
             if r.intended_ns < warmup {
                 return;
@@ -411,6 +418,7 @@ pub fn analyse_records(
                 offered_lo_rps: (n - 1.96 * n.sqrt()).max(0.0) / span_s,
                 offered_hi_rps: (n + 1.96 * n.sqrt()) / span_s,
                 completed_rps: completed as f64 / span_s,
+                completed_end_rps: completed_end as f64 * 3.0 / span_s,
                 span_s,
             })
         }

@@ -156,7 +156,9 @@ pub fn saturation_of(
         .any(|b| b.held > 0);
     let backlog_grew = third > 0 && held_late && end > 4.0 * start + 10.0;
     let completion_short = t.completed_rps < t.offered_lo_rps;
-    (completion_short || backlog_grew).then(|| Saturation {
+    // A saturated server keeps completing to the end; one that stopped answering died.
+    let served_to_the_end = t.completed_end_rps >= 0.5 * t.completed_rps;
+    ((completion_short || backlog_grew) && served_to_the_end).then(|| Saturation {
         offered_rps: t.offered_rps,
         offered_lo_rps: t.offered_lo_rps,
         completed_rps: t.completed_rps,
