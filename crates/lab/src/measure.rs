@@ -42,6 +42,8 @@ pub struct RunPlan {
     pub extra_pids: Vec<u32>,
     /// What the user asked for, stored with the run.
     pub config: Value,
+    /// The experiment this run is a point of, if any.
+    pub experiment: Option<i64>,
 }
 
 /// Checks a run's load before anything is started: the configuration itself, and that its
@@ -100,13 +102,16 @@ pub fn measure(
     cfg.writer_cpus = spare_cpus(&cfg.cpus, &server_cpus);
     let factory = ready.factory(cfg.seed)?;
     let st = &db.store;
-    let run_id = st.begin_run(&store::NewRun {
-        kind: plan.kind.clone(),
-        target: ready.label.clone(),
-        started_at: store::now_rfc3339(),
-        config: plan.config.clone(),
-        host: host_facts(),
-    })?;
+    let run_id = st.begin_run_in(
+        &store::NewRun {
+            kind: plan.kind.clone(),
+            target: ready.label.clone(),
+            started_at: store::now_rfc3339(),
+            config: plan.config.clone(),
+            host: host_facts(),
+        },
+        plan.experiment,
+    )?;
     let fail = |e: LabError| {
         let _ = st.finish_run(run_id, "failed", &json!({"error": e.to_string()}));
         e

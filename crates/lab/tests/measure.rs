@@ -41,6 +41,7 @@ fn plan_at(rate: f64, ms: u64) -> (TargetPlan, RunPlan) {
         server_cpus: Vec::new(),
         extra_pids: Vec::new(),
         config: serde_json::json!({"test": true}),
+        experiment: None,
     };
     (target, run)
 }

@@ -10,7 +10,7 @@ use crate::{codec, time, Columns, StoreError};
 
 /// The schema this build writes, kept in SQLite's `user_version`. Version 0 is an empty
 /// file. The migration step `n -> n + 1` is the `n`-th entry of the private `MIGRATIONS`.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
     // 0 -> 1: runs and their raw-record columns.
@@ -43,6 +43,17 @@ const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
         data   BLOB NOT NULL,
         PRIMARY KEY (run_id, stream, seq)
     );",
+    // 2 -> 3: experiments (loops over runs) and the experiment each run belongs to.
+    "CREATE TABLE experiments (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        kind        TEXT NOT NULL,
+        status      TEXT NOT NULL,
+        started_at  TEXT NOT NULL,
+        finished_at TEXT,
+        config      TEXT NOT NULL,
+        summary     TEXT
+    );
+    ALTER TABLE runs ADD COLUMN experiment_id INTEGER REFERENCES experiments(id);",
 ];
 
 /// How long a writer waits for another process's transaction before giving up.

@@ -164,6 +164,7 @@ fn tour(
                            "client_cpu": load.cpus, "work": a.work, "ideal": ideal,
                            "seed": load.seed}),
             load,
+            experiment: None,
         };
         let run = lab::measure(&plan, ready, db, stop, obs).map_err(lab_err)?;
         worst = worst.max(run.status.exit_code());

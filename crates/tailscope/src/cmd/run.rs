@@ -357,6 +357,7 @@ fn measure_ready(
             "ideal": ideal, "server": ready.server_json(), "alpha": la.alpha,
             "workload": format!("{:?}", ready.workload), "churn": ready.churn,
         }),
+        experiment: None,
     };
     Ok(lab::measure(&plan, ready, db, stop, obs)?)
 }

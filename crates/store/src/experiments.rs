@@ -1,0 +1,221 @@
+//! Experiments: a loop over runs (a sweep, a search for the highest load meeting an SLO, a
+//! tuning walk) stored as one row that groups its runs (schema 3). Each point of the loop is
+//! an ordinary run whose `experiment_id` names the experiment.
+
+use rusqlite::{params, OptionalExtension, Row};
+use serde::{Deserialize, Serialize};
+
+use crate::{time, NewRun, RunRow, Store, StoreError};
+
+/// What is known of an experiment when it starts.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct NewExperiment {
+    /// "sweep", "find-max", "tune", "demo", …
+    pub kind: String,
+    /// RFC 3339 UTC start time.
+    pub started_at: String,
+    /// The validated plan it runs (axes, fixed options, SLO).
+    pub config: serde_json::Value,
+}
+
+/// One stored experiment.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ExperimentRow {
+    pub id: i64,
+    pub kind: String,
+    /// "running" until finished ("ok", "interrupted", "failed").
+    pub status: String,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub config: serde_json::Value,
+    pub summary: Option<serde_json::Value>,
+}
+
+const EXPERIMENT_COLUMNS: &str = "id, kind, status, started_at, finished_at, config, summary";
+
+fn row(
+    r: &Row<'_>,
+) -> rusqlite::Result<(
+    i64,
+    String,
+    String,
+    String,
+    Option<String>,
+    String,
+    Option<String>,
+)> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+        r.get(6)?,
+    ))
+}
+
+type Raw = (
+    i64,
+    String,
+    String,
+    String,
+    Option<String>,
+    String,
+    Option<String>,
+);
+
+fn parse(r: Raw) -> Result<ExperimentRow, StoreError> {
+    let (id, kind, status, started_at, finished_at, config, summary) = r;
+    let json = |field: &str, text: &str| {
+        serde_json::from_str(text)
+            .map_err(|e| StoreError::Corrupt(format!("experiment {id}: {field}: {e}")))
+    };
+    Ok(ExperimentRow {
+        config: json("config", &config)?,
+        summary: summary.as_deref().map(|s| json("summary", s)).transpose()?,
+        id,
+        kind,
+        status,
+        started_at,
+        finished_at,
+    })
+}
+
+impl Store {
+    /// Inserts an experiment at its start, status "running"; returns its id.
+    pub fn begin_experiment(&self, e: &NewExperiment) -> Result<i64, StoreError> {
+        self.conn.execute(
+            "INSERT INTO experiments (kind, status, started_at, config) VALUES (?1, 'running', ?2, ?3)",
+            params![e.kind, e.started_at, serde_json::to_string(&e.config)?],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Records an experiment's outcome and summary.
+    pub fn finish_experiment(
+        &self,
+        id: i64,
+        status: &str,
+        summary: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        let n = self.conn.execute(
+            "UPDATE experiments SET status = ?2, summary = ?3, finished_at = ?4 WHERE id = ?1",
+            params![
+                id,
+                status,
+                serde_json::to_string(summary)?,
+                time::now_rfc3339()
+            ],
+        )?;
+        if n == 0 {
+            return Err(StoreError::UnknownRun(id));
+        }
+        Ok(())
+    }
+
+    /// Inserts a run as a point of experiment `experiment` (see [`Store::begin_run`]).
+    pub fn begin_run_in(&self, r: &NewRun, experiment: Option<i64>) -> Result<i64, StoreError> {
+        let id = self.begin_run(r)?;
+        if let Some(e) = experiment {
+            self.conn.execute(
+                "UPDATE runs SET experiment_id = ?2 WHERE id = ?1",
+                params![id, e],
+            )?;
+        }
+        Ok(id)
+    }
+
+    /// The experiment a run belongs to, if any.
+    pub fn experiment_of(&self, run: i64) -> Result<Option<i64>, StoreError> {
+        Ok(self
+            .conn
+            .query_row("SELECT experiment_id FROM runs WHERE id = ?1", [run], |r| {
+                r.get::<_, Option<i64>>(0)
+            })
+            .optional()?
+            .flatten())
+    }
+
+    /// One experiment by id.
+    pub fn get_experiment(&self, id: i64) -> Result<Option<ExperimentRow>, StoreError> {
+        self.conn
+            .query_row(
+                &format!("SELECT {EXPERIMENT_COLUMNS} FROM experiments WHERE id = ?1"),
+                [id],
+                row,
+            )
+            .optional()?
+            .map(parse)
+            .transpose()
+    }
+
+    /// All experiments, newest first.
+    pub fn list_experiments(&self) -> Result<Vec<ExperimentRow>, StoreError> {
+        let mut q = self.conn.prepare(&format!(
+            "SELECT {EXPERIMENT_COLUMNS} FROM experiments ORDER BY id DESC"
+        ))?;
+        let raw = q.query_map([], row)?.collect::<Result<Vec<_>, _>>()?;
+        raw.into_iter().map(parse).collect()
+    }
+
+    /// The runs of an experiment, in the order they were run.
+    pub fn experiment_runs(&self, id: i64) -> Result<Vec<RunRow>, StoreError> {
+        let ids: Vec<i64> = {
+            let mut q = self
+                .conn
+                .prepare("SELECT id FROM runs WHERE experiment_id = ?1 ORDER BY id")?;
+            let rows = q.query_map([id], |r| r.get(0))?;
+            rows.collect::<Result<Vec<_>, _>>()?
+        };
+        ids.into_iter()
+            .filter_map(|i| self.get_run(i).transpose())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn new_run() -> NewRun {
+        NewRun {
+            kind: "run".into(),
+            target: "t".into(),
+            started_at: time::now_rfc3339(),
+            config: serde_json::json!({}),
+            host: serde_json::json!({}),
+        }
+    }
+
+    #[test]
+    fn an_experiment_groups_its_runs() {
+        let st = Store::open_in_memory().unwrap();
+        let e = st
+            .begin_experiment(&NewExperiment {
+                kind: "sweep".into(),
+                started_at: time::now_rfc3339(),
+                config: serde_json::json!({"loads": [20, 50]}),
+            })
+            .unwrap();
+        let a = st.begin_run_in(&new_run(), Some(e)).unwrap();
+        let lone = st.begin_run(&new_run()).unwrap();
+        let b = st.begin_run_in(&new_run(), Some(e)).unwrap();
+        let runs: Vec<i64> = st
+            .experiment_runs(e)
+            .unwrap()
+            .iter()
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(runs, [a, b]);
+        assert_eq!(st.experiment_of(a).unwrap(), Some(e));
+        assert_eq!(st.experiment_of(lone).unwrap(), None);
+        assert_eq!(st.get_experiment(e).unwrap().unwrap().status, "running");
+        st.finish_experiment(e, "ok", &serde_json::json!({"rows": 2}))
+            .unwrap();
+        let x = st.get_experiment(e).unwrap().unwrap();
+        assert_eq!(x.status, "ok");
+        assert_eq!(x.summary.unwrap()["rows"], 2);
+        assert_eq!(st.list_experiments().unwrap().len(), 1);
+    }
+}
