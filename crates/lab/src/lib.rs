@@ -18,10 +18,13 @@ mod calibrate;
 mod db;
 mod error;
 pub mod instruments;
+mod knob;
 mod measure;
 mod observer;
 pub mod records;
 mod run;
+mod slo;
+mod sweep;
 mod target;
 
 pub use calibrate::{
@@ -30,9 +33,12 @@ pub use calibrate::{
 pub use db::{host_facts, Db};
 pub use error::LabError;
 pub use instruments::{Instrument, ServerInfo};
+pub use knob::{Axis, Knob, KNOBS};
 pub use measure::{check_load, expected_requests, measure, RunPlan};
 pub use observer::{Observer, Quiet};
 pub use run::{saturation_of, status_of, LoadFacts, Run, RunStatus, Saturation};
+pub use slo::{Bound, Slo, Verdict, View};
+pub use sweep::{sweep, Bracket, Load, MaxLoad, Row, RunTemplate, SweepPlan, SweepResult};
 pub use target::{
     own_server_threads, Ready, Scheme, SpawnSpec, TargetPlan, TargetSpec, WorkloadSpec,
 };

@@ -29,6 +29,9 @@ pub enum Command {
     Calibrate(CalibrateArgs),
     /// The one-command tour: built-in server, calibration, three loads, measured vs ideal.
     Demo(DemoArgs),
+    /// Repeat runs over offered loads and knobs (or a TOML experiment file); SLO verdicts,
+    /// --find-max.
+    Sweep(SweepArgs),
     /// List, show and export stored runs.
     Runs(RunsCmd),
     /// Check the host for the known sources of tail latency; --apply the safe mitigations.
@@ -223,6 +226,13 @@ pub struct TargetArgs {
     /// Spawned server: scheduling policy (other:NICE, fifo:PRIO, rr:PRIO).
     #[arg(long)]
     pub server_sched: Option<String>,
+    /// Spawned built-in server (nullrpc:// --spawn): architecture (thread, epoll, udp,
+    /// dispatch, staged; default epoll).
+    #[arg(long)]
+    pub server_arch: Option<String>,
+    /// Spawned built-in server: synthetic work per request (det:50us, exp:50us, …).
+    #[arg(long)]
+    pub server_work: Option<String>,
     /// memcached/redis: share of gets (the rest are sets).
     #[arg(long, default_value_t = 0.9)]
     pub get_ratio: f64,
@@ -495,6 +505,70 @@ pub struct OutputArgs {
     /// Write a log-log CCDF plot (SVG) to this file.
     #[arg(long, value_name = "PATH")]
     pub plot: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Clone)]
+#[command(args_override_self = true)]
+pub struct SweepArgs {
+    /// Target URL (as for `run`), or an experiment file (.toml) holding the same options;
+    /// options given after the file override the file's.
+    pub target: String,
+    /// Offered loads: req/s, or percentages of the calibrated capacity with a trailing %
+    /// (on the list or on each); `a,b,...,z` steps evenly: 10,20,...,100%.
+    #[arg(long)]
+    pub loads: Option<String>,
+    /// A knob and its values, NAME=V1,V2,… (';' separates values holding commas); repeat
+    /// for more axes, whose product is the grid. Knobs: server-threads, server-cpus,
+    /// server-sched, server-arch, server-work, connections, threads, key-size, value-size,
+    /// items, popularity, get-ratio, file-size, files, arrival.
+    #[arg(long = "param", value_name = "NAME=V1,V2")]
+    pub params: Vec<String>,
+    /// Run each point this many times (each with its own seed derived from --seed).
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// Service-level objective, e.g. 'p99<=1ms' or 'p99<=1ms,p99.9<=5ms': a verdict per
+    /// point (meets / violates / undecided, from the confidence intervals).
+    #[arg(long)]
+    pub slo: Option<String>,
+    /// Which latency the SLO reads: user (intended → received) or server (sent → kernel
+    /// receive).
+    #[arg(long, default_value = "user")]
+    pub slo_view: String,
+    /// Search the highest offered load meeting the SLO (bracket, then bisect to 2 %), and the
+    /// highest rate with achieved >= 99 % of offered and no timeouts.
+    #[arg(long)]
+    pub find_max: bool,
+    /// Most runs per search.
+    #[arg(long, default_value_t = 10)]
+    pub max_steps: u32,
+    /// Options of every run (as for `run`).
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Per-request service time for the ideal (default: calibrated or stored).
+    #[arg(long)]
+    pub service: Option<String>,
+    /// Workers of the target, for the ideal.
+    #[arg(long)]
+    pub workers: Option<u32>,
+    /// Queue structure for the ideal: auto, single or per-worker.
+    #[arg(long, default_value = "auto")]
+    pub queues: String,
+    #[command(flatten)]
+    pub server: TargetArgs,
+    /// The server's process id(s), for the attribution.
+    #[arg(long, value_delimiter = ',')]
+    pub server_pid: Vec<u32>,
+    /// The server's CPUs.
+    #[arg(long)]
+    pub server_cpus: Option<String>,
+    /// Do not sample the sources of tail latency beside each run.
+    #[arg(long)]
+    pub no_attribution: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Print exactly one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug, Clone)]

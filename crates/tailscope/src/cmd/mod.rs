@@ -13,6 +13,7 @@ mod run;
 mod runs;
 mod serve;
 mod simrun;
+mod sweep;
 mod target;
 
 use crate::cli::{Cli, Command, ModelSub};
@@ -29,6 +30,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Run(a) => run::run(&a),
         Command::Calibrate(a) => calibrate::run(&a),
         Command::Demo(a) => demo::run(&a),
+        Command::Sweep(a) => sweep::run(&a),
         Command::Runs(c) => runs::run(&c),
         Command::Doctor(a) => doctor::run(&a),
         Command::Noise(a) => noise::run(&a),

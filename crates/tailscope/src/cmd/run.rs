@@ -173,7 +173,7 @@ pub fn load_config(a: &LoadArgs, p: &LoadPlan, rate: f64) -> anyhow::Result<Load
     })
 }
 
-fn parse_queues(s: &str) -> anyhow::Result<Option<QueueStructure>> {
+pub fn parse_queues(s: &str) -> anyhow::Result<Option<QueueStructure>> {
     match s {
         "auto" => Ok(None),
         "single" => Ok(Some(QueueStructure::Single)),
