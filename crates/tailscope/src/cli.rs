@@ -386,6 +386,9 @@ pub enum RunsSub {
         db: DbArgs,
         #[arg(long)]
         json: bool,
+        /// Only the runs of this experiment (a sweep, a demo), in the order they ran.
+        #[arg(long)]
+        experiment: Option<i64>,
     },
     /// Show one run's configuration and summary.
     Show {
