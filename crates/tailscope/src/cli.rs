@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -76,8 +76,8 @@ pub struct NoiseArgs {
     #[arg(long, default_value = "1us", allow_hyphen_values = true)]
     pub threshold: String,
     /// Loop variant: consecutive (Listing 1.2) or paired (Listing 1.1).
-    #[arg(long = "loop", default_value = "consecutive")]
-    pub loop_kind: String,
+    #[arg(long = "loop", value_enum, default_value_t = LoopArg::Consecutive)]
+    pub loop_kind: LoopArg,
     /// Scheduling policy of the probe threads (e.g. fifo:50; RT throttling is detected).
     #[arg(long)]
     pub sched: Option<String>,
@@ -107,9 +107,9 @@ pub struct ServeArgs {
     pub listen: String,
     /// Concurrency architecture: thread (thread per connection, blocking I/O), epoll (N epoll
     /// workers, connections statically partitioned), udp (N workers on one UDP socket),
-    /// dispatch (a dispatcher feeding N workers from one queue).
-    #[arg(long, default_value = "thread")]
-    pub arch: String,
+    /// dispatch (a dispatcher feeding N workers from one queue), staged (the LNS tandem).
+    #[arg(long, value_enum, default_value_t = ArchArg::Thread)]
+    pub arch: ArchArg,
     /// Worker threads (epoll, udp, dispatch).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub workers: usize,
@@ -283,8 +283,8 @@ pub struct RunArgs {
     /// Queue structure of the target, for the ideal: single (one shared queue), per-worker
     /// (connections statically partitioned over the workers), or auto (memcached over TCP and
     /// nginx: per-worker; memcached over UDP, redis, nullrpc: single).
-    #[arg(long, default_value = "auto")]
-    pub queues: String,
+    #[arg(long, value_enum, default_value_t = QueuesArg::Auto)]
+    pub queues: QueuesArg,
     #[command(flatten)]
     pub server: TargetArgs,
     /// The server's process id(s), for the attribution ("why"): its threads' run-queue wait
@@ -535,8 +535,8 @@ pub struct SweepArgs {
     pub slo: Option<String>,
     /// Which latency the SLO reads: user (intended → received) or server (sent → kernel
     /// receive).
-    #[arg(long, default_value = "user")]
-    pub slo_view: String,
+    #[arg(long, value_enum, default_value_t = ViewArg::User)]
+    pub slo_view: ViewArg,
     /// Search the highest offered load meeting the SLO (bracket, then bisect to 2 %), and the
     /// highest rate with achieved >= 99 % of offered and no timeouts.
     #[arg(long)]
@@ -554,8 +554,8 @@ pub struct SweepArgs {
     #[arg(long)]
     pub workers: Option<u32>,
     /// Queue structure for the ideal: auto, single or per-worker.
-    #[arg(long, default_value = "auto")]
-    pub queues: String,
+    #[arg(long, value_enum, default_value_t = QueuesArg::Auto)]
+    pub queues: QueuesArg,
     #[command(flatten)]
     pub server: TargetArgs,
     /// The server's process id(s), for the attribution.
@@ -653,4 +653,70 @@ pub struct FigureArgs {
     pub trace_unit: String,
     #[command(flatten)]
     pub out: OutputArgs,
+}
+
+/// `serve --arch`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ArchArg {
+    Thread,
+    Epoll,
+    Udp,
+    Dispatch,
+    Staged,
+}
+
+impl From<ArchArg> for server::Arch {
+    fn from(a: ArchArg) -> server::Arch {
+        match a {
+            ArchArg::Thread => server::Arch::Thread,
+            ArchArg::Epoll => server::Arch::Epoll,
+            ArchArg::Udp => server::Arch::Udp,
+            ArchArg::Dispatch => server::Arch::Dispatch,
+            ArchArg::Staged => server::Arch::Staged,
+        }
+    }
+}
+
+/// `--queues`: the target's queue structure for the ideal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum QueuesArg {
+    /// From the target: memcached over TCP and nginx per worker, the rest one queue.
+    Auto,
+    Single,
+    PerWorker,
+}
+
+impl QueuesArg {
+    pub fn structure(self) -> Option<analysis::QueueStructure> {
+        match self {
+            QueuesArg::Auto => None,
+            QueuesArg::Single => Some(analysis::QueueStructure::Single),
+            QueuesArg::PerWorker => Some(analysis::QueueStructure::PerWorker),
+        }
+    }
+}
+
+/// `--slo-view`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ViewArg {
+    User,
+    Server,
+}
+
+impl From<ViewArg> for lab::View {
+    fn from(v: ViewArg) -> lab::View {
+        match v {
+            ViewArg::User => lab::View::User,
+            ViewArg::Server => lab::View::Server,
+        }
+    }
+}
+
+/// `noise --loop`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LoopArg {
+    /// Listing 1.2: consecutive TSC reads.
+    Consecutive,
+    /// Listing 1.1: paired reads.
+    Paired,
 }

@@ -7,7 +7,7 @@ use lab::{Axis, Db, Load, RunTemplate, Slo, SweepPlan, View};
 
 use super::common::{db_path, parse_cpus_flag, shutdown_flag};
 use super::progress::Progress;
-use super::run::{load_config, nullrpc, parse_queues, plan};
+use super::run::{load_config, nullrpc, plan};
 use super::target::lab_err;
 use crate::cli::{Cli, Command, SweepArgs};
 use crate::exit::{usage, OrUsage};
@@ -177,7 +177,7 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<i32> {
         Some(l) => parse_loads(l)?,
         None => Vec::new(),
     };
-    let view: View = a.slo_view.parse().map_err(lab_err)?;
+    let view: View = a.slo_view.into();
     let slo = a
         .slo
         .as_deref()
@@ -211,7 +211,7 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<i32> {
             load: load_config(la, &p, 1.0)?,
             service_ns,
             workers: a.workers,
-            queues: parse_queues(&a.queues)?,
+            queues: a.queues.structure(),
             confidence: la.confidence,
             lateness_threshold_ns: p.lateness_threshold_ns,
             attribution: !a.no_attribution,
@@ -223,7 +223,7 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<i32> {
                 "requests": la.requests, "warmup": la.warmup, "connections": la.connections,
                 "threads": la.threads, "cpus": p.cpus, "max_outstanding": la.max_outstanding,
                 "timeout": la.timeout, "seed": la.seed, "service": a.service,
-                "slo": a.slo, "slo_view": a.slo_view,
+                "slo": a.slo, "slo_view": view,
             }),
         },
         loads,
