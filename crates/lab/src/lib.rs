@@ -26,6 +26,7 @@ mod run;
 mod slo;
 mod sweep;
 mod target;
+mod tune;
 
 pub use calibrate::{
     calibrate, stored_calibration, CalibrateSpec, Calibration, IdealSource, Step, StoredCalibration,
@@ -42,3 +43,4 @@ pub use sweep::{sweep, Bracket, Load, MaxLoad, Row, RunTemplate, SweepPlan, Swee
 pub use target::{
     own_server_threads, Ready, Scheme, SpawnSpec, TargetPlan, TargetSpec, WorkloadSpec,
 };
+pub use tune::{check_tunable, tune, TunePlan, TuneResult, TuneStep, TuneStepKind};

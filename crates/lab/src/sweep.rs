@@ -71,6 +71,9 @@ pub struct SweepPlan {
     pub find_max: bool,
     /// Most runs per search.
     pub max_steps: u32,
+    /// Run inside this (already begun) experiment instead of one of its own (a tuning walk's
+    /// steps are sweeps of one experiment); it is then left for the caller to finish.
+    pub experiment: Option<i64>,
 }
 
 /// One row: one stored run.
@@ -485,15 +488,18 @@ pub fn sweep(
     obs: &dyn Observer,
 ) -> Result<SweepResult, LabError> {
     let combos = combos(plan)?;
-    let experiment = db.store.begin_experiment(&store::NewExperiment {
-        kind: plan.kind.clone(),
-        started_at: store::now_rfc3339(),
-        config: json!({
-            "axes": plan.axes, "loads": plan.loads, "repeat": plan.repeat,
-            "slo": plan.slo, "find_max": plan.find_max, "max_steps": plan.max_steps,
-            "run": plan.template.config,
-        }),
-    })?;
+    let experiment = match plan.experiment {
+        Some(e) => e,
+        None => db.store.begin_experiment(&store::NewExperiment {
+            kind: plan.kind.clone(),
+            started_at: store::now_rfc3339(),
+            config: json!({
+                "axes": plan.axes, "loads": plan.loads, "repeat": plan.repeat,
+                "slo": plan.slo, "find_max": plan.find_max, "max_steps": plan.max_steps,
+                "run": plan.template.config,
+            }),
+        })?,
+    };
     let mut ctx = Ctx {
         plan,
         db,
@@ -520,11 +526,13 @@ pub fn sweep(
         rows: std::mem::take(&mut ctx.rows),
         max_loads,
     };
-    let mut summary = result.to_json();
-    if let Err(e) = &outcome {
-        summary["error"] = json!(e.to_string());
+    if plan.experiment.is_none() {
+        let mut summary = result.to_json();
+        if let Err(e) = &outcome {
+            summary["error"] = json!(e.to_string());
+        }
+        db.store.finish_experiment(experiment, status, &summary)?;
     }
-    db.store.finish_experiment(experiment, status, &summary)?;
     outcome.map(|()| result)
 }
 

@@ -116,3 +116,43 @@ pub fn sweep(w: &mut dyn Write, r: &SweepResult) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// A tuning walk, for a person: one line per step.
+pub fn tune(w: &mut dyn Write, r: &lab::TuneResult) -> io::Result<()> {
+    writeln!(w, "experiment {} · tune · {}", r.experiment_id, r.status)?;
+    writeln!(
+        w,
+        "  {:<9} {:>6} {:>10} | {:>9} {:>9} {:>9} | {:>9} {:>9} | {:>8} {:>12}",
+        "step", "run", "status", "p50", "p99", "p99.9", "ideal p50", "p99", "excess", "max load"
+    )?;
+    for s in &r.steps {
+        if let Some(why) = &s.skipped {
+            writeln!(w, "  {:<9} skipped: {why}", s.name)?;
+            continue;
+        }
+        writeln!(
+            w,
+            "  {:<9} {:>6} {:>10} | {:>9} {:>9} {:>9} | {:>9} {:>9} | {:>8} {:>12}",
+            s.name,
+            s.run_id.map(|i| i.to_string()).unwrap_or_default(),
+            s.status.as_deref().unwrap_or("-"),
+            us(&s.measured, "p50"),
+            us(&s.measured, "p99"),
+            us(&s.measured, "p99.9"),
+            us(&s.ideal, "p50"),
+            us(&s.ideal, "p99"),
+            s.excess
+                .get("p99")
+                .and_then(Value::as_f64)
+                .map(|e| format!("{e:.2}x"))
+                .unwrap_or_else(|| "-".into()),
+            s.max_load_rps
+                .map(|m| format!("{m:.0} req/s"))
+                .unwrap_or_else(|| "-".into()),
+        )?;
+        for c in &s.changes {
+            writeln!(w, "            changed: {c}")?;
+        }
+    }
+    Ok(())
+}

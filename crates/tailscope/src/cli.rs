@@ -32,6 +32,9 @@ pub enum Command {
     /// Repeat runs over offered loads and knobs (or a TOML experiment file); SLO verdicts,
     /// --find-max.
     Sweep(SweepArgs),
+    /// Tales of the Tail's walk: a baseline, then one mitigation at a time (rt, udp, irq,
+    /// numa, cstate, governor), measured vs ideal and the throughput each costs or buys.
+    Tune(TuneArgs),
     /// List, show and export stored runs.
     Runs(RunsCmd),
     /// Check the host for the known sources of tail latency; --apply the safe mitigations.
@@ -564,6 +567,48 @@ pub struct SweepArgs {
     /// The server's CPUs.
     #[arg(long)]
     pub server_cpus: Option<String>,
+    /// Do not sample the sources of tail latency beside each run.
+    #[arg(long)]
+    pub no_attribution: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Print exactly one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct TuneArgs {
+    /// Target URL of a server tailscope starts (memcached://, http://, redis://, nullrpc://
+    /// with --spawn).
+    pub target: String,
+    /// The offered load of every step: req/s, or a percentage of each step's calibrated
+    /// capacity (80%).
+    #[arg(long, default_value = "80%")]
+    pub rate: String,
+    /// The mitigations, in order (each adds to the ones before).
+    #[arg(long, default_value = "rt,udp,irq,numa,cstate,governor")]
+    pub steps: String,
+    /// With an SLO, each step also searches the highest load meeting it.
+    #[arg(long)]
+    pub slo: Option<String>,
+    /// Most runs per search.
+    #[arg(long, default_value_t = 8)]
+    pub max_steps: u32,
+    /// Options of every run (as for `run`).
+    #[command(flatten)]
+    pub load: LoadArgs,
+    #[command(flatten)]
+    pub server: TargetArgs,
+    /// The server's CPUs (the interrupts step moves IRQs away from them).
+    #[arg(long)]
+    pub server_cpus: Option<String>,
+    /// Root of the host whose /proc and /sys the host steps read and write.
+    #[arg(long, default_value = "/")]
+    pub root: PathBuf,
+    /// Where the journal of host changes lives (default as for doctor).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
     /// Do not sample the sources of tail latency beside each run.
     #[arg(long)]
     pub no_attribution: bool,

@@ -137,6 +137,7 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
         slo: None,
         find_max: false,
         max_steps: 2,
+        experiment: None,
     };
     let db = db_path(&a.db)?;
     plan.check(&db).map_err(lab_err)?;

@@ -15,6 +15,7 @@ mod serve;
 mod simrun;
 mod sweep;
 mod target;
+mod tune;
 
 use crate::cli::{Cli, Command, ModelSub};
 
@@ -31,6 +32,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Calibrate(a) => calibrate::run(&a),
         Command::Demo(a) => demo::run(&a),
         Command::Sweep(a) => sweep::run(&a),
+        Command::Tune(a) => tune::run(&a),
         Command::Runs(c) => runs::run(&c),
         Command::Doctor(a) => doctor::run(&a),
         Command::Noise(a) => noise::run(&a),

@@ -232,6 +232,7 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<i32> {
         slo,
         find_max: a.find_max,
         max_steps: a.max_steps,
+        experiment: None,
     };
     let db = db_path(&a.db)?;
     splan.check(&db).map_err(lab_err)?;
