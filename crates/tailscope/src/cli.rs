@@ -595,6 +595,9 @@ pub struct TuneArgs {
     /// Most runs per search.
     #[arg(long, default_value_t = 8)]
     pub max_steps: u32,
+    /// Per-worker service time for the ideal of every step (default: each step calibrated).
+    #[arg(long)]
+    pub service: Option<String>,
     /// Options of every run (as for `run`).
     #[command(flatten)]
     pub load: LoadArgs,

@@ -8,7 +8,7 @@ use super::progress::Progress;
 use super::run::{load_config, nullrpc, parse_rate, plan, Rate};
 use super::target::lab_err;
 use crate::cli::TuneArgs;
-use crate::exit::usage;
+use crate::exit::{usage, OrUsage};
 use crate::output;
 
 pub fn run(a: &TuneArgs) -> anyhow::Result<i32> {
@@ -43,7 +43,11 @@ pub fn run(a: &TuneArgs) -> anyhow::Result<i32> {
     let template = RunTemplate {
         target: spec,
         load: load_config(la, &p, 1.0)?,
-        service_ns: None,
+        service_ns: a
+            .service
+            .as_deref()
+            .map(|s| model::parse_duration_ns(s).or_usage_ctx("--service"))
+            .transpose()?,
         workers: None,
         queues: None,
         confidence: la.confidence,
