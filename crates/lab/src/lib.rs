@@ -15,6 +15,7 @@
 //! ```
 
 mod calibrate;
+mod colocate;
 mod db;
 mod error;
 pub mod instruments;
@@ -31,6 +32,7 @@ mod tune;
 pub use calibrate::{
     calibrate, stored_calibration, CalibrateSpec, Calibration, IdealSource, Step, StoredCalibration,
 };
+pub use colocate::{colocate, Cell, Colocation};
 pub use db::{host_facts, Db};
 pub use error::LabError;
 pub use instruments::{Instrument, ServerInfo};

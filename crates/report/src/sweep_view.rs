@@ -156,3 +156,70 @@ pub fn tune(w: &mut dyn Write, r: &lab::TuneResult) -> io::Result<()> {
     }
     Ok(())
 }
+
+fn load(l: &lab::Load) -> String {
+    match l {
+        lab::Load::Rps(r) => format!("{r:.0}/s"),
+        lab::Load::OfCapacity(f) => format!("{:.0}%", f * 100.0),
+    }
+}
+
+/// The QoS matrix, as in ThunderX Fig. 11: rows the first service's loads, columns the
+/// second's; each cell says who meets its SLO (B = both, A or B alone, - neither) with the
+/// two p99s.
+pub fn colocation(w: &mut dyn Write, c: &lab::Colocation) -> io::Result<()> {
+    writeln!(
+        w,
+        "experiment {} · colocate · {} · A = {} (rows), B = {} (columns)",
+        c.experiment_id, c.status, c.a, c.b
+    )?;
+    let mut cols: Vec<String> = Vec::new();
+    let mut rows: Vec<String> = Vec::new();
+    for cell in &c.cells {
+        let (r, k) = (load(&cell.load_a), load(&cell.load_b));
+        if !rows.contains(&r) {
+            rows.push(r);
+        }
+        if !cols.contains(&k) {
+            cols.push(k);
+        }
+    }
+    write!(w, "  {:>8}", "A \\ B")?;
+    for k in &cols {
+        write!(w, " {:>26}", k)?;
+    }
+    writeln!(w)?;
+    for r in &rows {
+        write!(w, "  {r:>8}")?;
+        for k in &cols {
+            let cell = c
+                .cells
+                .iter()
+                .find(|x| load(&x.load_a) == *r && load(&x.load_b) == *k);
+            let text = match cell {
+                Some(x) => format!(
+                    "{} {}/{}",
+                    match x.meets.as_str() {
+                        "both" => "AB",
+                        "a" => "A ",
+                        "b" => " B",
+                        _ => "--",
+                    },
+                    x.p99_a_us
+                        .map(|v| fmt_ns(v * 1e3))
+                        .unwrap_or_else(|| "-".into()),
+                    x.p99_b_us
+                        .map(|v| fmt_ns(v * 1e3))
+                        .unwrap_or_else(|| "-".into())
+                ),
+                None => "".into(),
+            };
+            write!(w, " {:>26}", text)?;
+        }
+        writeln!(w)?;
+    }
+    writeln!(
+        w,
+        "  (AB: both meet their SLO; A or B: only that one; --: neither; then the two p99s)"
+    )
+}

@@ -35,6 +35,9 @@ pub enum Command {
     /// Tales of the Tail's walk: a baseline, then one mitigation at a time (rt, udp, irq,
     /// numa, cstate, governor), measured vs ideal and the throughput each costs or buys.
     Tune(TuneArgs),
+    /// Two services on one host (ThunderX Fig. 11): for every pair of their loads, both
+    /// measured at once; the QoS matrix of who meets its SLO.
+    Colocate(ColocateArgs),
     /// List, show and export stored runs.
     Runs(RunsCmd),
     /// Check the host for the known sources of tail latency; --apply the safe mitigations.
@@ -570,6 +573,26 @@ pub struct SweepArgs {
     /// Do not sample the sources of tail latency beside each run.
     #[arg(long)]
     pub no_attribution: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Print exactly one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ColocateArgs {
+    /// The first service: an experiment file (as for `sweep`: target, spawn options, loads,
+    /// slo).
+    pub a: String,
+    /// The second service, likewise.
+    pub b: String,
+    /// Overrides each run's length in both files.
+    #[arg(long)]
+    pub duration: Option<String>,
+    /// Overrides each run's warm-up in both files.
+    #[arg(long)]
+    pub warmup: Option<String>,
     #[command(flatten)]
     pub db: DbArgs,
     /// Print exactly one JSON object on stdout.

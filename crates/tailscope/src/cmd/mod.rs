@@ -2,6 +2,7 @@
 
 mod bursty;
 mod calibrate;
+mod colocate;
 mod common;
 mod demo;
 mod doctor;
@@ -33,6 +34,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Demo(a) => demo::run(&a),
         Command::Sweep(a) => sweep::run(&a),
         Command::Tune(a) => tune::run(&a),
+        Command::Colocate(a) => colocate::run(&a),
         Command::Runs(c) => runs::run(&c),
         Command::Doctor(a) => doctor::run(&a),
         Command::Noise(a) => noise::run(&a),

@@ -150,26 +150,30 @@ pub fn toml_args(path: &Path) -> anyhow::Result<Vec<String>> {
     Ok(out)
 }
 
-pub fn run(a: &SweepArgs) -> anyhow::Result<i32> {
-    if a.target.ends_with(".toml") {
-        // The file's options, then whatever followed the file on the command line (later
-        // options override earlier ones).
-        let file = toml_args(Path::new(&a.target))?;
-        let argv: Vec<String> = std::env::args().collect();
-        let after = argv
-            .iter()
-            .position(|x| x == &a.target)
-            .map_or(Vec::new(), |i| argv[i + 1..].to_vec());
-        let mut full = vec!["tailscope".to_string(), "sweep".to_string()];
-        full.extend(file);
-        full.extend(after);
-        let cli = <Cli as clap::Parser>::try_parse_from(&full)
-            .map_err(|e| usage(format!("{}: {}", a.target, e.to_string().trim())))?;
-        return match cli.command {
-            Command::Sweep(b) if !b.target.ends_with(".toml") => run(&b),
-            _ => Err(usage(format!("{}: its target must be a URL", a.target))),
-        };
+/// A sweep's arguments with an experiment file expanded: the file's options, then whatever
+/// followed the file on the command line (later options override earlier ones).
+pub fn expand(file: &str, after: &[String]) -> anyhow::Result<SweepArgs> {
+    let mut full = vec!["tailscope".to_string(), "sweep".to_string()];
+    full.extend(toml_args(Path::new(file))?);
+    full.extend(after.iter().cloned());
+    let cli = <Cli as clap::Parser>::try_parse_from(&full)
+        .map_err(|e| usage(format!("{file}: {}", e.to_string().trim())))?;
+    match cli.command {
+        Command::Sweep(b) if !b.target.ends_with(".toml") => Ok(b),
+        _ => Err(usage(format!("{file}: its target must be a URL"))),
     }
+}
+
+/// What followed `word` on this process's command line.
+pub fn args_after(word: &str) -> Vec<String> {
+    let argv: Vec<String> = std::env::args().collect();
+    argv.iter()
+        .position(|x| x == word)
+        .map_or(Vec::new(), |i| argv[i + 1..].to_vec())
+}
+
+/// The validated plan of a sweep's arguments (a URL target).
+pub fn sweep_plan(a: &SweepArgs) -> anyhow::Result<SweepPlan> {
     let server_cpus = parse_cpus_flag("--server-cpus", a.server_cpus.as_deref())?;
     let spec = super::target::spec(&a.target, &a.server, &server_cpus, nullrpc(&a.load))?;
     let p = plan(&a.load)?;
@@ -204,7 +208,7 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<i32> {
         }
     }
     let la = &a.load;
-    let splan = SweepPlan {
+    Ok(SweepPlan {
         kind: "sweep".into(),
         template: RunTemplate {
             target: spec,
@@ -233,7 +237,14 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<i32> {
         find_max: a.find_max,
         max_steps: a.max_steps,
         experiment: None,
-    };
+    })
+}
+
+pub fn run(a: &SweepArgs) -> anyhow::Result<i32> {
+    if a.target.ends_with(".toml") {
+        return run(&expand(&a.target, &args_after(&a.target))?);
+    }
+    let splan = sweep_plan(a)?;
     let db = db_path(&a.db)?;
     splan.check(&db).map_err(lab_err)?;
     let obs = Progress::new(a.json);
