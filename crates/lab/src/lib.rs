@@ -18,12 +18,14 @@ mod calibrate;
 mod colocate;
 mod db;
 mod error;
+pub mod figures;
 pub mod instruments;
 mod knob;
 mod measure;
 mod observer;
 pub mod records;
 mod run;
+mod simulate;
 mod slo;
 mod sweep;
 mod target;
@@ -40,6 +42,9 @@ pub use knob::{Axis, Knob, KNOBS};
 pub use measure::{check_load, expected_requests, measure, RunPlan};
 pub use observer::{Observer, Quiet};
 pub use run::{saturation_of, status_of, LoadFacts, Run, RunStatus, Saturation};
+pub use simulate::{
+    check_not_saturated, simulate, SimResult, CI_BATCH_MEANS, CI_ORDER_STAT, CI_REPLICATIONS,
+};
 pub use slo::{Bound, Slo, Verdict, View};
 pub use sweep::{sweep, Bracket, Load, MaxLoad, Row, RunTemplate, SweepPlan, SweepResult};
 pub use target::{

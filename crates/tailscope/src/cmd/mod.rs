@@ -13,7 +13,6 @@ mod progress;
 mod run;
 mod runs;
 mod serve;
-mod simrun;
 mod sweep;
 mod target;
 mod tune;
