@@ -492,7 +492,7 @@ pub struct OutputArgs {
     /// Write CCDF points (series, latency_us, ccdf) to this CSV file.
     #[arg(long, value_name = "PATH")]
     pub ccdf: Option<PathBuf>,
-    /// Write a log-log CCDF plot (SVG) to this file.
+    /// Write a log-log CCDF plot to this file: PNG when its name ends in .png, else SVG.
     #[arg(long, value_name = "PATH")]
     pub plot: Option<PathBuf>,
 }
