@@ -2,10 +2,16 @@
 //! `stats`/`model`/`load`) into pictures and files a person reads: CCDF plots in the style of
 //! Tales of the Tail (log–log, the y axis labelled by percentile; SVG or PNG) and CCDF point
 //! tables as CSV, and the terminal view of a [`lab::Run`] ([`terminal`]).
-//! [`figure`] draws the report's figures on any plotters backend (SVG or PNG).
+//!
+//! Every other output is a module of its own that takes stored runs and experiments:
+//! [`html`] (the self-contained report page), [`figure`] (its figures, also as PNG).
+//! [`stored`] reads a run back from the store for them.
 
+pub mod experiment;
 pub mod figure;
 mod font;
+pub mod html;
+pub mod stored;
 pub mod terminal;
 
 use std::io::Write;
@@ -27,6 +33,8 @@ pub enum ReportError {
     Font,
     #[error("cannot draw figure {figure}: {msg}")]
     Draw { figure: String, msg: String },
+    #[error(transparent)]
+    Store(#[from] store::StoreError),
 }
 
 /// One line of a CCDF plot: points (latency in µs, P[X >= x]).

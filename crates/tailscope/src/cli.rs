@@ -31,6 +31,8 @@ pub enum Command {
     Demo(DemoArgs),
     /// List, show and export stored runs.
     Runs(RunsCmd),
+    /// A self-contained HTML report (and PNG figures) of stored runs or of an experiment.
+    Report(ReportArgs),
     /// Check the host for the known sources of tail latency; --apply the safe mitigations.
     Doctor(DoctorArgs),
     /// TSC-gap probe of OS and hardware noise (Where Has My Time Gone?).
@@ -396,6 +398,27 @@ pub enum RunsSub {
         #[command(flatten)]
         db: DbArgs,
     },
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ReportArgs {
+    /// Runs to report (ids from `tailscope runs list`).
+    #[arg(required_unless_present = "experiment", conflicts_with = "experiment")]
+    pub runs: Vec<i64>,
+    /// Report a stored experiment (its points, verdicts and chosen runs) instead.
+    #[arg(long, value_name = "N")]
+    pub experiment: Option<i64>,
+    /// The HTML file to write.
+    #[arg(long, short, default_value = "tailscope-report.html")]
+    pub output: PathBuf,
+    /// Also write every figure as PNG into this directory (created if its parent exists).
+    #[arg(long, value_name = "DIR")]
+    pub png: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Print exactly one JSON object on stdout: {"written": [...]}.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]

@@ -9,6 +9,7 @@ mod figure;
 mod model;
 mod noise;
 mod progress;
+mod report;
 mod run;
 mod runs;
 mod serve;
@@ -30,6 +31,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Calibrate(a) => calibrate::run(&a),
         Command::Demo(a) => demo::run(&a),
         Command::Runs(c) => runs::run(&c),
+        Command::Report(a) => report::run(&a),
         Command::Doctor(a) => doctor::run(&a),
         Command::Noise(a) => noise::run(&a),
     }

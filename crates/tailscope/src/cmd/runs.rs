@@ -109,7 +109,7 @@ fn show(id: i64, db: &DbArgs, json: bool) -> anyhow::Result<i32> {
 
 /// Refuses an output file that is the store itself or one of SQLite's files beside it:
 /// writing the export there would destroy the runs being exported.
-fn check_not_the_store(out: &Path, db: &Path) -> anyhow::Result<()> {
+pub(super) fn check_not_the_store(flag: &str, out: &Path, db: &Path) -> anyhow::Result<()> {
     let mut names = vec![db.to_path_buf()];
     // SQLite names its side files after the path it opened and, for a symbolic link, after
     // the link's target: check both spellings.
@@ -123,8 +123,8 @@ fn check_not_the_store(out: &Path, db: &Path) -> anyhow::Result<()> {
     }
     if names.iter().any(|n| output::same_file(out, n)) {
         return Err(usage(format!(
-            "--output {} is the results store {} (or a file SQLite keeps beside it); \
-             export to another file",
+            "{flag} {} is the results store {} (or a file SQLite keeps beside it); \
+             write to another file",
             out.display(),
             db.display()
         )));
@@ -141,7 +141,7 @@ fn export(id: i64, format: &str, out: Option<&Path>, db: &DbArgs) -> anyhow::Res
     let (db_path, st) = open_existing_store(db)?;
     if let Some(p) = out {
         output::check_writable("--output", p)?;
-        check_not_the_store(p, &db_path)?;
+        check_not_the_store("--output", p, &db_path)?;
     }
     let Some(st) = st else {
         return Err(usage(format!("no results store at {}", db_path.display())));
