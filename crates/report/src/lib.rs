@@ -4,12 +4,15 @@
 //! tables as CSV, and the terminal view of a [`lab::Run`] ([`terminal`]).
 //!
 //! Every other output is a module of its own that takes stored runs and experiments:
-//! [`html`] (the self-contained report page), [`figure`] (its figures, also as PNG).
+//! [`html`] (the self-contained report page), [`figure`] (its figures, also as PNG),
+//! [`compare`] (`runs compare`), [`hdr`] (HdrHistogram interval logs and `.hgrm` spectra).
 //! [`stored`] reads a run back from the store for them.
 
+pub mod compare;
 pub mod experiment;
 pub mod figure;
 mod font;
+pub mod hdr;
 pub mod html;
 pub mod stored;
 pub mod terminal;
@@ -35,6 +38,10 @@ pub enum ReportError {
     Draw { figure: String, msg: String },
     #[error(transparent)]
     Store(#[from] store::StoreError),
+    #[error("HdrHistogram: {0}")]
+    Hdr(String),
+    #[error("run {0} has no per-request records")]
+    NoRecords(i64),
 }
 
 /// One line of a CCDF plot: points (latency in µs, P[X >= x]).

@@ -29,7 +29,7 @@ pub enum Command {
     Calibrate(CalibrateArgs),
     /// The one-command tour: built-in server, calibration, three loads, measured vs ideal.
     Demo(DemoArgs),
-    /// List, show and export stored runs.
+    /// List, show, compare and export stored runs.
     Runs(RunsCmd),
     /// A self-contained HTML report (and PNG figures) of stored runs or of an experiment.
     Report(ReportArgs),
@@ -387,7 +387,23 @@ pub enum RunsSub {
         #[arg(long)]
         json: bool,
     },
-    /// Export one run's per-request records (csv or json).
+    /// Stored runs side by side per percentile, each against the first: ratio and whether
+    /// the 95 % intervals overlap.
+    Compare {
+        /// Two or more run ids; the first is the reference.
+        #[arg(num_args = 2.., required = true)]
+        ids: Vec<i64>,
+        /// Write an overlay of their CCDFs (PNG when the name ends in .png, else SVG).
+        #[arg(long, value_name = "PATH")]
+        plot: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        db: DbArgs,
+        /// Print exactly one JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Export one run: its per-request records (csv, json), an HdrHistogram interval log
+    /// (hdr) or the percentile spectrum of its latency (hgrm).
     Export {
         id: i64,
         #[arg(long, default_value = "csv")]

@@ -3,6 +3,7 @@
 mod bursty;
 mod calibrate;
 mod common;
+mod compare;
 mod demo;
 mod doctor;
 mod figure;

@@ -1,5 +1,5 @@
-//! `tailscope runs list|show|export`: the results store, read back. These commands only read:
-//! they never create a store, and `export` writes nothing until the run has been read.
+//! `tailscope runs list|show|compare|export`: the results store, read back. These commands only
+//! read: they never create a store, and `export` writes nothing until the run has been read.
 
 use std::io::Write;
 use std::path::Path;
@@ -16,6 +16,12 @@ pub fn run(c: &RunsCmd) -> anyhow::Result<i32> {
     match &c.sub {
         RunsSub::List { db, json } => list(db, *json),
         RunsSub::Show { id, db, json } => show(*id, db, *json),
+        RunsSub::Compare {
+            ids,
+            plot,
+            db,
+            json,
+        } => super::compare::run(ids, plot.as_ref(), db, *json),
         RunsSub::Export {
             id,
             format,
@@ -133,9 +139,9 @@ pub(super) fn check_not_the_store(flag: &str, out: &Path, db: &Path) -> anyhow::
 }
 
 fn export(id: i64, format: &str, out: Option<&Path>, db: &DbArgs) -> anyhow::Result<i32> {
-    if format != "csv" && format != "json" {
+    if !["csv", "json", "hdr", "hgrm"].contains(&format) {
         return Err(usage(format!(
-            "--format must be csv or json, got '{format}'"
+            "--format must be csv, json, hdr or hgrm, got '{format}'"
         )));
     }
     let (db_path, st) = open_existing_store(db)?;
@@ -149,13 +155,17 @@ fn export(id: i64, format: &str, out: Option<&Path>, db: &DbArgs) -> anyhow::Res
     let r = st
         .get_run(id)?
         .ok_or_else(|| usage(format!("no run with id {id}")))?;
-    if format == "csv" && r.requests.is_none() {
+    if format != "json" && r.requests.is_none() {
         return Err(usage(format!("run {id} has no per-request records")));
     }
     let records = lab::records::StoredRecords::new(&st, id);
     let write = |w: &mut dyn Write| -> anyhow::Result<()> {
         let mut w = std::io::BufWriter::new(w);
-        if format == "csv" {
+        if format == "hdr" {
+            report::hdr::interval_log(&st, &r, &mut w)?;
+        } else if format == "hgrm" {
+            report::hdr::hgrm(&st, &r, &mut w)?;
+        } else if format == "csv" {
             // Streamed: one batch of records in memory at a time, however long the run.
             let mut first = true;
             records.batches(8192, &mut |cols| {
