@@ -8,12 +8,12 @@
 //! (its `MaxValueDivisor` of 1000 shows the interval maxima in µs); the spectrum prints µs.
 //! Intervals are by intended send time, after the warm-up, like every figure of the run.
 //!
-//! The series of the log: the measured latency (intended send → received) is the log's
-//! *untagged* series, the one readers without tag support take (the reference Python reader,
-//! HistogramLogProcessor without `-tag`); the others are tagged: `ideal` (the same arrivals
-//! through the ideal server, recomputed from the records exactly as the analysis does),
-//! `lateness` (the generator's own), `server` (sent → client kernel receive), and `class-N`
-//! per request label when the run had several.
+//! The series of the log, one tag each (format 1.3's `Tag=`; HistogramLogProcessor reads one
+//! with `-tag measured`, the reference Python reader gives each histogram's `get_tag()`):
+//! `measured` (intended send → received), `ideal` (the same arrivals through the ideal server,
+//! recomputed from the records exactly as the analysis does), `lateness` (the generator's
+//! own), `server` (sent → client kernel receive), and `class-N` per request label when the
+//! run had several.
 
 use std::io::Write;
 use std::time::Duration;
@@ -33,8 +33,17 @@ const SECOND: u64 = 1_000_000_000;
 /// 2 × 10^3 (the footer of a spectrum names it).
 const SUB_BUCKETS: u32 = 2048;
 
+/// An auto-resizing histogram: it grows to any value recorded with `record` (its
+/// `saturating_record` would clamp at the initial, tiny, highest trackable value).
 fn hist() -> Result<Histogram<u64>, ReportError> {
     Histogram::new(SIGFIG).map_err(|e| ReportError::Hdr(e.to_string()))
+}
+
+/// Records `v`, keeping the first failure (none is expected: the histogram grows).
+fn rec(h: &mut Histogram<u64>, v: u64, failed: &mut Option<ReportError>) {
+    if let Err(e) = h.record(v) {
+        failed.get_or_insert(ReportError::Hdr(e.to_string()));
+    }
 }
 
 /// The ideal server of a stored run, driven online as the analysis drives it.
@@ -123,7 +132,7 @@ pub fn interval_log(store: &Store, row: &RunRow, w: &mut dyn Write) -> Result<()
     )?;
     writeln!(
         w,
-        "#[untagged: measured (intended send -> received); Tag=ideal: {}; Tag=lateness: the generator's own; Tag=server: sent -> client kernel receive{}]",
+        "#[Tag=measured: intended send -> received; Tag=ideal: {}; Tag=lateness: the generator's own; Tag=server: sent -> client kernel receive{}]",
         if ideal.is_some() {
             "the same arrivals through the ideal server"
         } else {
@@ -139,15 +148,17 @@ pub fn interval_log(store: &Store, row: &RunRow, w: &mut dyn Write) -> Result<()
         )?;
         writeln!(w, "#[BaseTime: {t:.3} (seconds since epoch)]")?;
     }
-    writeln!(w, "#[MaxValueDivisor: 1000.000]")?;
     writeln!(
         w,
         "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\""
     )?;
     let mut ser = V2DeflateSerializer::new();
-    // The header is written above; the builder's own would repeat the divisor line.
+    // The header is written above; the builder adds the divisor of the interval maxima (its
+    // "#[MaxValueDivisor: 1000.000]" line, after the legend, as the Rust writer places it).
     let mut w = w;
-    let mut log = IntervalLogWriterBuilder::new().begin_log_with(&mut w, &mut ser)?;
+    let mut log = IntervalLogWriterBuilder::new()
+        .with_max_value_divisor(1000.0)
+        .begin_log_with(&mut w, &mut ser)?;
     let mut cur: Option<(u64, Interval)> = None;
     let mut failed: Option<ReportError> = None;
     let records = lab::records::StoredRecords::new(store, row.id);
@@ -180,31 +191,35 @@ pub fn interval_log(store: &Store, row: &RunRow, w: &mut dyn Write) -> Result<()
         }
         let Some((_, iv)) = cur.as_mut() else { return };
         if let Some(v) = ideal_ns {
-            iv.ideal.saturating_record(v);
+            rec(&mut iv.ideal, v, &mut failed);
         }
         if let Some(l) = r.lateness_ns() {
-            iv.lateness.saturating_record(l);
+            rec(&mut iv.lateness, l, &mut failed);
         }
         if let Some(l) = r.latency_ns() {
-            iv.measured.saturating_record(l);
+            rec(&mut iv.measured, l, &mut failed);
             let arrived = if r.kernel_rx_ns > 0 {
                 r.kernel_rx_ns
             } else {
                 r.received_ns
             };
-            iv.server
-                .saturating_record(arrived.saturating_sub(r.sent_ns));
+            rec(
+                &mut iv.server,
+                arrived.saturating_sub(r.sent_ns),
+                &mut failed,
+            );
             if per_class {
-                match iv.classes.iter_mut().find(|(c, _)| *c == r.class) {
-                    Some((_, h)) => h.saturating_record(l),
-                    None => match hist() {
-                        Ok(mut h) => {
-                            h.saturating_record(l);
+                if !iv.classes.iter().any(|(c, _)| *c == r.class) {
+                    match hist() {
+                        Ok(h) => {
                             iv.classes.push((r.class, h));
                             iv.classes.sort_by_key(|(c, _)| *c);
                         }
                         Err(e) => failed = Some(e),
-                    },
+                    }
+                }
+                if let Some((_, h)) = iv.classes.iter_mut().find(|(c, _)| *c == r.class) {
+                    rec(h, l, &mut failed);
                 }
             }
         }
@@ -240,19 +255,19 @@ fn write_interval<W: Write>(
         .map(|(c, h)| (format!("class-{c}"), h))
         .collect();
     let series = [
-        (None, &iv.measured),
-        (Some("ideal"), &iv.ideal),
-        (Some("lateness"), &iv.lateness),
-        (Some("server"), &iv.server),
+        ("measured", &iv.measured),
+        ("ideal", &iv.ideal),
+        ("lateness", &iv.lateness),
+        ("server", &iv.server),
     ];
     for (tag, h) in series
         .into_iter()
-        .chain(classes.iter().map(|(t, h)| (Some(t.as_str()), *h)))
+        .chain(classes.iter().map(|(t, h)| (t.as_str(), *h)))
     {
         if h.is_empty() {
             continue;
         }
-        let tag = tag.and_then(Tag::new);
+        let tag = Tag::new(tag);
         log.write_histogram(h, start, len, tag)
             .map_err(|e| ReportError::Hdr(e.to_string()))?;
     }
@@ -266,13 +281,17 @@ pub fn hgrm(store: &Store, row: &RunRow, w: &mut dyn Write) -> Result<(), Report
     let s = row.summary.clone().unwrap_or(Value::Null);
     let warmup = num(&s, "/warmup_ns").map_or(0, |v| v as u64);
     let mut h = hist()?;
+    let mut failed = None;
     let kept = lab::records::StoredRecords::new(store, row.id).for_each(&mut |r| {
         if r.intended_ns >= warmup {
             if let Some(l) = r.latency_ns() {
-                h.saturating_record(l);
+                rec(&mut h, l, &mut failed);
             }
         }
     })?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
     if !kept {
         return Err(ReportError::NoRecords(row.id));
     }
