@@ -106,24 +106,33 @@ pub fn table(w: &mut dyn Write, c: &Comparison) -> io::Result<()> {
         "measured latency (intended send → received), 95 % intervals; ratio = run ÷ run {}; * = intervals do not overlap",
         first.run_id
     )?;
-    let mut head = format!("{:<8}", "");
-    let mut sub = format!("{:<8}", "");
-    for col in &c.columns {
-        head += &format!(" {:<W$}", format!("run {} ({})", col.run_id, col.status));
-        let rate = col
-            .rate_rps
-            .map(|r| format!("{r:.0} req/s"))
-            .unwrap_or_default();
-        let t = format!("{} {rate}", col.target);
-        let t: String = if t.chars().count() > W {
+    let mut lines = [String::new(), String::new(), String::new()];
+    for l in &mut lines {
+        *l = format!("{:<8}", "");
+    }
+    let clip = |t: String| -> String {
+        if t.chars().count() > W {
             t.chars().take(W - 1).chain(['…']).collect()
         } else {
             t
-        };
-        sub += &format!(" {t:<W$}");
+        }
+    };
+    for col in &c.columns {
+        let rate = col
+            .rate_rps
+            .map(|r| format!("offered {r:.0} req/s"))
+            .unwrap_or_default();
+        for (l, t) in lines.iter_mut().zip([
+            format!("run {} ({})", col.run_id, col.status),
+            col.target.clone(),
+            rate,
+        ]) {
+            *l += &format!(" {:<W$}", clip(t));
+        }
     }
-    writeln!(w, "{}", head.trim_end())?;
-    writeln!(w, "{}", sub.trim_end())?;
+    for l in &lines {
+        writeln!(w, "{}", l.trim_end())?;
+    }
     for row in &c.rows {
         let mut line = format!("{:<8}", row.key);
         for cell in &row.cells {

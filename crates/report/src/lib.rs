@@ -15,6 +15,7 @@ mod font;
 pub mod hdr;
 pub mod html;
 pub mod stored;
+pub mod synthetic;
 pub mod terminal;
 
 use std::io::Write;
