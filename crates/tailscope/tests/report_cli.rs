@@ -380,6 +380,36 @@ fn runs_compare_sets_runs_side_by_side() {
 }
 
 #[test]
+fn a_plot_whose_name_ends_in_png_is_a_png() {
+    let dir = tempfile::tempdir().unwrap();
+    let (svg, png) = (dir.path().join("m.svg"), dir.path().join("m.png"));
+    for p in [&svg, &png] {
+        let out = bin()
+            .args([
+                "model",
+                "--service",
+                "det:50us",
+                "--load",
+                "0.5",
+                "--requests",
+                "20k",
+            ])
+            .arg("--plot")
+            .arg(p)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert_eq!(&std::fs::read(&png).unwrap()[1..4], b"PNG");
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+}
+
+#[test]
 fn bad_report_requests_are_refused_before_anything_is_written() {
     let f = fixture();
     let dir = tempfile::tempdir().unwrap();

@@ -192,10 +192,8 @@ fn notes(out: &mut String, r: &StoredRun) {
         ),
         _ => {}
     }
-    for k in ["/ideal_check"] {
-        if let Some(t) = text(s, k) {
-            note("", format!("WARNING: {}", esc(t)));
-        }
+    if let Some(t) = text(s, "/ideal_check") {
+        note("", format!("WARNING: {}", esc(t)));
     }
     if let Some(t) = text(s, "/ideal_note") {
         note("", format!("ideal: {}", esc(t)));
