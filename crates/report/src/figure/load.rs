@@ -43,6 +43,8 @@ pub struct MaxLoadMark {
 #[derive(Clone, Debug)]
 pub struct LoadFigure {
     pub x_label: String,
+    /// How an x tick reads ("50 %", "12,000").
+    pub x_format: fn(f64) -> String,
     pub panels: Vec<LoadPanel>,
     pub max_load: Option<MaxLoadMark>,
 }
@@ -56,7 +58,7 @@ pub(super) fn draw<DB: DrawingBackend>(
     f: &LoadFigure,
 ) -> Drawn<DB::ErrorType> {
     let font = super::super::font::FAMILY;
-    let area = root.titled(title, (font, 20))?;
+    let area = root.titled(title, (font, 22))?;
     let n = f.panels.len().max(1);
     let cells = area.split_evenly((1, n));
     // One x range for every panel, so that a load sits at the same place in each.
@@ -106,18 +108,20 @@ fn draw_panel<DB: DrawingBackend>(
     }
     let (y0, y1) = decades(ya, yb);
     let mut chart = ChartBuilder::on(cell)
-        .caption(&panel.key, (font, 17))
+        .caption(&panel.key, (font, 19))
         .margin(10)
-        .x_label_area_size(40)
-        .y_label_area_size(62)
+        .x_label_area_size(44)
+        .y_label_area_size(70)
         .build_cartesian_2d(x0..x1, (y0..y1).log_scale())?;
     chart
         .configure_mesh()
         .x_desc(f.x_label.as_str())
         .y_desc(format!("{} latency", panel.key))
-        .label_style((font, 13))
-        .axis_desc_style((font, 14))
+        .label_style((font, 15))
+        .axis_desc_style((font, 15))
         .light_line_style(RGBColor(235, 235, 235))
+        .x_labels(6)
+        .x_label_formatter(&|x| (f.x_format)(*x))
         .y_label_formatter(&|y| log_tick_us(*y))
         .draw()?;
     if let Some(m) = &f.max_load {
@@ -185,7 +189,7 @@ fn draw_panel<DB: DrawingBackend>(
         chart
             .configure_series_labels()
             .position(SeriesLabelPosition::UpperLeft)
-            .label_font((font, 13))
+            .label_font((font, 14))
             .background_style(WHITE.mix(0.9))
             .border_style(RGBColor(160, 160, 160))
             .draw()?;

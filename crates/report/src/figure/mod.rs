@@ -123,6 +123,14 @@ pub fn fmt_us(us: f64) -> String {
     if !us.is_finite() {
         return "-".into();
     }
+    if us >= 1e6 {
+        let s = us / 1e6;
+        return if s >= 10.0 {
+            format!("{s:.1} s")
+        } else {
+            format!("{s:.2} s")
+        };
+    }
     if us >= 1000.0 {
         let ms = us / 1000.0;
         if ms >= 100.0 {
@@ -145,7 +153,9 @@ pub fn fmt_us(us: f64) -> String {
 pub(crate) fn log_tick_us(v: f64) -> String {
     let m = v / 10f64.powf(v.log10().floor());
     if [1.0, 2.0, 5.0].iter().any(|k| (m - k).abs() < 1e-6) {
-        if v >= 1000.0 {
+        if v >= 1e6 {
+            format!("{} s", trim(v / 1e6))
+        } else if v >= 1000.0 {
             format!("{} ms", trim(v / 1000.0))
         } else {
             format!("{} µs", trim(v))
@@ -178,5 +188,7 @@ mod tests {
         assert_eq!(log_tick_us(200.0), "200 µs");
         assert_eq!(log_tick_us(5000.0), "5 ms");
         assert_eq!(log_tick_us(300.0), "");
+        assert_eq!(log_tick_us(1e7), "10 s");
+        assert_eq!(fmt_us(1_193_000.0), "1.19 s");
     }
 }

@@ -250,9 +250,14 @@ fn load_figure(e: &StoredExperiment) -> Figure {
         name: format!("experiment-{}-load", e.row.id),
         title: format!("experiment {}: latency against offered load", e.row.id),
         width: 1200,
-        height: 480,
+        height: 500,
         body: Body::Load(LoadFigure {
             x_label: e.x_label().into(),
+            x_format: if e.x_is_pct {
+                |x| format!("{x:.0} %")
+            } else {
+                |x| crate::html::thousands(x)
+            },
             panels,
             max_load,
         }),
