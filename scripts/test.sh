@@ -8,12 +8,16 @@ cd "$(dirname "$0")/.."
 
 # command:package pairs the tests run for real (servers and peers join as issues add them).
 deps=(ip:iproute2 memcached:memcached nginx:nginx redis-server:redis-server)
+# The report tests open pages in headless Chromium and read HDR logs back with Python.
+deps+=(chromium:chromium python3:python3)
 need_apt=()
 for d in "${deps[@]}"; do
   cmd=${d%%:*}; pkg=${d##*:}
   # nginx lives in /usr/sbin, which a non-root PATH may lack.
   command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || need_apt+=("$pkg")
 done
+# Debian's python3 makes virtual environments only with python3-venv.
+python3 -c 'import ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "installing Debian packages: ${need_apt[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
@@ -24,6 +28,17 @@ if command -v rustup >/dev/null 2>&1; then
   rustup component list --installed | grep -q '^rustfmt' || rustup component add rustfmt
   rustup component list --installed | grep -q '^clippy' || rustup component add clippy
 fi
+
+# The reference HdrHistogram reader (PyPI's hdrhistogram) in a throwaway virtual environment,
+# made when missing; the report tests find it through TAILSCOPE_TEST_PYTHON.
+venv="${CARGO_TARGET_DIR:-target}/test-venv"
+if ! "$venv/bin/python" -c 'import hdrh.log' >/dev/null 2>&1; then
+  echo "making $venv with PyPI's hdrhistogram" >&2
+  python3 -m venv --clear "$venv"
+  "$venv/bin/pip" install -q hdrhistogram
+fi
+TAILSCOPE_TEST_PYTHON="$(cd "$venv" && pwd)/bin/python"
+export TAILSCOPE_TEST_PYTHON
 
 echo "== cargo fmt --check" >&2
 cargo fmt --all -- --check

@@ -158,6 +158,9 @@ pub struct ServerView {
     /// Share of the requests whose receive time is the kernel's stamp (1 on Linux sockets
     /// with software timestamps; otherwise the user-space receive time stands in).
     pub kernel_stamped_fraction: f64,
+    /// CCDF points (µs, P[X >= x]) of the measured and the ideal, for plotting.
+    pub measured_ccdf_us: Vec<(f64, f64)>,
+    pub ideal_ccdf_us: Vec<(f64, f64)>,
 }
 
 /// Where each request's time went, client and server apart.
@@ -333,6 +336,7 @@ pub fn analyse_records(
         let IdealOutcome {
             stable: ideal,
             note: ideal_note,
+            ccdf_us: ideal_ccdf_us,
             ..
         } = match f.server_ideal.as_mut() {
             Some(i) => ideal_of(i, conf, "the sent requests")?,
@@ -344,6 +348,8 @@ pub fn analyse_records(
             ideal,
             ideal_note,
             kernel_stamped_fraction: f.kernel_rx as f64 / f.outcomes.ok.max(1) as f64,
+            measured_ccdf_us: to_us(f.network_server.ccdf(10)),
+            ideal_ccdf_us,
         })
     };
     let client_wakeup = (!f.wake.is_empty())

@@ -1,9 +1,22 @@
 //! Reports: the last step of tailscope's data flow. Turns distributions (already computed by
 //! `stats`/`model`/`load`) into pictures and files a person reads: CCDF plots in the style of
-//! Tales of the Tail (log–log, the y axis labelled by percentile) and CCDF point tables as CSV,
-//! and the terminal view of a [`lab::Run`] ([`terminal`]).
+//! Tales of the Tail (log–log, the y axis labelled by percentile; SVG or PNG) and CCDF point
+//! tables as CSV, and the terminal view of a [`lab::Run`] ([`terminal`]).
+//!
+//! Every other output is a module of its own that takes stored runs and experiments:
+//! [`html`] (the self-contained report page), [`figure`] (its figures, also as PNG),
+//! [`compare`] (`runs compare`), [`hdr`] (HdrHistogram interval logs and `.hgrm` spectra).
+//! [`stored`] reads a run back from the store for them.
 
+pub mod compare;
+pub mod experiment;
+pub mod figure;
+mod font;
+pub mod hdr;
+pub mod html;
+pub mod stored;
 pub mod sweep_view;
+pub mod synthetic;
 pub mod terminal;
 
 use std::io::Write;
@@ -21,6 +34,16 @@ pub enum ReportError {
     Write { path: String, msg: String },
     #[error("write failed: {0}")]
     Io(#[from] std::io::Error),
+    #[error("the embedded font could not be loaded")]
+    Font,
+    #[error("cannot draw figure {figure}: {msg}")]
+    Draw { figure: String, msg: String },
+    #[error(transparent)]
+    Store(#[from] store::StoreError),
+    #[error("HdrHistogram: {0}")]
+    Hdr(String),
+    #[error("run {0} has no per-request records")]
+    NoRecords(i64),
 }
 
 /// One line of a CCDF plot: points (latency in µs, P[X >= x]).
@@ -63,8 +86,46 @@ fn usable(points: &[(f64, f64)]) -> impl Iterator<Item = (f64, f64)> + '_ {
         .filter(|(x, y)| x.is_finite() && y.is_finite() && *x > 0.0 && *y > 0.0)
 }
 
+/// Whether `path` names a PNG file (by its extension, in any case): plots are written as PNG
+/// then, as SVG otherwise.
+pub fn is_png(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("png"))
+}
+
+/// Writes a log–log CCDF plot of `series`: PNG when `path` ends in `.png`, else SVG.
+pub fn ccdf_plot(path: &Path, title: &str, series: &[Series]) -> Result<(), ReportError> {
+    if !is_png(path) {
+        return ccdf_svg(path, title, series);
+    }
+    if series.iter().all(|s| usable(&s.points).next().is_none()) {
+        return Err(ReportError::Empty);
+    }
+    let curves = series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| figure::Curve {
+            label: s.label.clone(),
+            points: s.points.clone(),
+            band: Vec::new(),
+            color: figure::color(i),
+            dashed: s.dashed,
+        })
+        .collect();
+    let f = figure::Figure {
+        name: "ccdf".into(),
+        title: title.into(),
+        width: 900,
+        height: 600,
+        body: figure::Body::Ccdf(figure::CcdfFigure { curves }),
+    };
+    f.png(path)
+}
+
 /// Writes a log–log CCDF plot of `series` to an SVG file.
 pub fn ccdf_svg(path: &Path, title: &str, series: &[Series]) -> Result<(), ReportError> {
+    font::register()?;
     let (mut xmin, mut xmax, mut ymin) = (f64::INFINITY, 0.0f64, 1.0f64);
     for s in series {
         for (x, y) in usable(&s.points) {
@@ -192,6 +253,17 @@ mod tests {
         let r = ccdf_svg(&path, "t", &[Series::new("x", vec![])]);
         assert!(matches!(r, Err(ReportError::Empty)));
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn png_by_extension() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.PNG");
+        let a = Series::new("measured", vec![(50.0, 1.0), (80.0, 0.1), (200.0, 0.001)]);
+        ccdf_plot(&path, "test", &[a]).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(&bytes[1..4], b"PNG");
+        assert!(is_png(&path) && !is_png(Path::new("x.svg")));
     }
 
     #[test]

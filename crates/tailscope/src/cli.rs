@@ -38,8 +38,10 @@ pub enum Command {
     /// Two services on one host (ThunderX Fig. 11): for every pair of their loads, both
     /// measured at once; the QoS matrix of who meets its SLO.
     Colocate(ColocateArgs),
-    /// List, show and export stored runs.
+    /// List, show, compare and export stored runs.
     Runs(RunsCmd),
+    /// A self-contained HTML report (and PNG figures) of stored runs or of an experiment.
+    Report(ReportArgs),
     /// Check the host for the known sources of tail latency; --apply the safe mitigations.
     Doctor(DoctorArgs),
     /// TSC-gap probe of OS and hardware noise (Where Has My Time Gone?).
@@ -404,7 +406,23 @@ pub enum RunsSub {
         #[arg(long)]
         json: bool,
     },
-    /// Export one run's per-request records (csv or json).
+    /// Stored runs side by side per percentile, each against the first: ratio and whether
+    /// the 95 % intervals overlap.
+    Compare {
+        /// Two or more run ids; the first is the reference.
+        #[arg(num_args = 2.., required = true)]
+        ids: Vec<i64>,
+        /// Write an overlay of their CCDFs (PNG when the name ends in .png, else SVG).
+        #[arg(long, value_name = "PATH")]
+        plot: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        db: DbArgs,
+        /// Print exactly one JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Export one run: its per-request records (csv, json), an HdrHistogram interval log
+    /// (hdr) or the percentile spectrum of its latency (hgrm).
     Export {
         id: i64,
         #[arg(long, default_value = "csv")]
@@ -415,6 +433,27 @@ pub enum RunsSub {
         #[command(flatten)]
         db: DbArgs,
     },
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ReportArgs {
+    /// Runs to report (ids from `tailscope runs list`).
+    #[arg(required_unless_present = "experiment", conflicts_with = "experiment")]
+    pub runs: Vec<i64>,
+    /// Report a stored experiment (its points, verdicts and chosen runs) instead.
+    #[arg(long, value_name = "N")]
+    pub experiment: Option<i64>,
+    /// The HTML file to write.
+    #[arg(long, short, default_value = "tailscope-report.html")]
+    pub output: PathBuf,
+    /// Also write every figure as PNG into this directory (created if its parent exists).
+    #[arg(long, value_name = "DIR")]
+    pub png: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Print exactly one JSON object on stdout: {"written": [...]}.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -511,7 +550,7 @@ pub struct OutputArgs {
     /// Write CCDF points (series, latency_us, ccdf) to this CSV file.
     #[arg(long, value_name = "PATH")]
     pub ccdf: Option<PathBuf>,
-    /// Write a log-log CCDF plot (SVG) to this file.
+    /// Write a log-log CCDF plot to this file: PNG when its name ends in .png, else SVG.
     #[arg(long, value_name = "PATH")]
     pub plot: Option<PathBuf>,
 }

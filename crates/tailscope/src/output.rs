@@ -1,6 +1,6 @@
 //! Printing helpers shared by the commands: writing to stdout (a reader that went away is
 //! success), microsecond formatting, the DESIGN.md distribution objects, and checking and
-//! writing the CCDF CSV / SVG files a command was asked for.
+//! writing the CCDF CSV / SVG (or PNG) files a command was asked for.
 
 use std::ffi::CString;
 use std::fmt;
@@ -306,7 +306,7 @@ fn write_ccdf_files(
         if !p.exists() {
             created.push(p.clone());
         }
-        report::ccdf_svg(p, title, series)?;
+        report::ccdf_plot(p, title, series)?;
         written.push(p.display().to_string());
     }
     Ok(written)

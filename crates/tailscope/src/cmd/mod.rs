@@ -4,12 +4,14 @@ mod bursty;
 mod calibrate;
 mod colocate;
 mod common;
+mod compare;
 mod demo;
 mod doctor;
 mod figure;
 mod model;
 mod noise;
 mod progress;
+mod report;
 mod run;
 mod runs;
 mod serve;
@@ -35,6 +37,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Tune(a) => tune::run(&a),
         Command::Colocate(a) => colocate::run(&a),
         Command::Runs(c) => runs::run(&c),
+        Command::Report(a) => report::run(&a),
         Command::Doctor(a) => doctor::run(&a),
         Command::Noise(a) => noise::run(&a),
     }

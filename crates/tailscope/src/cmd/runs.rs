@@ -1,5 +1,5 @@
-//! `tailscope runs list|show|export`: the results store, read back. These commands only read:
-//! they never create a store, and `export` writes nothing until the run has been read.
+//! `tailscope runs list|show|compare|export`: the results store, read back. These commands only
+//! read: they never create a store, and `export` writes nothing until the run has been read.
 
 use std::io::Write;
 use std::path::Path;
@@ -20,6 +20,12 @@ pub fn run(c: &RunsCmd) -> anyhow::Result<i32> {
             experiment,
         } => list(db, *json, *experiment),
         RunsSub::Show { id, db, json } => show(*id, db, *json),
+        RunsSub::Compare {
+            ids,
+            plot,
+            db,
+            json,
+        } => super::compare::run(ids, plot.as_ref(), db, *json),
         RunsSub::Export {
             id,
             format,
@@ -126,7 +132,7 @@ fn show(id: i64, db: &DbArgs, json: bool) -> anyhow::Result<i32> {
 
 /// Refuses an output file that is the store itself or one of SQLite's files beside it:
 /// writing the export there would destroy the runs being exported.
-fn check_not_the_store(out: &Path, db: &Path) -> anyhow::Result<()> {
+pub(super) fn check_not_the_store(flag: &str, out: &Path, db: &Path) -> anyhow::Result<()> {
     let mut names = vec![db.to_path_buf()];
     // SQLite names its side files after the path it opened and, for a symbolic link, after
     // the link's target: check both spellings.
@@ -140,8 +146,8 @@ fn check_not_the_store(out: &Path, db: &Path) -> anyhow::Result<()> {
     }
     if names.iter().any(|n| output::same_file(out, n)) {
         return Err(usage(format!(
-            "--output {} is the results store {} (or a file SQLite keeps beside it); \
-             export to another file",
+            "{flag} {} is the results store {} (or a file SQLite keeps beside it); \
+             write to another file",
             out.display(),
             db.display()
         )));
@@ -150,15 +156,15 @@ fn check_not_the_store(out: &Path, db: &Path) -> anyhow::Result<()> {
 }
 
 fn export(id: i64, format: &str, out: Option<&Path>, db: &DbArgs) -> anyhow::Result<i32> {
-    if format != "csv" && format != "json" {
+    if !["csv", "json", "hdr", "hgrm"].contains(&format) {
         return Err(usage(format!(
-            "--format must be csv or json, got '{format}'"
+            "--format must be csv, json, hdr or hgrm, got '{format}'"
         )));
     }
     let (db_path, st) = open_existing_store(db)?;
     if let Some(p) = out {
         output::check_writable("--output", p)?;
-        check_not_the_store(p, &db_path)?;
+        check_not_the_store("--output", p, &db_path)?;
     }
     let Some(st) = st else {
         return Err(usage(format!("no results store at {}", db_path.display())));
@@ -166,13 +172,17 @@ fn export(id: i64, format: &str, out: Option<&Path>, db: &DbArgs) -> anyhow::Res
     let r = st
         .get_run(id)?
         .ok_or_else(|| usage(format!("no run with id {id}")))?;
-    if format == "csv" && r.requests.is_none() {
+    if format != "json" && r.requests.is_none() {
         return Err(usage(format!("run {id} has no per-request records")));
     }
     let records = lab::records::StoredRecords::new(&st, id);
     let write = |w: &mut dyn Write| -> anyhow::Result<()> {
         let mut w = std::io::BufWriter::new(w);
-        if format == "csv" {
+        if format == "hdr" {
+            report::hdr::interval_log(&st, &r, &mut w)?;
+        } else if format == "hgrm" {
+            report::hdr::hgrm(&st, &r, &mut w)?;
+        } else if format == "csv" {
             // Streamed: one batch of records in memory at a time, however long the run.
             let mut first = true;
             records.batches(8192, &mut |cols| {

@@ -1,0 +1,233 @@
+//! A stored run read back for the reports: its row (configuration, host facts, and the summary
+//! that [`lab::Run::to_json`] wrote — the JSON shapes of DESIGN.md, which only ever grow) and
+//! what the summary does not keep: the CCDF curves of both views. Those are recomputed by the
+//! same analysis over the stored records, streamed (bounded memory), so that a figure and the
+//! stored percentiles beside it come from one computation; the page says when they differ.
+
+use analysis::{AnalysisConfig, IdealSpec, QueueStructure};
+use serde_json::Value;
+use stats::STANDARD_QUANTILES;
+use store::{RunRow, Store, StoreError};
+
+/// Both distributions of one view, as CCDF points (µs, P[X ≥ x]), with their sample sizes.
+#[derive(Clone, Debug, Default)]
+pub struct ViewCurves {
+    pub measured: Vec<(f64, f64)>,
+    pub measured_n: u64,
+    pub ideal: Vec<(f64, f64)>,
+    pub ideal_n: u64,
+}
+
+/// The recomputed curves of a run.
+#[derive(Clone, Debug)]
+pub struct Curves {
+    /// The user's view (intended send → received).
+    pub user: ViewCurves,
+    /// The server's view (sent → client kernel receive).
+    pub server: Option<ViewCurves>,
+    /// Whether the recomputed p99 is the stored one (it is, unless the analysis changed since
+    /// the run was stored).
+    pub agrees: bool,
+}
+
+/// One stored run.
+#[derive(Clone, Debug)]
+pub struct StoredRun {
+    pub row: RunRow,
+    /// The curves, or why there are none (no records kept, nothing answered, …).
+    pub curves: Result<Curves, String>,
+}
+
+/// `(key, µs)` of a distribution object `{"p50": µs, …}`, in the standard order.
+pub fn dist(v: &Value) -> Vec<(&'static str, f64)> {
+    STANDARD_QUANTILES
+        .iter()
+        .filter_map(|(k, _)| v.get(*k).and_then(Value::as_f64).map(|x| (*k, x)))
+        .collect()
+}
+
+/// `(value, lo, hi)` of `key` in an interval object `{"p50": {"value", "lo", "hi"}, …}`.
+pub fn ci(v: &Value, key: &str) -> Option<(f64, f64, f64)> {
+    let e = v.get(key)?;
+    let f = |k: &str| e.get(k).and_then(Value::as_f64);
+    Some((f("value")?, f("lo")?, f("hi")?))
+}
+
+/// A number at a JSON pointer.
+pub fn num(v: &Value, pointer: &str) -> Option<f64> {
+    v.pointer(pointer).and_then(Value::as_f64)
+}
+
+/// A string at a JSON pointer.
+pub fn text<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
+    v.pointer(pointer).and_then(Value::as_str)
+}
+
+static NULL: Value = Value::Null;
+
+impl StoredRun {
+    /// Reads run `id` and recomputes its curves from its records; `Ok(None)` when there is no
+    /// such run.
+    pub fn load(store: &Store, id: i64) -> Result<Option<StoredRun>, StoreError> {
+        let Some(row) = store.get_run(id)? else {
+            return Ok(None);
+        };
+        let curves = curves_of(store, &row);
+        Ok(Some(StoredRun { row, curves }))
+    }
+
+    /// A run without curves (tests; runs that kept no records).
+    pub fn without_curves(row: RunRow, why: &str) -> StoredRun {
+        StoredRun {
+            row,
+            curves: Err(why.to_string()),
+        }
+    }
+
+    pub fn id(&self) -> i64 {
+        self.row.id
+    }
+
+    /// The stored summary (`null` for a run that never finished).
+    pub fn summary(&self) -> &Value {
+        self.row.summary.as_ref().unwrap_or(&NULL)
+    }
+
+    /// The run's status: the summary's, else the row's ("running" for one never finished).
+    pub fn status(&self) -> &str {
+        text(self.summary(), "/status").unwrap_or(&self.row.status)
+    }
+}
+
+/// The analysis' configuration for a stored run, from its summary: the same ideal, warm-up,
+/// seed and clock as when it ran (the arrival check is not needed for curves).
+fn config_of(s: &Value) -> Result<AnalysisConfig, String> {
+    let ideal = match s.get("ideal_spec") {
+        Some(v) if !v.is_null() => {
+            let queues = match text(v, "/queues") {
+                Some("per-worker") => QueueStructure::PerWorker,
+                _ => QueueStructure::Single,
+            };
+            Some(IdealSpec {
+                service_ns: num(v, "/service_ns").ok_or("ideal_spec without service_ns")?,
+                workers: num(v, "/workers")
+                    .and_then(|w| u32::try_from(w as u64).ok())
+                    .ok_or("ideal_spec without workers")?,
+                queues,
+            })
+        }
+        _ => None,
+    };
+    let loopback = text(s, "/url").is_some_and(|u| {
+        let host = u.split("://").nth(1).unwrap_or(u);
+        host.starts_with("127.") || host.starts_with("localhost") || host.starts_with("[::1]")
+    });
+    let start = num(s, "/start_mono_ns").map(|v| v as u64);
+    Ok(AnalysisConfig {
+        ideal,
+        warmup_ns: num(s, "/warmup_ns").map_or(0, |v| v as u64),
+        arrival: model::ArrivalSpec::Deterministic,
+        confidence: 0.95,
+        lateness_threshold_ns: f64::INFINITY,
+        seed: num(s, "/seed").map_or(1, |v| v as u64),
+        same_host_start_mono_ns: start.filter(|_| loopback),
+    })
+}
+
+fn curves_of(store: &Store, row: &RunRow) -> Result<Curves, String> {
+    let s = row
+        .summary
+        .as_ref()
+        .ok_or("the run never finished: no summary")?;
+    if row.requests.is_none() {
+        return Err("the run kept no per-request records".into());
+    }
+    if s.get("measured").is_none_or(Value::is_null) {
+        return Err("the run measured no latency".into());
+    }
+    let cfg = config_of(s)?;
+    let mut records = lab::records::StoredRecords::new(store, row.id);
+    let a = analysis::analyse_records(&mut records, &cfg, None).map_err(|e| e.to_string())?;
+    let stored_p99 = num(s, "/measured/p99");
+    let p99 = a.measured.get("p99").map(|e| e.value / 1e3);
+    let agrees = match (stored_p99, p99) {
+        (Some(x), Some(y)) => (x - y).abs() <= 1e-6 * x.abs().max(1.0),
+        _ => false,
+    };
+    Ok(Curves {
+        user: ViewCurves {
+            measured: a.measured_ccdf_us.clone(),
+            measured_n: a.measured.count,
+            ideal: a.ideal_ccdf_us.clone(),
+            ideal_n: a.ideal.as_ref().map_or(0, |i| i.count),
+        },
+        server: a.server_view.as_ref().map(|sv| ViewCurves {
+            measured: sv.measured_ccdf_us.clone(),
+            measured_n: sv.measured.count,
+            ideal: sv.ideal_ccdf_us.clone(),
+            ideal_n: sv.ideal.as_ref().map_or(0, |i| i.count),
+        }),
+        agrees,
+    })
+}
+
+/// The pointwise 95 % band of a CCDF estimated from `n` values: at each point, the Wilson
+/// interval of the binomial proportion P[X ≥ x] (the same order-statistic reasoning as the
+/// stored quantile intervals, seen vertically). Returns (µs, P low, P high).
+pub fn wilson_band(points: &[(f64, f64)], n: u64) -> Vec<(f64, f64, f64)> {
+    if n == 0 {
+        return Vec::new();
+    }
+    let z = 1.959_964f64;
+    let nf = n as f64;
+    points
+        .iter()
+        .map(|&(x, p)| {
+            let d = 1.0 + z * z / nf;
+            let c = (p + z * z / (2.0 * nf)) / d;
+            let h = z * (p * (1.0 - p) / nf + z * z / (4.0 * nf * nf)).sqrt() / d;
+            (x, (c - h).max(0.0), (c + h).min(1.0))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn distributions_read_in_standard_order() {
+        let v = json!({"p99": 2.0, "p50": 1.0, "junk": "x"});
+        assert_eq!(dist(&v), vec![("p50", 1.0), ("p99", 2.0)]);
+        let c = json!({"p99": {"value": 2.0, "lo": 1.5, "hi": 2.5}});
+        assert_eq!(ci(&c, "p99"), Some((2.0, 1.5, 2.5)));
+        assert_eq!(ci(&c, "p50"), None);
+    }
+
+    #[test]
+    fn the_band_holds_its_point_and_narrows_with_n() {
+        let pts = [(10.0, 0.5), (20.0, 0.01), (30.0, 0.0001)];
+        let a = wilson_band(&pts, 10_000);
+        let b = wilson_band(&pts, 1_000_000);
+        for ((x, lo, hi), (_, p)) in a.iter().zip(pts.iter().map(|p| (p.0, p.1))) {
+            assert!(*lo <= p && p <= *hi, "{x}");
+        }
+        for (wa, wb) in a.iter().zip(&b) {
+            assert!(wb.2 - wb.1 < wa.2 - wa.1);
+        }
+    }
+
+    #[test]
+    fn the_analysis_config_comes_from_the_summary() {
+        let s = json!({
+            "ideal_spec": {"service_ns": 50000.0, "workers": 2, "queues": "per-worker"},
+            "warmup_ns": 1000, "seed": 7, "start_mono_ns": 5, "url": "nullrpc://127.0.0.1:7000"
+        });
+        let c = config_of(&s).unwrap();
+        let i = c.ideal.unwrap();
+        assert_eq!((i.workers, i.queues), (2, QueueStructure::PerWorker));
+        assert_eq!((c.warmup_ns, c.seed), (1000, 7));
+        assert_eq!(c.same_host_start_mono_ns, Some(5));
+    }
+}
