@@ -617,3 +617,74 @@ fn slack_task_runs_only_in_slack() {
     // 500 ms at one run per 10 ms: about 50 (the first at once; a noisy host may skip a few).
     assert!((30..=52).contains(&often.runs), "{} runs", often.runs);
 }
+
+/// The sink learns the run's time origin before any record, and every connection's local
+/// address before the records sent on it — also each reopen of a churning connection (an
+/// observer of the server matches its sockets to the run's connections by that port).
+#[test]
+fn the_sink_learns_the_start_and_each_connections_local_address() {
+    #[derive(Default)]
+    struct Log {
+        start: Option<u64>,
+        opens: Vec<(u32, std::net::SocketAddr, u64)>,
+        /// Records whose connection had not been reported, at or before their send, before
+        /// their chunk.
+        unknown: usize,
+        records: usize,
+        chunk_before_start: bool,
+    }
+    impl load::RecordSink for Log {
+        fn write(&mut self, _t: usize, r: &[load::RequestRecord]) -> Result<(), String> {
+            self.chunk_before_start |= self.start.is_none();
+            let t0 = self.start.unwrap_or(0);
+            for rec in r.iter().filter(|r| r.sent_ns > 0) {
+                self.records += 1;
+                if !self
+                    .opens
+                    .iter()
+                    .any(|o| o.0 == rec.conn && o.2 <= t0 + rec.sent_ns)
+                {
+                    self.unknown += 1;
+                }
+            }
+            Ok(())
+        }
+        fn started(&mut self, t0: u64) {
+            assert!(self.start.is_none_or(|s| s == t0), "one time origin");
+            self.start = Some(t0);
+        }
+        fn connected(&mut self, conn: u32, local: std::net::SocketAddr, at: u64) {
+            self.opens.push((conn, local, at));
+        }
+    }
+    let server = TcpEcho::start(Behaviour::default());
+    let mut cfg = det_cfg(target(server.addr, false), 2_000.0, 300);
+    cfg.connections = 4;
+    cfg.threads = 2;
+    cfg.churn = Some((5, 10));
+    let mut sink = Log::default();
+    let stop = AtomicBool::new(false);
+    let s = load::run_open_loop_into(
+        &cfg,
+        &nullrpc(Transport::Tcp),
+        &stop,
+        &|_, _| {},
+        &mut sink,
+        None,
+    )
+    .unwrap();
+    assert_eq!(sink.start, Some(s.start_mono_ns));
+    assert!(!sink.chunk_before_start);
+    assert!(sink.records > 500, "{}", sink.records);
+    assert_eq!(sink.unknown, 0);
+    // The four opened before the run, then a reopen every 5..10 requests.
+    assert!(
+        sink.opens.len() >= 4 + 600 / 10,
+        "{} opens",
+        sink.opens.len()
+    );
+    assert!(sink
+        .opens
+        .iter()
+        .all(|o| o.0 < 4 && o.1.ip().is_loopback() && o.1.port() != 0));
+}
