@@ -40,6 +40,9 @@ pub struct CollectorConfig {
     /// Server threads of a process that also runs other things (the built-in server inside
     /// tailscope).
     pub tids: Vec<u32>,
+    /// Threads of process `.0` whose names start with `.1` (at most 16 bytes): the built-in
+    /// server's threads inside tailscope, which come and go with its connections.
+    pub thread_prefix: Option<(u32, String)>,
     /// The server's ports: data reaching a socket bound to one of them is an arrival.
     pub ports: Vec<u16>,
     /// Ring buffer size, bytes (rounded up to a power of two within the limits above).
@@ -120,7 +123,7 @@ impl Collector {
     /// Loads, configures and attaches the programs. Check [`crate::support::check`] first
     /// for the reason a host cannot.
     pub fn start(cfg: &CollectorConfig) -> Result<Collector, EbpfError> {
-        if cfg.tgids.is_empty() && cfg.tids.is_empty() {
+        if cfg.tgids.is_empty() && cfg.tids.is_empty() && cfg.thread_prefix.is_none() {
             return Err(EbpfError::Config(
                 "no server process or thread to trace".into(),
             ));
@@ -164,6 +167,20 @@ impl Collector {
         }
         for p in &cfg.ports {
             update("ports", &p.to_ne_bytes(), &[1])?;
+        }
+        if let Some((tgid, prefix)) = &cfg.thread_prefix {
+            // struct comm_filter { u32 tgid; u32 len; char prefix[16]; }
+            let p = prefix.as_bytes();
+            if p.is_empty() || p.len() > 16 {
+                return Err(EbpfError::Config(format!(
+                    "thread name prefix '{prefix}' must be 1 to 16 bytes"
+                )));
+            }
+            let mut v = [0u8; 24];
+            v[..4].copy_from_slice(&tgid.to_ne_bytes());
+            v[4..8].copy_from_slice(&(p.len() as u32).to_ne_bytes());
+            v[8..8 + p.len()].copy_from_slice(p);
+            update("comm_filter", &0u32.to_ne_bytes(), &v)?;
         }
         let received = Arc::new(Mutex::new(Vec::new()));
         let malformed = Arc::new(Mutex::new(0u64));

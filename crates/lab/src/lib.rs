@@ -22,6 +22,7 @@ mod measure;
 mod observer;
 pub mod records;
 mod run;
+mod stages;
 mod target;
 
 pub use calibrate::{
@@ -33,6 +34,7 @@ pub use instruments::{Instrument, ServerInfo};
 pub use measure::{check_load, expected_requests, measure, RunPlan};
 pub use observer::{Observer, Quiet};
 pub use run::{saturation_of, status_of, LoadFacts, Run, RunStatus, Saturation};
+pub use stages::StagesMode;
 pub use target::{
     own_server_threads, Ready, Scheme, SpawnSpec, TargetPlan, TargetSpec, WorkloadSpec,
 };

@@ -167,6 +167,21 @@ struct {
 	__type(value, __u8);
 } tids SEC(".maps");
 
+// Threads of one process whose names start with a prefix (the built-in server's "ts-"
+// threads inside tailscope, which come and go with connections).
+struct comm_filter {
+	__u32 tgid;
+	__u32 len;
+	char prefix[16];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct comm_filter);
+} comm_filter SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 64);
@@ -217,8 +232,21 @@ static __always_inline void count(__u32 slot)
 
 static __always_inline int tracked(__u64 id)
 {
-	__u32 tgid = id >> 32, tid = (__u32)id;
-	return bpf_map_lookup_elem(&tgids, &tgid) || bpf_map_lookup_elem(&tids, &tid);
+	__u32 tgid = id >> 32, tid = (__u32)id, zero = 0;
+	if (bpf_map_lookup_elem(&tgids, &tgid) || bpf_map_lookup_elem(&tids, &tid))
+		return 1;
+	struct comm_filter *cf = bpf_map_lookup_elem(&comm_filter, &zero);
+	if (!cf || cf->len == 0 || cf->tgid != tgid)
+		return 0;
+	char comm[16] = {};
+	bpf_get_current_comm(comm, sizeof(comm));
+	for (int i = 0; i < 16; i++) {
+		if (i >= cf->len)
+			break;
+		if (comm[i] != cf->prefix[i])
+			return 0;
+	}
+	return 1;
 }
 
 // Writes one record; no wake-up of the consumer (it drains on its own schedule, so the

@@ -165,6 +165,7 @@ fn tour(
                            "seed": load.seed}),
             load,
             experiment: None,
+            stages: lab::StagesMode::default(),
         };
         let run = lab::measure(&plan, ready, db, stop, obs).map_err(lab_err)?;
         worst = worst.max(run.status.exit_code());

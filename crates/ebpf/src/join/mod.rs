@@ -7,18 +7,26 @@
 //! request: nothing of it happens before its send starts, and its reply's write starts
 //! before the client has read the reply.
 //!
-//! **TCP.** Each request is one write of the client (the load engine queues nothing behind
-//! unsent output), so it reaches the server socket as one data-ready arrival, or a few when
-//! the write was split. A request takes the first arrival at or after its send (earlier ones
-//! are left over from requests before it) and any further ones before the next request's
-//! send (the rest of a split write); the last gives T1 and the stream position of the
-//! request's end. The read that consumed it is the first whose `copied_seq` reached that
-//! position — exact, whatever the timing. Several arrivals consumed by one read are
-//! *pipelined*: the read's `m` requests share its T2 and T3, and the writes between that
-//! read and the socket's next read carrying data (the server answers what one read brought
-//! before reading again) are dealt out in order: with `w ≥ m` writes, request `i` gets
-//! writes `⌊i·w/m⌋ .. ⌊(i+1)·w/m⌋` (memcached writes one reply per `sendmsg`, nginx two:
-//! header and body); with `w < m` several share one (Redis answers a batch in one `write`).
+//! **TCP.** The load engine writes each request in one write and queues nothing behind
+//! unsent output, so a request reaches the server socket as a data-ready arrival between
+//! its send and the next request's send (on loopback the receive runs inside the client's
+//! write) — or a few when its write was split: the last of them gives T1 and the stream
+//! position (`rcv_nxt`) of the request's end. When the server held the socket at the time,
+//! the segments wait in the socket's backlog, are coalesced, and reach it together when the
+//! server lets go: one arrival, after both sends, carries several requests; a request with
+//! no arrival in its window takes the first one after its send and shares it with the
+//! requests after it. The read that consumed a request is the first whose `copied_seq`
+//! reached its arrival's position — exact, whatever the timing. Several requests consumed by
+//! one read are *pipelined*: the read's `m` requests share its T2 and T3, and the writes
+//! between that read and the socket's next read carrying data (the server answers what one
+//! read brought before reading again) are dealt out in order: with `w ≥ m` writes, request
+//! `i` gets writes `⌊i·w/m⌋ .. ⌊(i+1)·w/m⌋` (memcached writes one reply per `sendmsg`, nginx
+//! two: header and body); with `w < m` several share one (Redis answers a batch in one
+//! `write`). Replies differ in size, so each share is then pulled back to the writes that
+//! began before the client had the reply (and kept in order): a `sendmsg` carrying three
+//! of four replies gives those three its stamps. A read's requests are counted among those presented together
+//! ([`Joiner::join_conn`]); one whose requests straddle two calls (two chunks of records)
+//! deals the first call's out as if they were all.
 //!
 //! **UDP.** Per datagram: the server's read of the connection's port whose first two
 //! payload bytes are the request id (memcached's frame header), after the send; its arrival
@@ -40,6 +48,10 @@ use std::collections::{HashMap, VecDeque};
 use serde::Serialize;
 
 use crate::event::{Event, Kind, Proto};
+
+mod tcp;
+
+use tcp::{Arrival, TcpConn};
 
 /// How far ahead of a request the UDP matcher looks for its datagram.
 const UDP_SCAN: usize = 64;
@@ -91,32 +103,9 @@ pub struct JoinStats {
     pub held_max: u64,
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Arrival {
-    ts: u64,
-    seq: u32,
-}
-
 /// `a` is at or before `b` in a sequence space that wraps.
-fn seq_le(a: u32, b: u32) -> bool {
+pub(super) fn seq_le(a: u32, b: u32) -> bool {
     (b.wrapping_sub(a) as i32) >= 0
-}
-
-/// A read and the requests it consumed.
-#[derive(Debug)]
-struct Group {
-    read: Event,
-    requests: usize,
-    next: usize,
-    writes: Vec<Event>,
-}
-
-#[derive(Default, Debug)]
-struct TcpConn {
-    arrivals: VecDeque<Arrival>,
-    reads: VecDeque<Event>,
-    writes: VecDeque<Event>,
-    group: Option<Group>,
 }
 
 #[derive(Default, Debug)]
@@ -137,7 +126,7 @@ pub struct Joiner {
     stats: JoinStats,
 }
 
-fn end_of(w: &Event) -> u64 {
+pub(super) fn end_of(w: &Event) -> u64 {
     if w.tx >= w.enter && w.tx > 0 && w.tx <= w.ts {
         w.tx
     } else {
@@ -146,7 +135,7 @@ fn end_of(w: &Event) -> u64 {
 }
 
 /// The run-queue wait of a reader woken for a request that arrived at `t1`.
-fn runqueue(read: &Event, t1: u64) -> Option<u64> {
+pub(super) fn runqueue(read: &Event, t1: u64) -> Option<u64> {
     let (w, c) = (read.wakeup, read.oncpu);
     (w >= t1 && c >= w && c <= read.enter && read.epoll >= c).then(|| c - w)
 }
@@ -224,10 +213,8 @@ impl Joiner {
             dropped += front_before(&mut c.arrivals, horizon, |a| a.ts);
             dropped += front_before(&mut c.reads, horizon, |e| e.ts);
             dropped += front_before(&mut c.writes, horizon, |e| e.enter);
-            !(c.arrivals.is_empty()
-                && c.reads.is_empty()
-                && c.writes.is_empty()
-                && c.group.is_none())
+            dropped += c.prune_carry(horizon);
+            !c.is_empty()
         });
         self.udp.retain(|_, c| {
             dropped += front_before(&mut c.arrivals, horizon, |a| a.0);
@@ -239,155 +226,62 @@ impl Joiner {
     }
 
     /// The stamps of one request; requests of a connection must come in the order they were
-    /// sent. Requests without a reply may be presented (they consume nothing) or left out.
+    /// sent. Prefer [`Joiner::join_conn`] with all of a connection's requests at hand.
     pub fn join(&mut self, r: &Request) -> Option<Matched> {
-        if r.received == 0 {
-            return None;
-        }
-        self.stats.requests += 1;
-        let m = match r.proto {
-            Proto::Tcp => self.join_tcp(r),
-            Proto::Udp => self.join_udp(r),
-        };
-        match m {
-            Ok(m) => {
-                self.stats.matched += 1;
-                self.stats.pipelined += u64::from(m.pipelined);
-                Some(m)
-            }
-            Err(Miss::Arrival) => {
-                self.stats.no_arrival += 1;
-                None
-            }
-            Err(Miss::Read) => {
-                self.stats.no_read += 1;
-                None
-            }
-            Err(Miss::Write) => {
-                self.stats.no_write += 1;
-                None
-            }
-        }
+        self.join_conn(std::slice::from_ref(r)).pop().flatten()
     }
 
-    fn join_tcp(&mut self, r: &Request) -> Result<Matched, Miss> {
-        let c = self.tcp.get_mut(&r.port).ok_or(Miss::Arrival)?;
-        let mut used = 0usize;
-        // 1. The arrival: left-overs of earlier requests go; the first at or after the send
-        //    is ours, with any more before the next request's send (a split write).
-        while c.arrivals.front().is_some_and(|a| a.ts < r.sent) {
-            c.arrivals.pop_front();
-            used += 1;
-        }
-        let first = *c.arrivals.front().ok_or(Miss::Arrival)?;
-        if first.ts > r.received {
-            self.held -= used;
-            return Err(Miss::Arrival);
-        }
-        c.arrivals.pop_front();
-        used += 1;
-        let mut arrival = first;
-        while r.next_sent > 0
-            && c.arrivals
-                .front()
-                .is_some_and(|a| a.ts < r.next_sent && a.ts <= r.received)
-        {
-            if let Some(a) = c.arrivals.pop_front() {
-                arrival = a;
-                used += 1;
-            }
-        }
-        // 2. The read that consumed it: the current group's, or the first that reached it.
-        let same = c
-            .group
-            .as_ref()
-            .is_some_and(|g| seq_le(arrival.seq, g.read.seq) && g.next < g.requests);
-        if !same {
-            c.group = None;
-            while c
-                .reads
-                .front()
-                .is_some_and(|rd| !seq_le(arrival.seq, rd.seq))
-            {
-                c.reads.pop_front();
-                used += 1;
-            }
-            let read = match c.reads.front() {
-                Some(rd) if rd.ts <= r.received => *rd,
-                _ => {
-                    self.held -= used;
-                    return Err(Miss::Read);
+    /// The stamps of one connection's requests, given in the order they were sent (one
+    /// call's requests after the previous call's). Requests without a reply get None and
+    /// count for nothing, but are best presented too: a read may have consumed them with
+    /// others, and its writes are dealt out over all of them.
+    pub fn join_conn(&mut self, reqs: &[Request]) -> Vec<Option<Matched>> {
+        let Some(first) = reqs.first() else {
+            return Vec::new();
+        };
+        let results: Vec<Option<Result<Matched, Miss>>> = match first.proto {
+            Proto::Tcp => match self.tcp.get_mut(&first.port) {
+                Some(c) => {
+                    let (out, used) = c.join(reqs);
+                    self.held = self.held.saturating_sub(used);
+                    out
                 }
-            };
-            c.reads.pop_front();
-            used += 1;
-            // Pipelined: the arrivals still queued that this read consumed too.
-            let more = c
-                .arrivals
+                None => reqs
+                    .iter()
+                    .map(|r| (r.received > 0).then_some(Err(Miss::Arrival)))
+                    .collect(),
+            },
+            Proto::Udp => reqs
                 .iter()
-                .take_while(|a| seq_le(a.seq, read.seq))
-                .count();
-            c.group = Some(Group {
-                read,
-                requests: 1 + more,
-                next: 0,
-                writes: Vec::new(),
-            });
-        }
-        let next_read = c.reads.front().map(|rd| rd.ts);
-        let Some(g) = c.group.as_mut() else {
-            self.held -= used;
-            return Err(Miss::Read);
+                .map(|r| (r.received > 0).then(|| self.join_udp(r)))
+                .collect(),
         };
-        // 3. The group's writes: after its read, before the socket's next read.
-        while c.writes.front().is_some_and(|w| w.enter < g.read.ts) {
-            c.writes.pop_front();
-            used += 1;
-        }
-        while let Some(w) = c.writes.front() {
-            if next_read.is_some_and(|n| w.enter >= n) {
-                break;
-            }
-            if let Some(w) = c.writes.pop_front() {
-                g.writes.push(w);
-                used += 1;
-            }
-        }
-        self.held -= used;
-        let i = g.next;
-        g.next += 1;
-        let (m, w) = (g.requests, g.writes.len());
-        let read = g.read;
-        let pipelined = m > 1;
-        let share = if w == 0 {
-            None
-        } else if w >= m {
-            Some((i * w / m, ((i + 1) * w / m).max(i * w / m + 1)))
-        } else {
-            Some((i * w / m, i * w / m + 1))
-        };
-        let writes = share.and_then(|(a, b)| g.writes.get(a..b.min(w)).filter(|s| !s.is_empty()));
-        let Some(writes) = writes else {
-            if g.next >= g.requests {
-                c.group = None;
-            }
-            return Err(Miss::Write);
-        };
-        let (start, end) = (writes[0].enter, end_of(&writes[writes.len() - 1]));
-        if g.next >= g.requests {
-            c.group = None;
-        }
-        if start > r.received {
-            return Err(Miss::Write);
-        }
-        let t3 = read.ts;
-        let t1 = arrival.ts.min(t3);
-        let t2 = t1.max(read.epoll).min(t3);
-        Ok(Matched {
-            stamps: [t1, t2, t3, start, start, end.max(start)],
-            runqueue_ns: runqueue(&read, t1),
-            pipelined,
-        })
+        results
+            .into_iter()
+            .map(|res| {
+                let res = res?;
+                self.stats.requests += 1;
+                match res {
+                    Ok(m) => {
+                        self.stats.matched += 1;
+                        self.stats.pipelined += u64::from(m.pipelined);
+                        Some(m)
+                    }
+                    Err(Miss::Arrival) => {
+                        self.stats.no_arrival += 1;
+                        None
+                    }
+                    Err(Miss::Read) => {
+                        self.stats.no_read += 1;
+                        None
+                    }
+                    Err(Miss::Write) => {
+                        self.stats.no_write += 1;
+                        None
+                    }
+                }
+            })
+            .collect()
     }
 
     fn join_udp(&mut self, r: &Request) -> Result<Matched, Miss> {
@@ -476,12 +370,12 @@ impl Joiner {
     }
 }
 
-enum Miss {
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Miss {
     Arrival,
     Read,
     Write,
 }
 
 #[cfg(test)]
-#[path = "join_tests.rs"]
 mod tests;
