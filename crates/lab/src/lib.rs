@@ -15,26 +15,41 @@
 //! ```
 
 mod calibrate;
+mod colocate;
 mod db;
 mod error;
+pub mod figures;
 pub mod instruments;
+mod knob;
 mod measure;
 mod observer;
 pub mod records;
 mod run;
+mod simulate;
+mod slo;
 mod stages;
+mod sweep;
 mod target;
+mod tune;
 
 pub use calibrate::{
     calibrate, stored_calibration, CalibrateSpec, Calibration, IdealSource, Step, StoredCalibration,
 };
+pub use colocate::{colocate, Cell, Colocation};
 pub use db::{host_facts, Db};
 pub use error::LabError;
 pub use instruments::{Instrument, ServerInfo};
+pub use knob::{Axis, Knob, KNOBS};
 pub use measure::{check_load, expected_requests, measure, RunPlan};
 pub use observer::{Observer, Quiet};
 pub use run::{saturation_of, status_of, LoadFacts, Run, RunStatus, Saturation};
+pub use simulate::{
+    check_not_saturated, simulate, SimResult, CI_BATCH_MEANS, CI_ORDER_STAT, CI_REPLICATIONS,
+};
+pub use slo::{Bound, Slo, Verdict, View};
 pub use stages::StagesMode;
+pub use sweep::{sweep, Bracket, Load, MaxLoad, Row, RunTemplate, SweepPlan, SweepResult};
 pub use target::{
     own_server_threads, Ready, Scheme, SpawnSpec, TargetPlan, TargetSpec, WorkloadSpec,
 };
+pub use tune::{check_tunable, tune, TunePlan, TuneResult, TuneStep, TuneStepKind};

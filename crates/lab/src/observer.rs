@@ -9,6 +9,8 @@ pub trait Observer: Sync {
     fn progress(&self, _phase: &str, _done: u64, _total: u64) {}
     /// A phase ended (clears its progress display).
     fn phase_done(&self, _phase: &str) {}
+    /// A measured run of a loop (a sweep's point) is stored.
+    fn run_done(&self, _run: &crate::Run) {}
 }
 
 /// Says nothing.

@@ -53,16 +53,40 @@ impl Scheme {
     }
 }
 
-/// A real server for tailscope to start: its knobs.
+/// A server for tailscope to start: its knobs. For `nullrpc://` it is the built-in server,
+/// started in this process.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct SpawnSpec {
-    /// memcached -t, nginx worker processes, redis I/O threads.
+    /// memcached -t, nginx worker processes, redis I/O threads; the built-in server's workers.
     pub threads: Option<u32>,
     /// Its CPUs (empty: anywhere).
     pub cpus: Vec<usize>,
     /// Its scheduling policy.
     #[serde(serialize_with = "display_opt")]
     pub sched: Option<SchedSpec>,
+    /// The built-in server only: its architecture (default epoll) and synthetic work per
+    /// request (default none).
+    #[serde(serialize_with = "display_arch")]
+    pub arch: Option<server::Arch>,
+    #[serde(serialize_with = "debug_opt")]
+    pub work: Option<model::ServiceSpec>,
+}
+
+fn display_arch<S: serde::Serializer>(v: &Option<server::Arch>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(a) => s.serialize_str(a.name()),
+        None => s.serialize_none(),
+    }
+}
+
+fn debug_opt<S: serde::Serializer, T: std::fmt::Debug>(
+    v: &Option<T>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(v) => s.serialize_str(&format!("{v:?}")),
+        None => s.serialize_none(),
+    }
 }
 
 fn display_opt<S: serde::Serializer, T: std::fmt::Display>(
@@ -207,13 +231,36 @@ impl TargetPlan {
                 )));
             }
         }
+        if let Some(s) = &spec.spawn {
+            if kind.is_some() && (s.arch.is_some() || s.work.is_some()) {
+                return Err(invalid(
+                    "--server-arch and --server-work apply to the built-in server (nullrpc://) only",
+                ));
+            }
+        }
         let owned = match (&spec.spawn, kind) {
             (None, _) => Owned::None,
-            (Some(_), None) => {
-                return Err(invalid(format!(
-                    "--spawn starts memcached, nginx or redis; {} targets are started with `tailscope serve`",
-                    target.scheme
-                )))
+            (Some(s), None) => {
+                let arch = s.arch.unwrap_or(server::Arch::Epoll);
+                if arch.is_udp() != (target.transport == Transport::Udp) {
+                    return Err(invalid(format!(
+                        "--server-arch {} does not serve {} ({} targets use the udp architecture)",
+                        arch.name(),
+                        target.scheme,
+                        "nullrpc+udp"
+                    )));
+                }
+                let cfg = ServerConfig {
+                    arch,
+                    workers: s.threads.map_or(1, |t| t as usize),
+                    work: s.work.clone(),
+                    cpus: s.cpus.clone(),
+                    sched: s.sched.clone(),
+                    seed: 1,
+                    ..ServerConfig::default()
+                };
+                cfg.validate().map_err(invalid)?;
+                Owned::Builtin(cfg)
             }
             (Some(s), Some(k)) => {
                 let mut c = targets::SpawnConfig::new(k);

@@ -33,9 +33,7 @@ pub struct ExperimentRow {
 
 const EXPERIMENT_COLUMNS: &str = "id, kind, status, started_at, finished_at, config, summary";
 
-fn row(
-    r: &Row<'_>,
-) -> rusqlite::Result<(
+type Raw = (
     i64,
     String,
     String,
@@ -43,7 +41,9 @@ fn row(
     Option<String>,
     String,
     Option<String>,
-)> {
+);
+
+fn row(r: &Row<'_>) -> rusqlite::Result<Raw> {
     Ok((
         r.get(0)?,
         r.get(1)?,
@@ -54,16 +54,6 @@ fn row(
         r.get(6)?,
     ))
 }
-
-type Raw = (
-    i64,
-    String,
-    String,
-    String,
-    Option<String>,
-    String,
-    Option<String>,
-);
 
 fn parse(r: Raw) -> Result<ExperimentRow, StoreError> {
     let (id, kind, status, started_at, finished_at, config, summary) = r;

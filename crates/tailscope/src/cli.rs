@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -29,6 +29,15 @@ pub enum Command {
     Calibrate(CalibrateArgs),
     /// The one-command tour: built-in server, calibration, three loads, measured vs ideal.
     Demo(DemoArgs),
+    /// Repeat runs over offered loads and knobs (or a TOML experiment file); SLO verdicts,
+    /// --find-max.
+    Sweep(SweepArgs),
+    /// Tales of the Tail's walk: a baseline, then one mitigation at a time (rt, udp, irq,
+    /// numa, cstate, governor), measured vs ideal and the throughput each costs or buys.
+    Tune(TuneArgs),
+    /// Two services on one host (ThunderX Fig. 11): for every pair of their loads, both
+    /// measured at once; the QoS matrix of who meets its SLO.
+    Colocate(ColocateArgs),
     /// List, show and export stored runs.
     Runs(RunsCmd),
     /// Check the host for the known sources of tail latency; --apply the safe mitigations.
@@ -73,8 +82,8 @@ pub struct NoiseArgs {
     #[arg(long, default_value = "1us", allow_hyphen_values = true)]
     pub threshold: String,
     /// Loop variant: consecutive (Listing 1.2) or paired (Listing 1.1).
-    #[arg(long = "loop", default_value = "consecutive")]
-    pub loop_kind: String,
+    #[arg(long = "loop", value_enum, default_value_t = LoopArg::Consecutive)]
+    pub loop_kind: LoopArg,
     /// Scheduling policy of the probe threads (e.g. fifo:50; RT throttling is detected).
     #[arg(long)]
     pub sched: Option<String>,
@@ -104,9 +113,9 @@ pub struct ServeArgs {
     pub listen: String,
     /// Concurrency architecture: thread (thread per connection, blocking I/O), epoll (N epoll
     /// workers, connections statically partitioned), udp (N workers on one UDP socket),
-    /// dispatch (a dispatcher feeding N workers from one queue).
-    #[arg(long, default_value = "thread")]
-    pub arch: String,
+    /// dispatch (a dispatcher feeding N workers from one queue), staged (the LNS tandem).
+    #[arg(long, value_enum, default_value_t = ArchArg::Thread)]
+    pub arch: ArchArg,
     /// Worker threads (epoll, udp, dispatch).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub workers: usize,
@@ -223,6 +232,13 @@ pub struct TargetArgs {
     /// Spawned server: scheduling policy (other:NICE, fifo:PRIO, rr:PRIO).
     #[arg(long)]
     pub server_sched: Option<String>,
+    /// Spawned built-in server (nullrpc:// --spawn): architecture (thread, epoll, udp,
+    /// dispatch, staged; default epoll).
+    #[arg(long)]
+    pub server_arch: Option<String>,
+    /// Spawned built-in server: synthetic work per request (det:50us, exp:50us, …).
+    #[arg(long)]
+    pub server_work: Option<String>,
     /// memcached/redis: share of gets (the rest are sets).
     #[arg(long, default_value_t = 0.9)]
     pub get_ratio: f64,
@@ -273,8 +289,8 @@ pub struct RunArgs {
     /// Queue structure of the target, for the ideal: single (one shared queue), per-worker
     /// (connections statically partitioned over the workers), or auto (memcached over TCP and
     /// nginx: per-worker; memcached over UDP, redis, nullrpc: single).
-    #[arg(long, default_value = "auto")]
-    pub queues: String,
+    #[arg(long, value_enum, default_value_t = QueuesArg::Auto)]
+    pub queues: QueuesArg,
     #[command(flatten)]
     pub server: TargetArgs,
     /// The server's process id(s), for the attribution ("why"): its threads' run-queue wait
@@ -382,6 +398,9 @@ pub enum RunsSub {
         db: DbArgs,
         #[arg(long)]
         json: bool,
+        /// Only the runs of this experiment (a sweep, a demo), in the order they ran.
+        #[arg(long)]
+        experiment: Option<i64>,
     },
     /// Show one run's configuration and summary.
     Show {
@@ -504,6 +523,135 @@ pub struct OutputArgs {
 }
 
 #[derive(Args, Debug, Clone)]
+#[command(args_override_self = true)]
+pub struct SweepArgs {
+    /// Target URL (as for `run`), or an experiment file (.toml) holding the same options;
+    /// options given after the file override the file's.
+    pub target: String,
+    /// Offered loads: req/s, or percentages of the calibrated capacity with a trailing %
+    /// (on the list or on each); `a,b,...,z` steps evenly: 10,20,...,100%.
+    #[arg(long)]
+    pub loads: Option<String>,
+    /// A knob and its values, NAME=V1,V2,… (';' separates values holding commas); repeat
+    /// for more axes, whose product is the grid. Knobs: server-threads, server-cpus,
+    /// server-sched, server-arch, server-work, connections, threads, key-size, value-size,
+    /// items, popularity, get-ratio, file-size, files, arrival.
+    #[arg(long = "param", value_name = "NAME=V1,V2")]
+    pub params: Vec<String>,
+    /// Run each point this many times (each with its own seed derived from --seed).
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// Service-level objective, e.g. 'p99<=1ms' or 'p99<=1ms,p99.9<=5ms': a verdict per
+    /// point (meets / violates / undecided, from the confidence intervals).
+    #[arg(long)]
+    pub slo: Option<String>,
+    /// Which latency the SLO reads: user (intended → received) or server (sent → kernel
+    /// receive).
+    #[arg(long, value_enum, default_value_t = ViewArg::User)]
+    pub slo_view: ViewArg,
+    /// Search the highest offered load meeting the SLO (bracket, then bisect to 2 %), and the
+    /// highest rate with achieved >= 99 % of offered and no timeouts.
+    #[arg(long)]
+    pub find_max: bool,
+    /// Most runs per search.
+    #[arg(long, default_value_t = 10)]
+    pub max_steps: u32,
+    /// Options of every run (as for `run`).
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// Per-request service time for the ideal (default: calibrated or stored).
+    #[arg(long)]
+    pub service: Option<String>,
+    /// Workers of the target, for the ideal.
+    #[arg(long)]
+    pub workers: Option<u32>,
+    /// Queue structure for the ideal: auto, single or per-worker.
+    #[arg(long, value_enum, default_value_t = QueuesArg::Auto)]
+    pub queues: QueuesArg,
+    #[command(flatten)]
+    pub server: TargetArgs,
+    /// The server's process id(s), for the attribution.
+    #[arg(long, value_delimiter = ',')]
+    pub server_pid: Vec<u32>,
+    /// The server's CPUs.
+    #[arg(long)]
+    pub server_cpus: Option<String>,
+    /// Do not sample the sources of tail latency beside each run.
+    #[arg(long)]
+    pub no_attribution: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Print exactly one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ColocateArgs {
+    /// The first service: an experiment file (as for `sweep`: target, spawn options, loads,
+    /// slo).
+    pub a: String,
+    /// The second service, likewise.
+    pub b: String,
+    /// Overrides each run's length in both files.
+    #[arg(long)]
+    pub duration: Option<String>,
+    /// Overrides each run's warm-up in both files.
+    #[arg(long)]
+    pub warmup: Option<String>,
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Print exactly one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct TuneArgs {
+    /// Target URL of a server tailscope starts (memcached://, http://, redis://, nullrpc://
+    /// with --spawn).
+    pub target: String,
+    /// The offered load of every step: req/s, or a percentage of each step's calibrated
+    /// capacity (80%).
+    #[arg(long, default_value = "80%")]
+    pub rate: String,
+    /// The mitigations, in order (each adds to the ones before).
+    #[arg(long, default_value = "rt,udp,irq,numa,cstate,governor")]
+    pub steps: String,
+    /// With an SLO, each step also searches the highest load meeting it.
+    #[arg(long)]
+    pub slo: Option<String>,
+    /// Most runs per search.
+    #[arg(long, default_value_t = 8)]
+    pub max_steps: u32,
+    /// Per-worker service time for the ideal of every step (default: each step calibrated).
+    #[arg(long)]
+    pub service: Option<String>,
+    /// Options of every run (as for `run`).
+    #[command(flatten)]
+    pub load: LoadArgs,
+    #[command(flatten)]
+    pub server: TargetArgs,
+    /// The server's CPUs (the interrupts step moves IRQs away from them).
+    #[arg(long)]
+    pub server_cpus: Option<String>,
+    /// Root of the host whose /proc and /sys the host steps read and write.
+    #[arg(long, default_value = "/")]
+    pub root: PathBuf,
+    /// Where the journal of host changes lives (default as for doctor).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Do not sample the sources of tail latency beside each run.
+    #[arg(long)]
+    pub no_attribution: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Print exactly one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug, Clone)]
 pub struct ModelArgs {
     /// Arrival process: poisson, det (the paper's "uniform"), lognormal:SIGMA, pareto:SHAPE,
     /// trace:PATH (one timestamp per line; see --trace-unit).
@@ -582,4 +730,70 @@ pub struct FigureArgs {
     pub trace_unit: String,
     #[command(flatten)]
     pub out: OutputArgs,
+}
+
+/// `serve --arch`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ArchArg {
+    Thread,
+    Epoll,
+    Udp,
+    Dispatch,
+    Staged,
+}
+
+impl From<ArchArg> for server::Arch {
+    fn from(a: ArchArg) -> server::Arch {
+        match a {
+            ArchArg::Thread => server::Arch::Thread,
+            ArchArg::Epoll => server::Arch::Epoll,
+            ArchArg::Udp => server::Arch::Udp,
+            ArchArg::Dispatch => server::Arch::Dispatch,
+            ArchArg::Staged => server::Arch::Staged,
+        }
+    }
+}
+
+/// `--queues`: the target's queue structure for the ideal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum QueuesArg {
+    /// From the target: memcached over TCP and nginx per worker, the rest one queue.
+    Auto,
+    Single,
+    PerWorker,
+}
+
+impl QueuesArg {
+    pub fn structure(self) -> Option<analysis::QueueStructure> {
+        match self {
+            QueuesArg::Auto => None,
+            QueuesArg::Single => Some(analysis::QueueStructure::Single),
+            QueuesArg::PerWorker => Some(analysis::QueueStructure::PerWorker),
+        }
+    }
+}
+
+/// `--slo-view`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ViewArg {
+    User,
+    Server,
+}
+
+impl From<ViewArg> for lab::View {
+    fn from(v: ViewArg) -> lab::View {
+        match v {
+            ViewArg::User => lab::View::User,
+            ViewArg::Server => lab::View::Server,
+        }
+    }
+}
+
+/// `noise --loop`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LoopArg {
+    /// Listing 1.2: consecutive TSC reads.
+    Consecutive,
+    /// Listing 1.1: paired reads.
+    Paired,
 }

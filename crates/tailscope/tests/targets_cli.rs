@@ -296,8 +296,16 @@ fn garbage_replies_are_counted_not_a_panic() {
 fn bad_real_target_input_exits_2() {
     for (args, needle) in [
         (
-            vec!["run", "nullrpc://", "--spawn", "--rate", "10"],
-            "tailscope serve",
+            vec![
+                "run",
+                "memcached://",
+                "--spawn",
+                "--rate",
+                "10",
+                "--server-work",
+                "det:5us",
+            ],
+            "built-in server",
         ),
         (
             vec![

@@ -103,7 +103,7 @@ pub fn run(a: &BurstyArgs) -> anyhow::Result<i32> {
         );
         cfg.entropy_bin_ns = entropy_bin;
         let r = simulate_tandem(&cfg).or_usage()?;
-        super::simrun::check_not_saturated(r.all.max_ns)?;
+        lab::check_not_saturated(r.all.max_ns).map_err(super::target::lab_err)?;
         let sim_p = r
             .sensitive
             .as_ref()

@@ -1,15 +1,14 @@
-//! `tailscope demo`: the one-command tour. Starts the built-in server on its own CPU with a
-//! known synthetic service time, calibrates it, runs Poisson load at three utilisations, prints
-//! measured vs ideal for each, stores the runs and writes the CCDF plot.
+//! `tailscope demo`: the one-command tour — a small sweep. The built-in server on its own CPU
+//! with a known synthetic service time, calibrated, Poisson load at three utilisations from
+//! the generator's CPU; measured vs ideal printed for each, the runs stored as one
+//! experiment, the CCDFs plotted.
 
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::sync::Mutex;
 
-use analysis::{IdealSpec, QueueStructure};
-use lab::{CalibrateSpec, Db, RunPlan, TargetPlan};
-use load::{LoadConfig, NullRpcWorkload, StopAt};
+use lab::{Db, Load, RunTemplate, SpawnSpec, SweepPlan, TargetSpec, WorkloadSpec};
+use load::LoadConfig;
 use serde_json::{json, Value};
-use server::{Arch, ServerConfig};
 
 use super::common::{db_path, parse_duration, parse_sched, shutdown_flag};
 use super::progress::Progress;
@@ -17,6 +16,49 @@ use super::target::lab_err;
 use crate::cli::{DemoArgs, OutputArgs};
 use crate::exit::usage;
 use crate::output::{self, outln};
+
+/// Shows each run as it is stored and keeps its CCDFs for the plot.
+struct Tour {
+    progress: Progress,
+    json: bool,
+    series: Mutex<Vec<report::Series>>,
+    runs: Mutex<Vec<Value>>,
+}
+
+impl lab::Observer for Tour {
+    fn note(&self, msg: &str) {
+        self.progress.note(msg)
+    }
+    fn progress(&self, phase: &str, done: u64, total: u64) {
+        self.progress.progress(phase, done, total)
+    }
+    fn phase_done(&self, phase: &str) {
+        self.progress.phase_done(phase)
+    }
+    fn run_done(&self, run: &lab::Run) {
+        let pct = run.config["load_pct"].as_f64().unwrap_or(0.0);
+        let label = format!("{pct:.0}% load");
+        if !self.json {
+            let _ = outln!();
+            let _ = output::print_with(|w| report::terminal::run(w, run));
+        }
+        if let Ok(mut s) = self.series.lock() {
+            s.push(report::Series::new(
+                format!("measured {label}"),
+                run.analysis.measured_ccdf_us.clone(),
+            ));
+            let mut i =
+                report::Series::new(format!("ideal {label}"), run.analysis.ideal_ccdf_us.clone());
+            i.dashed = true;
+            s.push(i);
+        }
+        if let Ok(mut r) = self.runs.lock() {
+            let mut v = run.to_json();
+            v["load_pct"] = json!(pct);
+            r.push(v);
+        }
+    }
+}
 
 pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
     let online = host::placement::online_cpus();
@@ -37,7 +79,7 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
     let work = super::model::parse_service(&a.work)?;
     let sched = parse_sched(a.sched.as_deref())?;
     let duration = parse_duration("--duration", &a.duration)?;
-    let warmup = Duration::from_secs(2);
+    let warmup = std::time::Duration::from_secs(2);
     if duration <= warmup {
         return Err(usage(format!(
             "--duration must be longer than the demo's 2 s warm-up, got {}",
@@ -50,40 +92,74 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
         plot: Some(a.plot.clone()),
     };
     output::check_outputs(&out)?;
-    let scfg = ServerConfig {
-        arch: Arch::Epoll,
-        workers: 1,
-        work: Some(work),
-        cpus: vec![server_cpu],
-        sched,
-        seed: 1,
-        ..ServerConfig::default()
+    let mut load = LoadConfig::new(super::run::parse_target("nullrpc://127.0.0.1:1")?, 1.0);
+    load.stop = load::StopAt::Duration(duration - warmup);
+    load.warmup = warmup;
+    load.connections = 8;
+    load.cpus = vec![client_cpu];
+    load.yield_when_far = false;
+    let plan = SweepPlan {
+        kind: "demo".into(),
+        template: RunTemplate {
+            target: TargetSpec {
+                url: "nullrpc://".into(),
+                spawn: Some(SpawnSpec {
+                    threads: Some(1),
+                    cpus: vec![server_cpu],
+                    sched,
+                    arch: Some(server::Arch::Epoll),
+                    work: Some(work),
+                }),
+                workload: WorkloadSpec::default(),
+                churn: None,
+                preload: false,
+            },
+            load,
+            service_ns: None,
+            workers: None,
+            queues: None,
+            confidence: 0.95,
+            lateness_threshold_ns: 50_000.0,
+            attribution: true,
+            server_cpus: Vec::new(),
+            extra_pids: Vec::new(),
+            calibrate: lab::CalibrateSpec::default(),
+            config: json!({"demo": true, "duration": a.duration, "connections": 8,
+                           "client_cpu": client_cpu, "server_cpu": server_cpu, "work": a.work}),
+        },
+        loads: a
+            .loads
+            .iter()
+            .map(|p| Load::OfCapacity(p / 100.0))
+            .collect(),
+        axes: Vec::new(),
+        repeat: 1,
+        slo: None,
+        find_max: false,
+        max_steps: 2,
+        experiment: None,
     };
-    let tplan = TargetPlan::builtin(scfg, NullRpcWorkload::default()).map_err(lab_err)?;
-    let mut base = LoadConfig::new(super::run::parse_target("nullrpc://127.0.0.1:1")?, 1.0);
-    base.stop = StopAt::Duration(duration - warmup);
-    base.warmup = warmup;
-    base.connections = 8;
-    base.cpus = vec![client_cpu];
-    base.yield_when_far = false;
     let db = db_path(&a.db)?;
-    lab::check_load(&base, &db).map_err(lab_err)?;
-
-    let obs = Progress::new(a.json);
-    let db = Db::open(&db)
-        .map_err(|e| usage(format!("cannot open results store {}: {e}", db.display())))?;
-    let stop = shutdown_flag()?;
-    let ready = tplan.start(&stop, &obs).map_err(lab_err)?;
+    plan.check(&db).map_err(lab_err)?;
+    let tour = Tour {
+        progress: Progress::new(a.json),
+        json: a.json,
+        series: Mutex::new(Vec::new()),
+        runs: Mutex::new(Vec::new()),
+    };
     lab::Observer::note(
-        &obs,
+        &tour,
         &format!(
-            "demo: built-in server ({}, 1 epoll worker) on CPU {server_cpu}; generator on CPU {client_cpu}",
+            "demo: the built-in server ({}, 1 epoll worker) on CPU {server_cpu}; the generator on CPU {client_cpu}",
             a.work
         ),
     );
-    let result = tour(a, &base, &ready, &db, &stop, &obs);
-    let counters = ready.stop().map_err(lab_err)?;
-    let (cal, runs, series, worst) = result?;
+    let db = Db::open(&db)
+        .map_err(|e| usage(format!("cannot open results store {}: {e}", db.display())))?;
+    let stop = shutdown_flag()?;
+    let result = lab::sweep(&plan, &db, &stop, &tour).map_err(lab_err)?;
+    let series = tour.series.into_inner().unwrap_or_default();
+    let runs = tour.runs.into_inner().unwrap_or_default();
     let written = if series.is_empty() {
         Vec::new()
     } else {
@@ -93,98 +169,36 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
             &series,
         )?
     };
+    let worst = result
+        .rows
+        .iter()
+        .map(|r| r.status.exit_code())
+        .max()
+        .unwrap_or(1);
+    // The calibration the sweep made, as the store keeps it.
+    let calibration = runs
+        .first()
+        .and_then(|r| r["ideal_source"]["calibration_run"].as_i64())
+        .and_then(|id| db.store.get_run(id).ok().flatten())
+        .and_then(|r| r.summary);
     if a.json {
         output::print_json(&json!({
-            "server": {"arch": "epoll", "workers": 1, "work": a.work, "cpu": server_cpu,
-                       "served": counters.map(|c| c.served)},
-            "calibration": cal,
+            "experiment_id": result.experiment_id,
+            "server": {"arch": "epoll", "workers": 1, "work": a.work, "cpu": server_cpu},
+            "calibration": calibration,
             "runs": runs,
             "interrupted": stop.load(Ordering::Relaxed),
             "written": written,
         }))?;
     } else {
+        outln!()?;
+        output::print_with(|w| report::sweep_view::sweep(w, &result))?;
         for w in written {
             outln!("wrote {w}")?;
         }
     }
-    if stop.load(Ordering::Relaxed) {
+    if stop.load(Ordering::Relaxed) || result.status != "ok" {
         return Ok(1);
     }
     Ok(worst)
-}
-
-type Tour = (Value, Vec<Value>, Vec<report::Series>, i32);
-
-/// Calibrate, then one run per load: each with its own seed derived from seed 1.
-fn tour(
-    a: &DemoArgs,
-    base: &LoadConfig,
-    ready: &lab::Ready,
-    db: &Db,
-    stop: &std::sync::atomic::AtomicBool,
-    obs: &Progress,
-) -> anyhow::Result<Tour> {
-    let cal = lab::calibrate(ready, &CalibrateSpec::default(), 1, db, stop, obs)
-        .map_err(|e| lab_err(e).context("demo calibration failed"))?;
-    if !a.json {
-        outln!(
-            "calibration: peak {:.0} req/s → amortised service time {} (synthetic work {})",
-            cal.peak_rps,
-            report::terminal::fmt_ns(cal.service_ns),
-            a.work
-        )?;
-    }
-    let mut runs = Vec::new();
-    let mut series = Vec::new();
-    let mut worst = 0;
-    for (i, pct) in a.loads.iter().enumerate() {
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        let rate = pct / 100.0 * 1e9 / cal.service_ns;
-        let ideal = IdealSpec {
-            service_ns: cal.service_ns,
-            workers: 1,
-            queues: QueueStructure::Single,
-        };
-        let mut load = base.clone();
-        load.rate_per_s = rate;
-        load.seed = load::derive_seed(1, i as u64);
-        let plan = RunPlan {
-            kind: "run".into(),
-            ideal: Some(ideal.clone()),
-            ideal_source: Some(lab::IdealSource::of(&cal, "calibration")),
-            confidence: 0.95,
-            lateness_threshold_ns: 50_000.0,
-            attribution: true,
-            server_cpus: Vec::new(),
-            extra_pids: Vec::new(),
-            config: json!({"demo": true, "load_pct": pct, "rate_rps": rate,
-                           "duration": a.duration, "connections": load.connections,
-                           "client_cpu": load.cpus, "work": a.work, "ideal": ideal,
-                           "seed": load.seed}),
-            load,
-            experiment: None,
-            stages: lab::StagesMode::default(),
-        };
-        let run = lab::measure(&plan, ready, db, stop, obs).map_err(lab_err)?;
-        worst = worst.max(run.status.exit_code());
-        let label = format!("{pct:.0}% load");
-        if !a.json {
-            outln!()?;
-            output::print_with(|w| report::terminal::run(w, &run))?;
-        }
-        series.push(report::Series::new(
-            format!("measured {label}"),
-            run.analysis.measured_ccdf_us.clone(),
-        ));
-        let mut s =
-            report::Series::new(format!("ideal {label}"), run.analysis.ideal_ccdf_us.clone());
-        s.dashed = true;
-        series.push(s);
-        let mut v = run.to_json();
-        v["load_pct"] = json!(pct);
-        runs.push(v);
-    }
-    Ok((cal.to_json(&ready.label, &ready.url), runs, series, worst))
 }

@@ -2,6 +2,7 @@
 
 mod bursty;
 mod calibrate;
+mod colocate;
 mod common;
 mod demo;
 mod doctor;
@@ -12,8 +13,9 @@ mod progress;
 mod run;
 mod runs;
 mod serve;
-mod simrun;
+mod sweep;
 mod target;
+mod tune;
 
 use crate::cli::{Cli, Command, ModelSub};
 
@@ -29,6 +31,9 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Run(a) => run::run(&a),
         Command::Calibrate(a) => calibrate::run(&a),
         Command::Demo(a) => demo::run(&a),
+        Command::Sweep(a) => sweep::run(&a),
+        Command::Tune(a) => tune::run(&a),
+        Command::Colocate(a) => colocate::run(&a),
         Command::Runs(c) => runs::run(&c),
         Command::Doctor(a) => doctor::run(&a),
         Command::Noise(a) => noise::run(&a),

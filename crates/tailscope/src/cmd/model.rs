@@ -10,11 +10,11 @@ use model::{ArrivalSpec, Discipline, ServiceSpec, SimConfig, TimeUnit};
 use serde_json::{json, Value};
 use stats::Summary;
 
-use super::simrun::{self, SimResult};
 use crate::cli::ModelArgs;
 use crate::exit::{usage, OrUsage};
 use crate::limits;
 use crate::output::{self, fmt_ns, out, outln, us};
+use lab::SimResult;
 
 /// A validated model request: everything checked before any work starts.
 pub struct Built {
@@ -321,7 +321,16 @@ pub fn run(a: &ModelArgs) -> anyhow::Result<i32> {
         None => Vec::new(),
     };
     let label = format!("{} {}", b.kendall, a.discipline);
-    let r = simrun::simulate(&b.cfg, a.replications, b.exact_limit, a.confidence, &label)?;
+    let obs = super::progress::Progress::new(a.out.json);
+    let r = lab::simulate(
+        &b.cfg,
+        a.replications,
+        b.exact_limit,
+        a.confidence,
+        &label,
+        &obs,
+    )
+    .map_err(super::target::lab_err)?;
     // The exact distribution beside the simulation, when theory has one for this discipline.
     let exact = exact_form(&forms, &b.cfg.discipline);
     let mut series = vec![report::Series::new(

@@ -11,14 +11,9 @@ use crate::output::{self, fmt_ns, outln};
 
 pub fn run(a: &NoiseArgs) -> anyhow::Result<i32> {
     let cpus = host::placement::parse_cpu_list(&a.cpus).or_usage_ctx("--cpus")?;
-    let loop_kind = match a.loop_kind.as_str() {
-        "consecutive" => LoopKind::Consecutive,
-        "paired" => LoopKind::Paired,
-        other => {
-            return Err(usage(format!(
-                "--loop must be consecutive or paired, got '{other}'"
-            )))
-        }
+    let loop_kind = match a.loop_kind {
+        crate::cli::LoopArg::Consecutive => LoopKind::Consecutive,
+        crate::cli::LoopArg::Paired => LoopKind::Paired,
     };
     let threshold = model::parse_duration_ns(&a.threshold).or_usage_ctx("--threshold")?;
     if threshold > limits::MAX_NOISE_THRESHOLD_NS {

@@ -173,17 +173,6 @@ pub fn load_config(a: &LoadArgs, p: &LoadPlan, rate: f64) -> anyhow::Result<Load
     })
 }
 
-fn parse_queues(s: &str) -> anyhow::Result<Option<QueueStructure>> {
-    match s {
-        "auto" => Ok(None),
-        "single" => Ok(Some(QueueStructure::Single)),
-        "per-worker" => Ok(Some(QueueStructure::PerWorker)),
-        other => Err(usage(format!(
-            "--queues must be auto, single or per-worker, got '{other}'"
-        ))),
-    }
-}
-
 /// The ideal's per-worker service time, when it is known before the target starts: given,
 /// or the latest stored calibration (whole-target time per request × its workers).
 fn known_service(
@@ -215,7 +204,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
     let tplan = TargetPlan::new(&spec).map_err(lab_err)?;
     let rate = parse_rate(&a.rate)?;
     let p = plan(&a.load)?;
-    let queues = parse_queues(&a.queues)?;
+    let queues = a.queues.structure();
     if a.workers == Some(0) {
         return Err(usage("--workers must be at least 1"));
     }

@@ -14,7 +14,11 @@ use crate::output::{self, outln};
 
 pub fn run(c: &RunsCmd) -> anyhow::Result<i32> {
     match &c.sub {
-        RunsSub::List { db, json } => list(db, *json),
+        RunsSub::List {
+            db,
+            json,
+            experiment,
+        } => list(db, *json, *experiment),
         RunsSub::Show { id, db, json } => show(*id, db, *json),
         RunsSub::Export {
             id,
@@ -33,11 +37,18 @@ fn existing(db: &DbArgs) -> anyhow::Result<store::Store> {
     }
 }
 
-fn list(db: &DbArgs, json: bool) -> anyhow::Result<i32> {
+fn list(db: &DbArgs, json: bool, experiment: Option<i64>) -> anyhow::Result<i32> {
     // No store yet is no runs yet.
-    let runs = match open_existing_store(db)? {
-        (_, Some(st)) => st.list_runs()?,
-        (_, None) => Vec::new(),
+    let runs = match (open_existing_store(db)?, experiment) {
+        ((_, Some(st)), None) => st.list_runs()?,
+        ((_, Some(st)), Some(e)) => {
+            if st.get_experiment(e)?.is_none() {
+                return Err(usage(format!("no experiment with id {e}")));
+            }
+            st.experiment_runs(e)?
+        }
+        ((_, None), None) => Vec::new(),
+        ((p, None), Some(_)) => return Err(usage(format!("no results store at {}", p.display()))),
     };
     if json {
         let v: Vec<_> = runs
@@ -87,17 +98,23 @@ fn show(id: i64, db: &DbArgs, json: bool) -> anyhow::Result<i32> {
     let r = st
         .get_run(id)?
         .ok_or_else(|| usage(format!("no run with id {id}")))?;
+    let experiment = st.experiment_of(id)?;
     if json {
-        output::print_json(&serde_json::to_value(&r)?)?;
+        let mut v = serde_json::to_value(&r)?;
+        v["experiment_id"] = serde_json::json!(experiment);
+        output::print_json(&v)?;
         return Ok(0);
     }
     outln!(
-        "run {} · {} · {} · {} · started {}",
+        "run {} · {} · {} · {} · started {}{}",
         r.id,
         r.kind,
         r.status,
         r.target,
-        r.started_at
+        r.started_at,
+        experiment
+            .map(|e| format!(" · experiment {e}"))
+            .unwrap_or_default()
     )?;
     outln!("config: {}", serde_json::to_string(&r.config)?)?;
     outln!("host: {}", serde_json::to_string(&r.host)?)?;

@@ -9,13 +9,13 @@ use server::{Arch, Server, ServerConfig};
 
 use super::common::{parse_cpus, parse_sched, shutdown_flag};
 use crate::cli::ServeArgs;
-use crate::exit::{usage, OrUsage};
+use crate::exit::usage;
 use crate::limits;
 use crate::output::{self, outln};
 
 /// Validates `serve` arguments into the server's configuration.
 pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
-    let arch: Arch = a.arch.parse().or_usage()?;
+    let arch: Arch = a.arch.into();
     if a.workers == 0 {
         return Err(usage("--workers must be at least 1"));
     }
@@ -75,7 +75,7 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<i32> {
     let bound = handle.local_addr();
     if a.json {
         output::print_json(
-            &json!({"listen": bound.to_string(), "arch": a.arch, "workers": a.workers}),
+            &json!({"listen": bound.to_string(), "arch": server::Arch::from(a.arch).name(), "workers": a.workers}),
         )?;
     } else {
         outln!("{bound}")?;

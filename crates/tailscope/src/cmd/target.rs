@@ -50,10 +50,26 @@ pub fn spec(
             threads: t.server_threads,
             cpus: server_cpus.to_vec(),
             sched: parse_sched(t.server_sched.as_deref())?,
+            arch: t
+                .server_arch
+                .as_deref()
+                .map(|a| a.parse::<server::Arch>().or_usage_ctx("--server-arch"))
+                .transpose()?,
+            work: t
+                .server_work
+                .as_deref()
+                .map(super::model::parse_service)
+                .transpose()?,
         })
     } else {
-        if t.server_threads.is_some() || t.server_sched.is_some() {
-            return Err(usage("--server-threads and --server-sched need --spawn"));
+        if t.server_threads.is_some()
+            || t.server_sched.is_some()
+            || t.server_arch.is_some()
+            || t.server_work.is_some()
+        {
+            return Err(usage(
+                "--server-threads, --server-sched, --server-arch and --server-work need --spawn",
+            ));
         }
         None
     };

@@ -1,9 +1,12 @@
-//! Runs a validated simulation, possibly as several independent replications, with progress on
-//! stderr, and summarises it. Shared by `model` and `model figure`.
+//! Runs a validated simulation of the model, possibly as several independent replications,
+//! reporting progress to an [`Observer`], and summarises it: the ideal as an experiment of its
+//! own (`tailscope model`, `model figure`).
 
-use indicatif::{ProgressBar, ProgressStyle};
 use model::{Collector, Completion, SimConfig, SimOutcome, Sink};
 use stats::{Estimate, Recorder, Summary, STANDARD_QUANTILES};
+
+use crate::error::LabError;
+use crate::Observer;
 
 /// How the confidence intervals were obtained.
 pub const CI_BATCH_MEANS: &str = "batch means over 20 consecutive batches (Student t), widened to \
@@ -27,33 +30,32 @@ pub struct SimResult {
     pub replications: u32,
 }
 
-/// Forwards completions to the collector and advances a progress bar now and then.
+/// Forwards completions to the collector and reports progress now and then.
 struct WithProgress<'a> {
     inner: &'a mut Collector,
-    bar: &'a ProgressBar,
-    n: u64,
+    obs: &'a dyn Observer,
+    label: &'a str,
+    done: u64,
+    total: u64,
 }
 
 impl Sink for WithProgress<'_> {
     #[inline]
     fn record(&mut self, c: &Completion) {
         self.inner.record(c);
-        self.n += 1;
-        if self.n & 0xF_FFFF == 0 {
-            self.bar.set_position(self.n);
+        self.done += 1;
+        if self.done & 0xF_FFFF == 0 {
+            self.obs.progress(self.label, self.done, self.total);
         }
     }
 }
 
-fn bar(total: u64, label: &str) -> ProgressBar {
-    let bar = ProgressBar::new(total);
-    if let Ok(style) = ProgressStyle::with_template(
-        "{msg} [{bar:30}] {human_pos}/{human_len} requests ({per_sec}, eta {eta})",
-    ) {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar.set_message(label.to_string());
-    bar
+fn model_err(e: model::ModelError) -> LabError {
+    LabError::Invalid(e.to_string())
+}
+
+fn stats_err(e: stats::StatsError) -> LabError {
+    LabError::Failed(e.to_string())
 }
 
 /// Simulates `cfg` `replications` times (seeds cfg.seed, cfg.seed+1, ...).
@@ -63,12 +65,14 @@ pub fn simulate(
     exact_limit: u64,
     confidence: f64,
     label: &str,
-) -> anyhow::Result<SimResult> {
+    obs: &dyn Observer,
+) -> Result<SimResult, LabError> {
     let reps = replications.max(1);
     let classes = cfg.class_probs.len().max(1);
-    let bar = bar(cfg.requests * u64::from(reps), label);
+    let total = cfg.requests * u64::from(reps);
     let mut cols = Vec::new();
     let mut outcome = None;
+    let mut done = 0u64;
     for r in 0..reps {
         let mut c = cfg.clone();
         c.seed = cfg.seed.wrapping_add(u64::from(r));
@@ -76,16 +80,20 @@ pub fn simulate(
         let mut col = Collector::new(c.requests, c.warmup_fraction, classes, limit);
         let mut sink = WithProgress {
             inner: &mut col,
-            bar: &bar,
-            n: 0,
+            obs,
+            label,
+            done,
+            total,
         };
-        outcome = Some(model::simulate(&c, &mut sink)?);
-        bar.inc(sink.n % 0x10_0000);
+        outcome = Some(model::simulate(&c, &mut sink).map_err(model_err)?);
+        done = sink.done;
         cols.push(col);
     }
-    bar.finish_and_clear();
+    obs.phase_done(label);
     let Some(outcome) = outcome else {
-        anyhow::bail!("the simulation produced no requests");
+        return Err(LabError::Failed(
+            "the simulation produced no requests".into(),
+        ));
     };
     let recorded: u64 = cols.iter().map(|c| c.recorded()).sum();
     let mean_sum: f64 = cols
@@ -93,7 +101,7 @@ pub fn simulate(
         .map(|c| c.mean_response_ns() * c.recorded() as f64)
         .sum();
     let (response, wait, ccdf, ci_method) = if let [col] = cols.as_mut_slice() {
-        let (r, w) = col.summarize(confidence)?;
+        let (r, w) = col.summarize(confidence).map_err(stats_err)?;
         let method = if col.has_batch_means() {
             CI_BATCH_MEANS
         } else {
@@ -106,18 +114,18 @@ pub fn simulate(
         let mut per_rep_wait = vec![Vec::new(); STANDARD_QUANTILES.len()];
         let (mut all_r, mut all_w) = (Recorder::exact(0), Recorder::exact(0));
         for col in cols.iter_mut() {
-            let (s, w) = col.summarize(confidence)?;
+            let (s, w) = col.summarize(confidence).map_err(stats_err)?;
             for (i, q) in s.quantiles.iter().enumerate() {
                 per_rep[i].push(q.est.value);
             }
             for (i, q) in w.quantiles.iter().enumerate() {
                 per_rep_wait[i].push(q.est.value);
             }
-            all_r.merge(col.response())?;
-            all_w.merge(col.wait())?;
+            all_r.merge(col.response()).map_err(stats_err)?;
+            all_w.merge(col.wait()).map_err(stats_err)?;
         }
-        let mut r = all_r.summarize(confidence)?;
-        let mut w = all_w.summarize(confidence)?;
+        let mut r = all_r.summarize(confidence).map_err(stats_err)?;
+        let mut w = all_w.summarize(confidence).map_err(stats_err)?;
         replace_with_replication_ci(&mut r, &per_rep, confidence)?;
         replace_with_replication_ci(&mut w, &per_rep_wait, confidence)?;
         (r, w, all_r.ccdf(10), CI_REPLICATIONS)
@@ -129,11 +137,11 @@ pub fn simulate(
             let mut all = Recorder::exact(0);
             for col in cols.iter_mut() {
                 if let Some(rec) = col.class_response(k) {
-                    all.merge(rec)?;
+                    all.merge(rec).map_err(stats_err)?;
                 }
             }
             if !all.is_empty() {
-                class_response.push(all.summarize(confidence)?);
+                class_response.push(all.summarize(confidence).map_err(stats_err)?);
             }
         }
     }
@@ -157,13 +165,14 @@ pub fn simulate(
 /// Fails when a simulated time reached the 2^64 ns that times are recorded in: every
 /// percentile above it would be that ceiling, not a result. Input bounds make this rare
 /// (service times of days at a utilisation within a hair of 1).
-pub fn check_not_saturated(max_ns: f64) -> anyhow::Result<()> {
+pub fn check_not_saturated(max_ns: f64) -> Result<(), LabError> {
     // Within a streaming histogram's 0.1 % rounding of the ceiling.
     if max_ns >= model::MAX_DURATION_NS * 0.99 {
-        anyhow::bail!(
+        return Err(LabError::Failed(
             "a simulated latency reached 2^64 ns (about 584 years), the most that can be \
              recorded: the results would be saturated"
-        );
+                .into(),
+        ));
     }
     Ok(())
 }
@@ -172,9 +181,9 @@ fn replace_with_replication_ci(
     s: &mut Summary,
     per_rep: &[Vec<f64>],
     confidence: f64,
-) -> anyhow::Result<()> {
+) -> Result<(), LabError> {
     for (q, samples) in s.quantiles.iter_mut().zip(per_rep) {
-        let e: Estimate = stats::mean_ci(samples, confidence)?;
+        let e: Estimate = stats::mean_ci(samples, confidence).map_err(stats_err)?;
         q.est = e;
     }
     Ok(())

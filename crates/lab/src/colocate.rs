@@ -1,0 +1,275 @@
+//! Colocation (ThunderX Fig. 11, Table VI): two services on one host, each under its own
+//! grid of offered loads; for every pair of loads both are measured at once, and the QoS
+//! matrix says which of them meets its SLO. Each service is first calibrated alone (its
+//! loads in % are of its own capacity), then every cell runs the two measurements
+//! concurrently, each a stored run of one experiment.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use analysis::IdealSpec;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::calibrate::{calibrate, IdealSource};
+use crate::db::Db;
+use crate::error::{invalid, LabError};
+use crate::measure::{measure, RunPlan};
+use crate::run::RunStatus;
+use crate::slo::Verdict;
+use crate::sweep::{Load, SweepPlan};
+use crate::target::{Ready, TargetPlan};
+use crate::Observer;
+
+/// One cell of the matrix.
+#[derive(Clone, Debug, Serialize)]
+pub struct Cell {
+    pub load_a: Load,
+    pub load_b: Load,
+    pub rate_a_rps: f64,
+    pub rate_b_rps: f64,
+    pub run_a: Option<i64>,
+    pub run_b: Option<i64>,
+    pub status_a: Option<RunStatus>,
+    pub status_b: Option<RunStatus>,
+    pub p99_a_us: Option<f64>,
+    pub p99_b_us: Option<f64>,
+    pub slo_a: Option<Verdict>,
+    pub slo_b: Option<Verdict>,
+    /// "both", "a", "b" or "neither" meet their SLO (the paper's cell shading).
+    pub meets: String,
+}
+
+/// The QoS matrix.
+#[derive(Clone, Debug, Serialize)]
+pub struct Colocation {
+    pub experiment_id: i64,
+    pub status: String,
+    pub a: String,
+    pub b: String,
+    pub cells: Vec<Cell>,
+}
+
+/// One service's side: its plan and what it needs during the cells.
+struct Side<'a> {
+    plan: &'a SweepPlan,
+    ready: Ready,
+    ideal: Option<(IdealSpec, IdealSource)>,
+}
+
+impl Side<'_> {
+    fn rate(&self, l: Load) -> Result<f64, LabError> {
+        match (l, &self.ideal) {
+            (Load::Rps(r), _) => Ok(r),
+            (Load::OfCapacity(f), Some((i, _))) => {
+                Ok(f * f64::from(i.workers) * 1e9 / i.service_ns)
+            }
+            (Load::OfCapacity(_), None) => Err(invalid(format!(
+                "{}: a load in % needs the capacity (--service or --spawn)",
+                self.ready.label
+            ))),
+        }
+    }
+
+    fn run_plan(&self, rate: f64, experiment: i64, cell: usize) -> RunPlan {
+        let t = &self.plan.template;
+        let mut load = t.load.clone();
+        load.rate_per_s = rate;
+        load.seed = load::derive_seed(t.load.seed, cell as u64);
+        let mut config = t.config.clone();
+        if let Value::Object(m) = &mut config {
+            m.insert("colocation_cell".into(), json!(cell));
+            m.insert("rate_rps".into(), json!(rate));
+        }
+        RunPlan {
+            kind: "run".into(),
+            load,
+            ideal: self.ideal.as_ref().map(|(i, _)| i.clone()),
+            ideal_source: self.ideal.as_ref().map(|(_, s)| s.clone()),
+            confidence: t.confidence,
+            lateness_threshold_ns: t.lateness_threshold_ns,
+            attribution: false,
+            server_cpus: t.server_cpus.clone(),
+            extra_pids: t.extra_pids.clone(),
+            config,
+            experiment: Some(experiment),
+            // Two services measured at once: no eBPF collector beside them (as no sampler).
+            stages: crate::StagesMode::Stamps,
+        }
+    }
+}
+
+fn start<'a>(
+    plan: &'a SweepPlan,
+    db: &Db,
+    stop: &AtomicBool,
+    obs: &dyn Observer,
+) -> Result<Side<'a>, LabError> {
+    if !plan.axes.is_empty() {
+        return Err(invalid("colocation takes loads, not --param axes"));
+    }
+    let t = &plan.template;
+    let ready = TargetPlan::new(&t.target)?.start(stop, obs)?;
+    let (workers, queues) = ready.ideal_shape(t.workers, t.queues)?;
+    let service = match t.service_ns {
+        Some(s) => Some((s, IdealSource::given())),
+        None if ready.owns_server() => {
+            let spec = crate::CalibrateSpec {
+                cpus: t.load.cpus.clone(),
+                ..t.calibrate.clone()
+            };
+            let c = calibrate(&ready, &spec, workers, db, stop, obs)?;
+            Some((
+                c.per_worker_service_ns,
+                IdealSource::of(&c, "calibration (alone)"),
+            ))
+        }
+        None => None,
+    };
+    Ok(Side {
+        plan,
+        ready,
+        ideal: service.map(|(service_ns, s)| {
+            (
+                IdealSpec {
+                    service_ns,
+                    workers,
+                    queues,
+                },
+                s,
+            )
+        }),
+    })
+}
+
+/// Runs the QoS matrix of `a` against `b` (each a sweep plan of loads and an SLO, without
+/// axes), storing every measurement in one experiment in the store at `db_path`.
+pub fn colocate(
+    a: &SweepPlan,
+    b: &SweepPlan,
+    db_path: &Path,
+    stop: &AtomicBool,
+    obs: &dyn Observer,
+) -> Result<Colocation, LabError> {
+    let db = Db::open(db_path)?;
+    let experiment = db.store.begin_experiment(&store::NewExperiment {
+        kind: "colocate".into(),
+        started_at: store::now_rfc3339(),
+        config: json!({
+            "a": {"loads": a.loads, "slo": a.slo, "run": a.template.config},
+            "b": {"loads": b.loads, "slo": b.slo, "run": b.template.config},
+        }),
+    })?;
+    let mut cells = Vec::new();
+    let outcome = (|| -> Result<(String, String), LabError> {
+        let sa = start(a, &db, stop, obs)?;
+        let sb = start(b, &db, stop, obs)?;
+        let names = (sa.ready.label.clone(), sb.ready.label.clone());
+        let mut k = 0usize;
+        'cells: for &la in &a.loads {
+            for &lb in &b.loads {
+                if stop.load(Ordering::Relaxed) {
+                    break 'cells;
+                }
+                let (ra, rb) = (sa.rate(la)?, sb.rate(lb)?);
+                obs.note(&format!(
+                    "cell {}: {} at {ra:.0} req/s beside {} at {rb:.0} req/s",
+                    k + 1,
+                    names.0,
+                    names.1
+                ));
+                let (pa, pb) = (
+                    sa.run_plan(ra, experiment, k),
+                    sb.run_plan(rb, experiment, k),
+                );
+                // The two measurements at once, each with its own connection to the store.
+                let (xa, xb) = std::thread::scope(|s| {
+                    let ha = s.spawn(|| -> Result<_, LabError> {
+                        let d = Db::open(db_path)?;
+                        measure(&pa, &sa.ready, &d, stop, obs)
+                    });
+                    let hb = s.spawn(|| -> Result<_, LabError> {
+                        let d = Db::open(db_path)?;
+                        measure(&pb, &sb.ready, &d, stop, obs)
+                    });
+                    let join = |h: std::thread::ScopedJoinHandle<'_, Result<_, LabError>>| {
+                        h.join().unwrap_or_else(|_| {
+                            Err(LabError::Failed("a measurement thread panicked".into()))
+                        })
+                    };
+                    (join(ha), join(hb))
+                });
+                let side = |x: &Result<crate::Run, LabError>, slo: &Option<crate::Slo>| match x {
+                    Ok(r) => (
+                        r.run_id,
+                        Some(r.status),
+                        r.analysis.measured.get("p99").map(|e| e.value / 1e3),
+                        slo.as_ref().map(|s| s.verdict(r)),
+                    ),
+                    Err(LabError::RunFailed { run_id, .. }) => (
+                        Some(*run_id),
+                        Some(RunStatus::Failed),
+                        None,
+                        slo.as_ref().map(|_| Verdict::Violates),
+                    ),
+                    Err(_) => (None, None, None, None),
+                };
+                for x in [&xa, &xb] {
+                    if let Err(e) = x {
+                        if !matches!(e, LabError::RunFailed { .. }) {
+                            return Err(LabError::Failed(e.to_string()));
+                        }
+                    }
+                }
+                let (run_a, status_a, p99_a_us, slo_a) = side(&xa, &a.slo);
+                let (run_b, status_b, p99_b_us, slo_b) = side(&xb, &b.slo);
+                let ok = |v: Option<Verdict>| v == Some(Verdict::Meets);
+                let meets = match (ok(slo_a), ok(slo_b)) {
+                    (true, true) => "both",
+                    (true, false) => "a",
+                    (false, true) => "b",
+                    (false, false) => "neither",
+                };
+                cells.push(Cell {
+                    load_a: la,
+                    load_b: lb,
+                    rate_a_rps: ra,
+                    rate_b_rps: rb,
+                    run_a,
+                    run_b,
+                    status_a,
+                    status_b,
+                    p99_a_us,
+                    p99_b_us,
+                    slo_a,
+                    slo_b,
+                    meets: meets.into(),
+                });
+                k += 1;
+            }
+        }
+        let (x, y) = (sa.ready.stop(), sb.ready.stop());
+        x?;
+        y?;
+        Ok(names)
+    })();
+    let status = match &outcome {
+        Ok(_) if stop.load(Ordering::Relaxed) => "interrupted",
+        Ok(_) => "ok",
+        Err(_) => "failed",
+    };
+    let (na, nb) = outcome.as_ref().cloned().unwrap_or_default();
+    let result = Colocation {
+        experiment_id: experiment,
+        status: status.into(),
+        a: na,
+        b: nb,
+        cells,
+    };
+    let mut summary = serde_json::to_value(&result).unwrap_or(Value::Null);
+    if let Err(e) = &outcome {
+        summary["error"] = json!(e.to_string());
+    }
+    db.store.finish_experiment(experiment, status, &summary)?;
+    outcome.map(|_| result)
+}

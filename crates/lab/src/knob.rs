@@ -1,0 +1,221 @@
+//! The knobs a sweep can turn (an axis is one knob and its values): the spawned server's,
+//! the load's and the workload's. Values are parsed by the domain types' own `FromStr`, so a
+//! sweep validates every value of every axis before anything starts.
+
+use std::str::FromStr;
+
+use host::placement::{parse_cpu_list, SchedSpec};
+use load::{LoadConfig, Popularity, SizeDist};
+use serde::Serialize;
+
+use crate::error::{invalid, LabError};
+use crate::target::{SpawnSpec, TargetSpec};
+
+/// One value of one knob.
+#[derive(Clone, Debug)]
+pub enum Knob {
+    ServerThreads(u32),
+    ServerCpus(Vec<usize>),
+    ServerSched(SchedSpec),
+    ServerArch(server::Arch),
+    ServerWork(model::ServiceSpec),
+    Connections(usize),
+    GeneratorThreads(usize),
+    KeySize(SizeDist),
+    ValueSize(SizeDist),
+    Items(u64),
+    Popularity(Popularity),
+    GetRatio(f64),
+    FileSize(u64),
+    Files(u32),
+    Arrival(model::ArrivalSpec),
+}
+
+/// The knob names a sweep accepts (`--param NAME=V1,V2`), with what each turns.
+pub const KNOBS: [(&str, &str); 15] = [
+    (
+        "server-threads",
+        "spawned server's threads / the built-in server's workers",
+    ),
+    (
+        "server-cpus",
+        "spawned server's CPUs (a list, e.g. 1 or 2-3; ';' separates values)",
+    ),
+    (
+        "server-sched",
+        "spawned server's scheduling policy (other:NICE, fifo:PRIO, rr:PRIO)",
+    ),
+    (
+        "server-arch",
+        "built-in server's architecture (thread, epoll, udp, dispatch, staged)",
+    ),
+    (
+        "server-work",
+        "built-in server's work per request (det:50us, exp:50us, …)",
+    ),
+    ("connections", "connections to the target"),
+    ("threads", "generator threads"),
+    (
+        "key-size",
+        "memcached/redis key size (N, fixed:N, uniform:LO,HI)",
+    ),
+    ("value-size", "memcached/redis value size"),
+    ("items", "memcached/redis distinct items"),
+    ("popularity", "key or file popularity (uniform, zipf:S)"),
+    ("get-ratio", "memcached/redis share of gets"),
+    ("file-size", "http: size of each generated file, bytes"),
+    ("files", "http: number of files"),
+    (
+        "arrival",
+        "arrival process (poisson, det, lognormal:S, pareto:A)",
+    ),
+];
+
+fn parse<T: FromStr>(name: &str, v: &str) -> Result<T, LabError>
+where
+    T::Err: std::fmt::Display,
+{
+    v.trim()
+        .parse::<T>()
+        .map_err(|e| invalid(format!("--param {name}={v}: {e}")))
+}
+
+impl Knob {
+    /// Parses `value` for the knob `name`.
+    pub fn parse(name: &str, value: &str) -> Result<Knob, LabError> {
+        let n = name.trim().replace('_', "-");
+        Ok(match n.as_str() {
+            "server-threads" => Knob::ServerThreads(parse(&n, value)?),
+            "server-cpus" => Knob::ServerCpus(
+                parse_cpu_list(value).map_err(|e| invalid(format!("--param {n}={value}: {e}")))?,
+            ),
+            "server-sched" => Knob::ServerSched(parse(&n, value)?),
+            "server-arch" => Knob::ServerArch(parse(&n, value)?),
+            "server-work" => Knob::ServerWork(parse(&n, value)?),
+            "connections" => Knob::Connections(parse(&n, value)?),
+            "threads" => Knob::GeneratorThreads(parse(&n, value)?),
+            "key-size" => Knob::KeySize(parse(&n, value)?),
+            "value-size" => Knob::ValueSize(parse(&n, value)?),
+            "items" => Knob::Items(parse(&n, value)?),
+            "popularity" => Knob::Popularity(parse(&n, value)?),
+            "get-ratio" => Knob::GetRatio(parse(&n, value)?),
+            "file-size" => Knob::FileSize(parse(&n, value)?),
+            "files" => Knob::Files(parse(&n, value)?),
+            "arrival" => Knob::Arrival(parse(&n, value)?),
+            other => {
+                let names: Vec<&str> = KNOBS.iter().map(|k| k.0).collect();
+                return Err(invalid(format!(
+                    "--param: unknown knob '{other}' (one of {})",
+                    names.join(", ")
+                )));
+            }
+        })
+    }
+
+    /// Whether a change of this knob needs the server restarted (and recalibrated).
+    pub fn is_server(&self) -> bool {
+        matches!(
+            self,
+            Knob::ServerThreads(_)
+                | Knob::ServerCpus(_)
+                | Knob::ServerSched(_)
+                | Knob::ServerArch(_)
+                | Knob::ServerWork(_)
+                | Knob::FileSize(_)
+                | Knob::Files(_)
+        )
+    }
+
+    /// Sets this knob in a run's target and load.
+    pub fn apply(&self, t: &mut TargetSpec, l: &mut LoadConfig) -> Result<(), LabError> {
+        fn spawn(t: &mut TargetSpec) -> Result<&mut SpawnSpec, LabError> {
+            t.spawn
+                .as_mut()
+                .ok_or_else(|| invalid("server knobs need --spawn (a server tailscope starts)"))
+        }
+        match self {
+            Knob::ServerThreads(n) => spawn(t)?.threads = Some(*n),
+            Knob::ServerCpus(c) => spawn(t)?.cpus = c.clone(),
+            Knob::ServerSched(s) => spawn(t)?.sched = Some(s.clone()),
+            Knob::ServerArch(a) => spawn(t)?.arch = Some(*a),
+            Knob::ServerWork(w) => spawn(t)?.work = Some(w.clone()),
+            Knob::Connections(n) => {
+                l.connections = *n;
+                l.threads = l.threads.min(*n).max(1);
+            }
+            Knob::GeneratorThreads(n) => l.threads = *n,
+            Knob::KeySize(s) => t.workload.key_size = *s,
+            Knob::ValueSize(s) => t.workload.value_size = *s,
+            Knob::Items(n) => t.workload.items = *n,
+            Knob::Popularity(p) => t.workload.popularity = *p,
+            Knob::GetRatio(r) => t.workload.get_ratio = *r,
+            Knob::FileSize(b) => t.workload.file_size = *b,
+            Knob::Files(n) => t.workload.files = Some(*n),
+            Knob::Arrival(a) => l.arrival = a.clone(),
+        }
+        Ok(())
+    }
+}
+
+/// An axis: a knob's name and its values (as given, for rows and labels).
+#[derive(Clone, Debug, Serialize)]
+pub struct Axis {
+    pub name: String,
+    pub values: Vec<String>,
+    #[serde(skip)]
+    pub knobs: Vec<Knob>,
+}
+
+impl Axis {
+    /// `NAME=V1,V2,…` (`;` separates values that hold commas themselves, such as CPU lists
+    /// `1;2-3` or sizes `uniform:10,100;fixed:64`).
+    pub fn parse(text: &str) -> Result<Axis, LabError> {
+        let (name, vals) = text
+            .split_once('=')
+            .ok_or_else(|| invalid(format!("--param must be NAME=V1,V2,…, got '{text}'")))?;
+        let sep = if vals.contains(';') { ';' } else { ',' };
+        let values: Vec<String> = vals
+            .split(sep)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+            .collect();
+        if values.is_empty() {
+            return Err(invalid(format!("--param {name}: no values")));
+        }
+        let knobs = values
+            .iter()
+            .map(|v| Knob::parse(name, v))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Axis {
+            name: name.trim().replace('_', "-"),
+            values,
+            knobs,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axes_parse_their_values_and_refuse_bad_ones() {
+        let a = Axis::parse("server-threads=1,2,4").unwrap();
+        assert_eq!(a.values, ["1", "2", "4"]);
+        assert!(a.knobs.iter().all(Knob::is_server));
+        let c = Axis::parse("server-cpus=1;0-1").unwrap();
+        assert!(matches!(&c.knobs[1], Knob::ServerCpus(v) if v == &[0, 1]));
+        let s = Axis::parse("value-size=uniform:10,100;64").unwrap();
+        assert_eq!(s.values.len(), 2);
+        assert!(!s.knobs[0].is_server());
+        for bad in [
+            "nope=1",
+            "connections=x",
+            "server-arch=forking",
+            "items",
+            "items=",
+        ] {
+            assert!(Axis::parse(bad).unwrap_err().is_invalid(), "{bad}");
+        }
+    }
+}

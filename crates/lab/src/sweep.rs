@@ -1,0 +1,623 @@
+//! Sweeps: every figure of the seed papers is a comparison across configurations — latency
+//! against offered load, the highest load meeting a p99 target, one knob against another. A
+//! sweep is a loop over [`measure`]: the product of its axes (knobs), each at every offered
+//! load, repeated; optionally a search for the highest load meeting an SLO and for the
+//! highest open-loop rate the server keeps up with (ThunderX's "max RPS"). Every point is an
+//! ordinary stored run; the sweep is stored as an experiment that groups them.
+//!
+//! Everything is validated before the first server starts: every combination's target and
+//! load, every knob value, the SLO, and that a load given in % of capacity can know the
+//! capacity. A spawned server is restarted (and recalibrated) only when a server knob
+//! changes. Interrupting keeps the finished points and marks the experiment interrupted.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use analysis::{IdealSpec, QueueStructure};
+use load::LoadConfig;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::calibrate::{calibrate, stored_calibration, CalibrateSpec, IdealSource};
+use crate::db::Db;
+use crate::error::{invalid, LabError};
+use crate::knob::Axis;
+use crate::measure::{check_load, measure, RunPlan};
+use crate::run::{Run, RunStatus};
+use crate::slo::{Slo, Verdict};
+use crate::target::{Ready, TargetPlan, TargetSpec};
+use crate::Observer;
+
+/// An offered load: absolute, or a fraction of the target's capacity.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub enum Load {
+    Rps(f64),
+    OfCapacity(f64),
+}
+
+/// What every point of a sweep shares; the axes and the loads vary it.
+#[derive(Clone, Debug)]
+pub struct RunTemplate {
+    pub target: TargetSpec,
+    /// The load (its rate and seed are set per point).
+    pub load: LoadConfig,
+    /// The ideal's per-worker service time when given (else calibrated or stored).
+    pub service_ns: Option<f64>,
+    pub workers: Option<u32>,
+    pub queues: Option<QueueStructure>,
+    pub confidence: f64,
+    pub lateness_threshold_ns: f64,
+    pub attribution: bool,
+    pub server_cpus: Vec<usize>,
+    pub extra_pids: Vec<u32>,
+    pub calibrate: CalibrateSpec,
+    /// The user's options, stored with every point (with the point's params added).
+    pub config: Value,
+}
+
+/// A sweep.
+#[derive(Clone, Debug)]
+pub struct SweepPlan {
+    /// What the store calls the experiment ("sweep", "demo", …).
+    pub kind: String,
+    pub template: RunTemplate,
+    pub loads: Vec<Load>,
+    pub axes: Vec<Axis>,
+    /// Each point is run this many times (distinct derived seeds).
+    pub repeat: u32,
+    pub slo: Option<Slo>,
+    /// Search the highest load meeting the SLO (and the highest rate kept up with).
+    pub find_max: bool,
+    /// Most runs per search.
+    pub max_steps: u32,
+    /// Run inside this (already begun) experiment instead of one of its own (a tuning walk's
+    /// steps are sweeps of one experiment); it is then left for the caller to finish.
+    pub experiment: Option<i64>,
+}
+
+/// One row: one stored run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    pub run_id: Option<i64>,
+    pub params: BTreeMap<String, String>,
+    /// "load" (a point of the grid), "search" (a step of a max-load search), "check" (the
+    /// search's result × 1.3, which must not meet), "max-rps" (a step of the max-RPS search).
+    pub role: String,
+    pub load_pct: Option<f64>,
+    pub offered_rps: f64,
+    pub achieved_rps: f64,
+    pub status: RunStatus,
+    pub timeouts: u64,
+    pub measured: Value,
+    pub ideal: Value,
+    pub excess: Value,
+    pub slo: Option<Verdict>,
+    pub seed: u64,
+    pub repeat: u32,
+}
+
+/// The result of a search for the highest load meeting a criterion.
+#[derive(Clone, Debug, Serialize)]
+pub struct Bracket {
+    pub offered_rps: f64,
+    pub load_pct: Option<f64>,
+    /// The highest rate that met and the lowest that did not (hi is null when none failed
+    /// within the steps).
+    pub bracket_rps: (f64, Option<f64>),
+    pub steps: u32,
+}
+
+/// The max-load searches of one combination of the axes.
+#[derive(Clone, Debug, Serialize)]
+pub struct MaxLoad {
+    pub params: BTreeMap<String, String>,
+    /// Highest load meeting the SLO (None without an SLO).
+    pub slo: Option<String>,
+    pub offered_rps: Option<f64>,
+    pub load_pct: Option<f64>,
+    pub bracket_rps: Option<(f64, Option<f64>)>,
+    /// ThunderX's max RPS: the highest open-loop rate with achieved >= 99 % of offered and
+    /// no timeouts.
+    pub max_rps: Option<Bracket>,
+    pub capacity_rps: Option<f64>,
+}
+
+/// What a sweep measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct SweepResult {
+    pub experiment_id: i64,
+    pub status: String,
+    pub slo: Option<Slo>,
+    pub axes: Vec<Axis>,
+    pub rows: Vec<Row>,
+    pub max_loads: Vec<MaxLoad>,
+}
+
+impl SweepResult {
+    /// The JSON object `sweep --json` prints and the experiment keeps.
+    pub fn to_json(&self) -> Value {
+        let mut v = serde_json::to_value(self).unwrap_or(Value::Null);
+        v["max_load"] = match self.max_loads.first() {
+            Some(m) if self.max_loads.len() == 1 => serde_json::to_value(m).unwrap_or(Value::Null),
+            _ => Value::Null,
+        };
+        v
+    }
+}
+
+/// One combination of the axes: its params and its validated target.
+struct Combo {
+    params: BTreeMap<String, String>,
+    server_key: String,
+    target: TargetPlan,
+    load: LoadConfig,
+}
+
+fn combos(plan: &SweepPlan) -> Result<Vec<Combo>, LabError> {
+    let mut idx = vec![0usize; plan.axes.len()];
+    let mut out = Vec::new();
+    loop {
+        let mut t = plan.template.target.clone();
+        let mut l = plan.template.load.clone();
+        let mut params = BTreeMap::new();
+        let mut server_key = String::new();
+        for (a, &i) in plan.axes.iter().zip(&idx) {
+            a.knobs[i].apply(&mut t, &mut l)?;
+            params.insert(a.name.clone(), a.values[i].clone());
+            if a.knobs[i].is_server() {
+                server_key.push_str(&format!("{}={};", a.name, a.values[i]));
+            }
+        }
+        out.push(Combo {
+            params,
+            server_key,
+            target: TargetPlan::new(&t)?,
+            load: l,
+        });
+        // Next index, last axis fastest.
+        let mut k = plan.axes.len();
+        loop {
+            if k == 0 {
+                return Ok(out);
+            }
+            k -= 1;
+            idx[k] += 1;
+            if idx[k] < plan.axes[k].values.len() {
+                break;
+            }
+            idx[k] = 0;
+        }
+    }
+}
+
+impl SweepPlan {
+    /// Checks everything before anything starts (see the module doc).
+    pub fn check(&self, db: &Path) -> Result<(), LabError> {
+        if self.repeat == 0 {
+            return Err(invalid("--repeat must be at least 1"));
+        }
+        if self.loads.is_empty() && !self.find_max {
+            return Err(invalid("give --loads, --find-max or both"));
+        }
+        if self.find_max && self.max_steps < 2 {
+            return Err(invalid("--max-steps must be at least 2"));
+        }
+        for l in &self.loads {
+            match *l {
+                Load::Rps(r) if r > 0.0 && r <= load::MAX_RATE => {}
+                Load::OfCapacity(f) if f > 0.0 && f.is_finite() => {}
+                other => return Err(invalid(format!("--loads: bad load {other:?}"))),
+            }
+        }
+        let combos = combos(self)?;
+        let needs_capacity =
+            self.find_max || self.loads.iter().any(|l| matches!(l, Load::OfCapacity(_)));
+        for c in &combos {
+            let mut l = c.load.clone();
+            l.rate_per_s = self
+                .loads
+                .iter()
+                .map(|l| match *l {
+                    Load::Rps(r) => r,
+                    Load::OfCapacity(_) => 1.0,
+                })
+                .fold(1.0, f64::max);
+            check_load(&l, db)?;
+            if needs_capacity && self.template.service_ns.is_none() && !c.target.owns_server() {
+                let stored = if db.exists() {
+                    let st = store::Store::open(db)?;
+                    stored_calibration(&st, &c.target.label)?.is_some()
+                } else {
+                    false
+                };
+                if !stored {
+                    return Err(invalid(format!(
+                        "loads in % of capacity and --find-max need {}'s capacity: run `tailscope calibrate {}` first, give --service, or --spawn the server",
+                        c.target.label, c.target.label
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Points the grid holds (without the searches).
+    pub fn grid_points(&self) -> Result<usize, LabError> {
+        Ok(combos(self)?.len() * self.loads.len() * self.repeat as usize)
+    }
+}
+
+/// The running state of a sweep.
+struct Ctx<'a> {
+    plan: &'a SweepPlan,
+    db: &'a Db,
+    stop: &'a AtomicBool,
+    obs: &'a dyn Observer,
+    experiment: i64,
+    points: u64,
+    planned: usize,
+    started: std::time::Instant,
+    rows: Vec<Row>,
+}
+
+/// A started target and its ideal.
+struct Live {
+    ready: Ready,
+    key: String,
+    ideal: Option<(IdealSpec, IdealSource)>,
+}
+
+impl Ctx<'_> {
+    fn capacity(&self, live: &Live) -> Option<f64> {
+        live.ideal
+            .as_ref()
+            .map(|(i, _)| f64::from(i.workers) * 1e9 / i.service_ns)
+    }
+
+    /// One measured point.
+    fn point(
+        &mut self,
+        combo: &Combo,
+        live: &Live,
+        rate: f64,
+        role: &str,
+        repeat: u32,
+    ) -> Result<Row, LabError> {
+        let t = &self.plan.template;
+        let mut load = combo.load.clone();
+        load.rate_per_s = rate;
+        load.seed = load::derive_seed(t.load.seed, self.points);
+        self.points += 1;
+        let capacity = self.capacity(live);
+        let load_pct = capacity.map(|c| 100.0 * rate / c);
+        let eta = if self.points > 1 && self.planned >= self.points as usize {
+            let per = self.started.elapsed().as_secs_f64() / (self.points - 1) as f64;
+            format!(
+                ", about {:.0} s left",
+                per * (self.planned + 1 - self.points as usize) as f64
+            )
+        } else {
+            String::new()
+        };
+        let params: Vec<String> = combo
+            .params
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        self.obs.note(&format!(
+            "point {} of {}: {}{:.0} req/s{} ({role}){eta}",
+            self.points,
+            self.planned.max(self.points as usize),
+            params.iter().map(|p| format!("{p} ")).collect::<String>(),
+            rate,
+            load_pct.map(|p| format!(" ({p:.0} %)")).unwrap_or_default(),
+        ));
+        let mut config = t.config.clone();
+        if let Value::Object(m) = &mut config {
+            m.insert("params".into(), json!(combo.params));
+            m.insert("rate_rps".into(), json!(rate));
+            m.insert("load_pct".into(), json!(load_pct));
+            m.insert("role".into(), json!(role));
+            m.insert("seed".into(), json!(load.seed));
+            m.insert("server".into(), live.ready.server_json());
+        }
+        let seed = load.seed;
+        let plan = RunPlan {
+            kind: "run".into(),
+            load,
+            ideal: live.ideal.as_ref().map(|(i, _)| i.clone()),
+            ideal_source: live.ideal.as_ref().map(|(_, s)| s.clone()),
+            confidence: t.confidence,
+            lateness_threshold_ns: t.lateness_threshold_ns,
+            attribution: t.attribution,
+            server_cpus: t.server_cpus.clone(),
+            extra_pids: t.extra_pids.clone(),
+            config,
+            experiment: Some(self.experiment),
+            // eBPF stages for a spawned server when the host supports them, as `run`.
+            stages: crate::StagesMode::default(),
+        };
+        let row = match measure(&plan, &live.ready, self.db, self.stop, self.obs) {
+            Ok(run) => {
+                self.obs.run_done(&run);
+                self.row(&run, combo, role, load_pct, repeat)
+            }
+            // A point that measured nothing is a failed row, not the end of the sweep.
+            Err(LabError::RunFailed {
+                run_id, summary, ..
+            }) => Row {
+                run_id: Some(run_id),
+                params: combo.params.clone(),
+                role: role.into(),
+                load_pct,
+                offered_rps: rate,
+                achieved_rps: 0.0,
+                status: if summary["status"] == "interrupted" {
+                    RunStatus::Interrupted
+                } else {
+                    RunStatus::Failed
+                },
+                timeouts: summary["outcomes"]["timeout"].as_u64().unwrap_or(0),
+                measured: Value::Null,
+                ideal: Value::Null,
+                excess: Value::Null,
+                slo: self.plan.slo.as_ref().map(|_| Verdict::Violates),
+                seed,
+                repeat,
+            },
+            Err(e) => return Err(e),
+        };
+        self.rows.push(row.clone());
+        Ok(row)
+    }
+
+    fn row(&self, run: &Run, combo: &Combo, role: &str, load_pct: Option<f64>, repeat: u32) -> Row {
+        let a = &run.analysis;
+        Row {
+            run_id: run.run_id,
+            params: combo.params.clone(),
+            role: role.into(),
+            load_pct,
+            offered_rps: run.rate_rps,
+            achieved_rps: a.achieved_rate_rps,
+            status: run.status,
+            timeouts: a.outcomes.timeout,
+            measured: a.measured.distribution_json(),
+            ideal: a
+                .ideal
+                .as_ref()
+                .map_or(Value::Null, |s| s.distribution_json()),
+            excess: a.excess_json(),
+            slo: self.plan.slo.as_ref().map(|s| s.verdict(run)),
+            seed: run.seed,
+            repeat,
+        }
+    }
+
+    /// Starts (or keeps) the combination's server, and its ideal.
+    fn live(&mut self, combo: &Combo, prev: Option<Live>) -> Result<Live, LabError> {
+        if let Some(p) = prev {
+            // No server knob changed: the same server (and its calibration) serves on.
+            if p.key == combo.server_key {
+                return Ok(p);
+            }
+            p.ready.stop()?;
+        }
+        let ready = combo.target.start(self.stop, self.obs)?;
+        let t = &self.plan.template;
+        let (workers, queues) = ready.ideal_shape(t.workers, t.queues)?;
+        let service = match t.service_ns {
+            Some(s) => Some((s, IdealSource::given())),
+            None if ready.owns_server() => {
+                let spec = CalibrateSpec {
+                    cpus: combo.load.cpus.clone(),
+                    ..t.calibrate.clone()
+                };
+                let c = calibrate(&ready, &spec, workers, self.db, self.stop, self.obs)?;
+                Some((c.per_worker_service_ns, IdealSource::of(&c, "calibration")))
+            }
+            None => stored_calibration(&self.db.store, &ready.label)?
+                .map(|c| (c.service_ns * f64::from(c.workers), c.source)),
+        };
+        Ok(Live {
+            ideal: service.map(|(service_ns, src)| {
+                (
+                    IdealSpec {
+                        service_ns,
+                        workers,
+                        queues,
+                    },
+                    src,
+                )
+            }),
+            key: combo.server_key.clone(),
+            ready,
+        })
+    }
+
+    /// Bracket then bisect (geometrically) the highest rate for which `meets` holds, each
+    /// step a full run; ends when the bracket is within 2 % or after `max_steps` runs.
+    fn search(
+        &mut self,
+        combo: &Combo,
+        live: &Live,
+        start: f64,
+        role: &str,
+        meets: &dyn Fn(&Row) -> bool,
+    ) -> Result<Bracket, LabError> {
+        let (mut lo, mut hi): (Option<f64>, Option<f64>) = (None, None);
+        let mut steps = 0u32;
+        let mut rate = start;
+        while steps < self.plan.max_steps && !self.stop.load(Ordering::Relaxed) {
+            let row = self.point(combo, live, rate, role, 0)?;
+            steps += 1;
+            if meets(&row) {
+                lo = Some(rate);
+            } else {
+                hi = Some(rate);
+            }
+            rate = match (lo, hi) {
+                (Some(l), None) => l * 1.5,
+                (None, Some(h)) => h / 2.0,
+                (Some(l), Some(h)) => {
+                    if h / l <= 1.02 {
+                        break;
+                    }
+                    (l * h).sqrt()
+                }
+                (None, None) => break,
+            };
+            if !(1.0..=load::MAX_RATE).contains(&rate) {
+                break;
+            }
+        }
+        let best = lo.unwrap_or(0.0);
+        Ok(Bracket {
+            offered_rps: best,
+            load_pct: self.capacity(live).map(|c| 100.0 * best / c),
+            bracket_rps: (best, hi),
+            steps,
+        })
+    }
+}
+
+/// Runs the sweep (check it first with [`SweepPlan::check`]).
+pub fn sweep(
+    plan: &SweepPlan,
+    db: &Db,
+    stop: &AtomicBool,
+    obs: &dyn Observer,
+) -> Result<SweepResult, LabError> {
+    let combos = combos(plan)?;
+    let experiment = match plan.experiment {
+        Some(e) => e,
+        None => db.store.begin_experiment(&store::NewExperiment {
+            kind: plan.kind.clone(),
+            started_at: store::now_rfc3339(),
+            config: json!({
+                "axes": plan.axes, "loads": plan.loads, "repeat": plan.repeat,
+                "slo": plan.slo, "find_max": plan.find_max, "max_steps": plan.max_steps,
+                "run": plan.template.config,
+            }),
+        })?,
+    };
+    let mut ctx = Ctx {
+        plan,
+        db,
+        stop,
+        obs,
+        experiment,
+        points: 0,
+        planned: plan.grid_points()?,
+        started: std::time::Instant::now(),
+        rows: Vec::new(),
+    };
+    let mut max_loads = Vec::new();
+    let outcome = run_all(&mut ctx, &combos, &mut max_loads);
+    let status = match &outcome {
+        Ok(()) if stop.load(Ordering::Relaxed) => "interrupted",
+        Ok(()) => "ok",
+        Err(_) => "failed",
+    };
+    let result = SweepResult {
+        experiment_id: experiment,
+        status: status.into(),
+        slo: plan.slo.clone(),
+        axes: plan.axes.clone(),
+        rows: std::mem::take(&mut ctx.rows),
+        max_loads,
+    };
+    if plan.experiment.is_none() {
+        let mut summary = result.to_json();
+        if let Err(e) = &outcome {
+            summary["error"] = json!(e.to_string());
+        }
+        db.store.finish_experiment(experiment, status, &summary)?;
+    }
+    outcome.map(|()| result)
+}
+
+fn run_all(
+    ctx: &mut Ctx<'_>,
+    combos: &[Combo],
+    max_loads: &mut Vec<MaxLoad>,
+) -> Result<(), LabError> {
+    let mut live: Option<Live> = None;
+    let result = (|| {
+        for combo in combos {
+            if ctx.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let l = ctx.live(combo, live.take())?;
+            let l = live.insert(l);
+            let capacity = ctx.capacity(l);
+            for load in &ctx.plan.loads {
+                let rate = match (*load, capacity) {
+                    (Load::Rps(r), _) => r,
+                    (Load::OfCapacity(f), Some(c)) => f * c,
+                    (Load::OfCapacity(_), None) => {
+                        return Err(invalid(format!(
+                            "{}: no capacity known for a load in %",
+                            combo.target.label
+                        )))
+                    }
+                };
+                for rep in 0..ctx.plan.repeat {
+                    if ctx.stop.load(Ordering::Relaxed) {
+                        return Ok(());
+                    }
+                    ctx.point(combo, l, rate, "load", rep)?;
+                }
+            }
+            if ctx.plan.find_max && !ctx.stop.load(Ordering::Relaxed) {
+                max_loads.push(find_max(ctx, combo, l, capacity)?);
+            }
+        }
+        Ok(())
+    })();
+    if let Some(l) = live {
+        let stopped = l.ready.stop();
+        result?;
+        stopped?;
+        return Ok(());
+    }
+    result
+}
+
+/// The two searches of one combination, and the check above the SLO's result.
+fn find_max(
+    ctx: &mut Ctx<'_>,
+    combo: &Combo,
+    live: &Live,
+    capacity: Option<f64>,
+) -> Result<MaxLoad, LabError> {
+    let start = capacity.map_or(1000.0, |c| 0.5 * c);
+    let mut out = MaxLoad {
+        params: combo.params.clone(),
+        slo: ctx.plan.slo.as_ref().map(|s| s.text.clone()),
+        offered_rps: None,
+        load_pct: None,
+        bracket_rps: None,
+        max_rps: None,
+        capacity_rps: capacity,
+    };
+    if ctx.plan.slo.is_some() {
+        let b = ctx.search(combo, live, start, "search", &|r| {
+            r.slo == Some(Verdict::Meets)
+        })?;
+        out.offered_rps = Some(b.offered_rps);
+        out.load_pct = b.load_pct;
+        out.bracket_rps = Some(b.bracket_rps);
+        if b.offered_rps > 0.0 && !ctx.stop.load(Ordering::Relaxed) {
+            // The answer is the highest load that met: 30 % more must not.
+            ctx.point(combo, live, 1.3 * b.offered_rps, "check", 0)?;
+        }
+    }
+    if !ctx.stop.load(Ordering::Relaxed) {
+        out.max_rps = Some(ctx.search(combo, live, start, "max-rps", &|r| {
+            r.status == RunStatus::Ok && r.timeouts == 0 && r.achieved_rps >= 0.99 * r.offered_rps
+        })?);
+    }
+    Ok(out)
+}

@@ -1,0 +1,406 @@
+//! The tuning walk of Tales of the Tail (§4, the paper's headline: a naive memcached becomes a
+//! tuned one by removing one source of tail latency at a time): a baseline, then one
+//! mitigation added per step, cumulatively, in the paper's order — realtime scheduling for
+//! the server, a single queue, interrupts away from the server's CPUs, NUMA binding, holding
+//! C0, the performance governor. Each step is a sweep of one point (and, with an SLO, a
+//! search for the highest load meeting it: the throughput a mitigation costs or buys), all in
+//! one stored experiment. A step this host cannot express is listed as skipped with the
+//! reason. Every host change goes through `host::mitigate`: journalled before it is made,
+//! reverted at the end (also when the walk fails), and on the next start if tailscope died.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use host::mitigate::{self, Applied, Journal, Mitigation};
+use host::probe::HostRoot;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::db::Db;
+use crate::error::{invalid, LabError};
+use crate::slo::Slo;
+use crate::sweep::{sweep, Load, RunTemplate, SweepPlan};
+use crate::Observer;
+
+/// One mitigation of the walk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TuneStepKind {
+    /// The server's threads in the realtime FIFO class (Tales §4.2: FIFO order of wake-ups,
+    /// and nothing else on the CPU runs before them).
+    Rt,
+    /// One queue for all workers (Tales §4.3): memcached over UDP; the built-in server's
+    /// dispatcher.
+    Udp,
+    /// Interrupts of the network cards away from the server's CPUs (Tales §4.4).
+    Irq,
+    /// The server's memory and threads on one NUMA node (Tales §4.5).
+    Numa,
+    /// Every CPU held in C0 (`/dev/cpu_dma_latency` = 0; Tales §4.6).
+    Cstate,
+    /// The performance frequency governor (Tales §4.6).
+    Governor,
+}
+
+impl TuneStepKind {
+    pub const ALL: [TuneStepKind; 6] = [
+        TuneStepKind::Rt,
+        TuneStepKind::Udp,
+        TuneStepKind::Irq,
+        TuneStepKind::Numa,
+        TuneStepKind::Cstate,
+        TuneStepKind::Governor,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TuneStepKind::Rt => "rt",
+            TuneStepKind::Udp => "udp",
+            TuneStepKind::Irq => "irq",
+            TuneStepKind::Numa => "numa",
+            TuneStepKind::Cstate => "cstate",
+            TuneStepKind::Governor => "governor",
+        }
+    }
+}
+
+impl std::str::FromStr for TuneStepKind {
+    type Err = LabError;
+    fn from_str(s: &str) -> Result<TuneStepKind, LabError> {
+        TuneStepKind::ALL
+            .into_iter()
+            .find(|x| x.name() == s.trim())
+            .ok_or_else(|| {
+                invalid(format!(
+                    "--steps: unknown step '{s}' (one of rt, udp, irq, numa, cstate, governor)"
+                ))
+            })
+    }
+}
+
+/// A tuning walk.
+#[derive(Clone, Debug)]
+pub struct TunePlan {
+    pub template: RunTemplate,
+    /// The load every step runs at.
+    pub load: Load,
+    pub steps: Vec<TuneStepKind>,
+    pub slo: Option<Slo>,
+    pub max_steps: u32,
+    /// Where the host's /proc and /sys are read and written (tests use fixture trees), and
+    /// where the journal of host changes lives.
+    pub root: PathBuf,
+    pub journal_dir: PathBuf,
+}
+
+/// One step of the walk, as reported.
+#[derive(Clone, Debug, Serialize)]
+pub struct TuneStep {
+    pub name: String,
+    /// What this step changed (empty for the baseline).
+    pub changes: Vec<String>,
+    pub skipped: Option<String>,
+    pub run_id: Option<i64>,
+    pub status: Option<String>,
+    pub measured: Value,
+    pub ideal: Value,
+    pub excess: Value,
+    pub max_load_rps: Option<f64>,
+    pub max_load_pct: Option<f64>,
+}
+
+/// The walk.
+#[derive(Clone, Debug, Serialize)]
+pub struct TuneResult {
+    pub experiment_id: i64,
+    pub status: String,
+    pub steps: Vec<TuneStep>,
+}
+
+/// What a step does on this host, or why it cannot.
+enum Action {
+    /// Changes to the server's spec (a restart): described, and applied to the template.
+    Spec(String),
+    /// A host change through `host::mitigate`.
+    Host(Mitigation),
+    Skip(String),
+}
+
+fn action(
+    step: TuneStepKind,
+    t: &mut RunTemplate,
+    root: &HostRoot,
+    server_cpus: &[usize],
+) -> Action {
+    let scheme = t.target.url.split("://").next().unwrap_or("").to_string();
+    match step {
+        TuneStepKind::Rt => match t.target.spawn.as_mut() {
+            Some(s) => {
+                s.sched = Some(host::placement::SchedSpec::Fifo { prio: 50 });
+                Action::Spec("server threads: SCHED_FIFO priority 50".into())
+            }
+            None => Action::Skip("the server is not spawned by tailscope (--spawn)".into()),
+        },
+        TuneStepKind::Udp => match (scheme.as_str(), t.target.spawn.as_mut()) {
+            ("memcached", Some(_)) => {
+                t.target.url = t.target.url.replacen("memcached://", "memcached+udp://", 1);
+                Action::Spec("memcached over UDP: one socket, one queue for every thread".into())
+            }
+            ("nullrpc", Some(s)) => {
+                s.arch = Some(server::Arch::Dispatch);
+                Action::Spec(
+                    "built-in server: a dispatcher feeding the workers from one queue".into(),
+                )
+            }
+            ("memcached+udp", _) => Action::Skip("already one queue (UDP)".into()),
+            ("redis", _) => Action::Skip("Redis serves from one thread: already one queue".into()),
+            ("http", _) => Action::Skip(
+                "nginx's workers each accept their own connections: it offers no single queue"
+                    .into(),
+            ),
+            (_, None) => Action::Skip("the server is not spawned by tailscope (--spawn)".into()),
+            (other, _) => Action::Skip(format!("no single-queue mode for {other}")),
+        },
+        TuneStepKind::Irq => {
+            let Some(irqs) = host::probe::nic_irqs(root) else {
+                return Action::Skip("no /proc/interrupts to read".into());
+            };
+            if irqs.is_empty() {
+                return Action::Skip("no network-card interrupts on this host".into());
+            }
+            if server_cpus.is_empty() {
+                return Action::Skip("the server's CPUs are not known (--server-cpus)".into());
+            }
+            let online = host::probe::online_cpus(root).unwrap_or_default();
+            if online.iter().all(|c| server_cpus.contains(c)) {
+                return Action::Skip(
+                    "no CPU is left for the interrupts besides the server's".into(),
+                );
+            }
+            Action::Host(Mitigation::IrqAffinityAway {
+                irqs: irqs.iter().map(|i| i.irq).collect(),
+                from_cpus: server_cpus.to_vec(),
+            })
+        }
+        TuneStepKind::Numa => {
+            let nodes = root
+                .list("sys/devices/system/node")
+                .into_iter()
+                .filter(|n| n.starts_with("node") && n[4..].parse::<u32>().is_ok())
+                .count();
+            if nodes <= 1 {
+                Action::Skip(format!(
+                    "this host has {} NUMA node(s): nothing to bind",
+                    nodes.max(1)
+                ))
+            } else {
+                Action::Skip(
+                    "binding a spawned server's memory to a node is not supported by tailscope yet"
+                        .into(),
+                )
+            }
+        }
+        TuneStepKind::Cstate => {
+            if root.list("sys/devices/system/cpu/cpu0/cpuidle").is_empty() {
+                Action::Skip(
+                    "no cpuidle states on this host (nothing deeper than C0 to leave)".into(),
+                )
+            } else {
+                Action::Host(Mitigation::CpuDmaLatencyZero)
+            }
+        }
+        TuneStepKind::Governor => {
+            if root.list("sys/devices/system/cpu/cpu0/cpufreq").is_empty() {
+                Action::Skip("no cpufreq on this host (no governor to set)".into())
+            } else {
+                Action::Host(Mitigation::Governor {
+                    cpus: server_cpus.to_vec(),
+                    to: "performance".into(),
+                })
+            }
+        }
+    }
+}
+
+/// Runs the walk. Host changes are reverted when it ends (or fails).
+pub fn tune(
+    plan: &TunePlan,
+    db: &Db,
+    stop: &AtomicBool,
+    obs: &dyn Observer,
+) -> Result<TuneResult, LabError> {
+    let root = HostRoot::new(&plan.root);
+    let journal = Journal::in_dir(&plan.journal_dir);
+    if journal.path().exists() {
+        let n = mitigate::revert_leftovers(&root, &journal)
+            .map_err(|e| LabError::Failed(format!("reverting a dead run's host changes: {e}")))?;
+        if n > 0 {
+            obs.note(&format!(
+                "reverted {n} host change(s) left by a tailscope that died"
+            ));
+        }
+    }
+    let experiment = db.store.begin_experiment(&store::NewExperiment {
+        kind: "tune".into(),
+        started_at: store::now_rfc3339(),
+        config: json!({
+            "steps": plan.steps, "load": plan.load, "slo": plan.slo,
+            "run": plan.template.config,
+        }),
+    })?;
+    let mut applied: Vec<Applied> = Vec::new();
+    let mut steps = Vec::new();
+    let outcome = walk(
+        plan,
+        db,
+        stop,
+        obs,
+        &root,
+        &journal,
+        experiment,
+        &mut applied,
+        &mut steps,
+    );
+    // Every host change is undone, newest first, whatever happened.
+    let mut revert_error = None;
+    while let Some(a) = applied.pop() {
+        if let Err(e) = a.revert() {
+            revert_error.get_or_insert(e);
+        }
+    }
+    let status = match &outcome {
+        Ok(()) if stop.load(Ordering::Relaxed) => "interrupted",
+        Ok(()) => "ok",
+        Err(_) => "failed",
+    };
+    let result = TuneResult {
+        experiment_id: experiment,
+        status: status.into(),
+        steps,
+    };
+    let mut summary = serde_json::to_value(&result).unwrap_or(Value::Null);
+    if let Err(e) = &outcome {
+        summary["error"] = json!(e.to_string());
+    }
+    db.store.finish_experiment(experiment, status, &summary)?;
+    outcome?;
+    if let Some(e) = revert_error {
+        return Err(LabError::Failed(format!(
+            "reverting the walk's host changes: {e}"
+        )));
+    }
+    Ok(result)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn walk(
+    plan: &TunePlan,
+    db: &Db,
+    stop: &AtomicBool,
+    obs: &dyn Observer,
+    root: &HostRoot,
+    journal: &Journal,
+    experiment: i64,
+    applied: &mut Vec<Applied>,
+    out: &mut Vec<TuneStep>,
+) -> Result<(), LabError> {
+    let mut template = plan.template.clone();
+    let server_cpus: Vec<usize> = match template.target.spawn.as_ref() {
+        Some(s) if !s.cpus.is_empty() => s.cpus.clone(),
+        _ => template.server_cpus.clone(),
+    };
+    let mut todo: Vec<Option<TuneStepKind>> = vec![None];
+    todo.extend(plan.steps.iter().copied().map(Some));
+    for step in todo {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let name = step.map_or("baseline", TuneStepKind::name).to_string();
+        let mut changes = Vec::new();
+        if let Some(step) = step {
+            match action(step, &mut template, root, &server_cpus) {
+                Action::Skip(why) => {
+                    obs.note(&format!("tune: {name} skipped: {why}"));
+                    out.push(TuneStep {
+                        name,
+                        changes,
+                        skipped: Some(why),
+                        run_id: None,
+                        status: None,
+                        measured: Value::Null,
+                        ideal: Value::Null,
+                        excess: Value::Null,
+                        max_load_rps: None,
+                        max_load_pct: None,
+                    });
+                    continue;
+                }
+                Action::Spec(what) => changes.push(what),
+                Action::Host(m) => {
+                    let a = Applied::apply(root, journal, std::slice::from_ref(&m), false)
+                        .map_err(|e| LabError::Failed(format!("tune {name}: {m}: {e}")))?;
+                    changes.extend(a.changes().iter().map(|c| {
+                        if c.file.ends_with("cpu_dma_latency") {
+                            // A device held open with a binary 0, not a text setting.
+                            "/dev/cpu_dma_latency held open at 0 µs (every CPU stays in C0)"
+                                .to_string()
+                        } else {
+                            format!("/{}: {} → {}", c.file.display(), c.old.trim(), c.new.trim())
+                        }
+                    }));
+                    applied.push(a);
+                }
+            }
+        }
+        obs.note(&format!(
+            "tune: {name}{}",
+            if changes.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", changes.join("; "))
+            }
+        ));
+        let mut t = template.clone();
+        if let Value::Object(m) = &mut t.config {
+            m.insert("tune_step".into(), json!(name));
+            m.insert("tune_changes".into(), json!(changes));
+        }
+        let sweep_plan = SweepPlan {
+            kind: "tune".into(),
+            template: t,
+            loads: vec![plan.load],
+            axes: Vec::new(),
+            repeat: 1,
+            slo: plan.slo.clone(),
+            find_max: plan.slo.is_some(),
+            max_steps: plan.max_steps,
+            experiment: Some(experiment),
+        };
+        let r = sweep(&sweep_plan, db, stop, obs)?;
+        let row = r.rows.iter().find(|r| r.role == "load");
+        let max = r.max_loads.first();
+        out.push(TuneStep {
+            name,
+            changes,
+            skipped: None,
+            run_id: row.and_then(|r| r.run_id),
+            status: row.map(|r| r.status.as_str().to_string()),
+            measured: row.map_or(Value::Null, |r| r.measured.clone()),
+            ideal: row.map_or(Value::Null, |r| r.ideal.clone()),
+            excess: row.map_or(Value::Null, |r| r.excess.clone()),
+            max_load_rps: max.and_then(|m| m.offered_rps),
+            max_load_pct: max.and_then(|m| m.load_pct),
+        });
+    }
+    Ok(())
+}
+
+/// Whether a template's target is one tune can walk: a server tailscope starts.
+pub fn check_tunable(t: &RunTemplate) -> Result<(), LabError> {
+    if t.target.spawn.is_none() {
+        return Err(invalid(
+            "tune restarts the server between steps: give --spawn (memcached://, http://, redis://, nullrpc://)",
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,225 @@
+//! The terminal view of a sweep: a table per combination of the axes — offered load against
+//! achieved rate, measured and ideal p50/p99/p99.9, the p99 excess, status and SLO verdict —
+//! then the max-load searches.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+
+use lab::{Row, SweepResult};
+use serde_json::Value;
+
+use crate::terminal::fmt_ns;
+
+fn us(v: &Value, k: &str) -> String {
+    v.get(k)
+        .and_then(Value::as_f64)
+        .map(|x| fmt_ns(x * 1e3))
+        .unwrap_or_else(|| "-".into())
+}
+
+fn params(p: &BTreeMap<String, String>) -> String {
+    if p.is_empty() {
+        "(no axes)".into()
+    } else {
+        p.iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// The sweep, for a person.
+pub fn sweep(w: &mut dyn Write, r: &SweepResult) -> io::Result<()> {
+    writeln!(
+        w,
+        "experiment {} · {} · {} runs{}",
+        r.experiment_id,
+        r.status,
+        r.rows.len(),
+        r.slo
+            .as_ref()
+            .map(|s| format!(" · SLO {} ({:?} view)", s.text, s.view).to_lowercase())
+            .unwrap_or_default()
+    )?;
+    let mut groups: Vec<(String, Vec<&Row>)> = Vec::new();
+    for row in &r.rows {
+        let key = params(&row.params);
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(row),
+            None => groups.push((key, vec![row])),
+        }
+    }
+    for (key, rows) in groups {
+        writeln!(w, "\n{key}")?;
+        writeln!(
+            w,
+            "  {:>6} {:>8} {:>10} {:>10} | {:>9} {:>9} {:>9} | {:>9} {:>9} {:>9} | {:>7} {:>10} {:>9}",
+            "run", "role", "offered", "achieved", "p50", "p99", "p99.9", "ideal p50", "p99",
+            "p99.9", "excess", "status", "slo"
+        )?;
+        for x in rows {
+            let offered = match x.load_pct {
+                Some(p) => format!("{p:.0}%"),
+                None => format!("{:.0}", x.offered_rps),
+            };
+            writeln!(
+                w,
+                "  {:>6} {:>8} {:>10} {:>10.0} | {:>9} {:>9} {:>9} | {:>9} {:>9} {:>9} | {:>7} {:>10} {:>9}",
+                x.run_id.map(|i| i.to_string()).unwrap_or_default(),
+                x.role,
+                offered,
+                x.achieved_rps,
+                us(&x.measured, "p50"),
+                us(&x.measured, "p99"),
+                us(&x.measured, "p99.9"),
+                us(&x.ideal, "p50"),
+                us(&x.ideal, "p99"),
+                us(&x.ideal, "p99.9"),
+                x.excess
+                    .get("p99")
+                    .and_then(Value::as_f64)
+                    .map(|e| format!("{e:.2}x"))
+                    .unwrap_or_else(|| "-".into()),
+                x.status.as_str(),
+                x.slo.map(|v| v.as_str()).unwrap_or("-"),
+            )?;
+        }
+    }
+    for m in &r.max_loads {
+        writeln!(w, "\nmax load for {}:", params(&m.params))?;
+        if let (Some(slo), Some(rate), Some((lo, hi))) = (&m.slo, m.offered_rps, m.bracket_rps) {
+            writeln!(
+                w,
+                "  highest load meeting {slo}: {rate:.0} req/s{} (bracket {lo:.0} .. {})",
+                m.load_pct
+                    .map(|p| format!(" ({p:.0} % of capacity)"))
+                    .unwrap_or_default(),
+                hi.map(|h| format!("{h:.0}"))
+                    .unwrap_or_else(|| "none failed".into())
+            )?;
+        }
+        if let Some(b) = &m.max_rps {
+            writeln!(
+                w,
+                "  max RPS (achieved >= 99 % of offered, no timeouts): {:.0} req/s{} (bracket {:.0} .. {})",
+                b.offered_rps,
+                b.load_pct
+                    .map(|p| format!(" ({p:.0} % of capacity)"))
+                    .unwrap_or_default(),
+                b.bracket_rps.0,
+                b.bracket_rps
+                    .1
+                    .map(|h| format!("{h:.0}"))
+                    .unwrap_or_else(|| "none failed".into())
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// A tuning walk, for a person: one line per step.
+pub fn tune(w: &mut dyn Write, r: &lab::TuneResult) -> io::Result<()> {
+    writeln!(w, "experiment {} · tune · {}", r.experiment_id, r.status)?;
+    writeln!(
+        w,
+        "  {:<9} {:>6} {:>10} | {:>9} {:>9} {:>9} | {:>9} {:>9} | {:>8} {:>12}",
+        "step", "run", "status", "p50", "p99", "p99.9", "ideal p50", "p99", "excess", "max load"
+    )?;
+    for s in &r.steps {
+        if let Some(why) = &s.skipped {
+            writeln!(w, "  {:<9} skipped: {why}", s.name)?;
+            continue;
+        }
+        writeln!(
+            w,
+            "  {:<9} {:>6} {:>10} | {:>9} {:>9} {:>9} | {:>9} {:>9} | {:>8} {:>12}",
+            s.name,
+            s.run_id.map(|i| i.to_string()).unwrap_or_default(),
+            s.status.as_deref().unwrap_or("-"),
+            us(&s.measured, "p50"),
+            us(&s.measured, "p99"),
+            us(&s.measured, "p99.9"),
+            us(&s.ideal, "p50"),
+            us(&s.ideal, "p99"),
+            s.excess
+                .get("p99")
+                .and_then(Value::as_f64)
+                .map(|e| format!("{e:.2}x"))
+                .unwrap_or_else(|| "-".into()),
+            s.max_load_rps
+                .map(|m| format!("{m:.0} req/s"))
+                .unwrap_or_else(|| "-".into()),
+        )?;
+        for c in &s.changes {
+            writeln!(w, "            changed: {c}")?;
+        }
+    }
+    Ok(())
+}
+
+fn load(l: &lab::Load) -> String {
+    match l {
+        lab::Load::Rps(r) => format!("{r:.0}/s"),
+        lab::Load::OfCapacity(f) => format!("{:.0}%", f * 100.0),
+    }
+}
+
+/// The QoS matrix, as in ThunderX Fig. 11: rows the first service's loads, columns the
+/// second's; each cell says who meets its SLO (B = both, A or B alone, - neither) with the
+/// two p99s.
+pub fn colocation(w: &mut dyn Write, c: &lab::Colocation) -> io::Result<()> {
+    writeln!(
+        w,
+        "experiment {} · colocate · {} · A = {} (rows), B = {} (columns)",
+        c.experiment_id, c.status, c.a, c.b
+    )?;
+    let mut cols: Vec<String> = Vec::new();
+    let mut rows: Vec<String> = Vec::new();
+    for cell in &c.cells {
+        let (r, k) = (load(&cell.load_a), load(&cell.load_b));
+        if !rows.contains(&r) {
+            rows.push(r);
+        }
+        if !cols.contains(&k) {
+            cols.push(k);
+        }
+    }
+    write!(w, "  {:>8}", "A \\ B")?;
+    for k in &cols {
+        write!(w, " {:>26}", k)?;
+    }
+    writeln!(w)?;
+    for r in &rows {
+        write!(w, "  {r:>8}")?;
+        for k in &cols {
+            let cell = c
+                .cells
+                .iter()
+                .find(|x| load(&x.load_a) == *r && load(&x.load_b) == *k);
+            let text = match cell {
+                Some(x) => format!(
+                    "{} {}/{}",
+                    match x.meets.as_str() {
+                        "both" => "AB",
+                        "a" => "A ",
+                        "b" => " B",
+                        _ => "--",
+                    },
+                    x.p99_a_us
+                        .map(|v| fmt_ns(v * 1e3))
+                        .unwrap_or_else(|| "-".into()),
+                    x.p99_b_us
+                        .map(|v| fmt_ns(v * 1e3))
+                        .unwrap_or_else(|| "-".into())
+                ),
+                None => "".into(),
+            };
+            write!(w, " {:>26}", text)?;
+        }
+        writeln!(w)?;
+    }
+    writeln!(
+        w,
+        "  (AB: both meet their SLO; A or B: only that one; --: neither; then the two p99s)"
+    )
+}

@@ -1,0 +1,285 @@
+//! `tailscope sweep`: parse the options (or a TOML experiment file) into a `lab::SweepPlan`,
+//! check it, run it, print the rows.
+
+use std::path::Path;
+
+use lab::{Axis, Db, Load, RunTemplate, Slo, SweepPlan, View};
+
+use super::common::{db_path, parse_cpus_flag, shutdown_flag};
+use super::progress::Progress;
+use super::run::{load_config, nullrpc, plan};
+use super::target::lab_err;
+use crate::cli::{Cli, Command, SweepArgs};
+use crate::exit::{usage, OrUsage};
+use crate::output;
+
+/// `10,20,...,100%` → loads. A trailing % (on the list or on each value) makes percentages;
+/// `a,b,...,z` continues the step b − a up to z.
+pub fn parse_loads(s: &str) -> anyhow::Result<Vec<Load>> {
+    let t = s.trim();
+    let all_pct = t.ends_with('%');
+    let items: Vec<&str> = t
+        .split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .collect();
+    let num = |x: &str| -> anyhow::Result<(f64, bool)> {
+        let pct = x.ends_with('%') || all_pct;
+        let v = x.trim_end_matches('%').trim();
+        let n = model::parse_count(v)
+            .map(|c| c as f64)
+            .or_else(|_| v.parse::<f64>())
+            .map_err(|_| usage(format!("--loads: cannot parse '{x}'")))?;
+        if !(n > 0.0 && n.is_finite()) {
+            return Err(usage(format!("--loads: '{x}' must be positive")));
+        }
+        Ok((n, pct))
+    };
+    let mut vals: Vec<(f64, bool)> = Vec::new();
+    let mut i = 0;
+    while i < items.len() {
+        if items[i] == "..." {
+            let (Some(&(b, p)), Some(&(a, _)), Some(z)) = (
+                vals.last(),
+                vals.len().checked_sub(2).and_then(|k| vals.get(k)),
+                items.get(i + 1),
+            ) else {
+                return Err(usage(
+                    "--loads: '...' needs two values before it and one after",
+                ));
+            };
+            let (z, _) = num(z)?;
+            let step = b - a;
+            if step <= 0.0 || (z - b) / step > 10_000.0 {
+                return Err(usage(format!(
+                    "--loads: cannot step from {a} and {b} to {z}"
+                )));
+            }
+            let mut x = b + step;
+            while x <= z + step * 1e-9 {
+                vals.push((x, p));
+                x += step;
+            }
+            i += 2;
+            continue;
+        }
+        vals.push(num(items[i])?);
+        i += 1;
+    }
+    if vals.is_empty() {
+        return Err(usage("--loads: no load given"));
+    }
+    Ok(vals
+        .into_iter()
+        .map(|(v, pct)| {
+            if pct {
+                Load::OfCapacity(v / 100.0)
+            } else {
+                Load::Rps(v)
+            }
+        })
+        .collect())
+}
+
+/// A TOML experiment file as command-line arguments: `target` becomes the positional
+/// argument, `param` (a table of knob = [values]) becomes `--param`s, every other key
+/// `--key value` (true booleans a bare `--key`, arrays joined by commas).
+pub fn toml_args(path: &Path) -> anyhow::Result<Vec<String>> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
+    let doc: toml::Table = text
+        .parse()
+        .map_err(|e| usage(format!("{}: {e}", path.display())))?;
+    let scalar = |k: &str, v: &toml::Value| -> anyhow::Result<String> {
+        Ok(match v {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Float(f) => f.to_string(),
+            toml::Value::Boolean(b) => b.to_string(),
+            other => {
+                return Err(usage(format!(
+                    "{}: '{k}' must be a string, number or boolean, got {other}",
+                    path.display()
+                )))
+            }
+        })
+    };
+    let mut target = None;
+    let mut args = Vec::new();
+    for (k, v) in &doc {
+        match (k.as_str(), v) {
+            ("target", v) => target = Some(scalar(k, v)?),
+            ("description" | "figure" | "paper", _) => {}
+            ("param", toml::Value::Table(t)) => {
+                for (name, vals) in t {
+                    let vals: Vec<String> = match vals {
+                        toml::Value::Array(a) => a
+                            .iter()
+                            .map(|x| scalar(name, x))
+                            .collect::<Result<_, _>>()?,
+                        one => vec![scalar(name, one)?],
+                    };
+                    let sep = if vals.iter().any(|v| v.contains(',')) {
+                        ";"
+                    } else {
+                        ","
+                    };
+                    args.push("--param".to_string());
+                    args.push(format!("{name}={}", vals.join(sep)));
+                }
+            }
+            (_, toml::Value::Boolean(true)) => args.push(format!("--{k}")),
+            (_, toml::Value::Boolean(false)) => {}
+            (_, toml::Value::Array(a)) => {
+                let vals = a
+                    .iter()
+                    .map(|x| scalar(k, x))
+                    .collect::<Result<Vec<_>, _>>()?;
+                args.push(format!("--{k}"));
+                args.push(vals.join(","));
+            }
+            (_, v) => {
+                args.push(format!("--{k}"));
+                args.push(scalar(k, v)?);
+            }
+        }
+    }
+    let target = target.ok_or_else(|| usage(format!("{}: no 'target'", path.display())))?;
+    let mut out = vec![target];
+    out.extend(args);
+    Ok(out)
+}
+
+/// A sweep's arguments with an experiment file expanded: the file's options, then whatever
+/// followed the file on the command line (later options override earlier ones).
+pub fn expand(file: &str, after: &[String]) -> anyhow::Result<SweepArgs> {
+    let mut full = vec!["tailscope".to_string(), "sweep".to_string()];
+    full.extend(toml_args(Path::new(file))?);
+    full.extend(after.iter().cloned());
+    let cli = <Cli as clap::Parser>::try_parse_from(&full)
+        .map_err(|e| usage(format!("{file}: {}", e.to_string().trim())))?;
+    match cli.command {
+        Command::Sweep(b) if !b.target.ends_with(".toml") => Ok(b),
+        _ => Err(usage(format!("{file}: its target must be a URL"))),
+    }
+}
+
+/// What followed `word` on this process's command line.
+pub fn args_after(word: &str) -> Vec<String> {
+    let argv: Vec<String> = std::env::args().collect();
+    argv.iter()
+        .position(|x| x == word)
+        .map_or(Vec::new(), |i| argv[i + 1..].to_vec())
+}
+
+/// The validated plan of a sweep's arguments (a URL target).
+pub fn sweep_plan(a: &SweepArgs) -> anyhow::Result<SweepPlan> {
+    let server_cpus = parse_cpus_flag("--server-cpus", a.server_cpus.as_deref())?;
+    let spec = super::target::spec(&a.target, &a.server, &server_cpus, nullrpc(&a.load))?;
+    let p = plan(&a.load)?;
+    let loads = match &a.loads {
+        Some(l) => parse_loads(l)?,
+        None => Vec::new(),
+    };
+    let view: View = a.slo_view.into();
+    let slo = a
+        .slo
+        .as_deref()
+        .map(|s| Slo::parse(s, view))
+        .transpose()
+        .map_err(lab_err)?;
+    if a.find_max && slo.is_none() {
+        return Err(usage("--find-max needs --slo (e.g. --slo 'p99<=1ms')"));
+    }
+    let axes = a
+        .params
+        .iter()
+        .map(|x| Axis::parse(x))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(lab_err)?;
+    let service_ns = a
+        .service
+        .as_deref()
+        .map(|s| model::parse_duration_ns(s).or_usage_ctx("--service"))
+        .transpose()?;
+    for &pid in &a.server_pid {
+        if !Path::new(&format!("/proc/{pid}")).is_dir() {
+            return Err(usage(format!("--server-pid: no process {pid}")));
+        }
+    }
+    let la = &a.load;
+    Ok(SweepPlan {
+        kind: "sweep".into(),
+        template: RunTemplate {
+            target: spec,
+            load: load_config(la, &p, 1.0)?,
+            service_ns,
+            workers: a.workers,
+            queues: a.queues.structure(),
+            confidence: la.confidence,
+            lateness_threshold_ns: p.lateness_threshold_ns,
+            attribution: !a.no_attribution,
+            server_cpus,
+            extra_pids: a.server_pid.clone(),
+            calibrate: lab::CalibrateSpec::default(),
+            config: serde_json::json!({
+                "target": a.target, "arrival": la.arrival, "duration": la.duration,
+                "requests": la.requests, "warmup": la.warmup, "connections": la.connections,
+                "threads": la.threads, "cpus": p.cpus, "max_outstanding": la.max_outstanding,
+                "timeout": la.timeout, "seed": la.seed, "service": a.service,
+                "slo": a.slo, "slo_view": view,
+            }),
+        },
+        loads,
+        axes,
+        repeat: a.repeat,
+        slo,
+        find_max: a.find_max,
+        max_steps: a.max_steps,
+        experiment: None,
+    })
+}
+
+pub fn run(a: &SweepArgs) -> anyhow::Result<i32> {
+    if a.target.ends_with(".toml") {
+        return run(&expand(&a.target, &args_after(&a.target))?);
+    }
+    let splan = sweep_plan(a)?;
+    let db = db_path(&a.db)?;
+    splan.check(&db).map_err(lab_err)?;
+    let obs = Progress::new(a.json);
+    let db = Db::open(&db)
+        .map_err(|e| usage(format!("cannot open results store {}: {e}", db.display())))?;
+    let stop = shutdown_flag()?;
+    let result = lab::sweep(&splan, &db, &stop, &obs).map_err(lab_err)?;
+    if a.json {
+        output::print_json(&result.to_json())?;
+    } else {
+        output::print_with(|w| report::sweep_view::sweep(w, &result))?;
+    }
+    Ok(if result.status == "ok" { 0 } else { 1 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loads_step_and_take_percent_from_the_list() {
+        let l = parse_loads("10,20,...,50%").unwrap();
+        assert_eq!(l, [0.1, 0.2, 0.3, 0.4, 0.5].map(Load::OfCapacity).to_vec());
+        // A trailing % on the list makes every value a percentage; on one value, that one.
+        assert_eq!(
+            parse_loads("20%, 1000").unwrap(),
+            vec![Load::OfCapacity(0.2), Load::Rps(1000.0)]
+        );
+        assert_eq!(
+            parse_loads("1000, 20%").unwrap(),
+            vec![Load::OfCapacity(10.0), Load::OfCapacity(0.2)]
+        );
+        assert_eq!(parse_loads("5k").unwrap(), vec![Load::Rps(5000.0)]);
+        for bad in ["", "x", "10,...", "-5", "10,5,...,100"] {
+            assert!(parse_loads(bad).is_err(), "{bad}");
+        }
+    }
+}
