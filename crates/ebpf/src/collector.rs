@@ -6,6 +6,7 @@
 //! the events ([`Collector::drain`]). Records that find the buffer full are dropped and
 //! counted ([`Counters::dropped`]).
 
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -58,6 +59,19 @@ pub struct Counters {
     pub dropped: u64,
 }
 
+/// What the programs cost inside the kernel (BPF run-time statistics, on while the
+/// collector runs), summed over programs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct KernelCost {
+    /// Whether the kernel counted (BPF_ENABLE_STATS accepted).
+    pub measured: bool,
+    /// Program runs and their total time, ns.
+    pub runs: u64,
+    pub run_time_ns: u64,
+    /// Per program: (name, runs, ns).
+    pub programs: Vec<(String, u64, u64)>,
+}
+
 /// System calls and their classes on this architecture.
 fn syscall_classes() -> Vec<(i64, u8)> {
     let mut v = vec![
@@ -78,6 +92,41 @@ fn syscall_classes() -> Vec<(i64, u8)> {
     #[cfg(target_arch = "x86_64")]
     v.push((libc::SYS_epoll_wait, CLS_EPOLL));
     v
+}
+
+/// Most server processes traced (`MAX_TGIDS` in the programs).
+pub const MAX_TGIDS: usize = 16;
+
+/// The programs' `struct filter` for `cfg` (native endian):
+/// `{ u32 ntgids; u32 tgids[16]; u32 has_tids; u32 comm_tgid; u32 comm_len; char prefix[16]; }`.
+fn filter_value(cfg: &CollectorConfig) -> Result<Vec<u8>, EbpfError> {
+    if cfg.tgids.len() > MAX_TGIDS {
+        return Err(EbpfError::Config(format!(
+            "at most {MAX_TGIDS} server processes can be traced, got {}",
+            cfg.tgids.len()
+        )));
+    }
+    let mut v = Vec::with_capacity(4 * (4 + MAX_TGIDS) + 16);
+    v.extend_from_slice(&(cfg.tgids.len() as u32).to_ne_bytes());
+    for k in 0..MAX_TGIDS {
+        v.extend_from_slice(&cfg.tgids.get(k).copied().unwrap_or(0).to_ne_bytes());
+    }
+    v.extend_from_slice(&u32::from(!cfg.tids.is_empty()).to_ne_bytes());
+    let (tgid, prefix) = match &cfg.thread_prefix {
+        Some((t, p)) => (*t, p.as_bytes()),
+        None => (0, &[][..]),
+    };
+    if prefix.len() > 16 || (cfg.thread_prefix.is_some() && prefix.is_empty()) {
+        return Err(EbpfError::Config(
+            "a thread name prefix must be 1 to 16 bytes".into(),
+        ));
+    }
+    v.extend_from_slice(&tgid.to_ne_bytes());
+    v.extend_from_slice(&(prefix.len() as u32).to_ne_bytes());
+    let mut p = [0u8; 16];
+    p[..prefix.len()].copy_from_slice(prefix);
+    v.extend_from_slice(&p);
+    Ok(v)
 }
 
 /// libbpf's warnings, kept for the error message of a failed load.
@@ -114,6 +163,8 @@ pub struct Collector {
     ring: libbpf_rs::RingBuffer<'static>,
     obj: libbpf_rs::Object,
     received: Arc<Mutex<Vec<Event>>>,
+    /// Keeps the kernel's BPF run-time statistics on while it is open.
+    stats: Option<OwnedFd>,
     /// Records that did not parse (a kernel/user layout mismatch would show here).
     malformed: Arc<Mutex<u64>>,
     started: Instant,
@@ -159,29 +210,13 @@ impl Collector {
                 update("sysclass", &(nr as u32).to_ne_bytes(), &[cls])?;
             }
         }
-        for t in &cfg.tgids {
-            update("tgids", &t.to_ne_bytes(), &[1])?;
-        }
         for t in &cfg.tids {
             update("tids", &t.to_ne_bytes(), &[1])?;
         }
         for p in &cfg.ports {
             update("ports", &p.to_ne_bytes(), &[1])?;
         }
-        if let Some((tgid, prefix)) = &cfg.thread_prefix {
-            // struct comm_filter { u32 tgid; u32 len; char prefix[16]; }
-            let p = prefix.as_bytes();
-            if p.is_empty() || p.len() > 16 {
-                return Err(EbpfError::Config(format!(
-                    "thread name prefix '{prefix}' must be 1 to 16 bytes"
-                )));
-            }
-            let mut v = [0u8; 24];
-            v[..4].copy_from_slice(&tgid.to_ne_bytes());
-            v[4..8].copy_from_slice(&(p.len() as u32).to_ne_bytes());
-            v[8..8 + p.len()].copy_from_slice(p);
-            update("comm_filter", &0u32.to_ne_bytes(), &v)?;
-        }
+        update("filter", &0u32.to_ne_bytes(), &filter_value(cfg)?)?;
         let received = Arc::new(Mutex::new(Vec::new()));
         let malformed = Arc::new(Mutex::new(0u64));
         let ring = {
@@ -210,6 +245,13 @@ impl Collector {
             b.build()
                 .map_err(|e| load_error("opening the ring buffer", e))?
         };
+        // SAFETY: bpf_enable_stats takes a plain enum value and returns a new descriptor
+        // (or a negative error); the descriptor is owned by nobody else.
+        let stats = unsafe {
+            let fd =
+                libbpf_rs::libbpf_sys::bpf_enable_stats(libbpf_rs::libbpf_sys::BPF_STATS_RUN_TIME);
+            (fd >= 0).then(|| OwnedFd::from_raw_fd(fd))
+        };
         let mut links = Vec::new();
         for prog in obj.progs_mut() {
             let name = prog.name().to_string_lossy().into_owned();
@@ -223,6 +265,7 @@ impl Collector {
             ring,
             obj,
             received,
+            stats,
             malformed,
             started: Instant::now(),
         })
@@ -265,6 +308,34 @@ impl Collector {
             events: slot(0),
             dropped: slot(1),
         }
+    }
+
+    /// The programs' runs and time in the kernel so far.
+    pub fn kernel_cost(&self) -> KernelCost {
+        let mut cost = KernelCost {
+            measured: self.stats.is_some(),
+            ..KernelCost::default()
+        };
+        for prog in self.obj.progs() {
+            let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
+            let mut len = std::mem::size_of_val(&info) as u32;
+            let fd = prog.as_fd();
+            // SAFETY: `info` is a valid, writable bpf_prog_info of `len` bytes, and `fd` a
+            // live program descriptor borrowed for the call.
+            let rc = unsafe {
+                libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len)
+            };
+            if rc == 0 {
+                cost.runs += info.run_cnt;
+                cost.run_time_ns += info.run_time_ns;
+                cost.programs.push((
+                    prog.name().to_string_lossy().into_owned(),
+                    info.run_cnt,
+                    info.run_time_ns,
+                ));
+            }
+        }
+        cost
     }
 
     /// Records that did not parse.

@@ -73,7 +73,7 @@ pub mod event;
 pub mod join;
 pub mod support;
 
-pub use collector::{Collector, CollectorConfig, Counters};
+pub use collector::{Collector, CollectorConfig, Counters, KernelCost};
 pub use event::{Event, Kind, Proto};
 pub use join::{JoinStats, Joiner, Matched, Request};
 pub use support::Unsupported;

@@ -464,6 +464,7 @@ impl Join {
 
     fn report(mut self, writer: &WriterStats) -> Instrument {
         let c = self.collector.counters();
+        let k = self.collector.kernel_cost();
         let j = self.joiner.stats();
         let q = |r: &mut Recorder, p: f64| {
             Quantile::new(p)
@@ -489,7 +490,15 @@ impl Join {
             "source": "ebpf",
             "programs": self.collector.programs(),
             "ring_bytes": self.ring_bytes,
+            "user_cpu_ns": self.cpu_ns,
             "kernel_events": c.events,
+            "kernel_cost": {
+                "measured": k.measured,
+                "runs": k.runs,
+                "run_time_ns": k.run_time_ns,
+                "ns_per_run": (k.runs > 0).then(|| k.run_time_ns as f64 / k.runs as f64),
+                "programs": k.programs.iter().map(|(n, r, t)| json!({"program": n, "runs": r, "run_time_ns": t})).collect::<Vec<_>>(),
+            },
             "kernel_dropped": c.dropped,
             "malformed": self.collector.malformed(),
             "answered": self.answered,
@@ -524,13 +533,24 @@ impl Join {
             max_cost_ns: self.max_chunk_ns,
             samples: self.chunks,
             skipped: c.dropped,
-            cpu_ns: Some(self.cpu_ns),
+            // Both halves: the join on the writer thread and the programs in the kernel.
+            cpu_ns: Some(self.cpu_ns + k.run_time_ns),
             note: Some(format!(
-                "stages from eBPF: {} of {} answered requests matched ({pct:.1} %); {} kernel events, {} dropped{}",
+                "stages from eBPF: {} of {} answered requests matched ({pct:.1} %); {} kernel events, {} dropped; in the kernel {}{}",
                 j.matched,
                 self.answered,
                 c.events,
                 c.dropped,
+                if k.measured && k.runs > 0 {
+                    format!(
+                        "{} program runs, {:.1} ms ({:.0} ns each)",
+                        k.runs,
+                        k.run_time_ns as f64 / 1e6,
+                        k.run_time_ns as f64 / k.runs as f64
+                    )
+                } else {
+                    "not measured (no BPF run-time statistics)".into()
+                },
                 self.error.as_ref().map(|e| format!("; {e}")).unwrap_or_default()
             )),
             detail: Some(detail),

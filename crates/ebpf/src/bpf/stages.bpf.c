@@ -153,25 +153,20 @@ struct tstate {
 	__u64 oncpu;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32);
-	__type(value, __u8);
-} tgids SEC(".maps");
+#define MAX_TGIDS 16
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32);
-	__type(value, __u8);
-} tids SEC(".maps");
-
-// Threads of one process whose names start with a prefix (the built-in server's "ts-"
-// threads inside tailscope, which come and go with connections).
-struct comm_filter {
-	__u32 tgid;
-	__u32 len;
+// Who is traced, in one array slot: every system call of every process passes through
+// `tracked`, and an array lookup is a direct load (a hash lookup would cost each of them
+// tens of ns). Server processes by tgid (and those they fork, up to MAX_TGIDS); threads by
+// tid (a hash, consulted only when some were given); threads of one process whose names
+// start with a prefix (the built-in server's "ts-" threads inside tailscope, which come and
+// go with its connections).
+struct filter {
+	__u32 ntgids;
+	__u32 tgids[MAX_TGIDS];
+	__u32 has_tids;
+	__u32 comm_tgid;
+	__u32 comm_len;
 	char prefix[16];
 };
 
@@ -179,8 +174,15 @@ struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct comm_filter);
-} comm_filter SEC(".maps");
+	__type(value, struct filter);
+} filter SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u8);
+} tids SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -233,17 +235,25 @@ static __always_inline void count(__u32 slot)
 static __always_inline int tracked(__u64 id)
 {
 	__u32 tgid = id >> 32, tid = (__u32)id, zero = 0;
-	if (bpf_map_lookup_elem(&tgids, &tgid) || bpf_map_lookup_elem(&tids, &tid))
+	struct filter *f = bpf_map_lookup_elem(&filter, &zero);
+	if (!f)
+		return 0;
+	for (int i = 0; i < MAX_TGIDS; i++) {
+		if (i >= f->ntgids)
+			break;
+		if (f->tgids[i] == tgid)
+			return 1;
+	}
+	if (f->has_tids && bpf_map_lookup_elem(&tids, &tid))
 		return 1;
-	struct comm_filter *cf = bpf_map_lookup_elem(&comm_filter, &zero);
-	if (!cf || cf->len == 0 || cf->tgid != tgid)
+	if (f->comm_len == 0 || f->comm_tgid != tgid)
 		return 0;
 	char comm[16] = {};
 	bpf_get_current_comm(comm, sizeof(comm));
 	for (int i = 0; i < 16; i++) {
-		if (i >= cf->len)
+		if (i >= f->comm_len)
 			break;
-		if (comm[i] != cf->prefix[i])
+		if (comm[i] != f->prefix[i])
 			return 0;
 	}
 	return 1;
@@ -339,7 +349,10 @@ int on_sys_enter(struct bpf_raw_tracepoint_args *ctx)
 SEC("raw_tp/sys_exit")
 int on_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 id = bpf_get_current_pid_tgid();
+	if (!tracked(id))
+		return 0;
+	__u32 tid = (__u32)id;
 	struct inflight *f = bpf_map_lookup_elem(&inflight, &tid);
 	if (!f)
 		return 0;
@@ -530,11 +543,21 @@ int on_fork(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct task_struct *parent = (struct task_struct *)ctx->args[0];
 	struct task_struct *child = (struct task_struct *)ctx->args[1];
-	__u32 ptgid = BPF_CORE_READ(parent, tgid);
-	if (!bpf_map_lookup_elem(&tgids, &ptgid))
+	__u32 ptgid = BPF_CORE_READ(parent, tgid), zero = 0;
+	struct filter *f = bpf_map_lookup_elem(&filter, &zero);
+	if (!f)
 		return 0;
-	__u32 ctgid = BPF_CORE_READ(child, tgid);
-	__u8 one = 1;
-	bpf_map_update_elem(&tgids, &ctgid, &one, BPF_ANY);
+	int found = 0;
+	for (int i = 0; i < MAX_TGIDS; i++) {
+		if (i >= f->ntgids)
+			break;
+		if (f->tgids[i] == ptgid)
+			found = 1;
+	}
+	__u32 n = f->ntgids;
+	if (!found || n >= MAX_TGIDS)
+		return 0;
+	f->tgids[n & (MAX_TGIDS - 1)] = BPF_CORE_READ(child, tgid);
+	f->ntgids = n + 1;
 	return 0;
 }
