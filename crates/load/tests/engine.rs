@@ -132,19 +132,21 @@ fn latency_counts_from_intended_time_and_covers_service() {
     let mut late = 0;
     for r in &out.records {
         let lat = r.latency_ns().unwrap();
-        let lateness = r.lateness_ns().unwrap();
+        // Sent − intended: the generator's own lateness plus the time held in its backlog
+        // (a wait for the one connection's slot is held, not lateness: see `held_ns`).
+        let delay = r.send_delay_ns().unwrap();
         assert!(lat >= 300_000, "latency {lat} below the server's work");
         assert!(
-            lat >= lateness + 300_000,
-            "latency includes lateness: {r:?}"
+            lat >= delay + 300_000,
+            "latency includes the send delay: {r:?}"
         );
-        if lateness > 300_000 {
+        if delay > 300_000 {
             late += 1;
         }
     }
     // Poisson at ρ = 0.6 with one request at a time: P(wait > 300 µs) is large (≈ 0.3);
     // at least a few of 400 must have waited in the backlog.
-    assert!(late >= 10, "only {late} requests recorded as late");
+    assert!(late >= 10, "only {late} requests sent late");
 }
 
 #[test]
