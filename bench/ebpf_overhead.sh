@@ -25,8 +25,9 @@ export TAILSCOPE_DB=$tmp/runs.db
 # One run's figures: "p99_us lateness_p99_us completed_rps status kernel_runs kernel_ns
 # user_ns answered events dropped" (collector figures 0 without it).
 one() {
-  "$TS" run memcached:// --spawn --server-threads 2 --server-cpus 1 --cpus 0 \
-    --service 16us --no-attribution --json "$@" 2>/dev/null |
+  # An invalid or saturated run still prints its object (exit 1 for invalid): keep it.
+  { "$TS" run memcached:// --spawn --server-threads 2 --server-cpus 1 --cpus 0 \
+    --service 16us --no-attribution --json "$@" 2>/dev/null || true; } |
     python3 -c '
 import json, sys
 v = json.load(sys.stdin)
