@@ -6,10 +6,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# command:package pairs the tests run for real (servers and peers join as issues add them).
-deps=(ip:iproute2 memcached:memcached nginx:nginx redis-server:redis-server)
+# command:package pairs the tests run for real (servers and peers join as issues add them);
+# clang, make and pkg-config build crates/ebpf (its BPF programs, and libbpf from libbpf-sys).
+deps=(ip:iproute2 memcached:memcached nginx:nginx redis-server:redis-server
+      clang:clang make:make pkg-config:pkg-config)
 # The report tests open pages in headless Chromium and read HDR logs back with Python.
 deps+=(chromium:chromium python3:python3)
+# file:package pairs for the headers and libraries that build links against (libbpf needs
+# libelf and zlib; the BPF programs include the kernel's UAPI headers).
+files=(/usr/include/libelf.h:libelf-dev /usr/include/zlib.h:zlib1g-dev
+       /usr/include/linux/bpf.h:linux-libc-dev)
 need_apt=()
 for d in "${deps[@]}"; do
   cmd=${d%%:*}; pkg=${d##*:}
@@ -18,6 +24,9 @@ for d in "${deps[@]}"; do
 done
 # Debian's python3 makes virtual environments only with python3-venv.
 python3 -c 'import ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
+for d in "${files[@]}"; do
+  [ -e "${d%%:*}" ] || need_apt+=("${d##*:}")
+done
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "installing Debian packages: ${need_apt[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive

@@ -93,6 +93,8 @@ impl Side<'_> {
             extra_pids: t.extra_pids.clone(),
             config,
             experiment: Some(experiment),
+            // Two services measured at once: no eBPF collector beside them (as no sampler).
+            stages: crate::StagesMode::Stamps,
         }
     }
 }

@@ -29,6 +29,9 @@ pub struct Instrument {
     pub cpu_ns: Option<u64>,
     /// Why it did not run, or anything else the reader should know.
     pub note: Option<String>,
+    /// Instrument-specific figures (the eBPF stage collector's counts and agreement).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<serde_json::Value>,
 }
 
 /// Where the server runs, for the attribution: its processes (a spawned server), its threads
@@ -174,5 +177,6 @@ pub(crate) fn writer_instrument(w: &load::WriterStats) -> Instrument {
                 w.escalations, w.max_queued_chunks
             )
         }),
+        detail: None,
     }
 }

@@ -27,6 +27,7 @@ pub mod records;
 mod run;
 mod simulate;
 mod slo;
+mod stages;
 mod sweep;
 mod target;
 mod tune;
@@ -46,6 +47,7 @@ pub use simulate::{
     check_not_saturated, simulate, SimResult, CI_BATCH_MEANS, CI_ORDER_STAT, CI_REPLICATIONS,
 };
 pub use slo::{Bound, Slo, Verdict, View};
+pub use stages::StagesMode;
 pub use sweep::{sweep, Bracket, Load, MaxLoad, Row, RunTemplate, SweepPlan, SweepResult};
 pub use target::{
     own_server_threads, Ready, Scheme, SpawnSpec, TargetPlan, TargetSpec, WorkloadSpec,

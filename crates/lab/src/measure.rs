@@ -44,6 +44,8 @@ pub struct RunPlan {
     pub config: Value,
     /// The experiment this run is a point of, if any.
     pub experiment: Option<i64>,
+    /// Where the per-request server stages come from (eBPF for real servers).
+    pub stages: crate::StagesMode,
 }
 
 /// Checks a run's load before anything is started: the configuration itself, and that its
@@ -124,6 +126,9 @@ pub fn measure(
         cpus: server_cpus,
     };
     let mut sink = StoreSink::open(&db.path, run_id).map_err(|e| fail(e.into()))?;
+    let threads = cfg.threads.min(cfg.connections);
+    let mut stages =
+        crate::stages::Stages::start(plan.stages, ready, &server, threads, obs).map_err(fail)?;
     let mut attribution = Attribution::start(&server, &cfg.cpus, plan.attribution);
     let progress = |done: u64, total: u64| obs.progress("run", done, total);
     let result = load::run_open_loop_into(
@@ -131,12 +136,14 @@ pub fn measure(
         factory.as_ref(),
         stop,
         &progress,
-        &mut sink,
+        &mut stages.sink(&mut sink),
         attribution.slack(),
     );
     obs.phase_done("run");
     let (series, sampler) = attribution.finish();
     let summary = result.map_err(|e| fail(e.into()))?;
+    let mut instruments = vec![sampler, writer_instrument(&summary.writer)];
+    instruments.extend(stages.finish(&summary.writer));
     let same_host = cfg.target.addr.ip().is_loopback();
     let acfg = AnalysisConfig {
         ideal: plan.ideal.clone(),
@@ -191,7 +198,7 @@ pub fn measure(
                 "status": status, "run_id": run_id, "target": ready.label, "url": ready.url,
                 "error": message, "requests": requests, "outcomes": o,
                 "connection_errors": summary.errors, "records": summary.records,
-                "instruments": [sampler, writer_instrument(&summary.writer)],
+                "instruments": instruments,
                 "server": ready.server_json(),
             });
             st.finish_run(run_id, status, &v)?;
@@ -225,7 +232,7 @@ pub fn measure(
         analysis: an,
         saturation,
         why,
-        instruments: vec![sampler, writer_instrument(&summary.writer)],
+        instruments,
         load: LoadFacts {
             start_mono_ns: summary.start_mono_ns,
             warmup_ns: summary.warmup_ns,

@@ -335,6 +335,8 @@ impl Ctx<'_> {
             extra_pids: t.extra_pids.clone(),
             config,
             experiment: Some(self.experiment),
+            // eBPF stages for a spawned server when the host supports them, as `run`.
+            stages: crate::StagesMode::default(),
         };
         let row = match measure(&plan, &live.ready, self.db, self.stop, self.obs) {
             Ok(run) => {

@@ -171,6 +171,14 @@ impl Conn {
         }
     }
 
+    /// The socket's local address (its port is what the server sees as the peer's).
+    pub(crate) fn local_addr(&self) -> Option<SocketAddr> {
+        match self.sock.as_ref()? {
+            Sock::Tcp(s) => s.local_addr().ok(),
+            Sock::Udp(s) => s.local_addr().ok(),
+        }
+    }
+
     /// Bytes (or a datagram) accepted by `queue` but not yet taken by the kernel.
     pub(crate) fn has_pending_output(&self) -> bool {
         self.wpos < self.wbuf.len()

@@ -8,6 +8,7 @@
 //! wants; if chunks pile up (both CPUs of a small host saturated) it steps up to normal
 //! priority until it has caught up, and counts each such time, so memory stays bounded.
 
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -38,6 +39,30 @@ pub trait RecordSink: Send {
     /// Takes one chunk of finished records of generator thread `thread`. An error ends the
     /// run (it is reported as [`LoadError::Sink`]).
     fn write(&mut self, thread: usize, records: &[RequestRecord]) -> Result<(), String>;
+
+    /// The run's time origin (absolute CLOCK_MONOTONIC ns; a record's times are relative
+    /// to it), before any record of the run. Each generator thread reports it (the same
+    /// value) ahead of its own chunks. Default: ignored.
+    fn started(&mut self, _start_mono_ns: u64) {}
+
+    /// Connection `conn` (the records' `conn`) was opened — before the run, or reopened
+    /// after a failure or by churn — with local address `local`, at absolute
+    /// CLOCK_MONOTONIC `at_mono_ns` (no later than the send stamp of any request sent on
+    /// it); always reported before the records of those requests.
+    /// The local port is what the server sees as its peer's (an observer of the server
+    /// matches its sockets to the run's connections with it). Default: ignored.
+    fn connected(&mut self, _conn: u32, _local: SocketAddr, _at_mono_ns: u64) {}
+}
+
+/// What the generator threads hand the writer thread, in order.
+pub(crate) enum ToWriter {
+    Chunk(usize, Vec<RequestRecord>),
+    Started(u64),
+    Connected {
+        conn: u32,
+        local: SocketAddr,
+        at_mono_ns: u64,
+    },
 }
 
 /// Keeps every record in memory (tests, short runs).
@@ -118,7 +143,13 @@ pub fn run_open_loop_into(
     let connect_timeout = cfg
         .timeout
         .clamp(Duration::from_millis(100), Duration::from_secs(10));
+    let opened = host::tstamp::mono_now_ns();
     let conns = open_connections(&cfg.target, factory, cfg.connections, connect_timeout)?;
+    for (c, conn) in conns.iter().enumerate() {
+        if let Some(local) = conn.local_addr() {
+            sink.connected(c as u32, local, opened);
+        }
+    }
 
     // Connection c goes to thread c % threads (its local index is c / threads).
     let mut per_thread: Vec<Vec<Slot>> = (0..threads).map(|_| Vec::new()).collect();
@@ -133,7 +164,7 @@ pub fn run_open_loop_into(
     let halt = AtomicBool::new(false);
     let queued = AtomicUsize::new(0);
     let warmup_ns = crate::engine::dur_ns(cfg.warmup);
-    let (tx, rx) = mpsc::channel::<(usize, Vec<RequestRecord>)>();
+    let (tx, rx) = mpsc::channel::<ToWriter>();
     let mut backlog = Vec::new();
     // Re-borrowed for the scope (a trait object's lifetime may shorten behind &mut).
     let mut slack: Option<&mut dyn SlackTask> = slack.map(|s| s as &mut dyn SlackTask);
@@ -177,6 +208,7 @@ pub fn run_open_loop_into(
                     if at == ABORT {
                         return Err(LoadError::Config("run aborted before start".into()));
                     }
+                    engine.report_start(at);
                     if let Some(e) = pin_error {
                         engine.note_error_pub(e);
                     }
@@ -288,14 +320,14 @@ pub fn run_open_loop_into(
 
 /// A generator's end of the channel to the writer, with the shared count of queued chunks.
 struct CountingSender<'a> {
-    tx: mpsc::Sender<(usize, Vec<RequestRecord>)>,
+    tx: mpsc::Sender<ToWriter>,
     queued: &'a AtomicUsize,
 }
 
 /// The writer thread: hands every chunk to the sink; returns its cost and the sink's first
 /// error (after which it drains the channel without writing, so no generator is held up).
 fn writer_loop(
-    rx: mpsc::Receiver<(usize, Vec<RequestRecord>)>,
+    rx: mpsc::Receiver<ToWriter>,
     sink: &mut dyn RecordSink,
     cpus: &[usize],
     halt: &AtomicBool,
@@ -312,7 +344,22 @@ fn writer_loop(
     let mut idle = host::placement::set_idle_current_thread().is_ok();
     stats.policy = if idle { "idle" } else { "other" }.into();
     let mut error = None;
-    for (thread, chunk) in rx {
+    for msg in rx {
+        let (thread, chunk) = match msg {
+            ToWriter::Chunk(thread, chunk) => (thread, chunk),
+            ToWriter::Started(t0) => {
+                sink.started(t0);
+                continue;
+            }
+            ToWriter::Connected {
+                conn,
+                local,
+                at_mono_ns,
+            } => {
+                sink.connected(conn, local, at_mono_ns);
+                continue;
+            }
+        };
         let waiting = queued.fetch_sub(1, Ordering::Relaxed).saturating_sub(1);
         stats.max_queued_chunks = stats.max_queued_chunks.max(waiting as u64 + 1);
         if idle && waiting >= WRITER_CATCH_UP_CHUNKS {

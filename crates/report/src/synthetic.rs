@@ -125,6 +125,7 @@ pub fn run(
             skipped: 0,
             cpu_ns: None,
             note: None,
+            detail: None,
         }],
     })
 }

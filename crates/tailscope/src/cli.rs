@@ -306,6 +306,12 @@ pub struct RunArgs {
     /// sampler's own cost, as bench/observer.sh does).
     #[arg(long)]
     pub no_attribution: bool,
+    /// Where the server's per-request stages come from: ebpf (kernel tracepoints on the
+    /// server's threads; needs root, BTF and Linux 6.3), stamps (what the server returns:
+    /// the built-in server's), off, or auto (ebpf for a spawned server when the host
+    /// supports it, else stamps).
+    #[arg(long, default_value = "auto", value_name = "auto|ebpf|stamps|off")]
+    pub stages: String,
     #[command(flatten)]
     pub db: DbArgs,
     #[command(flatten)]

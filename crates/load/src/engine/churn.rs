@@ -30,8 +30,9 @@ impl Engine<'_> {
     }
 
     /// Opens a parked connection without waiting for the handshake (the request queued
-    /// next goes out when it completes).
-    pub(super) fn unpark(&mut self, s: usize) -> std::io::Result<()> {
+    /// next goes out when it completes). `at_mono_ns`: the send stamp of the request that
+    /// opens it (taken before the connect).
+    pub(super) fn unpark(&mut self, s: usize, at_mono_ns: u64) -> std::io::Result<()> {
         let quota = self.draw_quota();
         let slot = &mut self.slots[s];
         slot.parked = false;
@@ -39,23 +40,25 @@ impl Engine<'_> {
         if let Some(fd) = slot.conn.fd() {
             self.epoll.add(fd, s as u64)?;
         }
-        self.on_opened(s, quota);
+        self.on_opened(s, quota, at_mono_ns);
         Ok(())
     }
 
-    /// Bookkeeping of every successful (re)open.
-    pub(super) fn on_opened(&mut self, s: usize, quota: u32) {
+    /// Bookkeeping of every successful (re)open, begun at `at_mono_ns` (no later than any
+    /// send stamp on the new socket).
+    pub(super) fn on_opened(&mut self, s: usize, quota: u32, at_mono_ns: u64) {
         let slot = &mut self.slots[s];
         slot.sent_on_conn = 0;
         slot.quota = quota;
         slot.closing = false;
         self.connects += 1;
+        self.report_connected(s, at_mono_ns);
     }
 
-    /// A fresh quota for a connection reopened after a failure.
-    pub(super) fn reopened_after_failure(&mut self, s: usize) {
+    /// A fresh quota for a connection reopened after a failure (begun at `at_mono_ns`).
+    pub(super) fn reopened_after_failure(&mut self, s: usize, at_mono_ns: u64) {
         let quota = self.draw_quota();
-        self.on_opened(s, quota);
+        self.on_opened(s, quota, at_mono_ns);
     }
 
     /// Parks a connection whose quota is used up and whose requests are all answered or

@@ -112,6 +112,7 @@ impl Engine<'_> {
             if !due {
                 continue;
             }
+            let at = host::tstamp::mono_now_ns();
             let slot = &mut self.slots[s];
             let res =
                 slot.conn
@@ -123,7 +124,7 @@ impl Engine<'_> {
             match res {
                 Ok(()) => {
                     slot.down = None;
-                    self.reopened_after_failure(s);
+                    self.reopened_after_failure(s, at);
                 }
                 Err(e) => {
                     slot.conn.close();

@@ -25,6 +25,7 @@ use crate::config::LoadConfig;
 use crate::conn::{Conn, ConnFail};
 use crate::protocol::Reply;
 use crate::record::{Outcome, RequestRecord};
+use crate::run::ToWriter;
 use crate::schedule::ThreadSchedule;
 use crate::sys::Epoll;
 
@@ -187,7 +188,7 @@ pub(crate) struct Engine<'a> {
     shared: &'a Shared,
     /// Finished records on their way to the sink, and where they go.
     chunk: Vec<RequestRecord>,
-    out: Sender<(usize, Vec<RequestRecord>)>,
+    out: Sender<ToWriter>,
     /// Chunks sent and not yet taken by the writer (it leaves idle priority when they pile up).
     queued: &'a AtomicUsize,
     emitted: u64,
@@ -212,7 +213,7 @@ impl<'a> Engine<'a> {
         sched: ThreadSchedule,
         stop: &'a AtomicBool,
         shared: &'a Shared,
-        out: Sender<(usize, Vec<RequestRecord>)>,
+        out: Sender<ToWriter>,
         queued: &'a AtomicUsize,
         slack: Option<&'a mut (dyn SlackTask + 'a)>,
     ) -> std::io::Result<Self> {
@@ -387,7 +388,25 @@ impl<'a> Engine<'a> {
         self.queued.fetch_add(1, Ordering::Relaxed);
         // The receiver lives until every generator thread has ended; if it is gone the run is
         // being torn down and the records have nowhere to go.
-        let _ = self.out.send((self.thread as usize, full));
+        let _ = self.out.send(ToWriter::Chunk(self.thread as usize, full));
+    }
+
+    /// Tells the writer the run's time origin, ahead of this thread's records.
+    pub(crate) fn report_start(&self, start_mono_ns: u64) {
+        let _ = self.out.send(ToWriter::Started(start_mono_ns));
+    }
+
+    /// Tells the writer that slot `s` opened a socket (its local address) at `at_mono_ns`,
+    /// ahead of the records of the requests sent on it.
+    fn report_connected(&self, s: usize, at_mono_ns: u64) {
+        let slot = &self.slots[s];
+        if let Some(local) = slot.conn.local_addr() {
+            let _ = self.out.send(ToWriter::Connected {
+                conn: slot.global,
+                local,
+                at_mono_ns,
+            });
+        }
     }
 
     /// Publishes the thread's counters for the coordinator.
@@ -599,7 +618,7 @@ impl<'a> Engine<'a> {
         let reopened = self.slots[s].parked;
         let global = self.slots[s].global;
         if reopened {
-            if let Err(e) = self.unpark(s) {
+            if let Err(e) = self.unpark(s, self.start + before_connect) {
                 let sent = self.stamp_sent(i, global, before_connect, first);
                 self.slots[s].inflight.push_back((i, sent));
                 self.slots[s].live += 1;

@@ -29,8 +29,10 @@ impl lab::Observer for Progress {
         }
         let bar = self.bar.lock().ok();
         match bar.as_ref().and_then(|b| b.as_ref()) {
-            Some((_, b)) => b.println(msg),
-            None => eprintln!("{msg}"),
+            // A bar drawn on a terminal prints the note above itself; a hidden one (stderr
+            // not a terminal) would swallow it.
+            Some((_, b)) if !b.is_hidden() => b.println(msg),
+            _ => eprintln!("{msg}"),
         }
     }
 

@@ -214,6 +214,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
         }
     }
     output::check_outputs(&a.out)?;
+    check_stages(a)?;
     let db = db_path(&a.db)?;
     let known = known_service(a, &db)?;
     if matches!(rate, Rate::OfCapacity(_)) && known.is_none() && !tplan.owns_server() {
@@ -264,6 +265,18 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
         }
     }
     Ok(run.status.exit_code())
+}
+
+/// `--stages`: a known mode; eBPF needs the server's process and a host that can run it.
+fn check_stages(a: &RunArgs) -> anyhow::Result<lab::StagesMode> {
+    let mode: lab::StagesMode = a.stages.parse().map_err(usage)?;
+    if mode == lab::StagesMode::Ebpf && !a.server.spawn && a.server_pid.is_empty() {
+        return Err(usage(
+            "--stages ebpf needs the server's process: --spawn it, or give --server-pid",
+        ));
+    }
+    mode.check_host().map_err(lab_err)?;
+    Ok(mode)
 }
 
 /// The ideal's service time (calibrating a server tailscope started when nothing else gives
@@ -345,8 +358,10 @@ fn measure_ready(
             "request_size": la.request_size, "stamps": !la.no_stamps, "seed": la.seed,
             "ideal": ideal, "server": ready.server_json(), "alpha": la.alpha,
             "workload": format!("{:?}", ready.workload), "churn": ready.churn,
+            "stages": a.stages,
         }),
         experiment: None,
+        stages: check_stages(a)?,
     };
     Ok(lab::measure(&plan, ready, db, stop, obs)?)
 }

@@ -1,0 +1,355 @@
+//! [`Collector`]: the BPF programs loaded (CO-RE, libbpf), told which processes, threads and
+//! ports are the server's, attached to their raw tracepoints, and drained on demand.
+//!
+//! Nothing runs in user space while a run goes on: the kernel writes its records into one
+//! ring buffer of bounded size without waking anyone, and the caller drains it when it wants
+//! the events ([`Collector::drain`]). Records that find the buffer full are dropped and
+//! counted ([`Counters::dropped`]).
+
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use libbpf_rs::{MapCore, MapFlags, ObjectBuilder, PrintLevel, RingBufferBuilder};
+
+use crate::event::Event;
+use crate::EbpfError;
+
+/// The compiled programs (build.rs), aligned for the ELF parser.
+#[repr(C, align(8))]
+struct Aligned<T: ?Sized>(T);
+static OBJECT: &Aligned<[u8]> =
+    &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/stages.bpf.o")));
+
+/// System call classes, as the kernel side numbers them.
+const CLS_READ: u8 = 1;
+const CLS_WRITE: u8 = 2;
+const CLS_EPOLL: u8 = 3;
+const CLS_RECVFROM: u8 = 4;
+const CLS_RECVMSG: u8 = 5;
+const MAX_SYSCALL: i64 = 1024;
+
+/// Smallest and largest ring buffer (bytes; the kernel wants a power of two of pages).
+pub const MIN_RING_BYTES: usize = 1 << 20;
+pub const MAX_RING_BYTES: usize = 1 << 28;
+
+/// What the collector watches.
+#[derive(Clone, Debug, Default)]
+pub struct CollectorConfig {
+    /// Server processes (every thread of each, and processes they fork).
+    pub tgids: Vec<u32>,
+    /// Server threads of a process that also runs other things (the built-in server inside
+    /// tailscope).
+    pub tids: Vec<u32>,
+    /// Threads of process `.0` whose names start with `.1` (at most 16 bytes): the built-in
+    /// server's threads inside tailscope, which come and go with its connections.
+    pub thread_prefix: Option<(u32, String)>,
+    /// The server's ports: data reaching a socket bound to one of them is an arrival.
+    pub ports: Vec<u16>,
+    /// Ring buffer size, bytes (rounded up to a power of two within the limits above).
+    pub ring_bytes: usize,
+}
+
+/// The kernel side's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Counters {
+    /// Records written to the ring buffer.
+    pub events: u64,
+    /// Records lost because the ring buffer was full.
+    pub dropped: u64,
+}
+
+/// What the programs cost inside the kernel (BPF run-time statistics, on while the
+/// collector runs), summed over programs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct KernelCost {
+    /// Whether the kernel counted (BPF_ENABLE_STATS accepted).
+    pub measured: bool,
+    /// Program runs and their total time, ns.
+    pub runs: u64,
+    pub run_time_ns: u64,
+    /// Per program: (name, runs, ns).
+    pub programs: Vec<(String, u64, u64)>,
+}
+
+/// System calls and their classes on this architecture.
+fn syscall_classes() -> Vec<(i64, u8)> {
+    let mut v = vec![
+        (libc::SYS_read, CLS_READ),
+        (libc::SYS_readv, CLS_READ),
+        (libc::SYS_recvfrom, CLS_RECVFROM),
+        (libc::SYS_recvmsg, CLS_RECVMSG),
+        (libc::SYS_recvmmsg, CLS_READ),
+        (libc::SYS_write, CLS_WRITE),
+        (libc::SYS_writev, CLS_WRITE),
+        (libc::SYS_sendto, CLS_WRITE),
+        (libc::SYS_sendmsg, CLS_WRITE),
+        (libc::SYS_sendmmsg, CLS_WRITE),
+        (libc::SYS_sendfile, CLS_WRITE),
+        (libc::SYS_epoll_pwait, CLS_EPOLL),
+        (libc::SYS_epoll_pwait2, CLS_EPOLL),
+    ];
+    #[cfg(target_arch = "x86_64")]
+    v.push((libc::SYS_epoll_wait, CLS_EPOLL));
+    v
+}
+
+/// Most server processes traced (`MAX_TGIDS` in the programs).
+pub const MAX_TGIDS: usize = 16;
+
+/// The programs' `struct filter` for `cfg` (native endian):
+/// `{ u32 ntgids; u32 tgids[16]; u32 has_tids; u32 comm_tgid; u32 comm_len; char prefix[16]; }`.
+fn filter_value(cfg: &CollectorConfig) -> Result<Vec<u8>, EbpfError> {
+    if cfg.tgids.len() > MAX_TGIDS {
+        return Err(EbpfError::Config(format!(
+            "at most {MAX_TGIDS} server processes can be traced, got {}",
+            cfg.tgids.len()
+        )));
+    }
+    let mut v = Vec::with_capacity(4 * (4 + MAX_TGIDS) + 16);
+    v.extend_from_slice(&(cfg.tgids.len() as u32).to_ne_bytes());
+    for k in 0..MAX_TGIDS {
+        v.extend_from_slice(&cfg.tgids.get(k).copied().unwrap_or(0).to_ne_bytes());
+    }
+    v.extend_from_slice(&u32::from(!cfg.tids.is_empty()).to_ne_bytes());
+    let (tgid, prefix) = match &cfg.thread_prefix {
+        Some((t, p)) => (*t, p.as_bytes()),
+        None => (0, &[][..]),
+    };
+    if prefix.len() > 16 || (cfg.thread_prefix.is_some() && prefix.is_empty()) {
+        return Err(EbpfError::Config(
+            "a thread name prefix must be 1 to 16 bytes".into(),
+        ));
+    }
+    v.extend_from_slice(&tgid.to_ne_bytes());
+    v.extend_from_slice(&(prefix.len() as u32).to_ne_bytes());
+    let mut p = [0u8; 16];
+    p[..prefix.len()].copy_from_slice(prefix);
+    v.extend_from_slice(&p);
+    Ok(v)
+}
+
+/// libbpf's warnings, kept for the error message of a failed load.
+static LIBBPF_LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn keep_log(_level: PrintLevel, msg: String) {
+    if let Ok(mut log) = LIBBPF_LOG.lock() {
+        if log.len() >= 20 {
+            log.remove(0);
+        }
+        log.push(msg.trim_end().to_string());
+    }
+}
+
+fn load_error(what: &str, e: libbpf_rs::Error) -> EbpfError {
+    let log = LIBBPF_LOG
+        .lock()
+        .map(|l| l.iter().rev().take(3).cloned().collect::<Vec<_>>())
+        .unwrap_or_default();
+    EbpfError::Load(format!(
+        "{what}: {e}{}",
+        if log.is_empty() {
+            String::new()
+        } else {
+            format!(" (libbpf: {})", log.join(" | "))
+        }
+    ))
+}
+
+/// The loaded and attached programs of one run; detached when dropped.
+pub struct Collector {
+    // Field order is drop order: the links go before the object they belong to.
+    links: Vec<libbpf_rs::Link>,
+    ring: libbpf_rs::RingBuffer<'static>,
+    obj: libbpf_rs::Object,
+    received: Arc<Mutex<Vec<Event>>>,
+    /// Keeps the kernel's BPF run-time statistics on while it is open.
+    stats: Option<OwnedFd>,
+    /// Records that did not parse (a kernel/user layout mismatch would show here).
+    malformed: Arc<Mutex<u64>>,
+    started: Instant,
+}
+
+impl Collector {
+    /// Loads, configures and attaches the programs. Check [`crate::support::check`] first
+    /// for the reason a host cannot.
+    pub fn start(cfg: &CollectorConfig) -> Result<Collector, EbpfError> {
+        if cfg.tgids.is_empty() && cfg.tids.is_empty() && cfg.thread_prefix.is_none() {
+            return Err(EbpfError::Config(
+                "no server process or thread to trace".into(),
+            ));
+        }
+        libbpf_rs::set_print(Some((PrintLevel::Warn, keep_log)));
+        let ring = cfg
+            .ring_bytes
+            .clamp(MIN_RING_BYTES, MAX_RING_BYTES)
+            .next_power_of_two();
+        let mut open = ObjectBuilder::default()
+            .open_memory(&OBJECT.0)
+            .map_err(|e| load_error("opening the BPF object", e))?;
+        for mut m in open.maps_mut() {
+            if m.name() == "events" {
+                let n = u32::try_from(ring).unwrap_or(u32::MAX);
+                m.set_max_entries(n)
+                    .map_err(|e| load_error("sizing the ring buffer", e))?;
+            }
+        }
+        let obj = open
+            .load()
+            .map_err(|e| load_error("loading the BPF programs", e))?;
+        let update = |name: &str, key: &[u8], value: &[u8]| -> Result<(), EbpfError> {
+            let map = obj
+                .maps()
+                .find(|m| m.name() == name)
+                .ok_or_else(|| EbpfError::Load(format!("the BPF object has no map {name}")))?;
+            map.update(key, value, MapFlags::ANY)
+                .map_err(|e| load_error(&format!("filling map {name}"), e))
+        };
+        for (nr, cls) in syscall_classes() {
+            if (0..MAX_SYSCALL).contains(&nr) {
+                update("sysclass", &(nr as u32).to_ne_bytes(), &[cls])?;
+            }
+        }
+        for t in &cfg.tids {
+            update("tids", &t.to_ne_bytes(), &[1])?;
+        }
+        for p in &cfg.ports {
+            update("ports", &p.to_ne_bytes(), &[1])?;
+        }
+        update("filter", &0u32.to_ne_bytes(), &filter_value(cfg)?)?;
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let malformed = Arc::new(Mutex::new(0u64));
+        let ring = {
+            let events = obj
+                .maps()
+                .find(|m| m.name() == "events")
+                .ok_or_else(|| EbpfError::Load("the BPF object has no ring buffer".into()))?;
+            let mut b = RingBufferBuilder::new();
+            let (sink, bad) = (Arc::clone(&received), Arc::clone(&malformed));
+            b.add(&events, move |data: &[u8]| {
+                match Event::parse(data) {
+                    Some(e) => {
+                        if let Ok(mut v) = sink.lock() {
+                            v.push(e);
+                        }
+                    }
+                    None => {
+                        if let Ok(mut n) = bad.lock() {
+                            *n += 1;
+                        }
+                    }
+                }
+                0
+            })
+            .map_err(|e| load_error("opening the ring buffer", e))?;
+            b.build()
+                .map_err(|e| load_error("opening the ring buffer", e))?
+        };
+        // SAFETY: bpf_enable_stats takes a plain enum value and returns a new descriptor
+        // (or a negative error); the descriptor is owned by nobody else.
+        let stats = unsafe {
+            let fd =
+                libbpf_rs::libbpf_sys::bpf_enable_stats(libbpf_rs::libbpf_sys::BPF_STATS_RUN_TIME);
+            (fd >= 0).then(|| OwnedFd::from_raw_fd(fd))
+        };
+        let mut links = Vec::new();
+        for prog in obj.progs_mut() {
+            let name = prog.name().to_string_lossy().into_owned();
+            let link = prog
+                .attach()
+                .map_err(|e| load_error(&format!("attaching {name}"), e))?;
+            links.push(link);
+        }
+        Ok(Collector {
+            links,
+            ring,
+            obj,
+            received,
+            stats,
+            malformed,
+            started: Instant::now(),
+        })
+    }
+
+    /// Moves every record in the ring buffer to `out` (in the order the kernel wrote them).
+    pub fn drain(&mut self, out: &mut Vec<Event>) -> Result<usize, EbpfError> {
+        self.ring
+            .consume()
+            .map_err(|e| EbpfError::Read(format!("draining the ring buffer: {e}")))?;
+        let mut got = self
+            .received
+            .lock()
+            .map_err(|_| EbpfError::Read("ring buffer callback panicked".into()))?;
+        let n = got.len();
+        out.append(&mut got);
+        Ok(n)
+    }
+
+    /// The kernel side's counters, summed over CPUs.
+    pub fn counters(&self) -> Counters {
+        let Some(map) = self.obj.maps().find(|m| m.name() == "counters") else {
+            return Counters::default();
+        };
+        let slot = |k: u32| -> u64 {
+            match map.lookup_percpu(&k.to_ne_bytes(), MapFlags::ANY) {
+                Ok(Some(per_cpu)) => per_cpu
+                    .iter()
+                    .filter_map(|v| v.get(..8))
+                    .map(|b| {
+                        let mut a = [0u8; 8];
+                        a.copy_from_slice(b);
+                        u64::from_ne_bytes(a)
+                    })
+                    .sum(),
+                _ => 0,
+            }
+        };
+        Counters {
+            events: slot(0),
+            dropped: slot(1),
+        }
+    }
+
+    /// The programs' runs and time in the kernel so far.
+    pub fn kernel_cost(&self) -> KernelCost {
+        let mut cost = KernelCost {
+            measured: self.stats.is_some(),
+            ..KernelCost::default()
+        };
+        for prog in self.obj.progs() {
+            let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
+            let mut len = std::mem::size_of_val(&info) as u32;
+            let fd = prog.as_fd();
+            // SAFETY: `info` is a valid, writable bpf_prog_info of `len` bytes, and `fd` a
+            // live program descriptor borrowed for the call.
+            let rc = unsafe {
+                libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len)
+            };
+            if rc == 0 {
+                cost.runs += info.run_cnt;
+                cost.run_time_ns += info.run_time_ns;
+                cost.programs.push((
+                    prog.name().to_string_lossy().into_owned(),
+                    info.run_cnt,
+                    info.run_time_ns,
+                ));
+            }
+        }
+        cost
+    }
+
+    /// Records that did not parse.
+    pub fn malformed(&self) -> u64 {
+        self.malformed.lock().map(|n| *n).unwrap_or(0)
+    }
+
+    /// Programs attached.
+    pub fn programs(&self) -> usize {
+        self.links.len()
+    }
+
+    /// How long the programs have been attached.
+    pub fn age(&self) -> std::time::Duration {
+        self.started.elapsed()
+    }
+}

@@ -1,0 +1,93 @@
+//! # ebpf — per-request stages of unmodified servers, from kernel tracepoints
+//!
+//! In tailscope's data flow this crate sits beside the load generator: while a run goes on
+//! it watches the *server* — memcached, nginx, Redis as Debian ships them, or the built-in
+//! server's threads — from inside the kernel, and afterwards gives each client request the
+//! server-side stage stamps T1..T6 that Tales of the Tail (§3.3.1) got from a patched kernel
+//! and patched servers, and the ThunderX study from SystemTap. `lab` joins them into the
+//! request records, where the stage table and the "why" read them as they read the built-in
+//! server's own stamps.
+//!
+//! ```text
+//!  server threads ─ syscalls, sched, sock/skb/net tracepoints ─► BPF programs ─► ring buffer
+//!                                                       (bounded, no wake-ups)      │ drain
+//!  load records (per chunk) ─► Joiner (by connection, in send order) ◄── Event ─────┘
+//!                                 └─► T1..T6 per request
+//! ```
+//!
+//! ## What is traced (raw tracepoints only: no kprobes, no patches)
+//!
+//! | tracepoint | for the server's threads (tgid or tid filter) |
+//! |---|---|
+//! | `raw_syscalls:sys_enter` / `sys_exit` | entry and return (and, for UDP reads, the datagram's source port and first bytes from the caller's buffers — x86-64 and arm64) of `epoll_wait`/`epoll_pwait[2]`, `read`/`readv`/`recvfrom`/`recvmsg`/`recvmmsg`, `write`/`writev`/`sendto`/`sendmsg`/`sendmmsg`/`sendfile` (memcached: `read` + `sendmsg`, UDP `recvfrom` + `sendmsg`; nginx: `recvfrom` + `writev` + `sendfile`; Redis: `read` + `write`, checked with strace) |
+//! | `sock:sock_recv_length` / `sock_send_length` | which socket a read or write used, its bytes, and (TCP) the stream position after it (`copied_seq`, `write_seq`) |
+//! | `sock:sk_data_ready` | data reached a socket on the server's port: the arrival (T1); TCP: `rcv_nxt`; UDP: the queued datagram's client port and request id |
+//! | `net:net_dev_queue` | a write's packet handed to the device (T6; the software transmit stamp's point) |
+//! | `sched:sched_wakeup` / `sched_switch` | when a server thread was woken and got a CPU (run-queue wait) |
+//! | `sched:sched_process_fork` | workers forked by a traced server (nginx) are traced too |
+//!
+//! Timestamps are `bpf_ktime_get_ns`: CLOCK_MONOTONIC, the clock of tailscope's records (a
+//! record's time + the run's `start_mono_ns` is absolute MONOTONIC). Records (80 bytes) go
+//! through one ring buffer of bounded size, submitted without waking the consumer; the
+//! consumer drains it when it needs the events ([`Collector::drain`]). Memory does not grow
+//! with a run: the ring buffer is fixed, and the [`Joiner`] holds only events not yet older
+//! than every request still to come, under a cap.
+//!
+//! How events become per-request T1..T6, including pipelined requests on one read, is in
+//! [`join`]'s documentation. The mapping onto the built-in server's stamps:
+//!
+//! | stamp | from eBPF | built-in server |
+//! |---|---|---|
+//! | T1 | `sk_data_ready`: the request's data queued in the socket (after TCP/UDP processing) | the kernel's software receive stamp (before it) |
+//! | T2 | the reading thread's return from `epoll_wait`; T1 if it was already awake | the same, in user space |
+//! | T3 | return of the read that consumed the request | after read and decode |
+//! | T4 | = T5: the application's time is T3→T5 | after the work |
+//! | T5 | entry of the reply's first write | just before the write |
+//! | T6 | the reply's last packet handed to the device (else the write's return) | the software transmit stamp |
+//!
+//! ## Why libbpf-rs with CO-RE rather than aya
+//!
+//! * **The kernel side is C, compiled once, run anywhere with BTF.** The programs read a few
+//!   kernel fields (`skc_num`, `rcv_nxt`, `copied_seq`, `sk_buff.head`…). With CO-RE the
+//!   object carries the accesses' names and libbpf relocates them against the running
+//!   kernel's `/sys/kernel/btf/vmlinux` at load time; the object is built from a handful of
+//!   declarations marked `preserve_access_index`, with no `vmlinux.h` and nothing of the
+//!   build host's kernel. libbpf *is* the reference implementation of these relocations;
+//!   aya re-implements them in Rust and has lagged on some relocation kinds.
+//! * **The toolchain is Debian's.** clang 14 compiles the C program (`build.rs`); aya's
+//!   Rust-side BPF programs need a nightly toolchain and `bpf-linker`, which this project's
+//!   machines cannot fetch. With aya we would still write the kernel half in C and gain only
+//!   a pure-Rust loader.
+//! * **Cost:** `libbpf-sys` builds libbpf from its bundled sources and links libelf and zlib
+//!   (`libelf-dev`, `zlib1g-dev`, `pkg-config` — `scripts/test.sh` installs them with
+//!   clang). That is the price; aya would need none of them.
+//!
+//! ## Unsupported hosts
+//!
+//! [`support::check`] names the first missing piece in one line — not root, no BTF, tracefs
+//! not mounted (it mounts it at `/sys/kernel/tracing` when root), a missing tracepoint
+//! (`sock:sock_*_length` arrived in Linux 6.3) — and the caller runs without eBPF stages.
+
+pub mod collector;
+pub mod event;
+pub mod join;
+pub mod support;
+
+pub use collector::{Collector, CollectorConfig, Counters, KernelCost};
+pub use event::{Event, Kind, Proto};
+pub use join::{JoinStats, Joiner, Matched, Request};
+pub use support::Unsupported;
+
+/// What can go wrong while collecting.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EbpfError {
+    #[error("eBPF stages unsupported here: {0}")]
+    Unsupported(Unsupported),
+    #[error("eBPF collector: {0}")]
+    Config(String),
+    #[error("eBPF collector: {0}")]
+    Load(String),
+    #[error("eBPF collector: {0}")]
+    Read(String),
+}

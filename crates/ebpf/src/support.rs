@@ -1,0 +1,207 @@
+//! Whether this host can run the collector, and if not, the one-line reason.
+//!
+//! Every file is read under a root path (`/` on a real host, a fixture tree in tests), as
+//! `host` does, so the unsupported paths are tested on a host that supports everything. The
+//! environment variable [`ROOT_ENV`] points a whole run at such a tree.
+
+use std::path::{Path, PathBuf};
+
+/// Environment variable naming the root under which support is checked (tests force the
+/// unsupported paths with a fixture tree; unset: `/`).
+pub const ROOT_ENV: &str = "TAILSCOPE_EBPF_ROOT";
+
+/// Tracepoints the collector attaches to (category, name), all raw: none needs a kprobe.
+pub const TRACEPOINTS: [(&str, &str); 9] = [
+    ("raw_syscalls", "sys_enter"),
+    ("raw_syscalls", "sys_exit"),
+    ("sock", "sock_recv_length"),
+    ("sock", "sock_send_length"),
+    ("sock", "sk_data_ready"),
+    ("net", "net_dev_queue"),
+    ("sched", "sched_wakeup"),
+    ("sched", "sched_switch"),
+    ("sched", "sched_process_fork"),
+];
+
+/// Why the collector cannot run here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unsupported {
+    /// Loading BPF programs needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN).
+    NotRoot,
+    /// No kernel BTF: CO-RE cannot relocate the programs.
+    NoBtf(PathBuf),
+    /// tracefs is not mounted (and could not be, not being root or failing to).
+    NoTracefs(String),
+    /// The kernel lacks a tracepoint the collector needs (older than 6.3 for `sock:*_length`).
+    NoTracepoint(String),
+}
+
+impl std::fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unsupported::NotRoot => f.write_str(
+                "not root: loading eBPF programs needs CAP_BPF and CAP_PERFMON (run as root)",
+            ),
+            Unsupported::NoBtf(p) => write!(
+                f,
+                "no kernel BTF at {} (CONFIG_DEBUG_INFO_BTF): CO-RE cannot relocate the programs",
+                p.display()
+            ),
+            Unsupported::NoTracefs(why) => write!(f, "tracefs not mounted: {why}"),
+            Unsupported::NoTracepoint(tp) => write!(
+                f,
+                "the kernel has no tracepoint {tp} (sock:sock_recv_length and sock_send_length need Linux 6.3)"
+            ),
+        }
+    }
+}
+
+/// The root support is checked under: [`ROOT_ENV`] or `/`.
+pub fn root() -> PathBuf {
+    std::env::var_os(ROOT_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"))
+}
+
+/// Checks the host (under [`root`]); on the real root, mounts tracefs at
+/// `/sys/kernel/tracing` when it is missing and we are root.
+pub fn check() -> Result<(), Unsupported> {
+    check_at(&root())
+}
+
+/// Checks the tree under `root` (the real host when `root` is `/`).
+pub fn check_at(root: &Path) -> Result<(), Unsupported> {
+    if !privileged(root) {
+        return Err(Unsupported::NotRoot);
+    }
+    let btf = root.join("sys/kernel/btf/vmlinux");
+    if !btf.is_file() {
+        return Err(Unsupported::NoBtf(PathBuf::from("/sys/kernel/btf/vmlinux")));
+    }
+    let tracing = tracefs(root)?;
+    for (cat, name) in TRACEPOINTS {
+        if !tracing.join("events").join(cat).join(name).is_dir() {
+            return Err(Unsupported::NoTracepoint(format!("{cat}:{name}")));
+        }
+    }
+    Ok(())
+}
+
+/// Effective capabilities hold CAP_SYS_ADMIN, or both CAP_BPF and CAP_PERFMON.
+fn privileged(root: &Path) -> bool {
+    let status = std::fs::read_to_string(root.join("proc/self/status")).unwrap_or_default();
+    let caps = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0);
+    const SYS_ADMIN: u64 = 1 << 21;
+    const PERFMON: u64 = 1 << 38;
+    const BPF: u64 = 1 << 39;
+    caps & SYS_ADMIN != 0 || (caps & PERFMON != 0 && caps & BPF != 0)
+}
+
+/// The tracefs directory under `root`, mounting it on the real root when we may.
+fn tracefs(root: &Path) -> Result<PathBuf, Unsupported> {
+    for dir in ["sys/kernel/tracing", "sys/kernel/debug/tracing"] {
+        let p = root.join(dir);
+        if p.join("events").is_dir() {
+            return Ok(p);
+        }
+    }
+    let target = root.join("sys/kernel/tracing");
+    if root != Path::new("/") {
+        return Err(Unsupported::NoTracefs(format!(
+            "no events under {}",
+            target.display()
+        )));
+    }
+    mount_tracefs(&target).map_err(|e| {
+        Unsupported::NoTracefs(format!("mounting it at {} failed: {e}", target.display()))
+    })?;
+    if target.join("events").is_dir() {
+        Ok(target)
+    } else {
+        Err(Unsupported::NoTracefs(format!(
+            "mounted at {} but it has no events",
+            target.display()
+        )))
+    }
+}
+
+fn mount_tracefs(target: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(target.as_os_str().as_bytes())
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    let fstype = c"tracefs";
+    // SAFETY: every pointer is a valid NUL-terminated string that outlives the call; data
+    // may be NULL for tracefs.
+    let rc = unsafe {
+        libc::mount(
+            fstype.as_ptr(),
+            path.as_ptr(),
+            fstype.as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(caps: &str, btf: bool, events: &[(&str, &str)]) -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("proc/self")).unwrap();
+        std::fs::write(
+            d.path().join("proc/self/status"),
+            format!("Name:\tx\nCapEff:\t{caps}\n"),
+        )
+        .unwrap();
+        if btf {
+            std::fs::create_dir_all(d.path().join("sys/kernel/btf")).unwrap();
+            std::fs::write(d.path().join("sys/kernel/btf/vmlinux"), b"btf").unwrap();
+        }
+        for (c, n) in events {
+            std::fs::create_dir_all(d.path().join("sys/kernel/tracing/events").join(c).join(n))
+                .unwrap();
+        }
+        d
+    }
+
+    const ROOT_CAPS: &str = "000001ffffffffff";
+
+    #[test]
+    fn a_complete_host_is_supported() {
+        let d = tree(ROOT_CAPS, true, &TRACEPOINTS);
+        assert_eq!(check_at(d.path()), Ok(()));
+    }
+
+    #[test]
+    fn each_missing_piece_is_named() {
+        let d = tree("0000000000000000", true, &TRACEPOINTS);
+        assert_eq!(check_at(d.path()), Err(Unsupported::NotRoot));
+        // CAP_BPF + CAP_PERFMON without CAP_SYS_ADMIN is enough.
+        let d = tree("000000c000000000", true, &TRACEPOINTS);
+        assert_eq!(check_at(d.path()), Ok(()));
+        let d = tree(ROOT_CAPS, false, &TRACEPOINTS);
+        assert!(matches!(check_at(d.path()), Err(Unsupported::NoBtf(_))));
+        let d = tree(ROOT_CAPS, true, &[]);
+        let e = check_at(d.path()).unwrap_err();
+        assert!(matches!(e, Unsupported::NoTracefs(_)), "{e}");
+        let d = tree(ROOT_CAPS, true, &TRACEPOINTS[..2]);
+        let e = check_at(d.path()).unwrap_err();
+        assert_eq!(
+            e,
+            Unsupported::NoTracepoint("sock:sock_recv_length".into()),
+            "{e}"
+        );
+        assert!(e.to_string().contains("6.3"));
+    }
+}

@@ -1,0 +1,124 @@
+//! The collector against the real kernel: a small echo server on threads of this process
+//! (traced by thread id), a client in another thread, every request matched. Needs root and
+//! a kernel with BTF (CI runs as root): a host without them fails this test, it does not
+//! skip it.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream, UdpSocket};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use ebpf::{Collector, CollectorConfig, Joiner, Proto, Request};
+
+fn gettid() -> u32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() as u32 }
+}
+
+fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec to write into.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+const N: usize = 200;
+
+#[test]
+fn tcp_and_udp_echo_requests_are_all_matched() {
+    ebpf::support::check().expect("this host must support the eBPF collector (root, BTF, tracefs)");
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let u = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let (tport, uport) = (
+        l.local_addr().unwrap().port(),
+        u.local_addr().unwrap().port(),
+    );
+    let (tx, rx) = mpsc::channel();
+    // The server: one thread, TCP echo then UDP echo (blocking reads: no epoll, T2 = T1).
+    let server = std::thread::spawn(move || {
+        tx.send(gettid()).unwrap();
+        let (mut s, _) = l.accept().unwrap();
+        let mut buf = [0u8; 64];
+        for _ in 0..N {
+            s.read_exact(&mut buf[..16]).unwrap();
+            s.write_all(&buf[..16]).unwrap();
+        }
+        for _ in 0..N {
+            let (n, from) = u.recv_from(&mut buf).unwrap();
+            u.send_to(&buf[..n], from).unwrap();
+        }
+    });
+    let tid = rx.recv().unwrap();
+    let mut c = Collector::start(&CollectorConfig {
+        tids: vec![tid],
+        ports: vec![tport, uport],
+        ring_bytes: 1 << 20,
+        ..CollectorConfig::default()
+    })
+    .unwrap();
+    let mut reqs = Vec::new();
+    let mut t = TcpStream::connect(("127.0.0.1", tport)).unwrap();
+    t.set_nodelay(true).unwrap();
+    let cport = t.local_addr().unwrap().port();
+    let mut buf = [0u8; 16];
+    for k in 0..N {
+        let sent = mono_ns();
+        t.write_all(&[k as u8; 16]).unwrap();
+        t.read_exact(&mut buf).unwrap();
+        reqs.push((Proto::Tcp, cport, sent, mono_ns(), None));
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let cu = UdpSocket::bind("127.0.0.1:0").unwrap();
+    cu.connect(("127.0.0.1", uport)).unwrap();
+    let ucport = cu.local_addr().unwrap().port();
+    for k in 0..N {
+        // A memcached-like frame header: the request id first.
+        let rid = k as u16;
+        let mut d = [0u8; 16];
+        d[..2].copy_from_slice(&rid.to_be_bytes());
+        let sent = mono_ns();
+        cu.send(&d).unwrap();
+        cu.recv(&mut buf).unwrap();
+        reqs.push((Proto::Udp, ucport, sent, mono_ns(), Some(rid)));
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    server.join().unwrap();
+    std::thread::sleep(Duration::from_millis(5));
+    let mut events = Vec::new();
+    c.drain(&mut events).unwrap();
+    let counters = c.counters();
+    assert_eq!(counters.dropped, 0);
+    assert_eq!(counters.events as usize, events.len());
+    let mut j = Joiner::new(1 << 20);
+    for e in events {
+        j.push(e);
+    }
+    let mut matched = 0;
+    for (i, &(proto, port, sent, received, rid)) in reqs.iter().enumerate() {
+        let next_sent = reqs.get(i + 1).filter(|n| n.0 == proto).map_or(0, |n| n.2);
+        let r = Request {
+            proto,
+            port,
+            sent,
+            received,
+            next_sent,
+            rid,
+        };
+        if let Some(m) = j.join(&r) {
+            let s = m.stamps;
+            assert!(sent <= s[0], "{proto:?} request {i}: T1 before the send");
+            assert!(s.windows(2).all(|w| w[0] <= w[1]), "{s:?}");
+            assert!(
+                s[4] <= received,
+                "{proto:?} request {i}: the write after the receive"
+            );
+            matched += 1;
+        }
+    }
+    assert_eq!(matched, 2 * N, "{:?}", j.stats());
+    assert_eq!(j.stats().t1_missing, 0, "{:?}", j.stats());
+    drop(c);
+}

@@ -1,0 +1,559 @@
+//! Where a run's per-request server stages come from ([`StagesMode`]), and the eBPF
+//! collector's place in a measurement.
+//!
+//! The built-in server returns its own stamps T1..T6 in each reply; real servers return
+//! none. With eBPF (crate `ebpf`) the kernel watches the server's threads during the run and
+//! the records get T1..T6 from the matched kernel events *before they are stored*, so the
+//! stage table, the service time and the "why" read them exactly as they read the built-in
+//! server's stamps. The join runs in a [`load::RecordSink`] wrapper, on the record writer
+//! thread: idle-class, on a spare CPU when the host has one — so the collector's user-space
+//! consumer stays off the generator's and the server's CPUs, or takes only time nobody else
+//! wants. Before joining a chunk it drains the kernel's ring buffer; each chunk reaches the
+//! sink after all its requests completed, so their server events are already in the buffer,
+//! except possibly the last write's return for a reply just read: the join waits until 2 ms
+//! after the chunk's last receive (a bounded wait) before draining.
+//!
+//! With the built-in server and eBPF at once, the server's own T2..T5 are compared with the
+//! kernel's (the run's `instruments` detail, `agreement`) and replaced by them.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+
+use load::{RecordSink, RequestRecord, Transport, WriterStats};
+use serde::Serialize;
+use serde_json::{json, Value};
+use stats::{Quantile, Recorder};
+
+use crate::error::{invalid, LabError};
+use crate::instruments::{Instrument, ServerInfo};
+use crate::target::{Ready, Scheme};
+use crate::Observer;
+
+/// Where a run's server stages come from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StagesMode {
+    /// eBPF for a server tailscope spawned when the host supports it (else, with the reason
+    /// noted, none); the server's own stamps otherwise.
+    #[default]
+    Auto,
+    /// eBPF, or the run is refused (the reason given).
+    Ebpf,
+    /// Only what the server returns itself (the built-in server's stamps).
+    Stamps,
+    /// None: the records keep no stamps.
+    Off,
+}
+
+impl std::str::FromStr for StagesMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "auto" => StagesMode::Auto,
+            "ebpf" => StagesMode::Ebpf,
+            "stamps" => StagesMode::Stamps,
+            "off" => StagesMode::Off,
+            other => {
+                return Err(format!(
+                    "--stages must be auto, ebpf, stamps or off, got '{other}'"
+                ))
+            }
+        })
+    }
+}
+
+impl StagesMode {
+    /// For [`StagesMode::Ebpf`], whether this host can run the collector (the reason when
+    /// not); every other mode runs anywhere. Checked before anything starts.
+    pub fn check_host(self) -> Result<(), LabError> {
+        if self != StagesMode::Ebpf {
+            return Ok(());
+        }
+        ebpf::support::check().map_err(|why| {
+            invalid(format!(
+                "--stages ebpf: {}",
+                ebpf::EbpfError::Unsupported(why)
+            ))
+        })
+    }
+}
+
+const NAME: &str = "eBPF stage collector";
+/// The built-in server's thread names start with this (see `own_server_threads`).
+const BUILTIN_PREFIX: &str = "ts-";
+/// The bounded wait: a chunk is joined no sooner than this after its last receive.
+const JOIN_WAIT_NS: u64 = 2_000_000;
+/// Most kernel events held for requests not yet seen (~100 MB at worst; a run holds about
+/// a chunk's worth per generator thread).
+const MAX_HELD_EVENTS: usize = 1 << 20;
+/// Ring buffer bytes per request the records of one chunk may need (4 records of 88 bytes,
+/// twice over).
+const RING_BYTES_PER_REQUEST: usize = 2 * 4 * 88;
+/// Exact quantiles up to this many values, a histogram beyond.
+const EXACT: u64 = 200_000;
+
+/// The stages of one measurement: decided before the load, a sink wrapper during it, an
+/// instrument after it.
+pub(crate) struct Stages {
+    how: How,
+}
+
+enum How {
+    /// Records pass unchanged (the server's own stamps, if any).
+    Pass,
+    /// Records lose their stamps.
+    Clear,
+    /// eBPF was wanted but this host cannot: the reason, for the run's record.
+    Unsupported(String),
+    Ebpf(Box<Join>),
+}
+
+impl Stages {
+    /// Decides and, for eBPF, loads and attaches the collector to `server`'s processes (or
+    /// the built-in server's threads). Fails only when eBPF was asked for explicitly and
+    /// cannot run.
+    pub fn start(
+        mode: StagesMode,
+        ready: &Ready,
+        server: &ServerInfo,
+        threads: usize,
+        obs: &dyn Observer,
+    ) -> Result<Stages, LabError> {
+        let spawned = ready.owns_server() && !server.pids.is_empty();
+        // The built-in server runs in this process: its threads are told by their names.
+        let builtin = ready.owns_server() && ready.scheme == Scheme::NullRpc;
+        let want = match mode {
+            StagesMode::Off => return Ok(Stages { how: How::Clear }),
+            StagesMode::Stamps => false,
+            StagesMode::Ebpf => true,
+            StagesMode::Auto => spawned,
+        };
+        if !want {
+            return Ok(Stages { how: How::Pass });
+        }
+        if server.pids.is_empty() && !builtin {
+            return Err(invalid(
+                "--stages ebpf needs the server's process: --spawn it, or give --server-pid",
+            ));
+        }
+        if let Err(why) = ebpf::support::check() {
+            if mode == StagesMode::Ebpf {
+                return Err(invalid(format!(
+                    "--stages ebpf: {}",
+                    ebpf::EbpfError::Unsupported(why)
+                )));
+            }
+            let reason = why.to_string();
+            obs.note(&format!("stages: no eBPF stages for this run: {reason}"));
+            return Ok(Stages {
+                how: How::Unsupported(reason),
+            });
+        }
+        let cfg = ebpf::CollectorConfig {
+            tgids: server.pids.clone(),
+            tids: Vec::new(),
+            thread_prefix: builtin.then(|| (std::process::id(), BUILTIN_PREFIX.to_string())),
+            ports: vec![ready.target.addr.port()],
+            ring_bytes: threads.max(1) * load_chunk() * RING_BYTES_PER_REQUEST,
+        };
+        let collector =
+            ebpf::Collector::start(&cfg).map_err(|e| LabError::Failed(e.to_string()))?;
+        let udp = ready.target.transport == Transport::Udp;
+        obs.note(&format!(
+            "stages: eBPF on {} ({} programs attached)",
+            if builtin {
+                format!("this process's {BUILTIN_PREFIX}* threads (the built-in server)")
+            } else {
+                format!("pid(s) {:?}", server.pids)
+            },
+            collector.programs()
+        ));
+        Ok(Stages {
+            how: How::Ebpf(Box::new(Join {
+                collector,
+                ring_bytes: cfg.ring_bytes,
+                joiner: ebpf::Joiner::new(MAX_HELD_EVENTS),
+                proto: if udp {
+                    ebpf::Proto::Udp
+                } else {
+                    ebpf::Proto::Tcp
+                },
+                // memcached's UDP frame starts with the request id; other payloads do not.
+                check_rid: udp && ready.scheme == Scheme::Memcached,
+                threads: threads.max(1),
+                start: None,
+                ports: HashMap::new(),
+                udp_sends: HashMap::new(),
+                last_intended: HashMap::new(),
+                buf: Vec::new(),
+                answered: 0,
+                unknown_conn: 0,
+                chunks: 0,
+                cpu_ns: 0,
+                max_chunk_ns: 0,
+                agree: Default::default(),
+                runqueue: Recorder::bounded(EXACT),
+                error: None,
+            })),
+        })
+    }
+
+    /// The sink the load writes into: `inner`, behind the join (or the clearing).
+    pub fn sink<'a>(&'a mut self, inner: &'a mut dyn RecordSink) -> StagesSink<'a> {
+        StagesSink {
+            stages: self,
+            inner,
+        }
+    }
+
+    /// The collector's report for the run (None when no eBPF was wanted). `writer`: where
+    /// the record writer ran (the join runs on it).
+    pub fn finish(self, writer: &WriterStats) -> Option<Instrument> {
+        match self.how {
+            How::Pass | How::Clear => None,
+            How::Unsupported(reason) => Some(Instrument {
+                name: NAME.into(),
+                mode: "off".into(),
+                note: Some(format!("no eBPF stages: {reason}")),
+                ..Instrument::default()
+            }),
+            How::Ebpf(j) => Some(j.report(writer)),
+        }
+    }
+}
+
+/// Records per chunk the load engine hands the sink (its `CHUNK`), for sizing the ring.
+fn load_chunk() -> usize {
+    8192
+}
+
+/// The record sink of a run with stages: joins (or clears) and passes on.
+pub(crate) struct StagesSink<'a> {
+    stages: &'a mut Stages,
+    inner: &'a mut dyn RecordSink,
+}
+
+impl RecordSink for StagesSink<'_> {
+    fn write(&mut self, thread: usize, records: &[RequestRecord]) -> Result<(), String> {
+        match &mut self.stages.how {
+            How::Pass | How::Unsupported(_) => self.inner.write(thread, records),
+            How::Clear => {
+                let mut v = records.to_vec();
+                v.iter_mut().for_each(|r| r.stamps = [0; 6]);
+                self.inner.write(thread, &v)
+            }
+            How::Ebpf(j) => {
+                let v = j.chunk(thread, records);
+                self.inner.write(thread, &v)
+            }
+        }
+    }
+
+    fn started(&mut self, start_mono_ns: u64) {
+        if let How::Ebpf(j) = &mut self.stages.how {
+            j.start = Some(start_mono_ns);
+        }
+        self.inner.started(start_mono_ns);
+    }
+
+    fn connected(&mut self, conn: u32, local: SocketAddr, at_mono_ns: u64) {
+        if let How::Ebpf(j) = &mut self.stages.how {
+            j.ports
+                .entry(conn)
+                .or_default()
+                .push((at_mono_ns, local.port()));
+        }
+        self.inner.connected(conn, local, at_mono_ns);
+    }
+}
+
+/// Server stamps against the kernel's, one boundary.
+struct Agreement {
+    /// |kernel − server|, ns.
+    abs: Recorder,
+    /// Requests whose kernel stamp is at or before the server's.
+    kernel_first: u64,
+}
+
+impl Default for Agreement {
+    fn default() -> Self {
+        Agreement {
+            abs: Recorder::bounded(EXACT),
+            kernel_first: 0,
+        }
+    }
+}
+
+/// The eBPF join of one run.
+struct Join {
+    collector: ebpf::Collector,
+    ring_bytes: usize,
+    joiner: ebpf::Joiner,
+    proto: ebpf::Proto,
+    check_rid: bool,
+    threads: usize,
+    start: Option<u64>,
+    /// Connection → (opened at, local port), oldest first.
+    ports: HashMap<u32, Vec<(u64, u16)>>,
+    /// UDP: requests sent so far per connection (memcached's request ids count them).
+    udp_sends: HashMap<u32, u64>,
+    /// Generator thread → the last intended time it handed over.
+    last_intended: HashMap<usize, u64>,
+    buf: Vec<ebpf::Event>,
+    answered: u64,
+    unknown_conn: u64,
+    chunks: u64,
+    cpu_ns: u64,
+    max_chunk_ns: u64,
+    /// T2..T5: the built-in server's stamps against the kernel's.
+    agree: [Agreement; 4],
+    runqueue: Recorder,
+    error: Option<String>,
+}
+
+impl Join {
+    /// The local port connection `conn` had when it sent at `sent` (absolute).
+    fn port_of(&self, conn: u32, sent: u64) -> Option<u16> {
+        let opens = self.ports.get(&conn)?;
+        opens
+            .iter()
+            .rev()
+            .find(|(at, _)| *at <= sent)
+            .or(opens.first())
+            .map(|(_, p)| *p)
+    }
+
+    /// One chunk of one thread: the records with their stamps from the kernel.
+    fn chunk(&mut self, thread: usize, records: &[RequestRecord]) -> Vec<RequestRecord> {
+        let cpu0 = host::tstamp::thread_cpu_ns();
+        let mut out = records.to_vec();
+        let Some(start) = self.start else {
+            return out;
+        };
+        // The bounded wait for the last replies' write events.
+        let last_rx = records.iter().map(|r| r.received_ns).max().unwrap_or(0);
+        let due = start + last_rx + JOIN_WAIT_NS;
+        let now = host::tstamp::mono_now_ns();
+        if due > now {
+            std::thread::sleep(std::time::Duration::from_nanos(
+                (due - now).min(JOIN_WAIT_NS),
+            ));
+        }
+        if let Err(e) = self.collector.drain(&mut self.buf) {
+            self.error.get_or_insert(e.to_string());
+        }
+        for e in self.buf.drain(..) {
+            self.joiner.push(e);
+        }
+        let mut order: Vec<usize> = (0..records.len())
+            .filter(|&i| records[i].sent_ns > 0)
+            .collect();
+        order.sort_by_key(|&i| (records[i].conn, records[i].sent_ns));
+        // One connection's requests at a time, in the order they were sent.
+        let mut from = 0;
+        while from < order.len() {
+            let conn = records[order[from]].conn;
+            let to = from
+                + order[from..]
+                    .iter()
+                    .take_while(|&&i| records[i].conn == conn)
+                    .count();
+            self.join_conn(start, records, &order[from..to], &mut out);
+            from = to;
+        }
+        if let Some(last) = records.last() {
+            self.last_intended.insert(thread, last.intended_ns);
+        }
+        self.prune(start);
+        let cost = host::tstamp::thread_cpu_ns().saturating_sub(cpu0);
+        self.chunks += 1;
+        self.cpu_ns += cost;
+        self.max_chunk_ns = self.max_chunk_ns.max(cost);
+        out
+    }
+
+    /// Stamps for one connection's records `idx` (in send order) into `out`.
+    fn join_conn(
+        &mut self,
+        start: u64,
+        records: &[RequestRecord],
+        idx: &[usize],
+        out: &mut [RequestRecord],
+    ) {
+        let mut reqs = Vec::with_capacity(idx.len());
+        let mut kept = Vec::with_capacity(idx.len());
+        for &i in idx {
+            let r = &records[i];
+            let ok = r.outcome == load::Outcome::Ok && r.received_ns > 0;
+            self.answered += u64::from(ok);
+            out[i].stamps = [0; 6];
+            // memcached's UDP request ids count the connection's requests from 0.
+            let rid = (self.proto == ebpf::Proto::Udp).then(|| {
+                let n = self.udp_sends.entry(r.conn).or_insert(0);
+                *n += 1;
+                (*n - 1) as u16
+            });
+            let sent = start + r.sent_ns;
+            let Some(port) = self.port_of(r.conn, sent) else {
+                self.unknown_conn += u64::from(ok);
+                continue;
+            };
+            reqs.push(ebpf::Request {
+                proto: self.proto,
+                port,
+                sent,
+                received: if ok { start + r.received_ns } else { 0 },
+                next_sent: 0,
+                rid: rid.filter(|_| self.check_rid),
+            });
+            kept.push(i);
+        }
+        // A reconnect changes the port: each port's requests go together.
+        let mut from = 0;
+        while from < reqs.len() {
+            let port = reqs[from].port;
+            let to = from + reqs[from..].iter().take_while(|q| q.port == port).count();
+            let got = self.joiner.join_conn(&reqs[from..to]);
+            for (k, m) in got.into_iter().enumerate() {
+                let i = kept[from + k];
+                if let Some(m) = m {
+                    self.compare(&records[i].stamps, &m.stamps);
+                    if let Some(w) = m.runqueue_ns {
+                        self.runqueue.record(w);
+                    }
+                    out[i].stamps = m.stamps;
+                }
+            }
+            from = to;
+        }
+    }
+
+    /// Forgets what no request still to come can need: every thread has handed over its
+    /// records up to its last intended time, and a request's events all come after its
+    /// send, which is after its intended time.
+    fn prune(&mut self, start: u64) {
+        if self.last_intended.len() < self.threads {
+            return;
+        }
+        let Some(min) = self.last_intended.values().min() else {
+            return;
+        };
+        let horizon = start + min;
+        self.joiner.prune(horizon);
+        for opens in self.ports.values_mut() {
+            // Keep the last open at or before the horizon and everything after it.
+            let keep_from = opens
+                .iter()
+                .rposition(|(at, _)| *at <= horizon)
+                .unwrap_or(0);
+            opens.drain(..keep_from);
+        }
+    }
+
+    /// The built-in server's own T2..T5 against the kernel's (when it sent them).
+    fn compare(&mut self, server: &[u64; 6], kernel: &[u64; 6]) {
+        if server[1..5].contains(&0) {
+            return;
+        }
+        for (k, a) in self.agree.iter_mut().enumerate() {
+            let (s, e) = (server[k + 1], kernel[k + 1]);
+            a.abs.record(s.abs_diff(e));
+            a.kernel_first += u64::from(e <= s);
+        }
+    }
+
+    fn report(mut self, writer: &WriterStats) -> Instrument {
+        let c = self.collector.counters();
+        let k = self.collector.kernel_cost();
+        let j = self.joiner.stats();
+        let q = |r: &mut Recorder, p: f64| {
+            Quantile::new(p)
+                .ok()
+                .and_then(|p| r.quantile(p))
+                .map(|v| v / 1e3)
+        };
+        let agreement: Vec<Value> = ["T2", "T3", "T4", "T5"]
+            .iter()
+            .zip(self.agree.iter_mut())
+            .filter(|(_, a)| !a.abs.is_empty())
+            .map(|(name, a)| {
+                let n = a.abs.len();
+                json!({
+                    "stamp": name, "requests": n,
+                    "p50_abs_us": q(&mut a.abs, 0.5), "p99_abs_us": q(&mut a.abs, 0.99),
+                    "kernel_first_fraction": a.kernel_first as f64 / n as f64,
+                })
+            })
+            .collect();
+        let rq = self.runqueue.len();
+        let detail = json!({
+            "source": "ebpf",
+            "programs": self.collector.programs(),
+            "ring_bytes": self.ring_bytes,
+            "user_cpu_ns": self.cpu_ns,
+            "kernel_events": c.events,
+            "kernel_cost": {
+                "measured": k.measured,
+                "runs": k.runs,
+                "run_time_ns": k.run_time_ns,
+                "ns_per_run": (k.runs > 0).then(|| k.run_time_ns as f64 / k.runs as f64),
+                "programs": k.programs.iter().map(|(n, r, t)| json!({"program": n, "runs": r, "run_time_ns": t})).collect::<Vec<_>>(),
+            },
+            "kernel_dropped": c.dropped,
+            "malformed": self.collector.malformed(),
+            "answered": self.answered,
+            "matched": j.matched,
+            "unknown_connection": self.unknown_conn,
+            "join": j,
+            "agreement": agreement,
+            "runqueue_wait_us": (rq > 0).then(|| json!({
+                "requests": rq,
+                "p50": q(&mut self.runqueue, 0.5),
+                "p99": q(&mut self.runqueue, 0.99),
+            })),
+            "error": self.error,
+        });
+        let pct = if self.answered > 0 {
+            100.0 * j.matched as f64 / self.answered as f64
+        } else {
+            0.0
+        };
+        Instrument {
+            name: NAME.into(),
+            mode: format!(
+                "kernel: raw tracepoints into a ring buffer; user space: on the record writer ({}-class) per chunk",
+                writer.policy
+            ),
+            cpus: writer.cpus.clone(),
+            cost_per_sample_ns: if self.chunks > 0 {
+                self.cpu_ns as f64 / self.chunks as f64
+            } else {
+                0.0
+            },
+            max_cost_ns: self.max_chunk_ns,
+            samples: self.chunks,
+            skipped: c.dropped,
+            // Both halves: the join on the writer thread and the programs in the kernel.
+            cpu_ns: Some(self.cpu_ns + k.run_time_ns),
+            note: Some(format!(
+                "stages from eBPF: {} of {} answered requests matched ({pct:.1} %); {} kernel events, {} dropped; in the kernel {}{}",
+                j.matched,
+                self.answered,
+                c.events,
+                c.dropped,
+                if k.measured && k.runs > 0 {
+                    format!(
+                        "{} program runs, {:.1} ms ({:.0} ns each)",
+                        k.runs,
+                        k.run_time_ns as f64 / 1e6,
+                        k.run_time_ns as f64 / k.runs as f64
+                    )
+                } else {
+                    "not measured (no BPF run-time statistics)".into()
+                },
+                self.error.as_ref().map(|e| format!("; {e}")).unwrap_or_default()
+            )),
+            detail: Some(detail),
+        }
+    }
+}
