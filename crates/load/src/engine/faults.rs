@@ -113,13 +113,14 @@ impl Engine<'_> {
                 continue;
             }
             let slot = &mut self.slots[s];
-            let res =
-                slot.conn
-                    .open(self.addr, connect_timeout)
-                    .and_then(|()| match slot.conn.fd() {
-                        Some(fd) => self.epoll.add(fd, s as u64),
-                        None => Ok(()),
-                    });
+            let addr = slot.addr;
+            let res = slot
+                .conn
+                .open(addr, connect_timeout)
+                .and_then(|()| match slot.conn.fd() {
+                    Some(fd) => self.epoll.add(fd, s as u64),
+                    None => Ok(()),
+                });
             match res {
                 Ok(()) => {
                     slot.down = None;
@@ -139,7 +140,7 @@ impl Engine<'_> {
                             attempts,
                         });
                     }
-                    self.note_error(format!("reconnect to {}: {e}", self.addr));
+                    self.note_error(format!("reconnect to {addr}: {e}"));
                 }
             }
         }
