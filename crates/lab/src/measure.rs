@@ -95,6 +95,8 @@ pub fn measure(
     let mut cfg = plan.load.clone();
     cfg.target = ready.target.clone();
     cfg.churn = ready.churn;
+    // A scaled-out server: the connections go round-robin over its instances.
+    cfg.spread = ready.spread();
     let mut server_cpus = plan.server_cpus.clone();
     if server_cpus.is_empty() {
         server_cpus = ready.server_cpus();
@@ -124,6 +126,9 @@ pub fn measure(
         cpus: server_cpus,
     };
     let mut sink = StoreSink::open(&db.path, run_id).map_err(|e| fail(e.into()))?;
+    // A stressor beside the run and the server's eviction counter (see `interference`).
+    let beside =
+        crate::interference::Beside::start(ready, &cfg.cpus, &server.cpus, obs).map_err(fail)?;
     let mut attribution = Attribution::start(&server, &cfg.cpus, plan.attribution);
     let progress = |done: u64, total: u64| obs.progress("run", done, total);
     let result = load::run_open_loop_into(
@@ -135,6 +140,7 @@ pub fn measure(
         attribution.slack(),
     );
     obs.phase_done("run");
+    let server_json = beside.finish(ready, obs);
     let (series, sampler) = attribution.finish();
     let summary = result.map_err(|e| fail(e.into()))?;
     let same_host = cfg.target.addr.ip().is_loopback();
@@ -192,7 +198,7 @@ pub fn measure(
                 "error": message, "requests": requests, "outcomes": o,
                 "connection_errors": summary.errors, "records": summary.records,
                 "instruments": [sampler, writer_instrument(&summary.writer)],
-                "server": ready.server_json(),
+                "server": server_json,
             });
             st.finish_run(run_id, status, &v)?;
             return Err(LabError::RunFailed {
@@ -221,7 +227,7 @@ pub fn measure(
         seed: cfg.seed,
         config: plan.config.clone(),
         ideal_source: plan.ideal_source.clone(),
-        server: ready.server_json(),
+        server: server_json,
         analysis: an,
         saturation,
         why,

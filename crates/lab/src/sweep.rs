@@ -221,6 +221,17 @@ impl SweepPlan {
                 })
                 .fold(1.0, f64::max);
             check_load(&l, db)?;
+            if l.connections < c.target.instances() {
+                return Err(invalid(format!(
+                    "{} connections cannot reach {} server instances: give --connections {} or more",
+                    l.connections,
+                    c.target.instances(),
+                    c.target.instances()
+                )));
+            }
+            if let Some(st) = c.target.stress() {
+                crate::interference::stress_cpus(st, &c.target.server_cpus(), &l.cpus)?;
+            }
             if needs_capacity && self.template.service_ns.is_none() && !c.target.owns_server() {
                 let stored = if db.exists() {
                     let st = store::Store::open(db)?;

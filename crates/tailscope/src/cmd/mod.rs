@@ -13,6 +13,7 @@ mod run;
 mod runs;
 mod serve;
 mod simrun;
+mod stress;
 mod sweep;
 mod target;
 
@@ -34,5 +35,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Runs(c) => runs::run(&c),
         Command::Doctor(a) => doctor::run(&a),
         Command::Noise(a) => noise::run(&a),
+        Command::Stress(a) => stress::run(&a),
     }
 }
