@@ -7,12 +7,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # command:package pairs the tests run for real (servers and peers join as issues add them).
-deps=(ip:iproute2 memcached:memcached nginx:nginx redis-server:redis-server)
+# ip and tc (iproute2): network namespaces, veth pairs and HTB for the isolation tests.
+deps=(ip:iproute2 tc:iproute2 memcached:memcached nginx:nginx redis-server:redis-server)
 need_apt=()
 for d in "${deps[@]}"; do
   cmd=${d%%:*}; pkg=${d##*:}
   # nginx lives in /usr/sbin, which a non-root PATH may lack.
-  command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || need_apt+=("$pkg")
+  if ! command -v "$cmd" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$cmd" ] \
+     && [[ " ${need_apt[*]} " != *" $pkg "* ]]; then
+    need_apt+=("$pkg")
+  fi
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "installing Debian packages: ${need_apt[*]}" >&2

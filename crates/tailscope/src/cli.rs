@@ -607,7 +607,9 @@ pub struct SweepArgs {
     /// A knob and its values, NAME=V1,V2,… (';' separates values holding commas); repeat
     /// for more axes, whose product is the grid. Knobs: server-threads, server-cpus,
     /// server-sched, server-arch, server-work, connections, threads, key-size, value-size,
-    /// items, popularity, get-ratio, file-size, files, arrival.
+    /// items, popularity, get-ratio, file-size, files, arrival; isolation and colocation:
+    /// server-memory, server-cpu-quota, server-cpuset, net-rate, llc-ways, memcached-mb,
+    /// open-file-cache, server-instances, server-smt, stress (none, cpu:1, cache:1@0.5, …).
     #[arg(long = "param", value_name = "NAME=V1,V2")]
     pub params: Vec<String>,
     /// Run each point this many times (each with its own seed derived from --seed).
