@@ -4,7 +4,8 @@
 # mechanism this host supports:
 #   - throughput: `tailscope calibrate` (the peak search, its confirmed peak);
 #   - p99 (user's view) at one fixed load, FRACTION (default 0.3) of the baseline's peak (low
-#     enough for one generator thread on a shared 2-CPU host), for DURATION;
+#     enough for one generator thread on a shared 2-CPU host), for DURATION, REPS times: the
+#     median, the range, and each run's status (invalid: the generator fell behind);
 #   - the time tailscope took to create the mechanism (Table IV's own figure).
 # The settings do not bind (a cpuset and a CPU quota of the CPU the server has anyway, a
 # memory limit far above its needs, an HTB rate far above its traffic), so the differences
@@ -12,11 +13,12 @@
 # namespace of its own (generator and server on its loopback, which carries the HTB class)
 # and is compared with the same set-up without the class; nothing outside it is shaped.
 # A mechanism the host lacks is listed with tailscope's reason (e.g. no resctrl).
-# Needs root (cgroups, tc, ip netns). Usage: bench/isolation_cost.sh [DURATION] [FRACTION]
+# Needs root (cgroups, tc, ip netns). Usage: bench/isolation_cost.sh [DURATION] [FRACTION] [REPS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DUR=${1:-8s}
 FRACTION=${2:-0.3}
+REPS=${3:-3}
 cargo build --release -q -p tailscope
 TS=$PWD/target/release/tailscope
 tmp=$(mktemp -d)
@@ -60,17 +62,27 @@ row() {
     printf '%-26s %s\n' "$name" "$pk"
     return
   fi
-  local r
-  r=$(p99 "${pre[@]}" "$TS" run "${BASE[@]}" --rate "$RATE" --service 20us \
-    --duration "$DUR" --warmup 1s --no-attribution --json "$@")
-  printf '%-26s %12s %12s %12s %10s\n' "$name" "$pk" $r
+  : >"$tmp/runs"
+  for i in $(seq "$REPS"); do
+    p99 "${pre[@]}" "$TS" run "${BASE[@]}" --rate "$RATE" --service 20us --seed "$i" \
+      --duration "$DUR" --warmup 1s --no-attribution --json "$@" >>"$tmp/runs"
+  done
+  python3 - "$name" "$pk" "$tmp/runs" <<'PY'
+import statistics, sys
+name, pk, path = sys.argv[1], sys.argv[2], sys.argv[3]
+rows = [l.split() for l in open(path) if l.strip()]
+p99 = [float(r[0]) for r in rows]
+apply = statistics.median(float(r[2]) for r in rows)
+status = ",".join(r[1] for r in rows)
+print(f"{name:<26} {pk:>10} {statistics.median(p99):>10.1f} {min(p99):>9.1f}-{max(p99):<9.1f} {apply:>8.2f}  {status}")
+PY
 }
 
 echo "calibrating the baseline for the fixed load..." >&2
 BASE_PEAK=$(peak "$TS" calibrate "${BASE[@]}" --json)
 RATE=$(python3 -c "print(round($BASE_PEAK * $FRACTION))")
-echo "memcached, 1 thread on CPU 1, generator on CPU 0; p99 at $RATE req/s ($FRACTION of the baseline peak $BASE_PEAK), $DUR each"
-printf '%-26s %12s %12s %12s %10s\n' mechanism peak_rps p99_us status apply_ms
+echo "memcached, 1 thread on CPU 1, generator on CPU 0; p99 at $RATE req/s ($FRACTION of the baseline peak $BASE_PEAK), $REPS runs of $DUR each"
+printf '%-26s %10s %10s %19s %8s  %s\n' mechanism peak_rps p99_us p99_range_us apply_ms statuses
 row "none" root
 row "cpuset (CPU 1)" root --server-cpuset 1
 row "memory limit (1 GiB)" root --server-memory 1G
