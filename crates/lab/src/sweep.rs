@@ -403,9 +403,11 @@ impl Ctx<'_> {
 
     /// Starts (or keeps) the combination's server, and its ideal.
     fn live(&mut self, combo: &Combo, prev: Option<Live>) -> Result<Live, LabError> {
-        if let Some(p) = prev {
+        if let Some(mut p) = prev {
             // No server knob changed: the same server (and its calibration) serves on.
             if p.key == combo.server_key {
+                // The stressor beside it is not a server knob: this combination's.
+                p.ready.set_stress(combo.target.stress().cloned());
                 return Ok(p);
             }
             p.ready.stop()?;

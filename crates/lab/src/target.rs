@@ -596,6 +596,11 @@ impl Ready {
         self.stress.as_ref()
     }
 
+    /// Changes the stressor beside the next runs (a sweep's `stress` axis keeps the server).
+    pub fn set_stress(&mut self, s: Option<StressSpec>) {
+        self.stress = s;
+    }
+
     /// Items the spawned server evicted since it started (summed over its instances); None
     /// when it keeps no such counter or it cannot be read.
     pub fn evictions(&self) -> Option<u64> {

@@ -162,3 +162,66 @@ fn nginx_with_open_file_cache_serves_files_of_drawn_sizes() {
     assert!(v["outcomes"]["ok"].as_u64().unwrap() > 1000);
     assert_eq!(v["server"]["kind"], "nginx");
 }
+
+#[test]
+fn a_stress_axis_changes_the_stressor_but_keeps_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let out = bin()
+        .args([
+            "sweep",
+            "memcached://",
+            "--spawn",
+            "--server-threads",
+            "1",
+            "--server-cpus",
+            &last_cpu(),
+            "--cpus",
+            "0",
+            "--loads",
+            "2000",
+            "--service",
+            "20us",
+            "--duration",
+            "1s",
+            "--warmup",
+            "200ms",
+            "--items",
+            "200",
+            "--param",
+            "stress=none;cpu@0.3;cache@0.3",
+            "--json",
+        ])
+        .arg("--db")
+        .arg(&db)
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .output()
+        .unwrap();
+    let v = json_of(&out);
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3, "{v}");
+    let mut pids = Vec::new();
+    let mut kinds = Vec::new();
+    for r in rows {
+        let id = r["run_id"].as_i64().unwrap().to_string();
+        let shown = json_of(
+            &bin()
+                .args(["runs", "show", &id, "--json", "--db"])
+                .arg(&db)
+                .output()
+                .unwrap(),
+        );
+        let server = &shown["summary"]["server"];
+        pids.push(server["pids"].clone());
+        kinds.push(server["colocated_stress"]["kind"].clone());
+    }
+    assert_eq!(
+        kinds,
+        [
+            serde_json::Value::Null,
+            serde_json::json!("cpu"),
+            serde_json::json!("cache")
+        ]
+    );
+    assert!(pids.iter().all(|p| *p == pids[0]), "one server: {pids:?}");
+}
