@@ -7,8 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # command:package pairs the tests run for real (servers and peers join as issues add them);
+# ip and tc (iproute2): network namespaces, veth pairs and HTB for the isolation tests;
 # clang, make and pkg-config build crates/ebpf (its BPF programs, and libbpf from libbpf-sys).
-deps=(ip:iproute2 memcached:memcached nginx:nginx redis-server:redis-server
+deps=(ip:iproute2 tc:iproute2 memcached:memcached nginx:nginx redis-server:redis-server
       clang:clang make:make pkg-config:pkg-config)
 # The report tests open pages in headless Chromium and read HDR logs back with Python.
 deps+=(chromium:chromium python3:python3)
@@ -20,7 +21,10 @@ need_apt=()
 for d in "${deps[@]}"; do
   cmd=${d%%:*}; pkg=${d##*:}
   # nginx lives in /usr/sbin, which a non-root PATH may lack.
-  command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || need_apt+=("$pkg")
+  if ! command -v "$cmd" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$cmd" ] \
+     && [[ " ${need_apt[*]} " != *" $pkg "* ]]; then
+    need_apt+=("$pkg")
+  fi
 done
 # Debian's python3 makes virtual environments only with python3-venv.
 python3 -c 'import ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)

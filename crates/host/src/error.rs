@@ -53,6 +53,15 @@ pub enum HostError {
     /// A mitigation that cannot be applied on this host as asked.
     #[error("cannot apply {what}: {reason}")]
     Mitigation { what: String, reason: String },
+    /// An isolation mechanism this host does not offer (no resctrl, no cgroup controller).
+    #[error("{what} unavailable: {reason}")]
+    Unavailable { what: String, reason: String },
+    /// An isolation or placement request that is wrong whatever the host (a bad value).
+    #[error("{what}: {reason}")]
+    BadRequest { what: String, reason: String },
+    /// An external command (`tc`) that failed; its stderr says why.
+    #[error("{command} failed: {stderr}")]
+    Command { command: String, stderr: String },
 }
 
 impl HostError {

@@ -12,15 +12,22 @@
 //!   routing, isolation, NUMA, THP, swap, watchdogs, steal time, RT throttling, the server's
 //!   policy and run-queue wait) through a root path that tests point at fixture trees;
 //! - [`mitigate`] applies the safe subset of the fixes with a journal, and reverts them on
-//!   drop or, after a crash, on the next start.
+//!   drop or, after a crash, on the next start;
+//! - [`isolate`] creates a run's isolation mechanisms (cgroup cpuset, memory limit and CPU
+//!   bandwidth, an HTB rate limit, resctrl cache ways), journalled and removed the same way;
+//! - [`topology`] and [`facts`] read the CPU topology (SMT siblings, for placement) and what
+//!   a platform comparison stores with each run.
 //!
 //! Linux only.
 
 mod error;
+pub mod facts;
+pub mod isolate;
 pub mod mitigate;
 pub mod placement;
 pub mod probe;
 pub mod procfs;
+pub mod topology;
 pub mod tstamp;
 
 pub use error::HostError;

@@ -166,6 +166,7 @@ fn overload(
     cfg.cpus = spec.cpus.iter().copied().take(1).collect();
     cfg.yield_when_far = false;
     cfg.churn = ready.churn;
+    cfg.spread = ready.spread();
     let mut count = WindowCount {
         from: warm.as_nanos() as u64,
         to: (warm + time).as_nanos() as u64,

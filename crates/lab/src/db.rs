@@ -21,26 +21,21 @@ impl Db {
     }
 }
 
-/// Facts about this host stored with every run.
+/// Facts about this host stored with every run: what a platform comparison needs
+/// (architecture, CPU model, LLC size and ways, SMT siblings, NUMA nodes, kernel,
+/// virtualisation; read by `host::facts` under the real root), the host name and
+/// tailscope's version. The keys of earlier versions (`hostname`, `kernel`, `cpus_online`,
+/// `cpu_model`, `tailscope_version`) keep their meaning.
 pub fn host_facts() -> serde_json::Value {
-    let read = |p: &str| {
-        std::fs::read_to_string(p)
-            .map(|s| s.trim().to_string())
-            .ok()
-    };
-    let model_name = read("/proc/cpuinfo").and_then(|c| {
-        c.lines()
-            .find(|l| l.starts_with("model name"))
-            .and_then(|l| l.split_once(':'))
-            .map(|(_, v)| v.trim().to_string())
-    });
-    serde_json::json!({
-        "hostname": read("/proc/sys/kernel/hostname"),
-        "kernel": read("/proc/sys/kernel/osrelease"),
-        "cpus_online": host::placement::online_cpus(),
-        "cpu_model": model_name,
-        "tailscope_version": env!("CARGO_PKG_VERSION"),
-    })
+    let f = host::facts::read(&host::probe::HostRoot::default());
+    let mut v = serde_json::to_value(&f).unwrap_or_else(|_| serde_json::json!({}));
+    v["hostname"] = serde_json::json!(std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok());
+    // What the kernel counts online, as before (`host::facts` counts the CPUs it lists).
+    v["cpus_online"] = serde_json::json!(host::placement::online_cpus());
+    v["tailscope_version"] = serde_json::json!(env!("CARGO_PKG_VERSION"));
+    v
 }
 
 /// Free bytes on the filesystem holding `path` (or its nearest existing ancestor).

@@ -19,6 +19,9 @@ pub enum LabError {
     Analysis(#[from] analysis::AnalysisError),
     #[error(transparent)]
     Server(#[from] server::ServerError),
+    /// A host mechanism (isolation) failed after the checks passed.
+    #[error(transparent)]
+    Host(#[from] host::HostError),
     /// The measurement itself failed (what was measured is stored).
     #[error("{0}")]
     Failed(String),

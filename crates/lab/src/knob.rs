@@ -5,6 +5,7 @@
 use std::str::FromStr;
 
 use host::placement::{parse_cpu_list, SchedSpec};
+use host::topology::SmtPolicy;
 use load::{LoadConfig, Popularity, SizeDist};
 use serde::Serialize;
 
@@ -26,13 +27,25 @@ pub enum Knob {
     Items(u64),
     Popularity(Popularity),
     GetRatio(f64),
-    FileSize(u64),
+    FileSize(targets::FileSizes),
     Files(u32),
     Arrival(model::ArrivalSpec),
+    // The isolation and colocation experiments' knobs.
+    ServerMemory(u64),
+    ServerCpuQuota(f64),
+    ServerCpuset(Vec<usize>),
+    NetRate(u64),
+    LlcWays(u32),
+    MemcachedMb(u32),
+    OpenFileCache(bool),
+    ServerInstances(u32),
+    ServerSmt(SmtPolicy),
+    /// `none` or a stressor beside each run.
+    Stress(Option<stress::StressSpec>),
 }
 
 /// The knob names a sweep accepts (`--param NAME=V1,V2`), with what each turns.
-pub const KNOBS: [(&str, &str); 15] = [
+pub const KNOBS: [(&str, &str); 25] = [
     (
         "server-threads",
         "spawned server's threads / the built-in server's workers",
@@ -63,11 +76,42 @@ pub const KNOBS: [(&str, &str); 15] = [
     ("items", "memcached/redis distinct items"),
     ("popularity", "key or file popularity (uniform, zipf:S)"),
     ("get-ratio", "memcached/redis share of gets"),
-    ("file-size", "http: size of each generated file, bytes"),
+    (
+        "file-size",
+        "http: generated file sizes (N, uniform:LO,HI, lognormal:MEDIAN,SIGMA)",
+    ),
     ("files", "http: number of files"),
     (
         "arrival",
         "arrival process (poisson, det, lognormal:S, pareto:A)",
+    ),
+    (
+        "server-memory",
+        "cgroup memory limit of the spawned server (512M, 2G)",
+    ),
+    (
+        "server-cpu-quota",
+        "cgroup CPU bandwidth of the spawned server, a fraction of one CPU (0.5)",
+    ),
+    (
+        "server-cpuset",
+        "cgroup cpuset of the spawned server (a CPU list; ';' separates values)",
+    ),
+    ("net-rate", "HTB rate on --net-dev (100mbit, 1gbit)"),
+    ("llc-ways", "L3 cache ways of the spawned server (resctrl)"),
+    ("memcached-mb", "memcached -m (redis maxmemory), MiB"),
+    ("open-file-cache", "nginx open_file_cache (on, off)"),
+    (
+        "server-instances",
+        "instances of the spawned server (scale-out), connections spread over them",
+    ),
+    (
+        "server-smt",
+        "server CPUs by physical core (distinct-cores, siblings)",
+    ),
+    (
+        "stress",
+        "a stressor beside each run: none, cpu, memory or cache [:CPUS][@INTENSITY]",
     ),
 ];
 
@@ -102,6 +146,31 @@ impl Knob {
             "file-size" => Knob::FileSize(parse(&n, value)?),
             "files" => Knob::Files(parse(&n, value)?),
             "arrival" => Knob::Arrival(parse(&n, value)?),
+            "server-memory" => Knob::ServerMemory(
+                crate::placement::parse_bytes(value)
+                    .map_err(|e| invalid(format!("--param {n}={value}: {e}")))?,
+            ),
+            "server-cpu-quota" => Knob::ServerCpuQuota(parse(&n, value)?),
+            "server-cpuset" => Knob::ServerCpuset(
+                parse_cpu_list(value).map_err(|e| invalid(format!("--param {n}={value}: {e}")))?,
+            ),
+            "net-rate" => Knob::NetRate(
+                host::isolate::parse_rate_bps(value)
+                    .map_err(|e| invalid(format!("--param {n}={value}: {e}")))?,
+            ),
+            "llc-ways" => Knob::LlcWays(parse(&n, value)?),
+            "memcached-mb" => Knob::MemcachedMb(parse(&n, value)?),
+            "open-file-cache" => Knob::OpenFileCache(match value.trim() {
+                "on" | "true" | "yes" => true,
+                "off" | "false" | "no" => false,
+                _ => return Err(invalid(format!("--param {n}={value}: expected on or off"))),
+            }),
+            "server-instances" => Knob::ServerInstances(parse(&n, value)?),
+            "server-smt" => Knob::ServerSmt(parse(&n, value)?),
+            "stress" => Knob::Stress(match value.trim() {
+                "none" | "off" => None,
+                v => Some(parse(&n, v)?),
+            }),
             other => {
                 let names: Vec<&str> = KNOBS.iter().map(|k| k.0).collect();
                 return Err(invalid(format!(
@@ -123,6 +192,15 @@ impl Knob {
                 | Knob::ServerWork(_)
                 | Knob::FileSize(_)
                 | Knob::Files(_)
+                | Knob::ServerMemory(_)
+                | Knob::ServerCpuQuota(_)
+                | Knob::ServerCpuset(_)
+                | Knob::NetRate(_)
+                | Knob::LlcWays(_)
+                | Knob::MemcachedMb(_)
+                | Knob::OpenFileCache(_)
+                | Knob::ServerInstances(_)
+                | Knob::ServerSmt(_)
         )
     }
 
@@ -152,6 +230,16 @@ impl Knob {
             Knob::FileSize(b) => t.workload.file_size = *b,
             Knob::Files(n) => t.workload.files = Some(*n),
             Knob::Arrival(a) => l.arrival = a.clone(),
+            Knob::ServerMemory(b) => spawn(t)?.memory_limit_bytes = Some(*b),
+            Knob::ServerCpuQuota(q) => spawn(t)?.cpu_quota = Some(*q),
+            Knob::ServerCpuset(c) => spawn(t)?.cpuset = c.clone(),
+            Knob::NetRate(r) => spawn(t)?.net_rate_bps = Some(*r),
+            Knob::LlcWays(w) => spawn(t)?.llc_ways = Some(*w),
+            Knob::MemcachedMb(m) => spawn(t)?.memory_mb = Some(*m),
+            Knob::OpenFileCache(on) => spawn(t)?.open_file_cache = *on,
+            Knob::ServerInstances(n) => spawn(t)?.instances = Some(*n),
+            Knob::ServerSmt(p) => spawn(t)?.smt = Some(*p),
+            Knob::Stress(s) => t.stress = s.clone(),
         }
         Ok(())
     }
@@ -208,12 +296,38 @@ mod tests {
         let s = Axis::parse("value-size=uniform:10,100;64").unwrap();
         assert_eq!(s.values.len(), 2);
         assert!(!s.knobs[0].is_server());
+        let st = Axis::parse("stress=none;cpu:0@0.5;cache").unwrap();
+        assert!(matches!(&st.knobs[0], Knob::Stress(None)));
+        assert!(matches!(&st.knobs[1], Knob::Stress(Some(s)) if s.intensity == 0.5));
+        assert!(!st.knobs[2].is_server());
+        let m = Axis::parse("server-memory=64M,1G").unwrap();
+        assert!(matches!(m.knobs[1], Knob::ServerMemory(b) if b == 1 << 30));
+        assert!(m.knobs[0].is_server());
+        let f = Axis::parse("file-size=4096;lognormal:4096,1").unwrap();
+        assert_eq!(f.values.len(), 2);
+        for good in [
+            "net-rate=10mbit,1gbit",
+            "llc-ways=1,2",
+            "memcached-mb=64,1024",
+            "open-file-cache=on,off",
+            "server-instances=1,2",
+            "server-smt=distinct-cores,siblings",
+            "server-cpu-quota=0.5,1",
+            "server-cpuset=0;0-1",
+        ] {
+            assert!(Axis::parse(good).is_ok(), "{good}");
+        }
         for bad in [
             "nope=1",
             "connections=x",
             "server-arch=forking",
             "items",
             "items=",
+            "stress=disk",
+            "net-rate=5mbps",
+            "open-file-cache=maybe",
+            "server-smt=ht",
+            "server-memory=lots",
         ] {
             assert!(Axis::parse(bad).unwrap_err().is_invalid(), "{bad}");
         }

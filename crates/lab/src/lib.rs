@@ -20,9 +20,11 @@ mod db;
 mod error;
 pub mod figures;
 pub mod instruments;
+mod interference;
 mod knob;
 mod measure;
 mod observer;
+mod placement;
 pub mod records;
 mod run;
 mod simulate;
@@ -39,9 +41,11 @@ pub use colocate::{colocate, Cell, Colocation};
 pub use db::{host_facts, Db};
 pub use error::LabError;
 pub use instruments::{Instrument, ServerInfo};
+pub use interference::stress_cpus;
 pub use knob::{Axis, Knob, KNOBS};
 pub use measure::{check_load, expected_requests, measure, RunPlan};
 pub use observer::{Observer, Quiet};
+pub use placement::{parse_bytes, MAX_INSTANCES};
 pub use run::{saturation_of, status_of, LoadFacts, Run, RunStatus, Saturation};
 pub use simulate::{
     check_not_saturated, simulate, SimResult, CI_BATCH_MEANS, CI_ORDER_STAT, CI_REPLICATIONS,

@@ -97,6 +97,8 @@ pub fn measure(
     let mut cfg = plan.load.clone();
     cfg.target = ready.target.clone();
     cfg.churn = ready.churn;
+    // A scaled-out server: the connections go round-robin over its instances.
+    cfg.spread = ready.spread();
     let mut server_cpus = plan.server_cpus.clone();
     if server_cpus.is_empty() {
         server_cpus = ready.server_cpus();
@@ -129,6 +131,9 @@ pub fn measure(
     let threads = cfg.threads.min(cfg.connections);
     let mut stages =
         crate::stages::Stages::start(plan.stages, ready, &server, threads, obs).map_err(fail)?;
+    // A stressor beside the run and the server's eviction counter (see `interference`).
+    let beside =
+        crate::interference::Beside::start(ready, &cfg.cpus, &server.cpus, obs).map_err(fail)?;
     let mut attribution = Attribution::start(&server, &cfg.cpus, plan.attribution);
     let progress = |done: u64, total: u64| obs.progress("run", done, total);
     let result = load::run_open_loop_into(
@@ -140,6 +145,7 @@ pub fn measure(
         attribution.slack(),
     );
     obs.phase_done("run");
+    let server_json = beside.finish(ready, obs);
     let (series, sampler) = attribution.finish();
     let summary = result.map_err(|e| fail(e.into()))?;
     let mut instruments = vec![sampler, writer_instrument(&summary.writer)];
@@ -199,7 +205,7 @@ pub fn measure(
                 "error": message, "requests": requests, "outcomes": o,
                 "connection_errors": summary.errors, "records": summary.records,
                 "instruments": instruments,
-                "server": ready.server_json(),
+                "server": server_json,
             });
             st.finish_run(run_id, status, &v)?;
             return Err(LabError::RunFailed {
@@ -228,7 +234,7 @@ pub fn measure(
         seed: cfg.seed,
         config: plan.config.clone(),
         ideal_source: plan.ideal_source.clone(),
-        server: ready.server_json(),
+        server: server_json,
         analysis: an,
         saturation,
         why,

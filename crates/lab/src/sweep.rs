@@ -224,6 +224,17 @@ impl SweepPlan {
                 })
                 .fold(1.0, f64::max);
             check_load(&l, db)?;
+            if l.connections < c.target.instances() {
+                return Err(invalid(format!(
+                    "{} connections cannot reach {} server instances: give --connections {} or more",
+                    l.connections,
+                    c.target.instances(),
+                    c.target.instances()
+                )));
+            }
+            if let Some(st) = c.target.stress() {
+                crate::interference::stress_cpus(st, &c.target.server_cpus(), &l.cpus)?;
+            }
             if needs_capacity && self.template.service_ns.is_none() && !c.target.owns_server() {
                 let stored = if db.exists() {
                     let st = store::Store::open(db)?;
@@ -397,9 +408,11 @@ impl Ctx<'_> {
 
     /// Starts (or keeps) the combination's server, and its ideal.
     fn live(&mut self, combo: &Combo, prev: Option<Live>) -> Result<Live, LabError> {
-        if let Some(p) = prev {
+        if let Some(mut p) = prev {
             // No server knob changed: the same server (and its calibration) serves on.
             if p.key == combo.server_key {
+                // The stressor beside it is not a server knob: this combination's.
+                p.ready.set_stress(combo.target.stress().cloned());
                 return Ok(p);
             }
             p.ready.stop()?;

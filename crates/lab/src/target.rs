@@ -6,10 +6,13 @@
 //! [`TargetPlan::start`] starts the server (when tailscope owns it) and preloads the items of a
 //! key-value workload; the [`Ready`] target stops its server when dropped or [`Ready::stop`]ped.
 
+use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
 
 use analysis::QueueStructure;
+use host::isolate::{Isolated, IsolationPlan, Tasks};
 use host::placement::SchedSpec;
+use host::topology::SmtPolicy;
 use load::{
     HttpWorkload, KvWorkload, NullRpcWorkload, Popularity, ProtocolFactory, SizeDist, Target,
     Transport, Workload,
@@ -17,8 +20,10 @@ use load::{
 use serde::Serialize;
 use serde_json::{json, Value};
 use server::{ServerConfig, ServerHandle};
+use stress::StressSpec;
 
 use crate::error::{invalid, LabError};
+use crate::placement;
 use crate::Observer;
 
 /// What protocol a target speaks (the transport is in [`load::Target`]).
@@ -70,6 +75,25 @@ pub struct SpawnSpec {
     pub arch: Option<server::Arch>,
     #[serde(serialize_with = "debug_opt")]
     pub work: Option<model::ServiceSpec>,
+    /// A real server's item memory in MiB (memcached -m, redis maxmemory).
+    pub memory_mb: Option<u32>,
+    /// nginx: `open_file_cache` on.
+    pub open_file_cache: bool,
+    /// Instances of a real server, each on its own port and share of the CPUs (scale-out
+    /// against scale-up); the load's connections go round-robin over them. None: one.
+    pub instances: Option<u32>,
+    /// Choose the CPUs (among `cpus`, or all) by physical core, one per worker thread:
+    /// on distinct cores or packed onto SMT siblings.
+    pub smt: Option<SmtPolicy>,
+    /// Isolation (`host::isolate`), applied once the server runs and removed before it
+    /// stops: a cgroup cpuset, a memory limit, CPU bandwidth (a fraction of one CPU), an
+    /// HTB rate in bit/s on `net_dev` (`[NETNS/]DEV`), L3 cache ways through resctrl.
+    pub cpuset: Vec<usize>,
+    pub memory_limit_bytes: Option<u64>,
+    pub cpu_quota: Option<f64>,
+    pub net_rate_bps: Option<u64>,
+    pub net_dev: Option<String>,
+    pub llc_ways: Option<u32>,
 }
 
 fn display_arch<S: serde::Serializer>(v: &Option<server::Arch>, s: S) -> Result<S::Ok, S::Error> {
@@ -112,8 +136,8 @@ pub struct WorkloadSpec {
     pub popularity: Popularity,
     /// http: number of files (f0..fN-1); a spawned nginx serves generated ones.
     pub files: Option<u32>,
-    /// http: size of each generated file.
-    pub file_size: u64,
+    /// http: sizes of the generated files (fixed, or drawn from a distribution).
+    pub file_size: targets::FileSizes,
     /// nullrpc: request size and stamps.
     pub nullrpc: NullRpcWorkload,
 }
@@ -128,7 +152,7 @@ impl Default for WorkloadSpec {
             items: kv.items,
             popularity: Popularity::Uniform,
             files: None,
-            file_size: 4096,
+            file_size: targets::FileSizes::Fixed(4096),
             nullrpc: NullRpcWorkload::default(),
         }
     }
@@ -146,13 +170,16 @@ pub struct TargetSpec {
     pub churn: Option<(u32, u32)>,
     /// memcached/redis: set every item before the run.
     pub preload: bool,
+    /// A stressor beside every run, started before the load and stopped after it.
+    pub stress: Option<StressSpec>,
 }
 
 /// Which server the plan starts, if any.
 #[derive(Clone, Debug)]
 enum Owned {
     None,
-    Spawn(targets::SpawnConfig),
+    /// One config per instance.
+    Spawn(Vec<targets::SpawnConfig>),
     Builtin(ServerConfig),
 }
 
@@ -167,6 +194,8 @@ pub struct TargetPlan {
     churn: Option<(u32, u32)>,
     preload: bool,
     owned: Owned,
+    isolation: Option<IsolationPlan>,
+    stress: Option<StressSpec>,
 }
 
 /// `scheme://[host[:port]][/path]` → `scheme://127.0.0.1:1/path`.
@@ -237,6 +266,13 @@ impl TargetPlan {
                     "--server-arch and --server-work apply to the built-in server (nullrpc://) only",
                 ));
             }
+            if kind.is_none()
+                && (s.memory_mb.is_some() || s.open_file_cache || s.instances.is_some())
+            {
+                return Err(invalid(
+                    "--server-memory-mb, --open-file-cache and --server-instances apply to real servers (memcached, nginx, redis)",
+                ));
+            }
         }
         let owned = match (&spec.spawn, kind) {
             (None, _) => Owned::None,
@@ -250,11 +286,12 @@ impl TargetPlan {
                         "nullrpc+udp"
                     )));
                 }
+                let workers = s.threads.map_or(1, |t| t as usize);
                 let cfg = ServerConfig {
                     arch,
-                    workers: s.threads.map_or(1, |t| t as usize),
+                    workers,
                     work: s.work.clone(),
-                    cpus: s.cpus.clone(),
+                    cpus: placement::server_cpus(s, workers)?,
                     sched: s.sched.clone(),
                     seed: 1,
                     ..ServerConfig::default()
@@ -262,24 +299,28 @@ impl TargetPlan {
                 cfg.validate().map_err(invalid)?;
                 Owned::Builtin(cfg)
             }
-            (Some(s), Some(k)) => {
-                let mut c = targets::SpawnConfig::new(k);
-                c.threads = s.threads;
-                c.cpus = s.cpus.clone();
-                c.sched = s.sched.clone();
-                c.udp = target.transport == Transport::Udp;
-                if k == targets::Kind::Nginx {
-                    c.http_files = Some(targets::HttpFiles::uniform(
-                        w.files.unwrap_or(100),
-                        w.file_size,
-                    ));
-                }
-                c.validate().map_err(invalid)?;
-                // Fail now, with the package to install, rather than after the run is set up.
-                targets::find_binary(k).map_err(invalid)?;
-                Owned::Spawn(c)
-            }
+            (Some(s), Some(k)) => Owned::Spawn(placement::spawn_configs(
+                s,
+                k,
+                target.transport == Transport::Udp,
+                w,
+            )?),
         };
+        let isolation = match &spec.spawn {
+            Some(s) => {
+                // The built-in server's threads live in tailscope's own process.
+                let tasks = if kind.is_none() {
+                    Tasks::Threads
+                } else {
+                    Tasks::Processes
+                };
+                placement::check_isolation(s, tasks)?
+            }
+            None => None,
+        };
+        if let Some(st) = &spec.stress {
+            st.validate().map_err(invalid)?;
+        }
         Ok(TargetPlan {
             label: spec.url.clone(),
             scheme,
@@ -288,6 +329,8 @@ impl TargetPlan {
             churn: spec.churn,
             preload: spec.preload,
             owned,
+            isolation,
+            stress: spec.stress.clone(),
         })
     }
 
@@ -311,6 +354,8 @@ impl TargetPlan {
             churn: None,
             preload: false,
             owned: Owned::Builtin(cfg),
+            isolation: None,
+            stress: None,
         })
     }
 
@@ -322,29 +367,42 @@ impl TargetPlan {
     /// The server's CPUs when tailscope places it.
     pub fn server_cpus(&self) -> Vec<usize> {
         match &self.owned {
-            Owned::Spawn(c) => c.cpus.clone(),
+            Owned::Spawn(v) => {
+                let mut all: Vec<usize> = v.iter().flat_map(|c| c.cpus.clone()).collect();
+                all.sort_unstable();
+                all.dedup();
+                all
+            }
             Owned::Builtin(c) => c.cpus.clone(),
             Owned::None => Vec::new(),
         }
     }
 
-    /// Starts the server when tailscope owns it, and preloads a key-value workload's items.
+    /// Instances of the server tailscope starts (1 unless scaled out).
+    pub fn instances(&self) -> usize {
+        match &self.owned {
+            Owned::Spawn(v) => v.len(),
+            _ => 1,
+        }
+    }
+
+    /// The stressor every run of this target runs beside.
+    pub fn stress(&self) -> Option<&StressSpec> {
+        self.stress.as_ref()
+    }
+
+    /// Starts the server when tailscope owns it (then its isolation), and preloads a
+    /// key-value workload's items. Isolation left by a tailscope that died is removed first.
     pub fn start(&self, stop: &AtomicBool, obs: &dyn Observer) -> Result<Ready, LabError> {
+        let journal = placement::clear_leftovers(obs);
         let (target, url, server) = match &self.owned {
-            Owned::Spawn(cfg) => {
-                let s = targets::Spawned::start(cfg)?;
-                let url = s.url();
+            Owned::Spawn(cfgs) => {
+                let v = placement::start_instances(cfgs, obs)?;
+                let url = v[0].url();
                 let target: Target = url
                     .parse()
                     .map_err(|e| LabError::Failed(format!("spawned server's URL {url}: {e}")))?;
-                obs.note(&format!(
-                    "spawned {} at {} ({} worker thread(s)); ready after {:.1} ms",
-                    s.version(),
-                    s.addr(),
-                    s.worker_threads(),
-                    s.ready_after().as_secs_f64() * 1e3
-                ));
-                (target, url, Server::Spawned(s))
+                (target, url, Server::Spawned(v))
             }
             Owned::Builtin(cfg) => {
                 let h = start_builtin(cfg)?;
@@ -374,19 +432,40 @@ impl TargetPlan {
                 Server::External,
             ),
         };
+        let isolation = match &self.isolation {
+            Some(plan) => {
+                let (pids, tids) = match &server {
+                    Server::Spawned(v) => (v.iter().flat_map(|s| s.pids()).collect(), Vec::new()),
+                    Server::Builtin(..) => (Vec::new(), own_server_threads()),
+                    Server::External => (Vec::new(), Vec::new()),
+                };
+                Some(placement::isolate(plan, &journal, &pids, &tids, obs)?)
+            }
+            None => None,
+        };
+        let spread: Vec<SocketAddr> = match &server {
+            Server::Spawned(v) if v.len() > 1 => v.iter().map(|s| s.addr()).collect(),
+            _ => Vec::new(),
+        };
         if self.preload && matches!(self.workload, Workload::Kv(_)) {
-            obs.note("preloading items");
-            let st = load::preload(&target, &self.workload, 4, stop, &|done, total| {
-                obs.progress("preload", done, total)
-            })?;
-            if st.failed > 0 {
-                obs.note(&format!(
-                    "preload: {} of {} items were not stored",
-                    st.failed, st.items
-                ));
+            // Every instance of a scaled-out server holds every item.
+            for t in placement::each_instance(&target, &spread) {
+                obs.note("preloading items");
+                let st = load::preload(&t, &self.workload, 4, stop, &|done, total| {
+                    obs.progress("preload", done, total)
+                })?;
+                if st.failed > 0 {
+                    obs.note(&format!(
+                        "preload: {} of {} items were not stored",
+                        st.failed, st.items
+                    ));
+                }
             }
         }
         Ok(Ready {
+            isolation,
+            spread,
+            stress: self.stress.clone(),
             server_cpus: self.server_cpus(),
             label: self.label.clone(),
             scheme: self.scheme,
@@ -411,14 +490,22 @@ fn start_builtin(cfg: &ServerConfig) -> Result<ServerHandle, LabError> {
 }
 
 /// The server behind a ready target.
+// One per run: the size of the built-in server's variant costs nothing worth a Box.
+#[allow(clippy::large_enum_variant)]
 enum Server {
     External,
-    Spawned(targets::Spawned),
+    /// One per instance.
+    Spawned(Vec<targets::Spawned>),
     Builtin(ServerHandle, ServerConfig),
 }
 
 /// A target ready to be measured; a server tailscope started stops when this is dropped.
 pub struct Ready {
+    /// Removed before the server stops (fields drop in declaration order).
+    isolation: Option<Isolated>,
+    /// Every instance's address when the server is scaled out (the load spreads over them).
+    spread: Vec<SocketAddr>,
+    stress: Option<StressSpec>,
     pub label: String,
     pub scheme: Scheme,
     pub target: Target,
@@ -465,10 +552,19 @@ impl Ready {
                 (w, q)
             }
             (_, Scheme::Redis, _) => (1, QueueStructure::Single),
-            (Server::Spawned(s), Scheme::Memcached, Transport::Udp) => {
-                (s.worker_threads(), QueueStructure::Single)
+            // N instances of a one-thread UDP memcached are N single-worker queues.
+            (Server::Spawned(v), Scheme::Memcached, Transport::Udp) if v.len() > 1 => {
+                (v.len() as u32, QueueStructure::PerWorker)
             }
-            (Server::Spawned(s), _, _) => (s.worker_threads(), QueueStructure::PerWorker),
+            (Server::Spawned(v), Scheme::Memcached, Transport::Udp) => {
+                (v[0].worker_threads(), QueueStructure::Single)
+            }
+            // Connection c goes to instance c % N and, in it, to worker (c / N) % t: the same
+            // partition as c % (N·t) over N·t per-worker queues.
+            (Server::Spawned(v), _, _) => (
+                v.iter().map(|s| s.worker_threads()).sum(),
+                QueueStructure::PerWorker,
+            ),
             (_, Scheme::Memcached, Transport::Tcp) | (_, Scheme::Http, _) => {
                 (1, QueueStructure::PerWorker)
             }
@@ -484,8 +580,36 @@ impl Ready {
     /// The server's process ids (a spawned server) for the attribution sampler.
     pub fn pids(&self) -> Vec<u32> {
         match &self.server {
-            Server::Spawned(s) => s.pids(),
+            Server::Spawned(v) => v.iter().flat_map(|s| s.pids()).collect(),
             _ => Vec::new(),
+        }
+    }
+
+    /// Every instance's address when the server is scaled out (else empty): the load's
+    /// connections go round-robin over them (`LoadConfig::spread`).
+    pub fn spread(&self) -> Vec<SocketAddr> {
+        self.spread.clone()
+    }
+
+    /// The stressor each run of this target runs beside.
+    pub fn stress(&self) -> Option<&StressSpec> {
+        self.stress.as_ref()
+    }
+
+    /// Changes the stressor beside the next runs (a sweep's `stress` axis keeps the server).
+    pub fn set_stress(&mut self, s: Option<StressSpec>) {
+        self.stress = s;
+    }
+
+    /// Items the spawned server evicted since it started (summed over its instances); None
+    /// when it keeps no such counter or it cannot be read.
+    pub fn evictions(&self) -> Option<u64> {
+        match &self.server {
+            Server::Spawned(v) => v
+                .iter()
+                .map(|s| s.evictions().ok().flatten())
+                .sum::<Option<u64>>(),
+            _ => None,
         }
     }
 
@@ -500,18 +624,30 @@ impl Ready {
     /// What the store keeps about the server.
     pub fn server_json(&self) -> Value {
         match &self.server {
-            Server::Spawned(s) => json!({
-                "spawned": true,
-                "kind": s.kind().name(),
-                "version": s.version(),
-                "command_line": s.command_line(),
-                "worker_threads": s.worker_threads(),
-                "pids": s.pids(),
-            }),
+            Server::Spawned(v) => {
+                let s = &v[0];
+                let mut o = json!({
+                    "spawned": true,
+                    "kind": s.kind().name(),
+                    "version": s.version(),
+                    "command_line": s.command_line(),
+                    "worker_threads": s.worker_threads(),
+                    "pids": self.pids(),
+                    "instances": v.len(),
+                });
+                if v.len() > 1 {
+                    o["instance_addresses"] = json!(self.spread);
+                }
+                if let Some(iso) = &self.isolation {
+                    o["isolation"] = json!(iso.mechanisms());
+                }
+                o
+            }
             Server::Builtin(h, c) => json!({
                 "spawned": false, "builtin": true, "address": h.local_addr().to_string(),
                 "arch": c.arch.name(), "workers": c.workers, "cpus": c.cpus,
                 "sched": c.sched.as_ref().map(|s| s.to_string()),
+                "isolation": self.isolation.as_ref().map(|i| i.mechanisms()),
             }),
             Server::External => json!({"spawned": false, "scheme": self.target.scheme}),
         }
@@ -520,14 +656,23 @@ impl Ready {
     /// Stops a server tailscope started (a no-op for an external one); the built-in server's
     /// counters are returned.
     pub fn stop(self) -> Result<Option<server::Counters>, LabError> {
-        match self.server {
-            Server::Spawned(s) => {
-                s.stop()?;
-                Ok(None)
+        // Isolation first: the tasks go back to their groups while they still exist.
+        let reverted = self.isolation.map_or(Ok(()), Isolated::revert);
+        let stopped = match self.server {
+            Server::Spawned(v) => {
+                let mut first = Ok(None);
+                for s in v {
+                    if let Err(e) = s.stop() {
+                        first = first.and(Err(e.into()));
+                    }
+                }
+                first
             }
             Server::Builtin(h, _) => Ok(Some(h.shutdown()?)),
             Server::External => Ok(None),
-        }
+        };
+        reverted?;
+        stopped
     }
 }
 

@@ -158,11 +158,12 @@ fn spawned(url: &str, threads: u32) -> TargetPlan {
         workload: WorkloadSpec {
             items: 1_000,
             files: Some(20),
-            file_size: 1024,
+            file_size: targets::FileSizes::Fixed(1024),
             ..WorkloadSpec::default()
         },
         churn: None,
         preload: true,
+        stress: None,
     })
     .unwrap()
 }

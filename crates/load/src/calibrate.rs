@@ -59,7 +59,7 @@ pub fn calibrate(
             "calibration duration must be positive".into(),
         ));
     }
-    let conns = open_connections(target, factory, connections, Duration::from_secs(5))?;
+    let conns = open_connections(target, &[], factory, connections, Duration::from_secs(5))?;
     let mut epoll = Epoll::new(connections).map_err(|e| LoadError::io("creating epoll", e))?;
     let mut cals: Vec<Cal> = Vec::with_capacity(connections);
     for (i, conn) in conns.into_iter().enumerate() {

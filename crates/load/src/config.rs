@@ -1,5 +1,6 @@
 //! The validated description of one open-loop run.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::error::LoadError;
@@ -57,6 +58,10 @@ pub struct LoadConfig {
     /// CPUs for the record writer thread (it runs at SCHED_IDLE); empty = not pinned. Give
     /// CPUs that are neither the generator's nor the server's when the host has any.
     pub writer_cpus: Vec<usize>,
+    /// Several addresses of one target (instances of a scaled-out server): connection `c`
+    /// goes to `spread[c % len]` instead of `target.addr`, so the connections go round-robin
+    /// over them. Empty (default): every connection to `target.addr`.
+    pub spread: Vec<SocketAddr>,
 }
 
 impl LoadConfig {
@@ -79,6 +84,15 @@ impl LoadConfig {
             yield_when_far: true,
             churn: None,
             writer_cpus: Vec::new(),
+            spread: Vec::new(),
+        }
+    }
+
+    /// The address connection `c` goes to (see [`LoadConfig::spread`]).
+    pub fn addr_of(&self, c: usize) -> SocketAddr {
+        match self.spread.len() {
+            0 => self.target.addr,
+            n => self.spread[c % n],
         }
     }
 
@@ -108,6 +122,13 @@ impl LoadConfig {
         }
         if self.threads == 0 {
             return bad("threads must be at least 1".into());
+        }
+        if self.spread.len() > self.connections {
+            return bad(format!(
+                "{} connections cannot reach {} addresses: give at least one connection per address",
+                self.connections,
+                self.spread.len()
+            ));
         }
         if self.max_outstanding_per_conn == 0 {
             return bad("max outstanding requests per connection must be at least 1".into());

@@ -78,15 +78,21 @@ impl RecordSink for VecSink {
     }
 }
 
-/// Opens one connection per `factory()` call, checking the codec's transport.
+/// Opens one connection per `factory()` call, checking the codec's transport; connection `c`
+/// goes to `spread[c % len]` (the target's address when `spread` is empty).
 pub(crate) fn open_connections(
     target: &crate::Target,
+    spread: &[std::net::SocketAddr],
     factory: &dyn Fn() -> Box<dyn Protocol>,
     count: usize,
     connect_timeout: Duration,
 ) -> Result<Vec<Conn>, LoadError> {
     let mut conns = Vec::with_capacity(count);
-    for _ in 0..count {
+    for c in 0..count {
+        let addr = match spread.len() {
+            0 => target.addr,
+            n => spread[c % n],
+        };
         let proto = factory();
         if proto.transport() != target.transport {
             return Err(LoadError::Config(format!(
@@ -96,11 +102,8 @@ pub(crate) fn open_connections(
             )));
         }
         let mut conn = Conn::new(proto);
-        conn.open(target.addr, connect_timeout)
-            .map_err(|source| LoadError::Connect {
-                addr: target.addr,
-                source,
-            })?;
+        conn.open(addr, connect_timeout)
+            .map_err(|source| LoadError::Connect { addr, source })?;
         conns.push(conn);
     }
     Ok(conns)
@@ -144,7 +147,13 @@ pub fn run_open_loop_into(
         .timeout
         .clamp(Duration::from_millis(100), Duration::from_secs(10));
     let opened = host::tstamp::mono_now_ns();
-    let conns = open_connections(&cfg.target, factory, cfg.connections, connect_timeout)?;
+    let conns = open_connections(
+        &cfg.target,
+        &cfg.spread,
+        factory,
+        cfg.connections,
+        connect_timeout,
+    )?;
     for (c, conn) in conns.iter().enumerate() {
         if let Some(local) = conn.local_addr() {
             sink.connected(c as u32, local, opened);
@@ -154,7 +163,7 @@ pub fn run_open_loop_into(
     // Connection c goes to thread c % threads (its local index is c / threads).
     let mut per_thread: Vec<Vec<Slot>> = (0..threads).map(|_| Vec::new()).collect();
     for (c, conn) in conns.into_iter().enumerate() {
-        per_thread[c % threads].push(Slot::new(conn, c as u32));
+        per_thread[c % threads].push(Slot::new(conn, c as u32, cfg.addr_of(c)));
     }
 
     let shared: Vec<Shared> = (0..threads).map(|_| Shared::default()).collect();

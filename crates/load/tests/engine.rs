@@ -690,3 +690,35 @@ fn the_sink_learns_the_start_and_each_connections_local_address() {
         .iter()
         .all(|o| o.0 < 4 && o.1.ip().is_loopback() && o.1.port() != 0));
 }
+
+#[test]
+fn connections_go_round_robin_over_several_addresses() {
+    let (a, b) = (
+        TcpEcho::start(Behaviour::default()),
+        TcpEcho::start(Behaviour::default()),
+    );
+    let mut cfg = det_cfg(target(a.addr, false), 2000.0, 300);
+    cfg.connections = 4;
+    cfg.threads = 2;
+    cfg.spread = vec![a.addr, b.addr];
+    let out = run(&cfg);
+    assert_eq!(out.count(Outcome::Ok), out.records.len());
+    // Connections 0 and 2 reach a, 1 and 3 reach b; each carries its share.
+    let (sa, sb) = (
+        a.served.load(Ordering::Relaxed),
+        b.served.load(Ordering::Relaxed),
+    );
+    assert_eq!(sa + sb, out.records.len() as u64);
+    let to_a = out.records.iter().filter(|r| r.conn % 2 == 0).count() as u64;
+    assert_eq!(sa, to_a);
+    assert!(sa > 0 && sb > 0);
+    // One address per connection at least.
+    cfg.connections = 1;
+    cfg.threads = 1;
+    let e = cfg.validate().unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("at least one connection per address"),
+        "{e}"
+    );
+}

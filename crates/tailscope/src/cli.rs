@@ -46,6 +46,50 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// TSC-gap probe of OS and hardware noise (Where Has My Time Gone?).
     Noise(NoiseArgs),
+    /// Built-in interference: a CPU hog, a memory-bandwidth streamer or an LLC thrasher on
+    /// chosen CPUs, until --duration or Ctrl-C.
+    Stress(StressArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct StressArgs {
+    /// What to contend for: cpu (a busy loop), memory (a sequential stream over 4x the LLC)
+    /// or cache (every line of an LLC-sized buffer, in a scattered order).
+    #[arg(value_enum)]
+    pub kind: StressKindArg,
+    /// CPUs to run on, one pinned thread each (e.g. 1 or 0-1).
+    #[arg(long)]
+    pub cpus: String,
+    /// Fraction of each 10 ms period each thread works, in (0, 1].
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    pub intensity: f64,
+    /// How long to run; without it, until Ctrl-C.
+    #[arg(long, allow_hyphen_values = true)]
+    pub duration: Option<String>,
+    /// Root of the host whose sysfs gives the LLC size (cpuN/cache/index*/size).
+    #[arg(long, default_value = "/")]
+    pub root: PathBuf,
+    /// Print exactly one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `stress KIND`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum StressKindArg {
+    Cpu,
+    Memory,
+    Cache,
+}
+
+impl From<StressKindArg> for stress::Kind {
+    fn from(k: StressKindArg) -> stress::Kind {
+        match k {
+            StressKindArg::Cpu => stress::Kind::Cpu,
+            StressKindArg::Memory => stress::Kind::Memory,
+            StressKindArg::Cache => stress::Kind::Cache,
+        }
+    }
 }
 
 #[derive(Args, Debug, Clone)]
@@ -262,13 +306,53 @@ pub struct TargetArgs {
     /// http: number of static files (f0..fN-1; generated into a spawned nginx's root).
     #[arg(long)]
     pub files: Option<u32>,
-    /// http: size of each generated file in bytes.
-    #[arg(long, default_value_t = 4096)]
-    pub file_size: u64,
+    /// http: sizes of the generated files in bytes: N, uniform:LO,HI or
+    /// lognormal:MEDIAN,SIGMA (drawn from a fixed seed: the same files every run).
+    #[arg(long, default_value = "4096")]
+    pub file_size: String,
     /// http: each client opens a connection, sends MIN..MAX requests and closes it
     /// (Tales of the Tail §4.3), e.g. 20,40.
     #[arg(long, value_name = "MIN,MAX")]
     pub churn: Option<String>,
+    // Isolation, scale-out and colocation (ThunderX §V; Tales §4.1).
+    /// Spawned server: item memory in MiB (memcached -m, redis maxmemory). memcached evicts
+    /// silently when the items do not fit (64 MB by default); runs report its evictions.
+    #[arg(long)]
+    pub server_memory_mb: Option<u32>,
+    /// Spawned nginx: open_file_cache on (descriptors and sizes of served files kept).
+    #[arg(long)]
+    pub open_file_cache: bool,
+    /// Spawned server: this many instances, each on its own port and share of
+    /// --server-cpus; the load's connections go round-robin over them (scale-out).
+    #[arg(long)]
+    pub server_instances: Option<u32>,
+    /// Spawned server: its CPUs chosen by physical core, one per worker thread, among
+    /// --server-cpus (or all): distinct-cores or siblings (SMT).
+    #[arg(long)]
+    pub server_smt: Option<String>,
+    /// Spawned server: a cgroup cpuset (a CPU list the server cannot widen).
+    #[arg(long)]
+    pub server_cpuset: Option<String>,
+    /// Spawned server: a cgroup memory limit (512M, 2G).
+    #[arg(long)]
+    pub server_memory: Option<String>,
+    /// Spawned server: cgroup CPU bandwidth, a fraction of one CPU (0.5: 50 ms per 100 ms).
+    #[arg(long, allow_hyphen_values = true)]
+    pub server_cpu_quota: Option<String>,
+    /// Spawned server: outgoing bandwidth on --net-dev through an HTB class (100mbit).
+    #[arg(long)]
+    pub net_rate: Option<String>,
+    /// The interface --net-rate (or the net-rate knob) shapes: DEV, or NETNS/DEV for one in
+    /// a network namespace (`ip netns`), e.g. the server side of a veth pair.
+    #[arg(long, value_name = "[NETNS/]DEV")]
+    pub net_dev: Option<String>,
+    /// Spawned server: this many L3 cache ways (resctrl; refused where there is none).
+    #[arg(long)]
+    pub llc_ways: Option<u32>,
+    /// A stressor beside each run: cpu, memory or cache, then [:CPUS][@INTENSITY] (e.g.
+    /// cache:1@0.5); without CPUs, the server's that are not the generator's.
+    #[arg(long)]
+    pub stress: Option<String>,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -574,7 +658,9 @@ pub struct SweepArgs {
     /// A knob and its values, NAME=V1,V2,… (';' separates values holding commas); repeat
     /// for more axes, whose product is the grid. Knobs: server-threads, server-cpus,
     /// server-sched, server-arch, server-work, connections, threads, key-size, value-size,
-    /// items, popularity, get-ratio, file-size, files, arrival.
+    /// items, popularity, get-ratio, file-size, files, arrival; isolation and colocation:
+    /// server-memory, server-cpu-quota, server-cpuset, net-rate, llc-ways, memcached-mb,
+    /// open-file-cache, server-instances, server-smt, stress (none, cpu:1, cache:1@0.5, …).
     #[arg(long = "param", value_name = "NAME=V1,V2")]
     pub params: Vec<String>,
     /// Run each point this many times (each with its own seed derived from --seed).

@@ -133,6 +133,14 @@ pub(crate) fn nginx_conf(cfg: &SpawnConfig, dir: &Path, port: u16, as_root: bool
     c.push_str("events {\n    worker_connections 8192;\n}\n");
     c.push_str("http {\n    access_log off;\n    sendfile on;\n");
     c.push_str("    keepalive_requests 100000;\n    keepalive_timeout 600s;\n");
+    if cfg.open_file_cache {
+        // Descriptors and sizes of open files kept across requests (the study's NGINX
+        // setting); entries stay valid for the whole run.
+        c.push_str(
+            "    open_file_cache max=200000 inactive=600s;\n    open_file_cache_valid 600s;\n",
+        );
+        c.push_str("    open_file_cache_min_uses 1;\n    open_file_cache_errors on;\n");
+    }
     c.push_str("    default_type application/octet-stream;\n");
     for t in ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"] {
         let _ = writeln!(c, "    {t}_temp_path {d}/tmp_{t};");
@@ -218,6 +226,13 @@ mod tests {
         assert!(conf.contains("keepalive_requests 100000;"));
         assert!(conf.contains("root /tmp/x/www;"));
         assert!(!conf.contains("user root"));
+        assert!(!conf.contains("open_file_cache"));
+        c.open_file_cache = true;
+        let conf = nginx_conf(&c, Path::new("/tmp/x"), 8080, false);
+        assert!(
+            conf.contains("open_file_cache max=200000 inactive=600s;"),
+            "{conf}"
+        );
         assert!(nginx_conf(&c, Path::new("/tmp/x"), 1, true).contains("user root;"));
     }
 

@@ -31,7 +31,9 @@ mod error;
 mod ping;
 mod ports;
 mod procfs;
+mod sizes;
 mod spawn;
+mod stats;
 
 use std::fmt;
 use std::str::FromStr;
@@ -40,7 +42,12 @@ pub use binary::{find_binary, version_of};
 pub use error::TargetError;
 pub use host::placement::SchedSpec;
 pub use procfs::ThreadPlacement;
+pub use sizes::{FileSizes, MAX_FILE_BYTES};
 pub use spawn::{Spawned, StopInfo, READY_TIMEOUT, STOP_GRACE};
+pub use stats::Stats;
+
+/// Most bytes of generated files for one nginx (they are written to a temporary directory).
+pub const MAX_TOTAL_FILE_BYTES: u64 = 8 << 30;
 
 /// Which real server to start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -186,6 +193,8 @@ pub struct SpawnConfig {
     /// nginx only: the files to serve. `None`: one file `f0` of 1024 bytes (the readiness
     /// check fetches `/f0`).
     pub http_files: Option<HttpFiles>,
+    /// nginx only: `open_file_cache` on (descriptors and sizes of served files kept open).
+    pub open_file_cache: bool,
     /// Appended verbatim to the server's command line (for nginx e.g. `-g "directive;"`).
     pub extra_args: Vec<String>,
 }
@@ -201,6 +210,7 @@ impl SpawnConfig {
             udp: false,
             memory_mb: None,
             http_files: None,
+            open_file_cache: false,
             extra_args: Vec::new(),
         }
     }
@@ -232,6 +242,15 @@ impl SpawnConfig {
             if files.count == 0 {
                 return bad("http_files needs at least one file (the readiness check fetches /f0)");
             }
+            if files.total_bytes() > MAX_TOTAL_FILE_BYTES {
+                return bad(&format!(
+                    "the files add up to {} bytes, above the {MAX_TOTAL_FILE_BYTES} a run writes",
+                    files.total_bytes()
+                ));
+            }
+        }
+        if self.open_file_cache && self.kind != Kind::Nginx {
+            return bad("open_file_cache applies to nginx only");
         }
         let n = host::placement::online_cpus();
         if let Some(&c) = self.cpus.iter().find(|&&c| c >= n) {
@@ -304,6 +323,11 @@ mod tests {
         assert!(c.validate().is_err());
         let mut c = SpawnConfig::new(Kind::Nginx);
         c.http_files = Some(HttpFiles::uniform(0, 1));
+        assert!(c.validate().is_err());
+        c.http_files = Some(HttpFiles::uniform(10_000, 1 << 30));
+        assert!(c.validate().unwrap_err().to_string().contains("add up"));
+        let mut c = SpawnConfig::new(Kind::Redis);
+        c.open_file_cache = true;
         assert!(c.validate().is_err());
         let mut c = SpawnConfig::new(Kind::Memcached);
         c.threads = Some(0);

@@ -374,6 +374,21 @@ impl Spawned {
         self.dir.as_ref().map(|d| d.path().to_path_buf())
     }
 
+    /// The server's own counters (memcached `stats`, redis `INFO`); nginx has none.
+    pub fn stats(&self) -> Result<crate::Stats, TargetError> {
+        crate::stats::read(self.kind, self.addr())
+    }
+
+    /// Items evicted since the server started (memcached `evictions`, redis
+    /// `evicted_keys`); `None` for nginx, which evicts nothing.
+    pub fn evictions(&self) -> Result<Option<u64>, TargetError> {
+        let Some(key) = crate::stats::eviction_key(self.kind) else {
+            return Ok(None);
+        };
+        let st = self.stats()?;
+        Ok(st.get(key).and_then(|v| v.trim().parse().ok()))
+    }
+
     /// The end of the server's stderr and stdout so far.
     pub fn output(&self) -> String {
         self.dir

@@ -390,3 +390,56 @@ fn a_server_dies_with_a_killed_parent() {
     }
     assert!(gone(), "memcached {pid} survived its killed parent");
 }
+
+#[test]
+fn a_full_memcached_evicts_and_its_stats_say_so() {
+    require(Kind::Memcached);
+    let mut cfg = SpawnConfig::new(Kind::Memcached);
+    cfg.threads = Some(1);
+    // 2 MB of item memory; 8 MB of values.
+    cfg.memory_mb = Some(2);
+    let s = Spawned::start(&cfg).unwrap();
+    assert_eq!(s.evictions().unwrap(), Some(0));
+    let mut c = conn(s.addr());
+    let value = vec![b'v'; 1000];
+    for i in 0..8000 {
+        let mut req = format!("set k{i} 0 0 {}\r\n", value.len()).into_bytes();
+        req.extend_from_slice(&value);
+        req.extend_from_slice(b"\r\n");
+        send(&mut c, &req);
+        assert_eq!(line(&mut c), "STORED\r\n");
+    }
+    let st = s.stats().unwrap();
+    assert_eq!(st["limit_maxbytes"], (2u64 << 20).to_string());
+    let ev = s.evictions().unwrap().unwrap();
+    assert!(ev > 1000, "{ev} evictions of 8000 1 KB items in 2 MB");
+    s.stop().unwrap();
+}
+
+#[test]
+fn redis_stats_and_nginx_without_counters() {
+    require(Kind::Redis);
+    let s = Spawned::start(&SpawnConfig::new(Kind::Redis)).unwrap();
+    assert_eq!(s.evictions().unwrap(), Some(0));
+    assert!(s.stats().unwrap().contains_key("redis_version"));
+    s.stop().unwrap();
+    require(Kind::Nginx);
+    let mut cfg = SpawnConfig::new(Kind::Nginx);
+    cfg.open_file_cache = true;
+    cfg.http_files = Some(targets::FileSizes::Uniform { lo: 10, hi: 5000 }.files(20, 7));
+    let n = Spawned::start(&cfg).unwrap();
+    assert_eq!(n.evictions().unwrap(), None);
+    assert!(n.stats().is_err());
+    let sizes = n.http_paths();
+    let mut c = conn(n.addr());
+    for (path, size) in sizes.iter().take(5) {
+        let (head, body) = http_get(&mut c, path);
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        assert_eq!(body.len() as u64, *size);
+    }
+    assert!(
+        sizes.iter().any(|(_, s)| *s != sizes[0].1),
+        "drawn sizes differ"
+    );
+    n.stop().unwrap();
+}

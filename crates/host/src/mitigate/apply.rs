@@ -38,14 +38,14 @@ pub struct Applied {
     done: bool,
 }
 
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Start time (clock ticks since boot) of a process, from the real `/proc`.
-fn start_ticks(pid: u32) -> Option<u64> {
+pub(crate) fn start_ticks(pid: u32) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     s.get(s.rfind(')')? + 1..)?
         .split_whitespace()
@@ -55,7 +55,7 @@ fn start_ticks(pid: u32) -> Option<u64> {
 }
 
 /// Whether the process that wrote a journal entry still runs.
-fn alive(pid: u32, ticks: Option<u64>) -> bool {
+pub(crate) fn alive(pid: u32, ticks: Option<u64>) -> bool {
     if Path::new("/proc/self/stat").exists() {
         match start_ticks(pid) {
             None => false,

@@ -45,11 +45,12 @@ pub struct Journal {
 }
 
 /// An exclusive `flock` on the open journal, released on drop (close). Written by hand with
-/// libc because it is four lines and the workspace's nix has no `fs` feature enabled.
-struct Locked(File);
+/// libc because it is four lines and the workspace's nix has no `fs` feature enabled. Shared
+/// with the isolation journal ([`crate::isolate`]).
+pub(crate) struct Locked(pub(crate) File);
 
 impl Locked {
-    fn open(path: &Path) -> Result<Self, HostError> {
+    pub(crate) fn open(path: &Path) -> Result<Self, HostError> {
         if let Some(dir) = path.parent() {
             fs::create_dir_all(dir).map_err(|e| HostError::file("create", dir, e))?;
         }

@@ -9,7 +9,7 @@
 //! written (THP's `always [madvise] never`) are recommended by the checks but not applied.
 
 mod apply;
-mod journal;
+pub(crate) mod journal;
 
 use std::fmt;
 
@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::probe::{format_cpu_list, nic_irqs, online_cpus, Check, DoctorConfig, Status};
 
+pub(crate) use apply::{alive, now_ms, start_ticks};
 pub use apply::{revert_leftovers, Applied, Change};
 pub use journal::{Entry, EntryKind, Journal};
 

@@ -36,7 +36,7 @@ impl Engine<'_> {
         let quota = self.draw_quota();
         let slot = &mut self.slots[s];
         slot.parked = false;
-        slot.conn.open_nonblocking(self.addr)?;
+        slot.conn.open_nonblocking(slot.addr)?;
         if let Some(fd) = slot.conn.fd() {
             self.epoll.add(fd, s as u64)?;
         }

@@ -114,13 +114,14 @@ impl Engine<'_> {
             }
             let at = host::tstamp::mono_now_ns();
             let slot = &mut self.slots[s];
-            let res =
-                slot.conn
-                    .open(self.addr, connect_timeout)
-                    .and_then(|()| match slot.conn.fd() {
-                        Some(fd) => self.epoll.add(fd, s as u64),
-                        None => Ok(()),
-                    });
+            let addr = slot.addr;
+            let res = slot
+                .conn
+                .open(addr, connect_timeout)
+                .and_then(|()| match slot.conn.fd() {
+                    Some(fd) => self.epoll.add(fd, s as u64),
+                    None => Ok(()),
+                });
             match res {
                 Ok(()) => {
                     slot.down = None;
@@ -140,7 +141,7 @@ impl Engine<'_> {
                             attempts,
                         });
                     }
-                    self.note_error(format!("reconnect to {}: {e}", self.addr));
+                    self.note_error(format!("reconnect to {addr}: {e}"));
                 }
             }
         }

@@ -114,11 +114,14 @@ pub(crate) struct Slot {
     parked: bool,
     /// A reply said the server closes after it: park once the read is processed.
     closing: bool,
+    /// Where it connects (and reconnects) to: one of several instances' addresses.
+    addr: SocketAddr,
 }
 
 impl Slot {
-    pub(crate) fn new(conn: Conn, global: u32) -> Self {
+    pub(crate) fn new(conn: Conn, global: u32, addr: SocketAddr) -> Self {
         Slot {
+            addr,
             conn,
             global,
             inflight: VecDeque::new(),
@@ -157,7 +160,6 @@ pub(crate) struct ThreadOutput {
 pub(crate) struct Engine<'a> {
     thread: u64,
     threads: u64,
-    addr: SocketAddr,
     timeout_ns: u64,
     max_outstanding: usize,
     yield_when_far: bool,
@@ -233,7 +235,6 @@ impl<'a> Engine<'a> {
         let mut engine = Engine {
             thread: thread as u64,
             threads: threads as u64,
-            addr: cfg.target.addr,
             timeout_ns: dur_ns(cfg.timeout),
             max_outstanding: cfg.max_outstanding_per_conn,
             yield_when_far: cfg.yield_when_far,

@@ -17,6 +17,11 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<i32> {
         request_size: a.request_size,
         stamps: !a.no_stamps,
     };
+    if a.server.stress.is_some() {
+        return Err(usage(
+            "--stress applies to run and sweep: a calibration measures the server alone",
+        ));
+    }
     let spec = super::target::spec(&a.target, &a.server, &cpus, nullrpc)?;
     let tplan = TargetPlan::new(&spec).map_err(lab_err)?;
     let duration = parse_duration("--duration", &a.duration)?;

@@ -109,10 +109,12 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
                     sched,
                     arch: Some(server::Arch::Epoll),
                     work: Some(work),
+                    ..SpawnSpec::default()
                 }),
                 workload: WorkloadSpec::default(),
                 churn: None,
                 preload: false,
+                stress: None,
             },
             load,
             service_ns: None,

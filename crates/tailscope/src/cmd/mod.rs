@@ -15,6 +15,7 @@ mod report;
 mod run;
 mod runs;
 mod serve;
+mod stress;
 mod sweep;
 mod target;
 mod tune;
@@ -40,5 +41,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Report(a) => report::run(&a),
         Command::Doctor(a) => doctor::run(&a),
         Command::Noise(a) => noise::run(&a),
+        Command::Stress(a) => stress::run(&a),
     }
 }

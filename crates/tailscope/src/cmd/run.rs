@@ -170,6 +170,7 @@ pub fn load_config(a: &LoadArgs, p: &LoadPlan, rate: f64) -> anyhow::Result<Load
         yield_when_far: a.yield_when_far,
         churn: None,
         writer_cpus: Vec::new(),
+        spread: Vec::new(),
     })
 }
 
@@ -204,6 +205,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
     let tplan = TargetPlan::new(&spec).map_err(lab_err)?;
     let rate = parse_rate(&a.rate)?;
     let p = plan(&a.load)?;
+    super::target::check_beside(&tplan, a.load.connections, &p.cpus)?;
     let queues = a.queues.structure();
     if a.workers == Some(0) {
         return Err(usage("--workers must be at least 1"));

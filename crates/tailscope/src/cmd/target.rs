@@ -1,6 +1,6 @@
 //! The target options of `run`, `calibrate` and `sweep`, parsed into `lab`'s typed spec.
 
-use lab::{SpawnSpec, TargetSpec, WorkloadSpec};
+use lab::{SpawnSpec, TargetPlan, TargetSpec, WorkloadSpec};
 use load::{NullRpcWorkload, Popularity, SizeDist};
 
 use super::common::parse_sched;
@@ -42,7 +42,10 @@ pub fn spec(
         items: t.items,
         popularity,
         files: t.files,
-        file_size: t.file_size,
+        file_size: t
+            .file_size
+            .parse::<targets::FileSizes>()
+            .or_usage_ctx("--file-size")?,
         nullrpc,
     };
     let spawn = if t.spawn {
@@ -60,6 +63,7 @@ pub fn spec(
                 .as_deref()
                 .map(super::model::parse_service)
                 .transpose()?,
+            ..isolation_spec(t)?
         })
     } else {
         if t.server_threads.is_some()
@@ -71,6 +75,21 @@ pub fn spec(
                 "--server-threads, --server-sched, --server-arch and --server-work need --spawn",
             ));
         }
+        let placed = t.server_memory_mb.is_some()
+            || t.open_file_cache
+            || t.server_instances.is_some()
+            || t.server_smt.is_some()
+            || t.server_cpuset.is_some()
+            || t.server_memory.is_some()
+            || t.server_cpu_quota.is_some()
+            || t.net_rate.is_some()
+            || t.net_dev.is_some()
+            || t.llc_ways.is_some();
+        if placed {
+            return Err(usage(
+                "--server-memory-mb, --open-file-cache, --server-instances, --server-smt, --server-cpuset, --server-memory, --server-cpu-quota, --net-rate, --net-dev and --llc-ways need --spawn (a server tailscope starts and places)",
+            ));
+        }
         None
     };
     Ok(TargetSpec {
@@ -79,7 +98,70 @@ pub fn spec(
         workload,
         churn: t.churn.as_deref().map(parse_churn).transpose()?,
         preload: !t.no_preload,
+        stress: t
+            .stress
+            .as_deref()
+            .map(|s| s.parse::<stress::StressSpec>().or_usage_ctx("--stress"))
+            .transpose()?,
     })
+}
+
+/// The scale-out, SMT and isolation flags as a spawn spec (the other fields default).
+fn isolation_spec(t: &TargetArgs) -> anyhow::Result<SpawnSpec> {
+    Ok(SpawnSpec {
+        memory_mb: t.server_memory_mb,
+        open_file_cache: t.open_file_cache,
+        instances: t.server_instances,
+        smt: t
+            .server_smt
+            .as_deref()
+            .map(|s| s.parse().or_usage_ctx("--server-smt"))
+            .transpose()?,
+        cpuset: super::common::parse_cpus_flag("--server-cpuset", t.server_cpuset.as_deref())?,
+        memory_limit_bytes: t
+            .server_memory
+            .as_deref()
+            .map(|s| lab::parse_bytes(s).map_err(|e| usage(format!("--server-memory: {e}"))))
+            .transpose()?,
+        cpu_quota: t
+            .server_cpu_quota
+            .as_deref()
+            .map(|s| {
+                s.trim().parse::<f64>().map_err(|_| {
+                    usage(format!(
+                        "--server-cpu-quota: '{s}' is not a fraction of a CPU (e.g. 0.5)"
+                    ))
+                })
+            })
+            .transpose()?,
+        net_rate_bps: t
+            .net_rate
+            .as_deref()
+            .map(|s| host::isolate::parse_rate_bps(s).or_usage_ctx("--net-rate"))
+            .transpose()?,
+        net_dev: t.net_dev.clone(),
+        llc_ways: t.llc_ways,
+        ..SpawnSpec::default()
+    })
+}
+
+/// What `run` checks beside the target before starting it: a connection per server
+/// instance at least, and CPUs for the stressor off the generator's.
+pub fn check_beside(
+    plan: &TargetPlan,
+    connections: usize,
+    load_cpus: &[usize],
+) -> anyhow::Result<()> {
+    if connections < plan.instances() {
+        return Err(usage(format!(
+            "--connections {connections} cannot reach {} server instances: give at least one connection per instance",
+            plan.instances()
+        )));
+    }
+    if let Some(st) = plan.stress() {
+        lab::stress_cpus(st, &plan.server_cpus(), load_cpus).map_err(lab_err)?;
+    }
+    Ok(())
 }
 
 /// A `lab` error as the CLI reports it: bad input is a usage error (exit 2).
