@@ -57,6 +57,16 @@ pub struct LoadConfig {
     /// CPUs for the record writer thread (it runs at SCHED_IDLE); empty = not pinned. Give
     /// CPUs that are neither the generator's nor the server's when the host has any.
     pub writer_cpus: Vec<usize>,
+    /// This process's share of a run split over several (agents on other hosts): `(index,
+    /// count)`. The run's schedule has `count × threads` lanes numbered like the threads of
+    /// one process (share `i`'s thread `t` is lane `i × threads + t`), so the shares together
+    /// are exactly the run one process with `count × threads` threads would send. `(0, 1)`:
+    /// the whole run.
+    pub share: (u32, u32),
+    /// The schedule's time zero as an absolute CLOCK_MONOTONIC instant (processes starting
+    /// together); `None`: ~2 ms after the generator threads are ready. A run whose threads
+    /// are ready only after this instant fails rather than start late.
+    pub start_at_mono_ns: Option<u64>,
 }
 
 impl LoadConfig {
@@ -79,6 +89,8 @@ impl LoadConfig {
             yield_when_far: true,
             churn: None,
             writer_cpus: Vec::new(),
+            share: (0, 1),
+            start_at_mono_ns: None,
         }
     }
 
@@ -126,6 +138,12 @@ impl LoadConfig {
                     "churn needs 1 <= min <= max requests per connection, got {lo}..={hi}"
                 ));
             }
+        }
+        let (share, shares) = self.share;
+        if shares == 0 || share >= shares {
+            return bad(format!(
+                "share {share} of {shares}: needs 0 <= index < count"
+            ));
         }
         if self.rate_per_s > MAX_RATE {
             return bad(format!(

@@ -617,3 +617,25 @@ fn slack_task_runs_only_in_slack() {
     // 500 ms at one run per 10 ms: about 50 (the first at once; a noisy host may skip a few).
     assert!((30..=52).contains(&often.runs), "{} runs", often.runs);
 }
+
+#[test]
+fn a_run_starts_at_the_instant_it_is_given_and_refuses_a_passed_one() {
+    let server = TcpEcho::start(Behaviour::default());
+    let mut cfg = det_cfg(target(server.addr, false), 1000.0, 100);
+    let at = host::tstamp::mono_now_ns() + 300_000_000;
+    cfg.start_at_mono_ns = Some(at);
+    let out = run(&cfg);
+    // Time zero is the instant given (other processes started at it too), and no request
+    // went out before it.
+    assert_eq!(out.start_mono_ns, at);
+    assert!(out.records.iter().all(|r| r.sent_ns >= r.intended_ns));
+    assert!(out.count(Outcome::Ok) > 90);
+
+    cfg.start_at_mono_ns = Some(host::tstamp::mono_now_ns() - 1);
+    let stop = AtomicBool::new(false);
+    let err = run_open_loop(&cfg, &nullrpc(Transport::Tcp), &stop, &|_, _| {}).unwrap_err();
+    assert!(
+        matches!(&err, LoadError::Config(m) if m.contains("common start passed")),
+        "{err}"
+    );
+}

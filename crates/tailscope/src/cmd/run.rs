@@ -170,6 +170,8 @@ pub fn load_config(a: &LoadArgs, p: &LoadPlan, rate: f64) -> anyhow::Result<Load
         yield_when_far: a.yield_when_far,
         churn: None,
         writer_cpus: Vec::new(),
+        share: (0, 1),
+        start_at_mono_ns: None,
     })
 }
 
