@@ -14,6 +14,7 @@
 //! service time (given / stored / calibrate) ─► RunPlan ─measure─► Run ─► store, CLI, report
 //! ```
 
+pub mod agents;
 mod calibrate;
 mod db;
 mod error;
@@ -27,6 +28,7 @@ mod slo;
 mod sweep;
 mod target;
 
+pub use agents::{agents_file, AgentCommand, AgentReport, Agents, AgentsReport};
 pub use calibrate::{
     calibrate, stored_calibration, CalibrateSpec, Calibration, IdealSource, Step, StoredCalibration,
 };

@@ -332,6 +332,7 @@ impl Ctx<'_> {
             extra_pids: t.extra_pids.clone(),
             config,
             experiment: Some(self.experiment),
+            agents: None,
         };
         let row = match measure(&plan, &live.ready, self.db, self.stop, self.obs) {
             Ok(run) => {

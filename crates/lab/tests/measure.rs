@@ -42,6 +42,7 @@ fn plan_at(rate: f64, ms: u64) -> (TargetPlan, RunPlan) {
         extra_pids: Vec::new(),
         config: serde_json::json!({"test": true}),
         experiment: None,
+        agents: None,
     };
     (target, run)
 }

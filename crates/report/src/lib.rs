@@ -3,6 +3,7 @@
 //! Tales of the Tail (log–log, the y axis labelled by percentile) and CCDF point tables as CSV,
 //! and the terminal view of a [`lab::Run`] ([`terminal`]).
 
+pub mod agents_view;
 pub mod sweep_view;
 pub mod terminal;
 

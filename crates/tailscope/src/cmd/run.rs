@@ -11,7 +11,7 @@ use serde_json::json;
 use super::common::{db_path, parse_cpus, parse_cpus_flag, parse_duration, shutdown_flag};
 use super::progress::Progress;
 use super::target::lab_err;
-use crate::cli::{LoadArgs, RunArgs};
+use crate::cli::{AgentArgs, LoadArgs, OnOff, RunArgs};
 use crate::exit::{usage, OrUsage};
 use crate::output::{self, outln};
 
@@ -216,6 +216,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
         }
     }
     output::check_outputs(&a.out)?;
+    agents_of(&a.agents)?;
     let db = db_path(&a.db)?;
     let known = known_service(a, &db)?;
     if matches!(rate, Rate::OfCapacity(_)) && known.is_none() && !tplan.owns_server() {
@@ -261,6 +262,9 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
         output::print_json(&v)?;
     } else {
         output::print_with(|w| report::terminal::run(w, &run))?;
+        if let Some(agents) = &run.agents {
+            output::print_with(|w| report::agents_view::agents(w, agents))?;
+        }
         for w in written {
             outln!("wrote {w}")?;
         }
@@ -349,8 +353,26 @@ fn measure_ready(
             "workload": format!("{:?}", ready.workload), "churn": ready.churn,
         }),
         experiment: None,
+        agents: agents_of(&a.agents)?,
     };
     Ok(lab::measure(&plan, ready, db, stop, obs)?)
+}
+
+/// The run's agents, checked before anything starts (None: the load runs in this process).
+fn agents_of(a: &AgentArgs) -> anyhow::Result<Option<lab::Agents>> {
+    if a.agent.is_empty() && a.agents_file.is_none() {
+        return Ok(None);
+    }
+    let me = std::env::current_exe().map_err(|e| usage(format!("--agent local: {e}")))?;
+    let mut cmds = Vec::new();
+    if let Some(f) = &a.agents_file {
+        cmds.extend(lab::agents_file(f, &me).map_err(lab_err)?);
+    }
+    for t in &a.agent {
+        cmds.push(lab::AgentCommand::parse(t, &me).map_err(lab_err)?);
+    }
+    let records = a.agent_records == OnOff::On;
+    Ok(Some(lab::Agents::new(cmds, records).map_err(lab_err)?))
 }
 
 fn plot_run(
