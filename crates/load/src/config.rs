@@ -67,6 +67,11 @@ pub struct LoadConfig {
     /// together); `None`: ~2 ms after the generator threads are ready. A run whose threads
     /// are ready only after this instant fails rather than start late.
     pub start_at_mono_ns: Option<u64>,
+    /// Hand each thread's finished records to the sink at least this often, in partial
+    /// chunks if need be (None: in full chunks only, the most compact). A sink that
+    /// forwards records elsewhere (an agent to its coordinator) then loses at most this much
+    /// when its process dies.
+    pub flush_every: Option<Duration>,
 }
 
 impl LoadConfig {
@@ -91,6 +96,7 @@ impl LoadConfig {
             writer_cpus: Vec::new(),
             share: (0, 1),
             start_at_mono_ns: None,
+            flush_every: None,
         }
     }
 

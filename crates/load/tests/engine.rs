@@ -639,3 +639,27 @@ fn a_run_starts_at_the_instant_it_is_given_and_refuses_a_passed_one() {
         "{err}"
     );
 }
+
+#[test]
+fn partial_chunks_reach_the_sink_when_asked_to_flush() {
+    struct Count(Vec<usize>);
+    impl load::RecordSink for Count {
+        fn write(&mut self, _thread: usize, r: &[load::RequestRecord]) -> Result<(), String> {
+            self.0.push(r.len());
+            Ok(())
+        }
+    }
+    let server = TcpEcho::start(Behaviour::default());
+    let mut cfg = det_cfg(target(server.addr, false), 1000.0, 1000);
+    let stop = AtomicBool::new(false);
+    let f = nullrpc(Transport::Tcp);
+    let mut whole = Count(Vec::new());
+    load::run_open_loop_into(&cfg, &f, &stop, &|_, _| {}, &mut whole, None).unwrap();
+    // 1000 records fit one chunk: without flushing they come at the end, at once.
+    assert_eq!(whole.0.len(), 1);
+    cfg.flush_every = Some(Duration::from_millis(100));
+    let mut partial = Count(Vec::new());
+    load::run_open_loop_into(&cfg, &f, &stop, &|_, _| {}, &mut partial, None).unwrap();
+    assert!(partial.0.len() >= 5, "{:?}", partial.0);
+    assert_eq!(partial.0.iter().sum::<usize>(), whole.0[0]);
+}

@@ -172,6 +172,7 @@ pub fn load_config(a: &LoadArgs, p: &LoadPlan, rate: f64) -> anyhow::Result<Load
         writer_cpus: Vec::new(),
         share: (0, 1),
         start_at_mono_ns: None,
+        flush_every: None,
     })
 }
 
