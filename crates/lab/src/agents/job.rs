@@ -320,6 +320,9 @@ impl Job {
         cfg.churn = self.churn;
         cfg.share = self.share;
         cfg.start_at_mono_ns = Some(start);
+        // What an agent measured reaches the coordinator within about a second: little is
+        // lost when the agent dies.
+        cfg.flush_every = Some(Duration::from_secs(1));
         cfg.validate().map_err(|e| e.to_string())?;
         Ok(cfg)
     }
