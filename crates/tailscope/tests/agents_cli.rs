@@ -18,23 +18,24 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 const EXE: &str = env!("CARGO_BIN_EXE_tailscope");
 
-/// `tailscope run` of the built-in server at `port` from `agents`, into store `db`.
+/// `tailscope run` of the built-in server at `port` from `agents`, into store `db` (no
+/// `--duration` when `duration` is empty).
 fn run_cmd(port: u16, rate: &str, duration: &str, agents: &[String], db: &Path) -> Command {
     let mut c = bin();
+    let target = format!("nullrpc://127.0.0.1:{port}");
     c.args([
         "run",
-        &format!("nullrpc://127.0.0.1:{port}"),
+        &target,
         "--rate",
         rate,
-    ])
-    .args([
-        "--duration",
-        duration,
         "--warmup",
         "500ms",
         "--service",
         "10us",
     ]);
+    if !duration.is_empty() {
+        c.args(["--duration", duration]);
+    }
     for a in agents {
         c.args(["--agent", a]);
     }
@@ -117,6 +118,35 @@ fn without_records_the_histograms_are_the_distribution_and_the_gaps_are_named() 
         "{}",
         stderr(&out)
     );
+}
+
+#[test]
+fn a_request_count_is_exact_across_agents() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let s = serve("127.0.0.1:0", None);
+    let agents = [
+        "local".to_string(),
+        "local".to_string(),
+        "local".to_string(),
+    ];
+    for arrival in ["poisson", "det"] {
+        let out = run_cmd(s.port, "3000", "", &agents, &db)
+            .args(["--requests", "4321", "--arrival", arrival])
+            .output()
+            .unwrap();
+        let v = json_of(&out);
+        // Poisson lanes take exact quotas from one merge; a dealt stream counts globally.
+        assert_eq!(v["requests"], 4321, "{arrival}: {v}\n{}", stderr(&out));
+        let sum: u64 = v["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["requests"].as_u64().unwrap())
+            .sum();
+        assert_eq!(sum, 4321, "{arrival}");
+    }
 }
 
 #[test]

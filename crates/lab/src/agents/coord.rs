@@ -228,14 +228,17 @@ impl Coordinator<'_> {
         }
     }
 
-    /// The hello both ways; false when an agent failed.
-    fn greet(&mut self, here: &Hello) -> bool {
+    /// The hello both ways; false when an agent failed (or Ctrl-C came first).
+    fn greet(&mut self, here: &Hello, stop: &AtomicBool) -> bool {
         let Ok(p) = frame::to_json(Kind::Hello, here) else {
             return false;
         };
         self.send_all(Kind::Hello, &p);
         let deadline = Instant::now() + HELLO_TIMEOUT;
         while self.live().any(|i| self.agents[i].hello.is_none()) {
+            if stop.load(Ordering::Relaxed) {
+                return false;
+            }
             let left = deadline.saturating_duration_since(Instant::now());
             let Some(e) = self.fleet.recv(left.min(Duration::from_millis(200))) else {
                 if left.is_zero() {
@@ -272,9 +275,12 @@ impl Coordinator<'_> {
         }
     }
 
-    /// Clock pings to each agent in turn; false when an agent failed.
-    fn sync_clocks(&mut self, here: &Hello) -> bool {
+    /// Clock pings to each agent in turn; false when an agent failed (or Ctrl-C came).
+    fn sync_clocks(&mut self, here: &Hello, stop: &AtomicBool) -> bool {
         for i in 0..self.agents.len() {
+            if stop.load(Ordering::Relaxed) {
+                return false;
+            }
             let mut xs = Vec::with_capacity(clock::EXCHANGES);
             for seq in 0..clock::EXCHANGES as u64 {
                 if self.agents[i].finished {
@@ -401,15 +407,19 @@ pub fn run(
         store_error: None,
     };
     let here = Hello::here();
-    let ready = c.greet(&here) && c.sync_clocks(&here);
+    let ready = c.greet(&here, stop) && c.sync_clocks(&here, stop);
     let mut start = None;
     let mut interrupted = stop.load(Ordering::Relaxed);
     let mut notes = Vec::new();
     let mut cfg = cfg.clone();
-    // Agents on this host (they read its very clock) spinning for their next send on more
-    // CPUs than it has would starve each other and the server: each would be late by whole
-    // scheduler slices. They sleep until shortly before a far send instead.
-    let here_agents = c.agents.iter().filter(|a| a.shared_clock).count();
+    // Agents on this machine spinning for their next send on more CPUs than it has would
+    // starve each other and the server: each would be late by whole scheduler slices. They
+    // sleep until shortly before a far send instead.
+    let here_agents = c
+        .agents
+        .iter()
+        .filter(|a| a.hello.as_ref().is_some_and(|h| here.same_machine(h)))
+        .count();
     let spinning = here_agents * c.threads;
     if ready && !cfg.yield_when_far && here_agents > 1 && spinning >= host::placement::online_cpus()
     {

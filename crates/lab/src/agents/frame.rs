@@ -39,8 +39,8 @@ pub enum Kind {
     /// Agent → coordinator: `u64 done, u64 total` requests, about every second (also a
     /// heartbeat: an agent silent for long has hung).
     Progress = 7,
-    /// Agent → coordinator: one generator thread's histograms of one interval, see
-    /// [`super::serve`].
+    /// Agent → coordinator: one generator thread's histograms of (its records so far in) one
+    /// interval of intended time, see [`super::hist::Interval`].
     Interval = 8,
     /// Agent → coordinator: `u32 thread, u32 seq, u32 records`, then a chunk of raw records
     /// in the store's blob encoding (`store::encode_chunk`).

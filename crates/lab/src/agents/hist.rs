@@ -60,7 +60,8 @@ pub fn decode(b: &[u8]) -> Result<Histogram<u64>, FrameError> {
     Ok(h)
 }
 
-/// One generator thread's measured requests whose intended time fell in one interval.
+/// One generator thread's measured requests whose intended time fell in one interval (or
+/// those of them in one chunk of its records: the coordinator adds the pieces).
 #[derive(Clone, Debug)]
 pub struct Interval {
     pub thread: u32,

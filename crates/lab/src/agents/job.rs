@@ -59,6 +59,12 @@ impl Hello {
         })
     }
 
+    /// Whether `other` runs on this very machine (one kernel: same boot id), so shares its
+    /// CPUs, whatever namespaces it is in.
+    pub fn same_machine(&self, other: &Hello) -> bool {
+        self.boot_id.is_some() && self.boot_id == other.boot_id
+    }
+
     /// Whether `other` reads the very same CLOCK_MONOTONIC.
     pub fn same_clock(&self, other: &Hello) -> bool {
         let same = |a: &Option<String>, b: &Option<String>| a.is_some() && a == b;
@@ -417,6 +423,10 @@ mod tests {
         assert_eq!(a.same_clock(&a), a.boot_id.is_some() && a.time_ns.is_some());
         b.time_ns = Some("time:[1]".into());
         assert!(!a.same_clock(&b));
+        // Another time namespace on the same machine still shares its CPUs.
+        assert_eq!(a.same_machine(&b), a.boot_id.is_some());
+        b.boot_id = Some("another boot".into());
+        assert!(!a.same_machine(&b));
     }
 
     #[test]

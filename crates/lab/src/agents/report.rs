@@ -241,8 +241,12 @@ fn load_facts(c: &Collected, warmup_ns: u64) -> LoadFacts {
         ..LoadFacts::default()
     };
     for (i, a) in c.agents.iter().enumerate() {
+        // Records stored: what arrived, also from an agent that died.
+        f.records += a.stored_records;
         let Some(d) = &a.done else { continue };
-        f.records += d.records;
+        if a.stored_records == 0 {
+            f.records += d.records;
+        }
         f.connects += d.connects;
         f.misses += d.misses;
         f.drain_ns = f.drain_ns.max(d.drain_ns);

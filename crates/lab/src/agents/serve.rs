@@ -225,7 +225,8 @@ impl<W: Write> AgentSink<W> {
         send(&self.out, Kind::Interval, &p).map_err(|e| e.to_string())
     }
 
-    /// Sends every open interval (at the end of the run).
+    /// Sends every open interval (at the end of the run, and after a failed one: the
+    /// coordinator keeps what was measured).
     fn flush_all(&mut self) -> Result<(), String> {
         let open: Vec<Interval> = self
             .threads
@@ -282,6 +283,12 @@ impl<W: Write + Send> RecordSink for AgentSink<W> {
         }
         for r in records {
             self.add(thread, r)?;
+        }
+        // The chunk's part of its last interval goes now too (the coordinator adds the
+        // pieces of an interval): what a thread measured never waits for its next interval,
+        // so an agent that dies loses at most its last second.
+        if let Some(open) = self.threads[thread].open.take() {
+            self.send_interval(&open)?;
         }
         if !self.records || records.is_empty() {
             return Ok(());
