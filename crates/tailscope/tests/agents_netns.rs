@@ -22,6 +22,10 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 const EXE: &str = env!("CARGO_BIN_EXE_tailscope");
 
+/// A run from `agents` that must succeed. Its lateness threshold is 1 s: the plumbing is under
+/// test here (namespaces, ssh, the merge), not how punctual agents are on a host whose two CPUs
+/// they share with the server, the coordinator and whatever else runs (the loopback
+/// acceptance test in agents_cli.rs holds them to 5 ms).
 fn run(target: &str, rate: &str, agents: &[String], db: &Path) -> serde_json::Value {
     let mut c = bin();
     c.args(["run", target, "--rate", rate, "--duration", "3s"])
@@ -33,7 +37,7 @@ fn run(target: &str, rate: &str, agents: &[String], db: &Path) -> serde_json::Va
             "--connections",
             "4",
         ])
-        .args(["--lateness-threshold", "5ms", "--db"])
+        .args(["--lateness-threshold", "1s", "--db"])
         .arg(db)
         .arg("--json");
     for a in agents {
