@@ -17,6 +17,8 @@ deps+=(chromium:chromium python3:python3)
 # libelf and zlib; the BPF programs include the kernel's UAPI headers).
 files=(/usr/include/libelf.h:libelf-dev /usr/include/zlib.h:zlib1g-dev
        /usr/include/linux/bpf.h:linux-libc-dev)
+# Runs with agents: SSH end to end (sshd started by the test itself), time namespaces.
+deps+=(sshd:openssh-server ssh:openssh-client ssh-keygen:openssh-client unshare:util-linux)
 need_apt=()
 for d in "${deps[@]}"; do
   cmd=${d%%:*}; pkg=${d##*:}
@@ -35,7 +37,15 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   echo "installing Debian packages: ${need_apt[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
+  # Packages must not start their services (openssh-server would leave an sshd on port 22):
+  # the tests start what they need and stop it.
+  no_start=
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+    no_start=1
+  fi
   apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  [ -z "$no_start" ] || rm -f /usr/sbin/policy-rc.d
 fi
 if command -v rustup >/dev/null 2>&1; then
   rustup component list --installed | grep -q '^rustfmt' || rustup component add rustfmt

@@ -95,6 +95,7 @@ impl Side<'_> {
             experiment: Some(experiment),
             // Two services measured at once: no eBPF collector beside them (as no sampler).
             stages: crate::StagesMode::Stamps,
+            agents: None,
         }
     }
 }

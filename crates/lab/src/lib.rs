@@ -14,6 +14,7 @@
 //! service time (given / stored / calibrate) ─► RunPlan ─measure─► Run ─► store, CLI, report
 //! ```
 
+pub mod agents;
 mod calibrate;
 mod colocate;
 mod db;
@@ -34,6 +35,7 @@ mod sweep;
 mod target;
 mod tune;
 
+pub use agents::{agents_file, AgentCommand, AgentReport, Agents, AgentsReport};
 pub use calibrate::{
     calibrate, stored_calibration, CalibrateSpec, Calibration, IdealSource, Step, StoredCalibration,
 };

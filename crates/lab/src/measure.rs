@@ -46,6 +46,8 @@ pub struct RunPlan {
     pub experiment: Option<i64>,
     /// Where the per-request server stages come from (eBPF for real servers).
     pub stages: crate::StagesMode,
+    /// Send the load from these agents (other hosts) instead of from this process.
+    pub agents: Option<crate::Agents>,
 }
 
 /// Checks a run's load before anything is started: the configuration itself, and that its
@@ -94,6 +96,9 @@ pub fn measure(
     stop: &AtomicBool,
     obs: &dyn Observer,
 ) -> Result<Run, LabError> {
+    if let Some(agents) = &plan.agents {
+        return crate::agents::measure(plan, agents, ready, db, stop, obs);
+    }
     let mut cfg = plan.load.clone();
     cfg.target = ready.target.clone();
     cfg.churn = ready.churn;
@@ -250,6 +255,7 @@ pub fn measure(
             drain_ns: summary.drain_ns,
             writer: summary.writer,
         },
+        agents: None,
     };
     st.finish_run(run_id, status.as_str(), &run.to_json())?;
     Ok(run)

@@ -116,6 +116,8 @@ pub struct Run {
     pub load: LoadFacts,
     /// What ran beside the load, where, and what it cost.
     pub instruments: Vec<Instrument>,
+    /// The agents that sent the load, when other hosts did.
+    pub agents: Option<crate::AgentsReport>,
 }
 
 /// Saturation evidence from the analysis and the backlog samples (None: none at all).
@@ -280,6 +282,15 @@ impl Run {
         });
         if let (Value::Object(m), Value::Object(r)) = (&mut v, rest) {
             m.extend(r);
+        }
+        if let (Value::Object(m), Some(a)) = (&mut v, &self.agents) {
+            m.insert("agents".into(), json!(a.agents));
+            m.insert("agents_merged".into(), json!(a.merged));
+            m.insert("agents_missing".into(), json!(a.missing));
+            m.insert("agents_notes".into(), json!(a.notes));
+            if let Some(e) = &a.error {
+                m.insert("error".into(), json!(e));
+            }
         }
         v
     }

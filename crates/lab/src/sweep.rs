@@ -348,6 +348,7 @@ impl Ctx<'_> {
             experiment: Some(self.experiment),
             // eBPF stages for a spawned server when the host supports them, as `run`.
             stages: crate::StagesMode::default(),
+            agents: None,
         };
         let row = match measure(&plan, &live.ready, self.db, self.stop, self.obs) {
             Ok(run) => {

@@ -43,6 +43,7 @@ fn plan_at(rate: f64, ms: u64) -> (TargetPlan, RunPlan) {
         config: serde_json::json!({"test": true}),
         experiment: None,
         stages: lab::StagesMode::default(),
+        agents: None,
     };
     (target, run)
 }

@@ -38,6 +38,7 @@ fn plan(rate: f64, ms: u64, connections: usize) -> RunPlan {
         config: serde_json::json!({"test": true}),
         experiment: None,
         stages: StagesMode::Ebpf,
+        agents: None,
     }
 }
 

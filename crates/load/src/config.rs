@@ -62,6 +62,21 @@ pub struct LoadConfig {
     /// goes to `spread[c % len]` instead of `target.addr`, so the connections go round-robin
     /// over them. Empty (default): every connection to `target.addr`.
     pub spread: Vec<SocketAddr>,
+    /// This process's share of a run split over several (agents on other hosts): `(index,
+    /// count)`. The run's schedule has `count × threads` lanes numbered like the threads of
+    /// one process (share `i`'s thread `t` is lane `i × threads + t`), so the shares together
+    /// are exactly the run one process with `count × threads` threads would send. `(0, 1)`:
+    /// the whole run.
+    pub share: (u32, u32),
+    /// The schedule's time zero as an absolute CLOCK_MONOTONIC instant (processes starting
+    /// together); `None`: ~2 ms after the generator threads are ready. A run whose threads
+    /// are ready only after this instant fails rather than start late.
+    pub start_at_mono_ns: Option<u64>,
+    /// Hand each thread's finished records to the sink at least this often, in partial
+    /// chunks if need be (None: in full chunks only, the most compact). A sink that
+    /// forwards records elsewhere (an agent to its coordinator) then loses at most this much
+    /// when its process dies.
+    pub flush_every: Option<Duration>,
 }
 
 impl LoadConfig {
@@ -85,6 +100,9 @@ impl LoadConfig {
             churn: None,
             writer_cpus: Vec::new(),
             spread: Vec::new(),
+            share: (0, 1),
+            start_at_mono_ns: None,
+            flush_every: None,
         }
     }
 
@@ -147,6 +165,12 @@ impl LoadConfig {
                     "churn needs 1 <= min <= max requests per connection, got {lo}..={hi}"
                 ));
             }
+        }
+        let (share, shares) = self.share;
+        if shares == 0 || share >= shares {
+            return bad(format!(
+                "share {share} of {shares}: needs 0 <= index < count"
+            ));
         }
         if self.rate_per_s > MAX_RATE {
             return bad(format!(

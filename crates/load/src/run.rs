@@ -254,7 +254,22 @@ pub fn run_open_loop_into(
             }
             std::thread::sleep(Duration::from_micros(100));
         }
-        let t0 = host::tstamp::mono_now_ns() + START_LEAD_NS;
+        let now = host::tstamp::mono_now_ns();
+        let t0 = match cfg.start_at_mono_ns {
+            // A common start with other processes: starting late would shift this share's
+            // schedule against theirs, so it fails instead.
+            Some(at) if at <= now => {
+                start.store(ABORT, Ordering::Release);
+                let _ = join_all(handles);
+                let late = LoadError::Config(format!(
+                    "the common start passed {:.1} ms before this generator was ready (its connections took too long): give the start more lead",
+                    (now - at) as f64 / 1e6
+                ));
+                return finish(vec![Err(late)], writer);
+            }
+            Some(at) => at,
+            None => now + START_LEAD_NS,
+        };
         start.store(t0, Ordering::Release);
         let mut last_progress = std::time::Instant::now();
         let mut last_backlog = std::time::Instant::now();

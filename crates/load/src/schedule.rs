@@ -13,6 +13,12 @@
 //! every thread sees the global count as it replays. For split Poisson streams the count
 //! needs the merge, so [`plan`] runs it once up front (counting only, O(1) memory) and
 //! gives each thread its exact quota.
+//!
+//! A run split over several processes (`LoadConfig::share`, agents on other hosts) is the
+//! same thing one level up: the run has `count × threads` *lanes*, numbered as the threads of
+//! one process would be, and each process draws only its own lanes (its Poisson streams, its
+//! items of the dealt stream, its quotas from the one merge every process computes alike).
+//! The shares together are exactly the requested process, and a request count stays exact.
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -105,14 +111,18 @@ enum Source {
         picker: ClassPicker,
         quota: Option<u64>,
     },
-    /// The global stream, replayed; this thread keeps items `k` with `k mod T == thread`
+    /// The global stream, replayed; this thread keeps items `k` with `k mod lanes == lane`
     /// (or those whose trace connection it owns).
     Dealt {
         stream: Stream,
         picker: ClassPicker,
-        thread: usize,
+        lane: usize,
+        lanes: usize,
+        /// Threads and connections of one share (process).
         threads: usize,
         connections: usize,
+        /// Shares (processes) of the run.
+        shares: usize,
         is_trace: bool,
         /// Items of the global stream drawn so far.
         k: u64,
@@ -185,9 +195,11 @@ impl ThreadSchedule {
             Source::Dealt {
                 stream,
                 picker,
-                thread,
+                lane,
+                lanes,
                 threads,
                 connections,
+                shares,
                 is_trace,
                 k,
                 measured,
@@ -202,13 +214,17 @@ impl ThreadSchedule {
                 let class = picker.pick();
                 let (owner, forced) = match conn.filter(|_| *is_trace) {
                     Some(c) => {
-                        let global = (c as usize % *connections) as u32;
-                        (global as usize % *threads, Some(global))
+                        // The run's connections are numbered share by share: a trace's
+                        // connection goes to the share that holds it, then to the thread
+                        // that owns it there (its local connection c lives on thread c % T).
+                        let global = c as usize % (*connections * *shares);
+                        let (share, local) = (global / *connections, global % *connections);
+                        (share * *threads + local % *threads, Some(local as u32))
                     }
-                    None => ((*k % *threads as u64) as usize, None),
+                    None => ((*k % *lanes as u64) as usize, None),
                 };
                 *k += 1;
-                if owner == *thread {
+                if owner == *lane {
                     return Some(Item {
                         intended_ns: t,
                         class,
@@ -236,6 +252,10 @@ fn dur_ns(d: std::time::Duration) -> u64 {
 /// Prepares every thread's share of the schedule for a validated configuration.
 pub(crate) fn plan(cfg: &LoadConfig) -> Result<Plan, LoadError> {
     let threads = cfg.effective_threads();
+    // This process draws lanes first_lane.. first_lane + threads of the run's `lanes`.
+    let shares = cfg.share.1.max(1) as usize;
+    let lanes = threads * shares;
+    let first_lane = cfg.share.0 as usize * threads;
     let warmup_ns = dur_ns(cfg.warmup);
     let rate = (cfg.rate_per_s > 0.0).then_some(cfg.rate_per_s);
     let (horizon_ns, max_measured) = match cfg.stop {
@@ -256,22 +276,29 @@ pub(crate) fn plan(cfg: &LoadConfig) -> Result<Plan, LoadError> {
         taken: 0,
     };
     if matches!(cfg.arrival, model::ArrivalSpec::Poisson) {
-        let r = cfg.rate_per_s / threads as f64;
-        let mut own = Vec::with_capacity(threads);
-        for i in 0..threads {
-            own.push((
+        let r = cfg.rate_per_s / lanes as f64;
+        let lane = |i: usize| -> Result<(Stream, ClassPicker), LoadError> {
+            Ok((
                 Stream::new(cfg, Some(r), mix_seed(cfg.seed, 2 * i as u64))?,
                 ClassPicker::new(&cfg.class_probs, mix_seed(cfg.seed, 2 * i as u64 + 1)),
-            ));
-        }
+            ))
+        };
+        let own = (first_lane..first_lane + threads)
+            .map(lane)
+            .collect::<Result<Vec<_>, _>>()?;
         let quotas = match cfg.stop {
-            StopAt::Requests(n) if threads > 1 => Some(poisson_quotas(&own, warmup_ns, n)),
+            // The count needs every lane's stream, other processes' too (all compute it alike).
+            StopAt::Requests(n) if lanes > 1 => {
+                let all = (0..lanes).map(lane).collect::<Result<Vec<_>, _>>()?;
+                let q = poisson_quotas(&all, warmup_ns, n);
+                Some(q[first_lane..first_lane + threads].to_vec())
+            }
             StopAt::Requests(n) => Some(vec![n_with_warmup(&own[0].0, warmup_ns, n)]),
             StopAt::Duration(_) => None,
         };
         let expected = match &quotas {
             Some(q) => q.iter().sum(),
-            None => expected_rate(cfg.rate_per_s) as u64,
+            None => expected_rate(cfg.rate_per_s / shares as f64) as u64,
         };
         let threads = own
             .into_iter()
@@ -303,21 +330,28 @@ pub(crate) fn plan(cfg: &LoadConfig) -> Result<Plan, LoadError> {
         (_, Some(r)) => expected_rate(r) as u64,
         (_, None) => 0,
     };
-    let threads = (0..threads)
+    // This process's share of the dealt items (a trace's connection ids may skew it).
+    let expected = expected / shares as u64;
+    let plans = (0..threads)
         .map(|thread| {
             mk(Source::Dealt {
                 stream: stream.clone(),
                 picker: picker.clone(),
-                thread,
+                lane: first_lane + thread,
+                lanes,
                 threads,
                 connections: cfg.connections.max(1),
+                shares,
                 is_trace,
                 k: 0,
                 measured: 0,
             })
         })
         .collect();
-    Ok(Plan { threads, expected })
+    Ok(Plan {
+        threads: plans,
+        expected,
+    })
 }
 
 /// One Poisson stream stopped after `n` measured items: how many items in all.
@@ -527,3 +561,7 @@ mod tests {
         assert_eq!(p.threads[0].taken, 1000);
     }
 }
+
+#[cfg(test)]
+#[path = "schedule_share_tests.rs"]
+mod share_tests;

@@ -722,3 +722,49 @@ fn connections_go_round_robin_over_several_addresses() {
         "{e}"
     );
 }
+
+#[test]
+fn a_run_starts_at_the_instant_it_is_given_and_refuses_a_passed_one() {
+    let server = TcpEcho::start(Behaviour::default());
+    let mut cfg = det_cfg(target(server.addr, false), 1000.0, 100);
+    let at = host::tstamp::mono_now_ns() + 300_000_000;
+    cfg.start_at_mono_ns = Some(at);
+    let out = run(&cfg);
+    // Time zero is the instant given (other processes started at it too), and no request
+    // went out before it.
+    assert_eq!(out.start_mono_ns, at);
+    assert!(out.records.iter().all(|r| r.sent_ns >= r.intended_ns));
+    assert!(out.count(Outcome::Ok) > 90);
+
+    cfg.start_at_mono_ns = Some(host::tstamp::mono_now_ns() - 1);
+    let stop = AtomicBool::new(false);
+    let err = run_open_loop(&cfg, &nullrpc(Transport::Tcp), &stop, &|_, _| {}).unwrap_err();
+    assert!(
+        matches!(&err, LoadError::Config(m) if m.contains("common start passed")),
+        "{err}"
+    );
+}
+
+#[test]
+fn partial_chunks_reach_the_sink_when_asked_to_flush() {
+    struct Count(Vec<usize>);
+    impl load::RecordSink for Count {
+        fn write(&mut self, _thread: usize, r: &[load::RequestRecord]) -> Result<(), String> {
+            self.0.push(r.len());
+            Ok(())
+        }
+    }
+    let server = TcpEcho::start(Behaviour::default());
+    let mut cfg = det_cfg(target(server.addr, false), 1000.0, 1000);
+    let stop = AtomicBool::new(false);
+    let f = nullrpc(Transport::Tcp);
+    let mut whole = Count(Vec::new());
+    load::run_open_loop_into(&cfg, &f, &stop, &|_, _| {}, &mut whole, None).unwrap();
+    // 1000 records fit one chunk: without flushing they come at the end, at once.
+    assert_eq!(whole.0.len(), 1);
+    cfg.flush_every = Some(Duration::from_millis(100));
+    let mut partial = Count(Vec::new());
+    load::run_open_loop_into(&cfg, &f, &stop, &|_, _| {}, &mut partial, None).unwrap();
+    assert!(partial.0.len() >= 5, "{:?}", partial.0);
+    assert_eq!(partial.0.iter().sum::<usize>(), whole.0[0]);
+}

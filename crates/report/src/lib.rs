@@ -8,6 +8,7 @@
 //! [`compare`] (`runs compare`), [`hdr`] (HdrHistogram interval logs and `.hgrm` spectra).
 //! [`stored`] reads a run back from the store for them.
 
+pub mod agents_view;
 pub mod compare;
 pub mod experiment;
 pub mod figure;

@@ -127,5 +127,6 @@ pub fn run(
             note: None,
             detail: None,
         }],
+        agents: None,
     })
 }

@@ -107,6 +107,13 @@ impl Recorder {
         }
     }
 
+    /// A streaming recorder holding `hist`'s values: a distribution that arrived as a
+    /// histogram (added up from several sources, e.g. the agents of a run) is summarised like
+    /// any other.
+    pub fn from_histogram(hist: Histogram<u64>) -> Self {
+        Recorder::Streaming(StreamingHistogram { hist, refused: 0 })
+    }
+
     /// Records one latency in nanoseconds. Never drops or clamps a value.
     #[inline]
     pub fn record(&mut self, ns: u64) {

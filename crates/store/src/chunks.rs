@@ -21,7 +21,10 @@ pub struct StreamInfo {
     pub records: u64,
 }
 
-fn encode(cols: &Columns) -> Result<Vec<u8>, StoreError> {
+/// A chunk's blob (the format above), as [`Store::put_chunk`] stores it: also the wire
+/// format of records streamed between tailscope processes (agents), so that there is one
+/// encoding of records to trust.
+pub fn encode(cols: &Columns) -> Result<Vec<u8>, StoreError> {
     let n = u16::try_from(cols.cols.len())
         .map_err(|_| StoreError::Corrupt("more than 65535 columns".into()))?;
     let mut out = Vec::new();
@@ -40,7 +43,10 @@ fn encode(cols: &Columns) -> Result<Vec<u8>, StoreError> {
     Ok(out)
 }
 
-fn decode(blob: &[u8], len: usize) -> Result<Columns, StoreError> {
+/// Columns of `len` records back from a blob written by [`encode`]. Damage (truncation, a
+/// wrong record count, garbage) is [`StoreError::Corrupt`], never a panic, and memory stays
+/// bounded by what `len` records can legitimately need.
+pub fn decode(blob: &[u8], len: usize) -> Result<Columns, StoreError> {
     let bad = |m: &str| StoreError::Corrupt(format!("chunk: {m}"));
     let mut pos = 0usize;
     let mut take = |n: usize| -> Result<&[u8], StoreError> {

@@ -26,7 +26,7 @@ mod export;
 mod paths;
 mod time;
 
-pub use chunks::StreamInfo;
+pub use chunks::{decode as decode_chunk, encode as encode_chunk, StreamInfo};
 pub use columns::Columns;
 pub use db::{NewRun, RunRow, Store, SCHEMA_VERSION};
 pub use error::StoreError;

@@ -49,6 +49,9 @@ pub enum Command {
     /// Built-in interference: a CPU hog, a memory-bandwidth streamer or an LLC thrasher on
     /// chosen CPUs, until --duration or Ctrl-C.
     Stress(StressArgs),
+    /// The load part of a run on another host, driven over stdin/stdout by `run --agent`
+    /// (started through ssh, ip netns exec, kubectl exec -i …; not run by hand).
+    Agent(AgentCmd),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -396,6 +399,8 @@ pub struct RunArgs {
     /// supports it, else stamps).
     #[arg(long, default_value = "auto", value_name = "auto|ebpf|stamps|off")]
     pub stages: String,
+    #[command(flatten)]
+    pub agents: AgentArgs,
     #[command(flatten)]
     pub db: DbArgs,
     #[command(flatten)]
@@ -922,3 +927,31 @@ pub enum LoopArg {
     /// Listing 1.1: paired reads.
     Paired,
 }
+
+/// A run whose load comes from agents on other hosts (`run --agent`).
+#[derive(Args, Debug, Clone)]
+pub struct AgentArgs {
+    /// Send the load from an agent started by this command line (repeatable), e.g.
+    /// 'ssh host1 tailscope agent', 'ip netns exec ns1 tailscope agent', 'kubectl exec -i
+    /// pod-1 -- tailscope agent', or local (this binary). The rate is split over the agents;
+    /// --connections, --threads and --cpus apply to each.
+    #[arg(long = "agent", value_name = "COMMAND")]
+    pub agent: Vec<String>,
+    /// A TOML file listing agents: [[agent]] tables with command = "…" (and name = "…").
+    #[arg(long = "agents", value_name = "FILE")]
+    pub agents_file: Option<PathBuf>,
+    /// Agents stream every request's record (on) or only histograms (off: then there is no
+    /// ideal, server view or stage breakdown).
+    #[arg(long, value_enum, default_value_t = OnOff::On)]
+    pub agent_records: OnOff,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
+/// `tailscope agent` takes no options: everything comes from the coordinator.
+#[derive(Args, Debug, Clone)]
+pub struct AgentCmd {}

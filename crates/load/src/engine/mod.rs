@@ -194,6 +194,10 @@ pub(crate) struct Engine<'a> {
     /// Chunks sent and not yet taken by the writer (it leaves idle priority when they pile up).
     queued: &'a AtomicUsize,
     emitted: u64,
+    /// Hand a partial chunk to the sink once its oldest record has waited this long (None:
+    /// only full chunks), and when the last chunk went.
+    flush_every_ns: Option<u64>,
+    last_chunk_ns: u64,
     slack: Option<&'a mut (dyn SlackTask + 'a)>,
     /// Churn mode: (min, max) requests per connection, and the quota generator.
     churn: Option<(u32, u32)>,
@@ -260,6 +264,8 @@ impl<'a> Engine<'a> {
             out,
             queued,
             emitted: 0,
+            flush_every_ns: cfg.flush_every.map(dur_ns),
+            last_chunk_ns: 0,
             slack,
             churn: cfg.churn,
             churn_rng,
@@ -328,6 +334,16 @@ impl<'a> Engine<'a> {
                 self.reconnect(now);
                 self.collect_soft_errors();
                 self.publish();
+                if self
+                    .flush_every_ns
+                    .is_some_and(|f| now >= self.last_chunk_ns + f)
+                {
+                    self.emit(false);
+                    if !self.chunk.is_empty() {
+                        self.send_chunk();
+                    }
+                    self.last_chunk_ns = now;
+                }
             }
             self.emit(false);
             if finished && self.retry.is_empty() && self.slots.iter().all(|s| s.live == 0) {

@@ -179,3 +179,16 @@ fn bounded_is_exact_up_to_its_limit_then_streams_every_value() {
     let p50 = r.quantile(Quantile::new(0.5).unwrap()).unwrap();
     assert!((p50 - 5000.0).abs() <= 10.0, "{p50}");
 }
+
+#[test]
+fn a_recorder_from_a_histogram_summarises_as_the_streaming_one() {
+    let mut rec = Recorder::streaming(3).unwrap();
+    let mut hist = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+    for v in 1..=10_000u64 {
+        rec.record(v * 37);
+        hist.record(v * 37).unwrap();
+    }
+    let mut from = Recorder::from_histogram(hist);
+    assert_eq!(from.len(), 10_000);
+    assert_eq!(from.summarize(0.95).unwrap(), rec.summarize(0.95).unwrap());
+}

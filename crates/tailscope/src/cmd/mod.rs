@@ -1,5 +1,6 @@
 //! One module per subcommand; `dispatch` routes the parsed command line.
 
+mod agent;
 mod bursty;
 mod calibrate;
 mod colocate;
@@ -42,5 +43,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Doctor(a) => doctor::run(&a),
         Command::Noise(a) => noise::run(&a),
         Command::Stress(a) => stress::run(&a),
+        Command::Agent(_) => agent::run(),
     }
 }

@@ -11,7 +11,7 @@ use serde_json::json;
 use super::common::{db_path, parse_cpus, parse_cpus_flag, parse_duration, shutdown_flag};
 use super::progress::Progress;
 use super::target::lab_err;
-use crate::cli::{LoadArgs, RunArgs};
+use crate::cli::{AgentArgs, LoadArgs, OnOff, RunArgs};
 use crate::exit::{usage, OrUsage};
 use crate::output::{self, outln};
 
@@ -171,6 +171,9 @@ pub fn load_config(a: &LoadArgs, p: &LoadPlan, rate: f64) -> anyhow::Result<Load
         churn: None,
         writer_cpus: Vec::new(),
         spread: Vec::new(),
+        share: (0, 1),
+        start_at_mono_ns: None,
+        flush_every: None,
     })
 }
 
@@ -216,7 +219,21 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
         }
     }
     output::check_outputs(&a.out)?;
-    check_stages(a)?;
+    let stages = check_stages(a)?;
+    if agents_of(&a.agents)?.is_some() {
+        // The eBPF join matches the server's sockets to this process's connections, and an
+        // agent's job names one address: neither extends to load sent from elsewhere.
+        if stages == lab::StagesMode::Ebpf {
+            return Err(usage(
+                "--stages ebpf joins kernel events to this host's connections; with --agent the load comes from elsewhere (use --stages stamps or off)",
+            ));
+        }
+        if a.server.server_instances.is_some_and(|n| n > 1) {
+            return Err(usage(
+                "--server-instances above 1 spreads connections over several ports, which agents do not do yet; use one instance with --agent",
+            ));
+        }
+    }
     let db = db_path(&a.db)?;
     let known = known_service(a, &db)?;
     if matches!(rate, Rate::OfCapacity(_)) && known.is_none() && !tplan.owns_server() {
@@ -262,6 +279,9 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
         output::print_json(&v)?;
     } else {
         output::print_with(|w| report::terminal::run(w, &run))?;
+        if let Some(agents) = &run.agents {
+            output::print_with(|w| report::agents_view::agents(w, agents))?;
+        }
         for w in written {
             outln!("wrote {w}")?;
         }
@@ -364,8 +384,26 @@ fn measure_ready(
         }),
         experiment: None,
         stages: check_stages(a)?,
+        agents: agents_of(&a.agents)?,
     };
     Ok(lab::measure(&plan, ready, db, stop, obs)?)
+}
+
+/// The run's agents, checked before anything starts (None: the load runs in this process).
+fn agents_of(a: &AgentArgs) -> anyhow::Result<Option<lab::Agents>> {
+    if a.agent.is_empty() && a.agents_file.is_none() {
+        return Ok(None);
+    }
+    let me = std::env::current_exe().map_err(|e| usage(format!("--agent local: {e}")))?;
+    let mut cmds = Vec::new();
+    if let Some(f) = &a.agents_file {
+        cmds.extend(lab::agents_file(f, &me).map_err(lab_err)?);
+    }
+    for t in &a.agent {
+        cmds.push(lab::AgentCommand::parse(t, &me).map_err(lab_err)?);
+    }
+    let records = a.agent_records == OnOff::On;
+    Ok(Some(lab::Agents::new(cmds, records).map_err(lab_err)?))
 }
 
 fn plot_run(

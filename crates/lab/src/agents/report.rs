@@ -1,0 +1,459 @@
+//! A run with agents, end to end on the coordinator: the run is opened in the store, the
+//! agents run it ([`super::coord`]), and what they sent becomes one [`Run`] — analysed from
+//! all agents' stored records merged by intended time (the exact distribution, and the ideal
+//! on the merged arrival stream), or, without records, from their added histograms — with
+//! one [`AgentReport`] per agent: its requests, rate, lateness, clock and status.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
+
+use analysis::{AnalysisConfig, AnalysisError, Outcomes, RunAnalysis};
+use hdrhistogram::Histogram;
+use load::{BacklogSample, WriterStats};
+use serde::Serialize;
+use serde_json::{json, Value};
+use stats::{Recorder, Summary};
+
+use super::coord::{self, AgentState, Collected, Sink};
+use super::hist;
+use super::job::Sent;
+use super::Agents;
+use crate::db::{host_facts, Db};
+use crate::error::{invalid, LabError};
+use crate::instruments::{writer_instrument, Instrument};
+use crate::records::StoredRecords;
+use crate::run::{saturation_of, status_of, LoadFacts, Run, RunStatus};
+use crate::{Observer, Ready, RunPlan};
+
+/// What a run without raw records cannot say.
+const WITHOUT_RECORDS: &str = "agents sent histograms only (--agent-records off): the ideal, the excess, the server's view, the per-class and per-stage figures and the arrival check need every request's times";
+
+/// One agent of a run, as the run's JSON shows it.
+#[derive(Clone, Debug, Serialize)]
+pub struct AgentReport {
+    /// 1-based, in the order given.
+    pub agent: usize,
+    /// The command line as given ("local" for this binary), or its name in the agents file.
+    pub command: String,
+    pub host: Option<String>,
+    /// `ok`; `late` (it fell behind its schedule: the run is invalid); `failed` (it died,
+    /// disconnected, hung or sent garbage: the run failed); `interrupted`.
+    pub status: String,
+    pub error: Option<String>,
+    /// Its measured requests (after the warm-up); the agents' add up to the run's.
+    pub requests: u64,
+    pub outcomes: Outcomes,
+    pub achieved_rate_rps: f64,
+    /// Its share of the offered rate.
+    pub offered_rate_rps: f64,
+    pub lateness_p99_us: Option<f64>,
+    /// Its latency distribution, from its own histograms.
+    pub measured: Option<Value>,
+    /// The offset its start was converted with (agent − coordinator), what the pings
+    /// measured, and the bound on their error; `clock` is `shared` when it reads this host's
+    /// very clock (the applied offset is then exactly 0).
+    pub offset_ns: Option<i64>,
+    pub measured_offset_ns: Option<i64>,
+    pub uncertainty_ns: Option<u64>,
+    pub min_rtt_ns: Option<u64>,
+    pub clock: &'static str,
+    /// Raw records it sent and the coordinator stored.
+    pub records: u64,
+}
+
+/// The agents of a run.
+#[derive(Clone, Debug, Serialize)]
+pub struct AgentsReport {
+    pub agents: Vec<AgentReport>,
+    /// Raw records were streamed and stored (the run's figures come from them).
+    pub records: bool,
+    /// The run's latency and lateness from every agent's histograms added up (beside the
+    /// exact figures from the records when they were kept).
+    pub merged: Option<Value>,
+    /// What is missing without records.
+    pub missing: Option<String>,
+    /// Why the run failed, naming the agents.
+    pub error: Option<String>,
+    /// What the coordinator decided for the agents (e.g. that agents sharing this host's
+    /// CPUs sleep between far sends rather than spin).
+    pub notes: Vec<String>,
+}
+
+fn add_all<'a>(hs: impl Iterator<Item = &'a Histogram<u64>>) -> Histogram<u64> {
+    let mut out = hist::empty();
+    for h in hs {
+        // An auto-resizing histogram takes any other's values.
+        let _ = out.add(h);
+    }
+    out
+}
+
+fn summary(h: &Histogram<u64>, conf: f64) -> Option<Summary> {
+    (!h.is_empty())
+        .then(|| Recorder::from_histogram(h.clone()).summarize(conf).ok())
+        .flatten()
+}
+
+fn p99(s: &Option<Summary>) -> Option<f64> {
+    s.as_ref().and_then(|s| s.get("p99")).map(|e| e.value)
+}
+
+fn outcomes(o: [u64; 4]) -> Outcomes {
+    Outcomes {
+        ok: o[0],
+        error: o[1],
+        timeout: o[2],
+        dropped: o[3],
+    }
+}
+
+fn agent_report(
+    i: usize,
+    a: &AgentState,
+    n: usize,
+    plan: &RunPlan,
+    interrupted: bool,
+) -> AgentReport {
+    let conf = plan.confidence;
+    let lateness = summary(&a.lateness, conf);
+    let late = p99(&lateness).is_some_and(|p| p > plan.lateness_threshold_ns);
+    let status = if a.failure.is_some() {
+        "failed"
+    } else if late {
+        "late"
+    } else if interrupted || a.done.as_ref().is_some_and(|d| d.interrupted) {
+        "interrupted"
+    } else {
+        "ok"
+    };
+    AgentReport {
+        agent: i + 1,
+        command: a.cmd.label.clone(),
+        host: a.hello.as_ref().and_then(|h| h.hostname.clone()),
+        status: status.into(),
+        error: a.failure.clone().or_else(|| {
+            late.then(|| {
+                format!(
+                    "it fell behind its schedule: lateness p99 {:.1} µs above the {:.1} µs threshold",
+                    p99(&lateness).unwrap_or(0.0) / 1e3,
+                    plan.lateness_threshold_ns / 1e3
+                )
+            })
+        }),
+        requests: a.requests(),
+        outcomes: outcomes(a.outcomes),
+        achieved_rate_rps: a.done.as_ref().map_or(0.0, |d| d.sent.rate_rps()),
+        offered_rate_rps: plan.load.rate_per_s / n as f64,
+        lateness_p99_us: p99(&lateness).map(|p| p / 1e3),
+        measured: summary(&a.latency, conf).map(|s| s.distribution_json()),
+        offset_ns: a.clock.map(|_| a.applied_offset_ns),
+        measured_offset_ns: a.clock.map(|c| c.offset_ns),
+        uncertainty_ns: a.clock.map(|c| if a.shared_clock { 0 } else { c.uncertainty_ns }),
+        min_rtt_ns: a.clock.map(|c| c.min_rtt_ns),
+        clock: if a.shared_clock { "shared" } else { "measured" },
+        records: a.stored_records,
+    }
+}
+
+/// The run's analysis from the agents' added histograms alone (no records).
+fn from_histograms(c: &Collected, plan: &RunPlan) -> Result<RunAnalysis, AnalysisError> {
+    let conf = plan.confidence;
+    let latency = add_all(c.agents.iter().map(|a| &a.latency));
+    if latency.is_empty() {
+        return Err(AnalysisError::NoData);
+    }
+    let mut rec = Recorder::from_histogram(latency);
+    let measured = rec.summarize(conf)?;
+    let measured_ccdf_us = rec
+        .ccdf(10)
+        .into_iter()
+        .map(|(x, p)| (x / 1e3, p))
+        .collect();
+    let lateness_h = add_all(c.agents.iter().map(|a| &a.lateness));
+    let lateness = match summary(&lateness_h, conf) {
+        Some(s) => s,
+        None => {
+            let mut z = Recorder::exact(1);
+            z.record(0);
+            z.summarize(conf)?
+        }
+    };
+    let lateness_flagged = lateness
+        .get("p99")
+        .is_some_and(|e| e.value > plan.lateness_threshold_ns);
+    let mut o = [0u64; 4];
+    let mut sent = Sent::default();
+    for a in &c.agents {
+        o.iter_mut().zip(a.outcomes).for_each(|(t, x)| *t += x);
+        if let Some(s) = a.done.as_ref().map(|d| d.sent).filter(|s| s.count > 0) {
+            // One span over every agent's sends (they share the time axis).
+            sent.first_ns = if sent.count == 0 {
+                s.first_ns
+            } else {
+                sent.first_ns.min(s.first_ns)
+            };
+            sent.last_ns = sent.last_ns.max(s.last_ns);
+            sent.count += s.count;
+        }
+    }
+    Ok(RunAnalysis {
+        requests: o.iter().sum(),
+        outcomes: outcomes(o),
+        achieved_rate_rps: sent.rate_rps(),
+        measured,
+        classes: Vec::new(),
+        ideal: None,
+        ideal_transient: None,
+        ideal_spec: plan.ideal.clone(),
+        ideal_note: Some(WITHOUT_RECORDS.into()),
+        excess: Vec::new(),
+        lateness,
+        lateness_flagged,
+        held_in_client: None,
+        server_view: None,
+        decomposition: None,
+        excess_split: Vec::new(),
+        throughput: None,
+        stamped_service_ns: None,
+        ideal_check: None,
+        arrival_check: None,
+        stages: None,
+        client_wakeup: None,
+        why: None,
+        span_ns: None,
+        slow_from_ns: None,
+        measured_ccdf_us,
+        ideal_ccdf_us: Vec::new(),
+    })
+}
+
+/// The load generators' facts, added up over the agents (backlog samples by 100 ms slot of
+/// the common time axis).
+fn load_facts(c: &Collected, warmup_ns: u64) -> LoadFacts {
+    let mut slots: BTreeMap<u64, BacklogSample> = BTreeMap::new();
+    let mut f = LoadFacts {
+        start_mono_ns: c.start_mono_ns.unwrap_or(0),
+        warmup_ns,
+        writer: WriterStats {
+            policy: "per agent".into(),
+            ..WriterStats::default()
+        },
+        ..LoadFacts::default()
+    };
+    for (i, a) in c.agents.iter().enumerate() {
+        // Records stored: what arrived, also from an agent that died.
+        f.records += a.stored_records;
+        let Some(d) = &a.done else { continue };
+        if a.stored_records == 0 {
+            f.records += d.records;
+        }
+        f.connects += d.connects;
+        f.misses += d.misses;
+        f.drain_ns = f.drain_ns.max(d.drain_ns);
+        f.errors
+            .extend(d.errors.iter().map(|e| format!("agent {}: {e}", i + 1)));
+        f.writer.chunks += d.writer.chunks;
+        f.writer.records += d.writer.records;
+        f.writer.cpu_ns += d.writer.cpu_ns;
+        for b in &d.backlog {
+            let slot = b.t_ns / 100_000_000;
+            let s = slots.entry(slot).or_insert(BacklogSample {
+                t_ns: slot * 100_000_000,
+                ..BacklogSample::default()
+            });
+            s.in_flight += b.in_flight;
+            s.held += b.held;
+        }
+    }
+    f.backlog = slots.into_values().collect();
+    f
+}
+
+fn instruments(c: &Collected) -> Vec<Instrument> {
+    let mut v = vec![Instrument {
+        name: "attribution sampler".into(),
+        mode: "off".into(),
+        note: Some(
+            "the load ran in agents: no generator loop here to sample from, and their CPUs \
+             are theirs"
+                .into(),
+        ),
+        ..Instrument::default()
+    }];
+    for (i, a) in c.agents.iter().enumerate() {
+        if let Some(d) = &a.done {
+            let mut w = writer_instrument(&d.writer);
+            w.name = format!("record writer (agent {})", i + 1);
+            v.push(w);
+        }
+    }
+    v
+}
+
+/// Runs `plan` through its agents against `ready` and stores it in `db`.
+pub(crate) fn measure(
+    plan: &RunPlan,
+    agents: &Agents,
+    ready: &Ready,
+    db: &Db,
+    stop: &AtomicBool,
+    obs: &dyn Observer,
+) -> Result<Run, LabError> {
+    let mut cfg = plan.load.clone();
+    cfg.target = ready.target.clone();
+    cfg.churn = ready.churn;
+    // An agent's job names one address and its connections are not this host's: a server
+    // spread over instances and eBPF stages need the load sent from here.
+    if ready.spread().len() > 1 {
+        return Err(invalid(
+            "a server spread over several instances cannot take its load from agents yet",
+        ));
+    }
+    if plan.stages == crate::StagesMode::Ebpf {
+        return Err(invalid(
+            "eBPF stages join kernel events to this host's connections, not an agent's",
+        ));
+    }
+    let mut server_cpus = plan.server_cpus.clone();
+    if server_cpus.is_empty() {
+        server_cpus = ready.server_cpus();
+    }
+    let st = &db.store;
+    let mut config = plan.config.clone();
+    if let Value::Object(m) = &mut config {
+        m.insert("agents".into(), json!(agents));
+    }
+    let run_id = st.begin_run_in(
+        &store::NewRun {
+            kind: plan.kind.clone(),
+            target: ready.label.clone(),
+            started_at: store::now_rfc3339(),
+            config,
+            host: host_facts(),
+        },
+        plan.experiment,
+    )?;
+    let sink = Sink { store: st, run_id };
+    // A stressor beside the run and the server's eviction counter, as for a local run.
+    let beside = match crate::interference::Beside::start(ready, &cfg.cpus, &server_cpus, obs) {
+        Ok(b) => b,
+        Err(e) => {
+            let _ = st.finish_run(run_id, "failed", &json!({"error": e.to_string()}));
+            return Err(e);
+        }
+    };
+    let c = coord::run(&cfg, &ready.workload, agents, sink, stop, obs);
+    obs.phase_done("run");
+    let server_json = beside.finish(ready, obs);
+    let n = c.agents.len();
+    let mut failures: Vec<String> = c
+        .agents
+        .iter()
+        .enumerate()
+        .filter_map(|(i, a)| {
+            let f = a.failure.as_ref()?;
+            Some(format!("agent {} ({}): {f}", i + 1, a.cmd.label))
+        })
+        .collect();
+    failures.extend(c.store_error.clone());
+    let mut report = AgentsReport {
+        agents: (0..n)
+            .map(|i| agent_report(i, &c.agents[i], n, plan, c.interrupted))
+            .collect(),
+        records: agents.records,
+        merged: None,
+        missing: (!agents.records).then(|| WITHOUT_RECORDS.to_string()),
+        error: (!failures.is_empty()).then(|| failures.join("; ")),
+        notes: c.notes.clone(),
+    };
+    let conf = plan.confidence;
+    let merged_latency = summary(&add_all(c.agents.iter().map(|a| &a.latency)), conf);
+    let merged_lateness = summary(&add_all(c.agents.iter().map(|a| &a.lateness)), conf);
+    report.merged = merged_latency.as_ref().map(|m| {
+        json!({
+            "requests": c.agents.iter().map(AgentState::requests).sum::<u64>(),
+            "measured": m.distribution_json(),
+            "measured_ci": m.intervals_json(),
+            "lateness": merged_lateness.as_ref().map(Summary::distribution_json),
+        })
+    });
+    let load = load_facts(&c, u64::try_from(cfg.warmup.as_nanos()).unwrap_or(u64::MAX));
+    // The server's stamps and the agents' times are on one clock only when the server is on
+    // this host and every agent reads this host's clock: then the network legs are exact.
+    let server_here = ready.owns_server() || cfg.target.addr.ip().is_loopback();
+    let one_clock = server_here && c.agents.iter().all(|a| a.shared_clock);
+    let analysed = if agents.records {
+        let acfg = AnalysisConfig {
+            ideal: plan.ideal.clone(),
+            warmup_ns: load.warmup_ns,
+            arrival: cfg.arrival.clone(),
+            confidence: conf,
+            lateness_threshold_ns: plan.lateness_threshold_ns,
+            seed: cfg.seed,
+            same_host_start_mono_ns: one_clock.then_some(load.start_mono_ns),
+        };
+        analysis::analyse_records(&mut StoredRecords::new(st, run_id), &acfg, None)
+    } else {
+        from_histograms(&c, plan)
+    };
+    let an = match analysed {
+        Ok(an) => an,
+        Err(e) => {
+            let status = if failures.is_empty() && c.interrupted {
+                RunStatus::Interrupted
+            } else {
+                RunStatus::Failed
+            };
+            let message = format!(
+                "run {run_id} {status}: {}",
+                report.error.clone().unwrap_or_else(|| e.to_string())
+            );
+            let o = c.agents.iter().fold([0u64; 4], |mut t, a| {
+                t.iter_mut().zip(a.outcomes).for_each(|(t, x)| *t += x);
+                t
+            });
+            let v = json!({
+                "status": status, "run_id": run_id, "target": ready.label, "url": ready.url,
+                "error": message, "requests": o.iter().sum::<u64>(), "outcomes": outcomes(o),
+                "connection_errors": load.errors, "records": load.records,
+                "instruments": instruments(&c), "server": server_json,
+                "agents": report.agents, "agents_merged": report.merged,
+            });
+            st.finish_run(run_id, status.as_str(), &v)?;
+            return Err(LabError::RunFailed {
+                run_id,
+                message,
+                summary: v,
+            });
+        }
+    };
+    let saturation = saturation_of(&an, &load.backlog, load.warmup_ns, load.drain_ns);
+    let mut status = status_of(c.interrupted, &an, saturation.is_some());
+    if !failures.is_empty() {
+        status = RunStatus::Failed;
+    } else if matches!(status, RunStatus::Ok | RunStatus::Saturated)
+        && report.agents.iter().any(|a| a.status == "late")
+    {
+        // One agent behind its schedule taints the merged stream, however punctual the rest.
+        status = RunStatus::Invalid;
+    }
+    let run = Run {
+        run_id: Some(run_id),
+        status,
+        target: ready.label.clone(),
+        url: ready.url.clone(),
+        rate_rps: cfg.rate_per_s,
+        seed: cfg.seed,
+        config: plan.config.clone(),
+        ideal_source: plan.ideal_source.clone(),
+        server: server_json,
+        analysis: an,
+        saturation,
+        why: None,
+        instruments: instruments(&c),
+        load,
+        agents: Some(report),
+    };
+    st.finish_run(run_id, status.as_str(), &run.to_json())?;
+    Ok(run)
+}

@@ -1,0 +1,357 @@
+//! `tailscope run --agent …` on this host: agents started as local processes (this binary,
+//! through `sh -c` wrappers and a time namespace), against the built-in server on loopback.
+//! Runs with agents in network namespaces and over SSH are in `agents_netns.rs`.
+
+mod agents_support;
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use agents_support::{assert_agents_add_up, assert_percentiles_match_records, export, serve};
+use common::{bin, json_of, runs_list};
+
+/// One run at a time: agents, server and coordinator share the host's CPUs.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+const EXE: &str = env!("CARGO_BIN_EXE_tailscope");
+
+/// `tailscope run` of the built-in server at `port` from `agents`, into store `db` (no
+/// `--duration` when `duration` is empty).
+fn run_cmd(port: u16, rate: &str, duration: &str, agents: &[String], db: &Path) -> Command {
+    let mut c = bin();
+    let target = format!("nullrpc://127.0.0.1:{port}");
+    c.args([
+        "run",
+        &target,
+        "--rate",
+        rate,
+        "--warmup",
+        "500ms",
+        "--service",
+        "10us",
+    ]);
+    if !duration.is_empty() {
+        c.args(["--duration", duration]);
+    }
+    for a in agents {
+        c.args(["--agent", a]);
+    }
+    c.arg("--db").arg(db).arg("--json");
+    c
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn two_local_agents_split_the_rate_and_add_up_to_the_run() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let s = serve("127.0.0.1:0", None);
+    let agents = ["local".to_string(), "local".to_string()];
+    // The acceptance run; a 5 ms lateness threshold as the other real-server tests use (the
+    // agents share this host's CPUs with the server and the coordinator).
+    let out = run_cmd(s.port, "4000", "3s", &agents, &db)
+        .args(["--lateness-threshold", "5ms"])
+        .output()
+        .unwrap();
+    let v = json_of(&out);
+    assert_eq!(v["status"], "ok", "{v}\n{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(0));
+    assert_agents_add_up(&v, 2, 4000.0);
+    for a in v["agents"].as_array().unwrap() {
+        assert_eq!(a["status"], "ok", "{a}");
+        assert_eq!(a["command"], "local");
+        // Local agents read this host's very clock: offset exactly 0.
+        assert_eq!(a["clock"], "shared");
+        assert_eq!(a["offset_ns"], 0);
+        assert!(a["uncertainty_ns"].is_u64() && a["min_rtt_ns"].as_u64().unwrap() > 0);
+        assert!(a["lateness_p99_us"].as_f64().unwrap() <= 5_000.0);
+    }
+    assert_percentiles_match_records(&v, &db);
+    // Each agent's threads are their own record streams, its connections its own numbers:
+    // agent 1 holds connections 0..8, agent 2 8..16.
+    let e = export(&db, v["run_id"].as_i64().unwrap());
+    let conn = e.col("conn");
+    let conns: std::collections::BTreeSet<i64> = e.rows.iter().map(|r| r[conn]).collect();
+    assert!(conns.iter().any(|&c| c < 8) && conns.iter().any(|&c| c >= 8));
+    assert!(conns.iter().all(|&c| (0..16).contains(&c)), "{conns:?}");
+    // The ideal is computed on the merged arrival stream.
+    assert!(v["ideal"]["p50"].as_f64().unwrap() >= 10.0);
+}
+
+#[test]
+fn without_records_the_histograms_are_the_distribution_and_the_gaps_are_named() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let s = serve("127.0.0.1:0", None);
+    let agents = ["local".to_string(), "local".to_string()];
+    let out = run_cmd(s.port, "2000", "2s", &agents, &db)
+        .args(["--agent-records", "off", "--lateness-threshold", "5ms"])
+        .output()
+        .unwrap();
+    let v = json_of(&out);
+    assert_eq!(v["status"], "ok", "{v}\n{}", stderr(&out));
+    assert_agents_add_up(&v, 2, 2000.0);
+    // The run's distribution is the added histograms'; what needs records is named missing.
+    assert_eq!(v["measured"], v["agents_merged"]["measured"]);
+    assert!(v["ideal"].is_null());
+    assert!(v["agents_missing"].as_str().unwrap().contains("ideal"));
+    assert!(v["ideal_note"]
+        .as_str()
+        .unwrap()
+        .contains("--agent-records off"));
+    let id = v["run_id"].as_i64().unwrap().to_string();
+    let out = bin()
+        .args(["runs", "export", &id, "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(
+        stderr(&out).contains("no per-request records"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_request_count_is_exact_across_agents() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let s = serve("127.0.0.1:0", None);
+    let agents = [
+        "local".to_string(),
+        "local".to_string(),
+        "local".to_string(),
+    ];
+    for arrival in ["poisson", "det"] {
+        let out = run_cmd(s.port, "3000", "", &agents, &db)
+            .args(["--requests", "4321", "--arrival", arrival])
+            .output()
+            .unwrap();
+        let v = json_of(&out);
+        // Poisson lanes take exact quotas from one merge; a dealt stream counts globally.
+        assert_eq!(v["requests"], 4321, "{arrival}: {v}\n{}", stderr(&out));
+        let sum: u64 = v["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["requests"].as_u64().unwrap())
+            .sum();
+        assert_eq!(sum, 4321, "{arrival}");
+    }
+}
+
+#[test]
+fn an_agent_killed_mid_run_fails_the_run_by_name_and_what_arrived_is_kept() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let pidfile = dir.path().join("agent2.pid");
+    let s = serve("127.0.0.1:0", None);
+    let victim = format!("sh -c 'echo $$ > {}; exec {EXE} agent'", pidfile.display());
+    let agents = ["local".to_string(), victim];
+    let child = run_cmd(s.port, "2000", "6s", &agents, &db)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Kill the agent once it has measured for a while (its pid appears when it starts).
+    let mut pid = None;
+    for _ in 0..500 {
+        pid = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|p| p.trim().parse::<i32>().ok());
+        if pid.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let pid = pid.expect("agent 2 started");
+    std::thread::sleep(Duration::from_millis(3500));
+    // SAFETY: kill(2) on the pid of the agent this test started; no memory is involved.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let v = json_of(&out);
+    assert_eq!(v["status"], "failed", "{v}");
+    let err = v["error"].as_str().unwrap();
+    assert!(
+        err.contains("agent 2") && err.contains("killed by signal 9"),
+        "{err}"
+    );
+    let a = &v["agents"];
+    assert_eq!(a[1]["status"], "failed");
+    assert_ne!(a[0]["status"], "failed", "the survivor is not blamed");
+    // What agent 2 measured before it died is in the run: its records and its histograms.
+    assert!(a[1]["records"].as_u64().unwrap() > 1000, "{}", a[1]);
+    assert!(a[1]["requests"].as_u64().unwrap() > 500, "{}", a[1]);
+    assert_eq!(runs_list(&db)["runs"][0]["status"], "failed");
+    let e = export(&db, v["run_id"].as_i64().unwrap());
+    let conn = e.col("conn");
+    assert!(
+        e.rows.iter().any(|r| r[conn] >= 8),
+        "agent 2's records are stored"
+    );
+}
+
+#[test]
+fn an_agent_in_a_time_namespace_starts_with_the_others() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let s = serve("127.0.0.1:0", None);
+    // Its CLOCK_MONOTONIC reads exactly 1000 s more than this host's.
+    let shifted = format!("unshare --time --fork --monotonic 1000 {EXE} agent");
+    let agents = ["local".to_string(), shifted];
+    let out = run_cmd(s.port, "2000", "3s", &agents, &db)
+        .args(["--lateness-threshold", "5ms"])
+        .output()
+        .unwrap();
+    let v = json_of(&out);
+    assert!(
+        v["status"] == "ok" || v["status"] == "invalid",
+        "{v}\n{}",
+        stderr(&out)
+    );
+    assert_agents_add_up(&v, 2, 2000.0);
+    let a = &v["agents"][1];
+    assert_eq!(a["clock"], "measured", "{a}");
+    let (offset, unc) = (
+        a["offset_ns"].as_i64().unwrap(),
+        a["uncertainty_ns"].as_i64().unwrap(),
+    );
+    // The measurement recovers the offset within its own bound.
+    assert!(
+        (offset - 1_000_000_000_000).abs() <= unc,
+        "offset {offset} ± {unc} ns, true 1e12"
+    );
+    // And the start was common: the server stamps each request on this host's clock (T3,
+    // after the read that brought it). For each agent, the least of T3 − (start + sent) is its fastest
+    // one-way trip plus its start's error; the shifted agent's start error is the
+    // difference, which must lie within the uncertainty (plus the trips' own variation).
+    let start = v["start_mono_ns"].as_i64().unwrap();
+    let e = export(&db, v["run_id"].as_i64().unwrap());
+    let (sent, t3, conn) = (e.col("sent_ns"), e.col("t3_ns"), e.col("conn"));
+    let least = |agent: i64| {
+        e.rows
+            .iter()
+            .filter(|r| r[conn] / 8 == agent && r[sent] > 0 && r[t3] > 0)
+            .map(|r| r[t3] - (start + r[sent]))
+            .min()
+            .unwrap()
+    };
+    let (d0, d1) = (least(0), least(1));
+    eprintln!("fastest trips: {d0} ns (shared clock), {d1} ns (offset {offset} ± {unc} ns)");
+    assert!(
+        d0 > 0 && d1 > 0,
+        "a request reached the server before it was sent: {d0} {d1}"
+    );
+    assert!(
+        (d1 - d0).abs() <= unc + 50_000,
+        "start error {} ns against ±{unc} ns",
+        d1 - d0
+    );
+}
+
+#[test]
+fn ctrl_c_stops_every_agent_and_keeps_the_run() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let s = serve("127.0.0.1:0", None);
+    let agents = ["local".to_string(), "local".to_string()];
+    let child = run_cmd(s.port, "2000", "20s", &agents, &db)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(4));
+    // SAFETY: kill(2) on the coordinator this test started.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    let v = json_of(&out);
+    assert_eq!(v["status"], "interrupted", "{v}\n{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(1));
+    let agents = v["agents"].as_array().unwrap();
+    // Both agents stopped and reported (none failed); far fewer than 20 s of requests.
+    assert!(agents.iter().all(|a| a["status"] != "failed"), "{v}");
+    let n = v["requests"].as_u64().unwrap();
+    assert!(n > 1000 && n < 20_000, "{n}");
+}
+
+#[test]
+fn bad_agents_are_refused_before_anything_starts_and_a_stranger_fails_the_run() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let bad_file = dir.path().join("agents.toml");
+    std::fs::write(&bad_file, "[[agent]]\ncmd = \"local\"\n").unwrap();
+    let usage = |args: &[&str], needle: &str| {
+        let out = bin()
+            .args(["run", "nullrpc://127.0.0.1:9", "--rate", "100", "--db"])
+            .arg(&db)
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
+    };
+    usage(
+        &["--agent", "no-such-launcher host tailscope agent"],
+        "no-such-launcher",
+    );
+    usage(&["--agent", "ssh 'host"], "unterminated");
+    usage(
+        &["--agent", "ssh host tailscope agent | tee x"],
+        "shell syntax",
+    );
+    usage(&["--agents", bad_file.to_str().unwrap()], "--agents");
+    usage(&["--agents", "/nonexistent/agents.toml"], "cannot read");
+    // What joins this host's connections, or spreads them over ports, needs the load here.
+    usage(
+        &["--agent", "local", "--stages", "ebpf", "--server-pid", "1"],
+        "--stages ebpf joins kernel events to this host's connections",
+    );
+    let out = bin()
+        .args(["run", "memcached://", "--spawn", "--server-instances", "2"])
+        .args(["--rate", "100", "--agent", "local", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--server-instances"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!db.exists(), "nothing was written on bad input");
+
+    // A command that is not a tailscope agent: its bytes are not frames.
+    let s = serve("127.0.0.1:0", None);
+    let stranger = "sh -c 'echo Welcome to host1; sleep 5'".to_string();
+    let out = run_cmd(s.port, "1000", "1s", &["local".to_string(), stranger], &db)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let v = json_of(&out);
+    assert_eq!(v["status"], "failed", "{v}");
+    let err = v["error"].as_str().unwrap();
+    assert!(err.contains("agent 2") && err.contains("Welcome"), "{err}");
+}
+
+/// `tailscope agent` run by hand (a terminal on stdin) says what it is for; with a closed
+/// stdin it ends quietly, as when its coordinator goes away before a run.
+#[test]
+fn the_agent_command_alone() {
+    let out = bin().arg("agent").stdin(Stdio::null()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(out.stdout.is_empty());
+}
