@@ -23,6 +23,7 @@
 mod error;
 pub mod facts;
 pub mod isolate;
+mod jsonl;
 pub mod mitigate;
 pub mod placement;
 pub mod probe;

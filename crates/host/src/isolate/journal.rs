@@ -4,13 +4,10 @@
 //! the same state directory, under the same kind of lock): its entries name things created,
 //! not file values rewritten.
 
-use std::fs;
-use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::mitigate::journal::Locked;
 use crate::HostError;
 
 /// What one journal line says was created.
@@ -77,60 +74,19 @@ impl IsoJournal {
         &self.path
     }
 
-    fn parse(&self, text: &str) -> Result<Vec<IsoEntry>, HostError> {
-        text.lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty())
-            .map(|(i, l)| {
-                serde_json::from_str(l).map_err(|e| HostError::Journal {
-                    path: self.path.clone(),
-                    reason: format!("line {}: {e}", i + 1),
-                })
-            })
-            .collect()
-    }
-
     /// Every entry; empty when the file does not exist.
     pub fn entries(&self) -> Result<Vec<IsoEntry>, HostError> {
-        match fs::read_to_string(&self.path) {
-            Ok(t) => self.parse(&t),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-            Err(e) => Err(HostError::file("read", &self.path, e)),
-        }
+        crate::jsonl::entries(&self.path)
     }
 
     /// Appends one entry and syncs it to disk before the caller creates anything.
     pub(crate) fn append(&self, e: &IsoEntry) -> Result<(), HostError> {
-        let mut lock = Locked::open(&self.path)?;
-        let mut line = serde_json::to_string(e).map_err(|err| HostError::Journal {
-            path: self.path.clone(),
-            reason: err.to_string(),
-        })?;
-        line.push('\n');
-        lock.0
-            .write_all(line.as_bytes())
-            .and_then(|_| lock.0.sync_data())
-            .map_err(|err| HostError::file("write", &self.path, err))
+        crate::jsonl::append(&self.path, e)
     }
 
     /// Removes the entries `drop` selects (under the lock, rewriting the file in place).
     pub(crate) fn remove(&self, drop: impl Fn(&IsoEntry) -> bool) -> Result<(), HostError> {
-        let mut lock = Locked::open(&self.path)?;
-        let mut text = String::new();
-        let io = |e| HostError::file("rewrite", &self.path, e);
-        lock.0.seek(SeekFrom::Start(0)).map_err(io)?;
-        lock.0.read_to_string(&mut text).map_err(io)?;
-        let mut out = String::new();
-        for e in self.parse(&text)?.into_iter().filter(|e| !drop(e)) {
-            // Serialising a struct of strings and numbers cannot fail.
-            out.push_str(&serde_json::to_string(&e).unwrap_or_default());
-            out.push('\n');
-        }
-        lock.0.set_len(0).map_err(io)?;
-        lock.0
-            .write_all(out.as_bytes())
-            .and_then(|_| lock.0.sync_data())
-            .map_err(io)
+        crate::jsonl::remove(&self.path, drop)
     }
 }
 
