@@ -110,9 +110,21 @@ fn point_of_row(r: &Value) -> Point {
 fn point_of_run(r: &RunRow) -> Point {
     let s = r.summary.clone().unwrap_or(Value::Null);
     let get = |k: &str| s.get(k).cloned().unwrap_or(Value::Null);
+    // A tuning walk's runs belong to their step and a colocation's to their service: the
+    // loop's own axis, which the runs keep beside their (empty) params.
+    let own = match (r.config.get("tune_step"), r.config.get("colocation_cell")) {
+        (Some(Value::String(step)), _) => Some(format!("step={step}")),
+        (_, Some(_)) => Some(format!("service={}", r.target)),
+        _ => None,
+    };
+    let group = match (own, group_of(r.config.get("params"))) {
+        (Some(o), g) if g.is_empty() => o,
+        (Some(o), g) => format!("{o}, {g}"),
+        (None, g) => g,
+    };
     Point {
         run_id: Some(r.id),
-        group: group_of(r.config.get("params")),
+        group,
         load_pct: num(&r.config, "/load_pct").or_else(|| num(&s, "/load_pct")),
         offered_rps: num(&s, "/rate_rps").or_else(|| num(&r.config, "/rate_rps")),
         achieved_rps: num(&s, "/achieved_rate_rps"),
@@ -379,5 +391,33 @@ mod tests {
             "arch=epoll, threads=2"
         );
         assert_eq!(group_of(Some(&json!({"load": "50%"}))), "");
+    }
+
+    #[test]
+    fn a_walks_runs_are_grouped_by_step_and_a_colocations_by_service() {
+        let row = |config: Value| RunRow {
+            id: 1,
+            kind: "tune".into(),
+            status: "ok".into(),
+            target: "memcached://127.0.0.1:1".into(),
+            started_at: String::new(),
+            finished_at: None,
+            config,
+            host: Value::Null,
+            summary: None,
+            requests: None,
+        };
+        let p = point_of_run(&row(
+            json!({"params": {}, "tune_step": "rt", "load_pct": 30.0}),
+        ));
+        assert_eq!(p.group, "step=rt");
+        let p = point_of_run(&row(
+            json!({"params": {"server-threads": 2}, "tune_step": "udp"}),
+        ));
+        assert_eq!(p.group, "step=udp, server-threads=2");
+        let p = point_of_run(&row(json!({"params": {}, "colocation_cell": [0, 1]})));
+        assert_eq!(p.group, "service=memcached://127.0.0.1:1");
+        let p = point_of_run(&row(json!({"params": {"load_pct": 20.0}})));
+        assert_eq!(p.group, "");
     }
 }
