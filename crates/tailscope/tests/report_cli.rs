@@ -1,7 +1,8 @@
 //! `tailscope report`, `runs compare` and the HdrHistogram exports, driven as a user drives
 //! them and checked with the tools their readers use: a real stored run (the built-in server on
-//! 127.0.0.1, port 0) and a synthetic three-point experiment stored as a sweep stores one.
-//! Both reports are opened in headless Chromium: no console message, no network request, every
+//! 127.0.0.1, port 0), a synthetic three-point experiment stored as a sweep stores one (fixed
+//! numbers for exact checks) and a real three-point sweep. The reports are opened in headless
+//! Chromium: no console message, no network request, every
 //! figure in the DOM and drawn in the screenshot. The HDR log is read back by the reference
 //! Python reader. In CI a missing Chromium or Python environment fails; elsewhere it skips.
 
@@ -244,6 +245,75 @@ fn the_report_of_an_experiment_opens_clean_in_chromium() {
     let load = format!("experiment-{e}-load");
     let ccdf = format!("experiment-{e}-ccdf");
     check_in_chromium(&html, &[&load, &ccdf]);
+}
+
+/// A sweep measured here (the built-in server spawned, three loads) and its report opened as
+/// the synthetic one is: the page is built from what `sweep` really stores.
+#[test]
+fn the_report_of_a_real_sweep_opens_clean_in_chromium() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sweep.db");
+    let out = bin()
+        .args([
+            "sweep",
+            "nullrpc://",
+            "--spawn",
+            "--server-work",
+            "det:50us",
+        ])
+        .args([
+            "--service",
+            "50us",
+            "--loads",
+            "20,50,80%",
+            "--duration",
+            "1s",
+        ])
+        .args([
+            "--warmup",
+            "300ms",
+            "--lateness-threshold",
+            "1s",
+            "--json",
+            "--db",
+        ])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let v = json_of(&out);
+    let e = v["experiment_id"].as_i64().unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3, "{v}");
+    let html = dir.path().join("sweep.html");
+    let out = bin()
+        .args(["report", "--experiment", &e.to_string(), "-o"])
+        .arg(&html)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(text.contains("Verdicts"));
+    for r in rows {
+        let id = r["run_id"].as_i64().unwrap();
+        assert!(
+            text.contains(&format!("Run {id} ")),
+            "run {id} has no section"
+        );
+    }
+    check_in_chromium(
+        &html,
+        &[
+            &format!("experiment-{e}-load"),
+            &format!("experiment-{e}-ccdf"),
+        ],
+    );
 }
 
 #[test]
