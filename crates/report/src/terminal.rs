@@ -119,7 +119,7 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
     if let Some(c) = &a.arrival_check {
         writeln!(
             w,
-            "arrivals: Anderson–Darling on {} inter-arrival gaps: A² = {:.3}, p = {:.3} → {}",
+            "arrivals as sent: Anderson–Darling on {} inter-arrival gaps: A² = {:.3}, p = {:.3} → {} (the schedule's own gaps: p = {:.3})",
             c.n,
             c.statistic,
             c.p_value,
@@ -127,7 +127,8 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
                 "consistent with exponential"
             } else {
                 "NOT exponential"
-            }
+            },
+            c.schedule_p_value
         )?;
     }
     for c in &a.classes {

@@ -412,7 +412,7 @@ fn validity(out: &mut String, s: &Value) {
     if let Some(a) = s.get("arrival_check").filter(|v| !v.is_null()) {
         let _ = writeln!(
             out,
-            "<p class=\"muted\">Arrivals: Anderson–Darling on {} inter-arrival gaps: A² = {:.3}, p = {:.3} → {}.</p>",
+            "<p class=\"muted\">Arrivals as sent: Anderson–Darling on {} inter-arrival gaps: A² = {:.3}, p = {:.3} → {} (the schedule's own gaps: p = {:.3}).</p>",
             num(a, "/n").unwrap_or(0.0),
             num(a, "/statistic").unwrap_or(f64::NAN),
             num(a, "/p_value").unwrap_or(f64::NAN),
@@ -420,7 +420,8 @@ fn validity(out: &mut String, s: &Value) {
                 "consistent with exponential"
             } else {
                 "NOT exponential"
-            }
+            },
+            num(a, "/schedule_p_value").unwrap_or(f64::NAN)
         );
     }
 }
