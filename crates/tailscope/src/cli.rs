@@ -358,16 +358,10 @@ pub struct TargetArgs {
     pub stress: Option<String>,
 }
 
+/// What `run` and `sweep` say of the server beside the load: the ideal's service time and
+/// shape, the target's spawn and placement options, and what the attribution samples.
 #[derive(Args, Debug, Clone)]
-pub struct RunArgs {
-    /// Target URL: nullrpc://HOST:PORT, nullrpc+udp://…, memcached://…, memcached+udp://…,
-    /// http://HOST:PORT/PATH, redis://HOST:PORT.
-    pub target: String,
-    /// Request rate: requests per second (10000) or a percentage of the calibrated capacity (70%).
-    #[arg(long)]
-    pub rate: String,
-    #[command(flatten)]
-    pub load: LoadArgs,
+pub struct ServerSideArgs {
     /// Per-request service time for the ideal (default: the target's stored calibration).
     #[arg(long)]
     pub service: Option<String>,
@@ -393,6 +387,20 @@ pub struct RunArgs {
     /// sampler's own cost, as bench/observer.sh does).
     #[arg(long)]
     pub no_attribution: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Target URL: nullrpc://HOST:PORT, nullrpc+udp://…, memcached://…, memcached+udp://…,
+    /// http://HOST:PORT/PATH, redis://HOST:PORT.
+    pub target: String,
+    /// Request rate: requests per second (10000) or a percentage of the calibrated capacity (70%).
+    #[arg(long)]
+    pub rate: String,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    #[command(flatten)]
+    pub side: ServerSideArgs,
     /// Where the server's per-request stages come from: ebpf (kernel tracepoints on the
     /// server's threads; needs root, BTF and Linux 6.3), stamps (what the server returns:
     /// the built-in server's), off, or auto (ebpf for a spawned server when the host
@@ -689,26 +697,8 @@ pub struct SweepArgs {
     /// Options of every run (as for `run`).
     #[command(flatten)]
     pub load: LoadArgs,
-    /// Per-request service time for the ideal (default: calibrated or stored).
-    #[arg(long)]
-    pub service: Option<String>,
-    /// Workers of the target, for the ideal.
-    #[arg(long)]
-    pub workers: Option<u32>,
-    /// Queue structure for the ideal: auto, single or per-worker.
-    #[arg(long, value_enum, default_value_t = QueuesArg::Auto)]
-    pub queues: QueuesArg,
     #[command(flatten)]
-    pub server: TargetArgs,
-    /// The server's process id(s), for the attribution.
-    #[arg(long, value_delimiter = ',')]
-    pub server_pid: Vec<u32>,
-    /// The server's CPUs.
-    #[arg(long)]
-    pub server_cpus: Option<String>,
-    /// Do not sample the sources of tail latency beside each run.
-    #[arg(long)]
-    pub no_attribution: bool,
+    pub side: ServerSideArgs,
     #[command(flatten)]
     pub db: DbArgs,
     /// Print exactly one JSON object on stdout.

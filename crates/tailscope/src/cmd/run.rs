@@ -183,14 +183,14 @@ fn known_service(
     a: &RunArgs,
     db: &std::path::Path,
 ) -> anyhow::Result<Option<(f64, lab::IdealSource)>> {
-    if let Some(s) = a.service.as_deref() {
+    if let Some(s) = a.side.service.as_deref() {
         let ns = model::parse_duration_ns(s).or_usage_ctx("--service")?;
         if ns.is_nan() || ns <= 0.0 {
             return Err(usage(format!("--service must be positive, got '{s}'")));
         }
         return Ok(Some((ns, lab::IdealSource::given())));
     }
-    if a.server.spawn || !db.exists() {
+    if a.side.server.spawn || !db.exists() {
         return Ok(None);
     }
     let st = store::Store::open(db)
@@ -203,21 +203,12 @@ fn known_service(
 pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
     // Validate everything, then run: nothing is written (not even the store file) and no
     // server is started on bad input.
-    let server_cpus = parse_cpus_flag("--server-cpus", a.server_cpus.as_deref())?;
-    let spec = super::target::spec(&a.target, &a.server, &server_cpus, nullrpc(&a.load))?;
+    let (_, spec) = super::target::side_spec(&a.target, &a.side, nullrpc(&a.load))?;
     let tplan = TargetPlan::new(&spec).map_err(lab_err)?;
     let rate = parse_rate(&a.rate)?;
     let p = plan(&a.load)?;
     super::target::check_beside(&tplan, a.load.connections, &p.cpus)?;
-    let queues = a.queues.structure();
-    if a.workers == Some(0) {
-        return Err(usage("--workers must be at least 1"));
-    }
-    for &pid in &a.server_pid {
-        if !std::path::Path::new(&format!("/proc/{pid}")).is_dir() {
-            return Err(usage(format!("--server-pid: no process {pid}")));
-        }
-    }
+    let queues = a.side.queues.structure();
     output::check_outputs(&a.out)?;
     let stages = check_stages(a)?;
     if agents_of(&a.agents)?.is_some() {
@@ -228,7 +219,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
                 "--stages ebpf joins kernel events to this host's connections; with --agent the load comes from elsewhere (use --stages stamps or off)",
             ));
         }
-        if a.server.server_instances.is_some_and(|n| n > 1) {
+        if a.side.server.server_instances.is_some_and(|n| n > 1) {
             return Err(usage(
                 "--server-instances above 1 spreads connections over several ports, which agents do not do yet; use one instance with --agent",
             ));
@@ -292,7 +283,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
 /// `--stages`: a known mode; eBPF needs the server's process and a host that can run it.
 fn check_stages(a: &RunArgs) -> anyhow::Result<lab::StagesMode> {
     let mode: lab::StagesMode = a.stages.parse().map_err(usage)?;
-    if mode == lab::StagesMode::Ebpf && !a.server.spawn && a.server_pid.is_empty() {
+    if mode == lab::StagesMode::Ebpf && !a.side.server.spawn && a.side.server_pid.is_empty() {
         return Err(usage(
             "--stages ebpf needs the server's process: --spawn it, or give --server-pid",
         ));
@@ -315,7 +306,7 @@ fn measure_ready(
     stop: &std::sync::atomic::AtomicBool,
     obs: &Progress,
 ) -> anyhow::Result<lab::Run> {
-    let (workers, queues) = ready.ideal_shape(a.workers, queues).map_err(lab_err)?;
+    let (workers, queues) = ready.ideal_shape(a.side.workers, queues).map_err(lab_err)?;
     let service = match known {
         Some(s) => Some(s),
         None if ready.owns_server() => {
@@ -369,9 +360,9 @@ fn measure_ready(
         ideal_source,
         confidence: la.confidence,
         lateness_threshold_ns: p.lateness_threshold_ns,
-        attribution: !a.no_attribution,
-        server_cpus: parse_cpus_flag("--server-cpus", a.server_cpus.as_deref())?,
-        extra_pids: a.server_pid.clone(),
+        attribution: !a.side.no_attribution,
+        server_cpus: parse_cpus_flag("--server-cpus", a.side.server_cpus.as_deref())?,
+        extra_pids: a.side.server_pid.clone(),
         config: json!({
             "target": a.target, "url": ready.url, "rate": a.rate, "rate_rps": rate_rps,
             "arrival": la.arrival, "duration": la.duration, "requests": la.requests,

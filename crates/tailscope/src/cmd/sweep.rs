@@ -5,7 +5,7 @@ use std::path::Path;
 
 use lab::{Axis, Db, Load, RunTemplate, Slo, SweepPlan, View};
 
-use super::common::{db_path, parse_cpus_flag, shutdown_flag};
+use super::common::{db_path, shutdown_flag};
 use super::progress::Progress;
 use super::run::{load_config, nullrpc, plan};
 use super::target::lab_err;
@@ -174,8 +174,7 @@ pub fn args_after(word: &str) -> Vec<String> {
 
 /// The validated plan of a sweep's arguments (a URL target).
 pub fn sweep_plan(a: &SweepArgs) -> anyhow::Result<SweepPlan> {
-    let server_cpus = parse_cpus_flag("--server-cpus", a.server_cpus.as_deref())?;
-    let spec = super::target::spec(&a.target, &a.server, &server_cpus, nullrpc(&a.load))?;
+    let (server_cpus, spec) = super::target::side_spec(&a.target, &a.side, nullrpc(&a.load))?;
     let p = plan(&a.load)?;
     let loads = match &a.loads {
         Some(l) => parse_loads(l)?,
@@ -198,15 +197,11 @@ pub fn sweep_plan(a: &SweepArgs) -> anyhow::Result<SweepPlan> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(lab_err)?;
     let service_ns = a
+        .side
         .service
         .as_deref()
         .map(|s| model::parse_duration_ns(s).or_usage_ctx("--service"))
         .transpose()?;
-    for &pid in &a.server_pid {
-        if !Path::new(&format!("/proc/{pid}")).is_dir() {
-            return Err(usage(format!("--server-pid: no process {pid}")));
-        }
-    }
     let la = &a.load;
     Ok(SweepPlan {
         kind: "sweep".into(),
@@ -214,19 +209,19 @@ pub fn sweep_plan(a: &SweepArgs) -> anyhow::Result<SweepPlan> {
             target: spec,
             load: load_config(la, &p, 1.0)?,
             service_ns,
-            workers: a.workers,
-            queues: a.queues.structure(),
+            workers: a.side.workers,
+            queues: a.side.queues.structure(),
             confidence: la.confidence,
             lateness_threshold_ns: p.lateness_threshold_ns,
-            attribution: !a.no_attribution,
+            attribution: !a.side.no_attribution,
             server_cpus,
-            extra_pids: a.server_pid.clone(),
+            extra_pids: a.side.server_pid.clone(),
             calibrate: lab::CalibrateSpec::default(),
             config: serde_json::json!({
                 "target": a.target, "arrival": la.arrival, "duration": la.duration,
                 "requests": la.requests, "warmup": la.warmup, "connections": la.connections,
                 "threads": la.threads, "cpus": p.cpus, "max_outstanding": la.max_outstanding,
-                "timeout": la.timeout, "seed": la.seed, "service": a.service,
+                "timeout": la.timeout, "seed": la.seed, "service": a.side.service,
                 "slo": a.slo, "slo_view": view,
             }),
         },

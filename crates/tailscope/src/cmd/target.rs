@@ -3,8 +3,8 @@
 use lab::{SpawnSpec, TargetPlan, TargetSpec, WorkloadSpec};
 use load::{NullRpcWorkload, Popularity, SizeDist};
 
-use super::common::parse_sched;
-use crate::cli::TargetArgs;
+use super::common::{parse_cpus_flag, parse_sched};
+use crate::cli::{ServerSideArgs, TargetArgs};
 use crate::exit::{usage, OrUsage};
 
 fn parse_churn(s: &str) -> anyhow::Result<(u32, u32)> {
@@ -22,6 +22,26 @@ fn parse_churn(s: &str) -> anyhow::Result<(u32, u32)> {
         return Err(bad());
     }
     Ok((a, b))
+}
+
+/// The target of `run` or `sweep` and the server-side flags they share, all checked before
+/// anything starts: `--server-cpus`, the target's spec, `--workers`, every `--server-pid`.
+pub fn side_spec(
+    url: &str,
+    s: &ServerSideArgs,
+    nullrpc: NullRpcWorkload,
+) -> anyhow::Result<(Vec<usize>, TargetSpec)> {
+    let server_cpus = parse_cpus_flag("--server-cpus", s.server_cpus.as_deref())?;
+    let spec = spec(url, &s.server, &server_cpus, nullrpc)?;
+    if s.workers == Some(0) {
+        return Err(usage("--workers must be at least 1"));
+    }
+    for &pid in &s.server_pid {
+        if !std::path::Path::new(&format!("/proc/{pid}")).is_dir() {
+            return Err(usage(format!("--server-pid: no process {pid}")));
+        }
+    }
+    Ok((server_cpus, spec))
 }
 
 /// The target spec from the URL, the target options and the null-RPC request options.
