@@ -452,17 +452,19 @@ impl Ctx<'_> {
 
     /// Bracket then bisect (geometrically) the highest rate for which `meets` holds, each
     /// step a full run; ends when the bracket is within 2 % or after `max_steps` runs.
+    /// `known` is a rate already seen to meet: the search starts above it.
     fn search(
         &mut self,
         combo: &Combo,
         live: &Live,
         start: f64,
+        known: Option<f64>,
         role: &str,
         meets: &dyn Fn(&Row) -> bool,
     ) -> Result<Bracket, LabError> {
-        let (mut lo, mut hi): (Option<f64>, Option<f64>) = (None, None);
+        let (mut lo, mut hi): (Option<f64>, Option<f64>) = (known, None);
         let mut steps = 0u32;
-        let mut rate = start;
+        let mut rate = known.map_or(start, |l| l * 1.5);
         while steps < self.plan.max_steps && !self.stop.load(Ordering::Relaxed) {
             let row = self.point(combo, live, rate, role, 0)?;
             steps += 1;
@@ -599,6 +601,9 @@ fn run_all(
     result
 }
 
+/// How many times a max-load search goes on above a check that met.
+const CHECK_RESUMES: u32 = 2;
+
 /// The two searches of one combination, and the check above the SLO's result.
 fn find_max(
     ctx: &mut Ctx<'_>,
@@ -617,19 +622,28 @@ fn find_max(
         capacity_rps: capacity,
     };
     if ctx.plan.slo.is_some() {
-        let b = ctx.search(combo, live, start, "search", &|r| {
-            r.slo == Some(Verdict::Meets)
-        })?;
+        let meets = |r: &Row| r.slo == Some(Verdict::Meets);
+        let mut b = ctx.search(combo, live, start, None, "search", &meets)?;
+        // The answer is the highest load that met: 30 % more must not. A check that meets
+        // says a step below it was unlucky (a stall of the host, not the load), so the
+        // search goes on above the check's rate, at most twice.
+        for resumed in 0..=CHECK_RESUMES {
+            if b.offered_rps <= 0.0 || ctx.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let check = 1.3 * b.offered_rps;
+            let row = ctx.point(combo, live, check, "check", 0)?;
+            if !meets(&row) || resumed == CHECK_RESUMES {
+                break;
+            }
+            b = ctx.search(combo, live, start, Some(check), "search", &meets)?;
+        }
         out.offered_rps = Some(b.offered_rps);
         out.load_pct = b.load_pct;
         out.bracket_rps = Some(b.bracket_rps);
-        if b.offered_rps > 0.0 && !ctx.stop.load(Ordering::Relaxed) {
-            // The answer is the highest load that met: 30 % more must not.
-            ctx.point(combo, live, 1.3 * b.offered_rps, "check", 0)?;
-        }
     }
     if !ctx.stop.load(Ordering::Relaxed) {
-        out.max_rps = Some(ctx.search(combo, live, start, "max-rps", &|r| {
+        out.max_rps = Some(ctx.search(combo, live, start, None, "max-rps", &|r| {
             r.status == RunStatus::Ok && r.timeouts == 0 && r.achieved_rps >= 0.99 * r.offered_rps
         })?);
     }
