@@ -258,8 +258,22 @@ impl Store {
         status: &str,
         summary: &serde_json::Value,
     ) -> Result<(), StoreError> {
+        self.finish_row("runs", id, status, summary)
+    }
+
+    /// Sets the outcome, summary and `finished_at` of row `id` of `table` (runs or
+    /// experiments, whose finishing columns are the same).
+    pub(crate) fn finish_row(
+        &self,
+        table: &'static str,
+        id: i64,
+        status: &str,
+        summary: &serde_json::Value,
+    ) -> Result<(), StoreError> {
         let n = self.conn.execute(
-            "UPDATE runs SET status = ?2, summary = ?3, finished_at = ?4 WHERE id = ?1",
+            &format!(
+                "UPDATE {table} SET status = ?2, summary = ?3, finished_at = ?4 WHERE id = ?1"
+            ),
             params![
                 id,
                 status,

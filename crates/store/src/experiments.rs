@@ -5,7 +5,7 @@
 use rusqlite::{params, OptionalExtension, Row};
 use serde::{Deserialize, Serialize};
 
-use crate::{time, NewRun, RunRow, Store, StoreError};
+use crate::{NewRun, RunRow, Store, StoreError};
 
 /// What is known of an experiment when it starts.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -89,19 +89,7 @@ impl Store {
         status: &str,
         summary: &serde_json::Value,
     ) -> Result<(), StoreError> {
-        let n = self.conn.execute(
-            "UPDATE experiments SET status = ?2, summary = ?3, finished_at = ?4 WHERE id = ?1",
-            params![
-                id,
-                status,
-                serde_json::to_string(summary)?,
-                time::now_rfc3339()
-            ],
-        )?;
-        if n == 0 {
-            return Err(StoreError::UnknownRun(id));
-        }
-        Ok(())
+        self.finish_row("experiments", id, status, summary)
     }
 
     /// Inserts a run as a point of experiment `experiment` (see [`Store::begin_run`]).
@@ -167,6 +155,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::time;
 
     fn new_run() -> NewRun {
         NewRun {
