@@ -27,6 +27,7 @@ mod measure;
 mod observer;
 mod placement;
 pub mod records;
+pub mod repeat;
 mod run;
 mod simulate;
 mod slo;
@@ -48,13 +49,14 @@ pub use knob::{Axis, Knob, KNOBS};
 pub use measure::{check_load, expected_requests, measure, RunPlan};
 pub use observer::{Observer, Quiet};
 pub use placement::{parse_bytes, MAX_INSTANCES};
+pub use repeat::{measure_repeated, Combined, Repeated};
 pub use run::{saturation_of, status_of, LoadFacts, Run, RunStatus, Saturation};
 pub use simulate::{
     check_not_saturated, simulate, SimResult, CI_BATCH_MEANS, CI_ORDER_STAT, CI_REPLICATIONS,
 };
 pub use slo::{Bound, Slo, Verdict, View};
 pub use stages::StagesMode;
-pub use sweep::{sweep, Bracket, Load, MaxLoad, Row, RunTemplate, SweepPlan, SweepResult};
+pub use sweep::{sweep, Bracket, Load, MaxLoad, Point, Row, RunTemplate, SweepPlan, SweepResult};
 pub use target::{
     own_server_threads, Ready, Scheme, SpawnSpec, TargetPlan, TargetSpec, WorkloadSpec,
 };

@@ -24,6 +24,7 @@ use crate::db::Db;
 use crate::error::{invalid, LabError};
 use crate::knob::Axis;
 use crate::measure::{check_load, measure, RunPlan};
+use crate::repeat::{repeated, Repeated};
 use crate::run::{Run, RunStatus};
 use crate::slo::{Slo, Verdict};
 use crate::target::{Ready, TargetPlan, TargetSpec};
@@ -97,6 +98,20 @@ pub struct Row {
     pub repeat: u32,
 }
 
+/// One point of the grid (a combination at one load): its repeats combined — the median of
+/// their estimates with an interval from their spread (see [`crate::repeat`]). Verdicts read
+/// this, not a single repeat.
+#[derive(Clone, Debug, Serialize)]
+pub struct Point {
+    pub params: BTreeMap<String, String>,
+    pub load_pct: Option<f64>,
+    pub offered_rps: f64,
+    /// Median of the repeats' achieved rates.
+    pub achieved_rps: f64,
+    pub result: Repeated,
+    pub slo: Option<Verdict>,
+}
+
 /// The result of a search for the highest load meeting a criterion.
 #[derive(Clone, Debug, Serialize)]
 pub struct Bracket {
@@ -131,6 +146,8 @@ pub struct SweepResult {
     pub slo: Option<Slo>,
     pub axes: Vec<Axis>,
     pub rows: Vec<Row>,
+    /// The grid's points, each its repeats combined (one per combination and load).
+    pub points: Vec<Point>,
     pub max_loads: Vec<MaxLoad>,
 }
 
@@ -270,6 +287,7 @@ struct Ctx<'a> {
     planned: usize,
     started: std::time::Instant,
     rows: Vec<Row>,
+    grid: Vec<Point>,
 }
 
 /// A started target and its ideal.
@@ -286,15 +304,15 @@ impl Ctx<'_> {
             .map(|(i, _)| f64::from(i.workers) * 1e9 / i.service_ns)
     }
 
-    /// One measured point.
-    fn point(
+    /// One measured point, and its run when it measured one.
+    fn point_run(
         &mut self,
         combo: &Combo,
         live: &Live,
         rate: f64,
         role: &str,
         repeat: u32,
-    ) -> Result<Row, LabError> {
+    ) -> Result<(Row, Option<Run>), LabError> {
         let t = &self.plan.template;
         let mut load = combo.load.clone();
         load.rate_per_s = rate;
@@ -350,37 +368,100 @@ impl Ctx<'_> {
             stages: crate::StagesMode::default(),
             agents: None,
         };
-        let row = match measure(&plan, &live.ready, self.db, self.stop, self.obs) {
+        let (row, run) = match measure(&plan, &live.ready, self.db, self.stop, self.obs) {
             Ok(run) => {
                 self.obs.run_done(&run);
-                self.row(&run, combo, role, load_pct, repeat)
+                (self.row(&run, combo, role, load_pct, repeat), Some(run))
             }
             // A point that measured nothing is a failed row, not the end of the sweep.
             Err(LabError::RunFailed {
                 run_id, summary, ..
-            }) => Row {
-                run_id: Some(run_id),
-                params: combo.params.clone(),
-                role: role.into(),
-                load_pct,
-                offered_rps: rate,
-                achieved_rps: 0.0,
-                status: if summary["status"] == "interrupted" {
-                    RunStatus::Interrupted
-                } else {
-                    RunStatus::Failed
+            }) => (
+                Row {
+                    run_id: Some(run_id),
+                    params: combo.params.clone(),
+                    role: role.into(),
+                    load_pct,
+                    offered_rps: rate,
+                    achieved_rps: 0.0,
+                    status: if summary["status"] == "interrupted" {
+                        RunStatus::Interrupted
+                    } else {
+                        RunStatus::Failed
+                    },
+                    timeouts: summary["outcomes"]["timeout"].as_u64().unwrap_or(0),
+                    measured: Value::Null,
+                    ideal: Value::Null,
+                    excess: Value::Null,
+                    slo: self.plan.slo.as_ref().map(|_| Verdict::Violates),
+                    seed,
+                    repeat,
                 },
-                timeouts: summary["outcomes"]["timeout"].as_u64().unwrap_or(0),
-                measured: Value::Null,
-                ideal: Value::Null,
-                excess: Value::Null,
-                slo: self.plan.slo.as_ref().map(|_| Verdict::Violates),
-                seed,
-                repeat,
-            },
+                None,
+            ),
             Err(e) => return Err(e),
         };
         self.rows.push(row.clone());
+        Ok((row, run))
+    }
+
+    /// The repeats of one load point combined, with the SLO's verdict of the combination.
+    fn combine(
+        &self,
+        combo: &Combo,
+        rate: f64,
+        load_pct: Option<f64>,
+        rows: &[Row],
+        runs: &[Run],
+    ) -> Point {
+        let refs: Vec<&Run> = runs.iter().collect();
+        let mut result = repeated(&refs, self.plan.template.confidence);
+        // Repeats that measured nothing (failed before a run existed) count as failed.
+        for r in rows.iter().filter(|r| r.measured.is_null()) {
+            result.repeats += 1;
+            result.run_ids.push(r.run_id);
+            result.statuses.push(r.status);
+            if r.status == RunStatus::Failed {
+                result.status = RunStatus::Failed;
+            }
+        }
+        let mut achieved: Vec<f64> = rows.iter().map(|r| r.achieved_rps).collect();
+        achieved.sort_by(f64::total_cmp);
+        Point {
+            params: combo.params.clone(),
+            load_pct,
+            offered_rps: rate,
+            achieved_rps: achieved.get(achieved.len() / 2).copied().unwrap_or(0.0),
+            slo: self.plan.slo.as_ref().map(|s| s.verdict_repeated(&result)),
+            result,
+        }
+    }
+
+    /// One step of a search: the point measured `repeat` times in a row, its repeats
+    /// combined; the row returned carries the combination's status and verdict.
+    fn step(&mut self, combo: &Combo, live: &Live, rate: f64, role: &str) -> Result<Row, LabError> {
+        let n = self.plan.repeat.max(1);
+        let mut rows = Vec::new();
+        let mut runs = Vec::new();
+        for rep in 0..n {
+            if rep > 0 && self.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let (row, run) = self.point_run(combo, live, rate, role, rep)?;
+            rows.push(row);
+            runs.extend(run);
+        }
+        let mut row = rows
+            .last()
+            .cloned()
+            .ok_or_else(|| invalid("a search step ran no repeat"))?;
+        if n > 1 {
+            let p = self.combine(combo, rate, row.load_pct, &rows, &runs);
+            row.status = p.result.status;
+            row.slo = p.slo;
+            row.achieved_rps = p.achieved_rps;
+            row.timeouts = rows.iter().map(|r| r.timeouts).sum();
+        }
         Ok(row)
     }
 
@@ -466,7 +547,7 @@ impl Ctx<'_> {
         let mut steps = 0u32;
         let mut rate = known.map_or(start, |l| l * 1.5);
         while steps < self.plan.max_steps && !self.stop.load(Ordering::Relaxed) {
-            let row = self.point(combo, live, rate, role, 0)?;
+            let row = self.step(combo, live, rate, role)?;
             steps += 1;
             if meets(&row) {
                 lo = Some(rate);
@@ -528,6 +609,7 @@ pub fn sweep(
         planned: plan.grid_points()?,
         started: std::time::Instant::now(),
         rows: Vec::new(),
+        grid: Vec::new(),
     };
     let mut max_loads = Vec::new();
     let outcome = run_all(&mut ctx, &combos, &mut max_loads);
@@ -542,6 +624,7 @@ pub fn sweep(
         slo: plan.slo.clone(),
         axes: plan.axes.clone(),
         rows: std::mem::take(&mut ctx.rows),
+        points: std::mem::take(&mut ctx.grid),
         max_loads,
     };
     if plan.experiment.is_none() {
@@ -568,8 +651,9 @@ fn run_all(
             let l = ctx.live(combo, live.take())?;
             let l = live.insert(l);
             let capacity = ctx.capacity(l);
+            let mut rates = Vec::new();
             for load in &ctx.plan.loads {
-                let rate = match (*load, capacity) {
+                rates.push(match (*load, capacity) {
                     (Load::Rps(r), _) => r,
                     (Load::OfCapacity(f), Some(c)) => f * c,
                     (Load::OfCapacity(_), None) => {
@@ -578,13 +662,29 @@ fn run_all(
                             combo.target.label
                         )))
                     }
-                };
-                for rep in 0..ctx.plan.repeat {
+                });
+            }
+            // Repeats interleaved (1, 2, 3, 1, 2, 3, …): a drift of the host is spread over
+            // every point instead of landing on one.
+            let mut rows: Vec<Vec<Row>> = vec![Vec::new(); rates.len()];
+            let mut runs: Vec<Vec<Run>> = vec![Vec::new(); rates.len()];
+            'grid: for rep in 0..ctx.plan.repeat {
+                for (i, &rate) in rates.iter().enumerate() {
                     if ctx.stop.load(Ordering::Relaxed) {
-                        return Ok(());
+                        break 'grid;
                     }
-                    ctx.point(combo, l, rate, "load", rep)?;
+                    let (row, run) = ctx.point_run(combo, l, rate, "load", rep)?;
+                    rows[i].push(row);
+                    runs[i].extend(run);
                 }
+            }
+            for (i, &rate) in rates.iter().enumerate() {
+                if rows[i].is_empty() {
+                    continue;
+                }
+                let pct = capacity.map(|c| 100.0 * rate / c);
+                let p = ctx.combine(combo, rate, pct, &rows[i], &runs[i]);
+                ctx.grid.push(p);
             }
             if ctx.plan.find_max && !ctx.stop.load(Ordering::Relaxed) {
                 max_loads.push(find_max(ctx, combo, l, capacity)?);
@@ -632,7 +732,7 @@ fn find_max(
                 break;
             }
             let check = 1.3 * b.offered_rps;
-            let row = ctx.point(combo, live, check, "check", 0)?;
+            let row = ctx.step(combo, live, check, "check")?;
             if !meets(&row) || resumed == CHECK_RESUMES {
                 break;
             }

@@ -15,6 +15,7 @@ pub mod figure;
 mod font;
 pub mod hdr;
 pub mod html;
+pub mod repeat_view;
 pub mod stored;
 pub mod sweep_view;
 pub mod synthetic;

@@ -85,6 +85,7 @@ pub fn sweep(w: &mut dyn Write, r: &SweepResult) -> io::Result<()> {
             )?;
         }
     }
+    crate::repeat_view::points(w, &r.points)?;
     for m in &r.max_loads {
         writeln!(w, "\nmax load for {}:", params(&m.params))?;
         if let (Some(slo), Some(rate), Some((lo, hi))) = (&m.slo, m.offered_rps, m.bracket_rps) {

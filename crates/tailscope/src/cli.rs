@@ -407,6 +407,11 @@ pub struct RunArgs {
     /// supports it, else stamps).
     #[arg(long, default_value = "auto", value_name = "auto|ebpf|stamps|off")]
     pub stages: String,
+    /// Run N times in a row against the same target (distinct seeds): the result is the
+    /// median of the repeats with an interval from their spread, the one that holds when the
+    /// host drifts between runs.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub repeat: u32,
     #[command(flatten)]
     pub agents: AgentArgs,
     #[command(flatten)]

@@ -225,6 +225,12 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
             ));
         }
     }
+    if a.repeat == 0 || a.repeat > 1000 {
+        return Err(usage(format!(
+            "--repeat must be in 1..=1000, got {}",
+            a.repeat
+        )));
+    }
     let db = db_path(&a.db)?;
     let known = known_service(a, &db)?;
     if matches!(rate, Rate::OfCapacity(_)) && known.is_none() && !tplan.owns_server() {
@@ -245,7 +251,20 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
         .map_err(|e| usage(format!("cannot open results store {}: {e}", db.display())))?;
     let stop = shutdown_flag()?;
     let ready = tplan.start(&stop, &obs).map_err(lab_err)?;
-    let result = measure_ready(a, &p, rate, known, queues, &ready, &db, &stop, &obs);
+    if a.repeat > 1 {
+        let result =
+            plan_ready(a, &p, rate, known, queues, &ready, &db, &stop, &obs).and_then(|plan| {
+                Ok(lab::measure_repeated(
+                    &plan, a.repeat, &ready, &db, &stop, &obs,
+                )?)
+            });
+        let stopped = ready.stop();
+        let (runs, combined, experiment) = result?;
+        stopped.map_err(lab_err)?;
+        return print_repeated(a, &runs, &combined, experiment);
+    }
+    let result = plan_ready(a, &p, rate, known, queues, &ready, &db, &stop, &obs)
+        .and_then(|plan| Ok(lab::measure(&plan, &ready, &db, &stop, &obs)?));
     let stopped = ready.stop();
     let run = match result {
         Ok(run) => run,
@@ -292,10 +311,45 @@ fn check_stages(a: &RunArgs) -> anyhow::Result<lab::StagesMode> {
     Ok(mode)
 }
 
+/// `run --repeat N`'s output: the repeats and their combination (the median of the repeats
+/// with an interval from their spread); the exit code of the combined point.
+fn print_repeated(
+    a: &RunArgs,
+    runs: &[lab::Run],
+    p: &lab::Repeated,
+    experiment: i64,
+) -> anyhow::Result<i32> {
+    let us = |c: &Option<lab::Combined>| c.as_ref().map(|c| c.intervals_json());
+    if a.out.json {
+        output::print_json(&json!({
+            "experiment_id": experiment,
+            "status": p.status,
+            "repeat": p.repeats,
+            "method": p.method,
+            "combined": {
+                "user": us(&p.user),
+                "server": us(&p.server),
+                "counted": {
+                    "user": p.user.as_ref().map_or(0, |c| c.counted),
+                    "server": p.server.as_ref().map_or(0, |c| c.counted),
+                },
+                "excess": p.excess.as_ref().map(|x| x.summary.quantiles.iter().map(|q| {
+                    (q.key.clone(), json!({"value": q.est.value, "lo": q.est.lo, "hi": q.est.hi}))
+                }).collect::<serde_json::Map<_, _>>()),
+            },
+            "result": p,
+            "runs": runs.iter().map(lab::Run::to_json).collect::<Vec<_>>(),
+        }))?;
+    } else {
+        output::print_with(|w| report::repeat_view::repeated(w, runs, p))?;
+    }
+    Ok(p.status.exit_code())
+}
+
 /// The ideal's service time (calibrating a server tailscope started when nothing else gives
-/// it), the rate, then the measurement.
+/// it), the rate, then the plan of the measurement.
 #[allow(clippy::too_many_arguments)]
-fn measure_ready(
+fn plan_ready(
     a: &RunArgs,
     p: &LoadPlan,
     rate: Rate,
@@ -305,7 +359,7 @@ fn measure_ready(
     db: &Db,
     stop: &std::sync::atomic::AtomicBool,
     obs: &Progress,
-) -> anyhow::Result<lab::Run> {
+) -> anyhow::Result<RunPlan> {
     let (workers, queues) = ready.ideal_shape(a.side.workers, queues).map_err(lab_err)?;
     let service = match known {
         Some(s) => Some(s),
@@ -377,7 +431,7 @@ fn measure_ready(
         stages: check_stages(a)?,
         agents: agents_of(&a.agents)?,
     };
-    Ok(lab::measure(&plan, ready, db, stop, obs)?)
+    Ok(plan)
 }
 
 /// The run's agents, checked before anything starts (None: the load runs in this process).
