@@ -27,6 +27,7 @@
 //! # Ok::<(), stats::StatsError>(())
 //! ```
 
+mod blocks;
 mod entropy;
 mod error;
 mod gof;
@@ -38,13 +39,17 @@ mod summary;
 
 use serde::{Deserialize, Serialize};
 
+pub use blocks::{
+    format_width, ratio_interval, BlockEstimate, BlockedRecorder, SectionedInterval,
+    DEFAULT_INITIAL_WIDTH_NS, DEFAULT_MIN_BLOCKS, MIN_SECTIONS, MIN_TAIL_PER_SECTION,
+};
 pub use entropy::latency_entropy;
 pub use error::StatsError;
 pub use gof::{anderson_darling_exponential, AndersonDarling};
 pub use mean::mean_ci;
 pub use order_stat::{order_statistic_ci, quantile_sorted, EXACT_BINOMIAL_MAX_N};
-pub use recorder::{ExactSamples, Recorder, StreamingHistogram};
-pub use special::{normal_quantile, student_t_quantile};
+pub use recorder::{ExactSamples, Recorder, StreamingHistogram, ORDER_STAT_METHOD};
+pub use special::{normal_quantile, student_t_quantile, student_t_two_sided_p};
 pub use summary::{QuantileEstimate, Summary};
 
 /// The five percentiles tailscope always reports, with their JSON keys.

@@ -9,6 +9,9 @@ use crate::{check_confidence, Estimate, Quantile, StatsError, STANDARD_QUANTILES
 /// Significant digits of the histogram that [`Recorder::for_count`] and merges create.
 const DEFAULT_SIGFIG: u8 = 3;
 
+/// The `ci_method` of a summary whose intervals are order-statistic ones.
+pub const ORDER_STAT_METHOD: &str = "order statistic (assumes independent samples)";
+
 /// Cap on the values [`Recorder::for_count`] pre-allocates (128 MiB of `u64`), so that a
 /// generous `exact_limit` cannot turn a count estimate into a huge up-front allocation.
 const MAX_PREALLOCATED: u64 = 1 << 24;
@@ -324,6 +327,7 @@ impl Recorder {
                         lo: at(lo).low.min(value),
                         hi: at(hi).high.max(value),
                     },
+                    blocks: 0,
                 }
             })
             .collect();
@@ -350,6 +354,7 @@ impl Recorder {
             exact: self.is_exact(),
             confidence,
             quantiles,
+            ci_method: ORDER_STAT_METHOD.to_string(),
         })
     }
 

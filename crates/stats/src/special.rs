@@ -121,6 +121,19 @@ pub fn student_t_quantile(p: f64, df: u64) -> f64 {
     (df as f64).sqrt() * theta.tan()
 }
 
+/// Two-sided p-value of a Student-t statistic: P(|T| ≥ |t|) with `df` degrees of freedom
+/// (exact finite series; the normal for df beyond [`T_EXPANSION_DF`]). NaN for NaN or df 0.
+pub fn student_t_two_sided_p(t: f64, df: u64) -> f64 {
+    if t.is_nan() || df == 0 {
+        return f64::NAN;
+    }
+    if df > T_EXPANSION_DF {
+        return 2.0 * (1.0 - normal_cdf(t.abs()));
+    }
+    let theta = (t.abs() / (df as f64).sqrt()).atan();
+    (1.0 - t_central_prob_theta(theta, df)).clamp(0.0, 1.0)
+}
+
 /// Cornish–Fisher expansion of the t quantile in powers of 1/ν (A&S 26.7.5).
 fn cornish_fisher_t(z: f64, nu: f64) -> f64 {
     let z2 = z * z;
@@ -182,6 +195,19 @@ mod tests {
             let got = student_t_quantile(p, df);
             assert!((got - t).abs() < 2e-7 * t, "p={p} df={df}: {got} vs {t}");
         }
+    }
+
+    #[test]
+    fn two_sided_p_inverts_the_quantile() {
+        for df in [1_u64, 4, 23, 150, 5000] {
+            for p in [0.9, 0.975, 0.995] {
+                let t = student_t_quantile(p, df);
+                let got = student_t_two_sided_p(t, df);
+                let tol = if df > 2000 { 1e-4 } else { 1e-6 };
+                assert!((got - 2.0 * (1.0 - p)).abs() < tol, "df={df} p={p}: {got}");
+            }
+        }
+        assert_eq!(student_t_two_sided_p(0.0, 7), 1.0);
     }
 
     #[test]

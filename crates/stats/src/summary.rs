@@ -24,6 +24,12 @@ pub struct Summary {
     pub confidence: f64,
     /// The [`crate::STANDARD_QUANTILES`], in order.
     pub quantiles: Vec<QuantileEstimate>,
+    /// How the intervals were made, in one line: "order statistic (assumes independent
+    /// samples)", or "sectioning over 24 time blocks of 200 ms (t, 23 df)" (see
+    /// [`crate::BlockedRecorder::section_summary`]). Empty in summaries stored before it
+    /// existed.
+    #[serde(default)]
+    pub ci_method: String,
 }
 
 /// One quantile of a [`Summary`].
@@ -35,6 +41,10 @@ pub struct QuantileEstimate {
     pub q: f64,
     /// Estimate and confidence interval in ns.
     pub est: Estimate,
+    /// Time sections the interval was built from (sectioning); 0 = the order-statistic
+    /// interval, which assumes independent samples (not time-aware).
+    #[serde(default)]
+    pub blocks: u32,
 }
 
 const NS_PER_US: f64 = 1000.0;
