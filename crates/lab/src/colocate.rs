@@ -82,6 +82,7 @@ impl Side<'_> {
             m.insert("rate_rps".into(), json!(rate));
         }
         RunPlan {
+            precision: None,
             kind: "run".into(),
             load,
             ideal: self.ideal.as_ref().map(|(i, _)| i.clone()),

@@ -17,6 +17,7 @@
 pub mod agents;
 mod calibrate;
 mod colocate;
+pub mod converge;
 mod db;
 mod error;
 pub mod figures;

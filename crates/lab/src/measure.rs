@@ -4,7 +4,7 @@
 //! returned as one [`Run`] and stored.
 
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use analysis::{AnalysisConfig, IdealSpec};
 use load::LoadConfig;
@@ -48,6 +48,9 @@ pub struct RunPlan {
     pub stages: crate::StagesMode,
     /// Send the load from these agents (other hosts) instead of from this process.
     pub agents: Option<crate::Agents>,
+    /// Keep measuring until these intervals are tight (or the longest duration it allows);
+    /// the load's own duration is then the least the run takes.
+    pub precision: Option<crate::converge::Precision>,
 }
 
 /// Checks a run's load before anything is started: the configuration itself, and that its
@@ -100,6 +103,16 @@ pub fn measure(
         return crate::agents::measure(plan, agents, ready, db, stop, obs);
     }
     let mut cfg = plan.load.clone();
+    // A converging run: one schedule as long as the longest allowed, stopped by its own flag
+    // when the intervals are tight; records reach the check at least every 250 ms.
+    let min_ns = match cfg.stop {
+        load::StopAt::Duration(d) => (cfg.warmup + d).as_nanos() as u64,
+        load::StopAt::Requests(_) => 0,
+    };
+    if let Some(p) = &plan.precision {
+        cfg.stop = load::StopAt::Duration(p.max_duration);
+        cfg.flush_every = Some(std::time::Duration::from_millis(250));
+    }
     cfg.target = ready.target.clone();
     cfg.churn = ready.churn;
     // A scaled-out server: the connections go round-robin over its instances.
@@ -141,14 +154,63 @@ pub fn measure(
         crate::interference::Beside::start(ready, &cfg.cpus, &server.cpus, obs).map_err(fail)?;
     let mut attribution = Attribution::start(&server, &cfg.cpus, plan.attribution);
     let progress = |done: u64, total: u64| obs.progress("run", done, total);
-    let result = load::run_open_loop_into(
-        &cfg,
-        factory.as_ref(),
-        stop,
-        &progress,
-        &mut stages.sink(&mut sink),
-        attribution.slack(),
-    );
+    let halt = AtomicBool::new(false);
+    let mut convergence = None;
+    let result = match &plan.precision {
+        None => load::run_open_loop_into(
+            &cfg,
+            factory.as_ref(),
+            stop,
+            &progress,
+            &mut stages.sink(&mut sink),
+            attribution.slack(),
+        ),
+        Some(p) => {
+            let mut staged = stages.sink(&mut sink);
+            let mut conv = crate::converge::ConvergeSink::new(
+                &mut staged,
+                p,
+                plan.confidence,
+                cfg.warmup.as_nanos() as u64,
+                min_ns,
+                &halt,
+            )
+            .map_err(fail)?;
+            // The user's Ctrl-C stops the run too; `halt` alone means it converged.
+            let done = AtomicBool::new(false);
+            let r = std::thread::scope(|s| {
+                s.spawn(|| {
+                    while !done.load(Ordering::Relaxed) {
+                        if stop.load(Ordering::Relaxed) {
+                            halt.store(true, Ordering::Relaxed);
+                        }
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                    }
+                });
+                let r = load::run_open_loop_into(
+                    &cfg,
+                    factory.as_ref(),
+                    &halt,
+                    &progress,
+                    &mut conv,
+                    attribution.slack(),
+                );
+                done.store(true, Ordering::Relaxed);
+                r
+            });
+            let interrupted = stop.load(Ordering::Relaxed);
+            let c = conv.finish(interrupted);
+            obs.note(&match &c.why_not {
+                None => format!("converged after {:.1} s ({})", c.after_s, p.text),
+                Some(w) => format!("did not converge: {w}"),
+            });
+            convergence = Some(c);
+            r.map(|mut s| {
+                s.interrupted = interrupted;
+                s
+            })
+        }
+    };
     obs.phase_done("run");
     let server_json = beside.finish(ready, obs);
     let (series, sampler) = attribution.finish();
@@ -256,6 +318,7 @@ pub fn measure(
             writer: summary.writer,
         },
         agents: None,
+        convergence,
     };
     st.finish_run(run_id, status.as_str(), &run.to_json())?;
     Ok(run)

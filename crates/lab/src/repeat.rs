@@ -107,7 +107,17 @@ pub fn spread_interval(values: &[f64], own: &[(f64, f64)], confidence: f64) -> O
     } else {
         (f64::NAN, f64::NAN)
     };
-    let value = centre.exp();
+    // The median itself, not exp(ln(·)) of it (for an even count, the geometric mean of
+    // the two middle ones: the median of the logs).
+    let value = {
+        let mut v = values.to_vec();
+        v.sort_by(f64::total_cmp);
+        if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] * v[n / 2]).sqrt()
+        }
+    };
     // The repeat whose estimate is the median (the nearer one of the two middle ones).
     let mid = values
         .iter()
@@ -142,6 +152,7 @@ pub fn combine(summaries: &[&Summary], confidence: f64) -> Option<Combined> {
             key: key.to_string(),
             q,
             est,
+            blocks: summaries.len() as u32,
         });
         estimates.push((key.to_string(), vals));
     }
@@ -160,6 +171,7 @@ pub fn combine(summaries: &[&Summary], confidence: f64) -> Option<Combined> {
             exact: first.exact && summaries.iter().all(|s| s.exact),
             confidence,
             quantiles,
+            ci_method: REPEAT_METHOD.into(),
         },
         estimates,
     })
@@ -310,6 +322,7 @@ fn excess_combined(runs: &[&Run], confidence: f64) -> Option<Combined> {
                         lo: e.lo,
                         hi: e.hi,
                     },
+                    blocks: 0,
                 })
             })
             .collect::<Option<Vec<_>>>()?;
@@ -322,6 +335,7 @@ fn excess_combined(runs: &[&Run], confidence: f64) -> Option<Combined> {
             exact: r.analysis.measured.exact,
             confidence,
             quantiles,
+            ci_method: String::new(),
         })
     };
     let owned: Vec<Summary> = runs

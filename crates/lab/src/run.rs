@@ -118,6 +118,8 @@ pub struct Run {
     pub instruments: Vec<Instrument>,
     /// The agents that sent the load, when other hosts did.
     pub agents: Option<crate::AgentsReport>,
+    /// A run asked to converge (`--precision`): whether it did, and after how long.
+    pub convergence: Option<crate::converge::Convergence>,
 }
 
 /// Saturation evidence from the analysis and the backlog samples (None: none at all).
@@ -279,6 +281,7 @@ impl Run {
             "backlog": l.backlog,
             "instruments": self.instruments,
             "server": self.server,
+            "convergence": self.convergence,
         });
         if let (Value::Object(m), Value::Object(r)) = (&mut v, rest) {
             m.extend(r);

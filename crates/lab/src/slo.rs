@@ -10,7 +10,7 @@ use crate::error::{invalid, LabError};
 use crate::run::{Run, RunStatus};
 
 /// Which latency an SLO reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum View {
     /// Intended send → received: what a user behind the arrival process sees (default).

@@ -55,6 +55,8 @@ pub struct RunTemplate {
     pub calibrate: CalibrateSpec,
     /// The user's options, stored with every point (with the point's params added).
     pub config: Value,
+    /// Each point measured until these intervals are tight (`--precision`).
+    pub precision: Option<crate::converge::Precision>,
 }
 
 /// A sweep.
@@ -367,6 +369,7 @@ impl Ctx<'_> {
             // eBPF stages for a spawned server when the host supports them, as `run`.
             stages: crate::StagesMode::default(),
             agents: None,
+            precision: t.precision.clone(),
         };
         let (row, run) = match measure(&plan, &live.ready, self.db, self.stop, self.obs) {
             Ok(run) => {

@@ -27,6 +27,7 @@ fn plan_at(rate: f64, ms: u64) -> (TargetPlan, RunPlan) {
     load.warmup = Duration::from_millis(200);
     load.connections = 4;
     let run = RunPlan {
+        precision: None,
         kind: "run".into(),
         load,
         ideal: Some(IdealSpec {

@@ -21,6 +21,7 @@ fn plan(rate: f64, ms: u64, connections: usize) -> RunPlan {
     load.warmup = Duration::from_millis(200);
     load.connections = connections;
     RunPlan {
+        precision: None,
         kind: "run".into(),
         load,
         ideal: Some(IdealSpec {

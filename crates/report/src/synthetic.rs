@@ -91,6 +91,7 @@ pub fn run(
         slow_intervals: 31,
     };
     Ok(Run {
+        convergence: None,
         run_id: Some(7),
         status: RunStatus::Ok,
         target: "nullrpc://127.0.0.1:7000".into(),

@@ -255,6 +255,14 @@ pub struct LoadArgs {
     /// Flag the run invalid when the generator's lateness p99 exceeds this.
     #[arg(long, default_value = "50us")]
     pub lateness_threshold: String,
+    /// Keep measuring until the interval of each given percentile is within this fraction of
+    /// its estimate: p99=5%, server:p99.9=10% (user view unless named), several joined by
+    /// commas; checked every second after --duration, up to --max-duration.
+    #[arg(long, value_name = "[VIEW:]PCT=REL%")]
+    pub precision: Option<String>,
+    /// With --precision: the longest the run may take (then it says it did not converge).
+    #[arg(long, default_value = "60s", requires = "precision")]
+    pub max_duration: String,
     /// Label each request delay-sensitive (class 0) with this probability, the others class 1
     /// (LNS bursty traffic); latency is then also reported per label.
     #[arg(long)]

@@ -438,6 +438,7 @@ pub(crate) fn measure(
         status = RunStatus::Invalid;
     }
     let run = Run {
+        convergence: None,
         run_id: Some(run_id),
         status,
         target: ready.label.clone(),

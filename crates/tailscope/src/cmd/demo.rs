@@ -101,6 +101,7 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
     let plan = SweepPlan {
         kind: "demo".into(),
         template: RunTemplate {
+            precision: None,
             target: TargetSpec {
                 url: "nullrpc://".into(),
                 spawn: Some(SpawnSpec {

@@ -76,6 +76,7 @@ pub struct LoadPlan {
     pub timeout: Duration,
     pub cpus: Vec<usize>,
     pub lateness_threshold_ns: f64,
+    pub precision: Option<lab::converge::Precision>,
 }
 
 pub fn plan(a: &LoadArgs) -> anyhow::Result<LoadPlan> {
@@ -134,6 +135,28 @@ pub fn plan(a: &LoadArgs) -> anyhow::Result<LoadPlan> {
             )));
         }
     }
+    let precision = match &a.precision {
+        None => None,
+        Some(text) => {
+            let max = parse_duration("--max-duration", &a.max_duration)?;
+            let p = lab::converge::Precision::parse(text, lab::View::User, max).map_err(lab_err)?;
+            match stop {
+                StopAt::Requests(_) => {
+                    return Err(usage(
+                        "--precision keeps a run going in time: give --duration (the least it runs), not --requests",
+                    ))
+                }
+                StopAt::Duration(d) if d > max => {
+                    return Err(usage(format!(
+                        "--duration ({}) is longer than --max-duration ({})",
+                        a.duration, a.max_duration
+                    )))
+                }
+                StopAt::Duration(_) => {}
+            }
+            Some(p)
+        }
+    };
     let timeout = parse_duration("--timeout", &a.timeout)?;
     if timeout.is_zero() {
         return Err(usage("--timeout must be positive"));
@@ -146,6 +169,7 @@ pub fn plan(a: &LoadArgs) -> anyhow::Result<LoadPlan> {
         cpus: parse_cpus(a.cpus.as_deref())?,
         lateness_threshold_ns: model::parse_duration_ns(&a.lateness_threshold)
             .or_usage_ctx("--lateness-threshold")?,
+        precision,
     })
 }
 
@@ -289,6 +313,16 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
         output::print_json(&v)?;
     } else {
         output::print_with(|w| report::terminal::run(w, &run))?;
+        if let Some(c) = &run.convergence {
+            match &c.why_not {
+                None => outln!(
+                    "precision {}: converged after {:.1} s of measurement",
+                    c.precision.text,
+                    c.after_s
+                )?,
+                Some(why) => outln!("precision {}: did NOT converge ({why})", c.precision.text)?,
+            }
+        }
         if let Some(agents) = &run.agents {
             output::print_with(|w| report::agents_view::agents(w, agents))?;
         }
@@ -430,6 +464,7 @@ fn plan_ready(
         experiment: None,
         stages: check_stages(a)?,
         agents: agents_of(&a.agents)?,
+        precision: p.precision.clone(),
     };
     Ok(plan)
 }

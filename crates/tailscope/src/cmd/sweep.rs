@@ -206,6 +206,7 @@ pub fn sweep_plan(a: &SweepArgs) -> anyhow::Result<SweepPlan> {
     Ok(SweepPlan {
         kind: "sweep".into(),
         template: RunTemplate {
+            precision: p.precision.clone(),
             target: spec,
             load: load_config(la, &p, 1.0)?,
             service_ns,
