@@ -17,7 +17,7 @@ use load::{Outcome, RequestRecord};
 use model::OnlineQueue;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use stats::Recorder;
+use stats::{BlockedRecorder, Recorder};
 
 use crate::{IdealSpec, Outcomes, QueueStructure, EXACT_LIMIT};
 
@@ -58,6 +58,11 @@ pub(crate) struct OnlineIdeal {
     pub workers: u32,
     pub queue: OnlineQueue,
     pub response: Recorder,
+    /// The responses by arrival time, for intervals that account for time.
+    pub blocked: BlockedRecorder,
+    /// False for a replay that only needs each response back (the second pass's windows):
+    /// nothing is recorded.
+    keep: bool,
     pub arrivals: u64,
     pub first: Option<u64>,
     pub last: u64,
@@ -74,21 +79,35 @@ impl OnlineIdeal {
             workers: spec.workers,
             queue,
             response: Recorder::bounded(EXACT_LIMIT),
+            blocked: BlockedRecorder::default(),
+            keep: true,
             arrivals: 0,
             first: None,
             last: 0,
         })
     }
 
-    /// One arrival (in time order); its response is recorded when `counted`.
-    pub fn push(&mut self, t: u64, conn: u32, counted: bool) {
+    /// The same queue that records nothing: it only hands each response back.
+    pub fn replay(spec: &IdealSpec) -> Result<Self, model::ModelError> {
+        let mut i = Self::new(spec)?;
+        i.keep = false;
+        i.response = Recorder::exact(0);
+        Ok(i)
+    }
+
+    /// One arrival (in time order); its response is recorded when `counted`, and returned
+    /// (ns).
+    pub fn push(&mut self, t: u64, conn: u32, counted: bool) -> u64 {
         let (_, resp) = self.queue.push(t as f64, conn, self.service_ns);
-        if counted {
-            self.response.record(resp.round() as u64);
+        let resp = resp.round() as u64;
+        if counted && self.keep {
+            self.response.record(resp);
+            self.blocked.record(t, resp);
         }
         self.arrivals += 1;
         self.first.get_or_insert(t);
         self.last = t;
+        resp
     }
 
     /// Offered load per worker over the arrivals seen: λ·S/c from their count and span.
@@ -116,6 +135,11 @@ pub(crate) struct First {
     pub per_class: BTreeMap<u8, Recorder>,
     /// The generator's own lateness (seen − intended).
     pub lateness: Recorder,
+    /// The same three by time: measured and lateness by intended time, network_server by
+    /// sent time (for intervals that account for time).
+    pub measured_blk: BlockedRecorder,
+    pub lateness_blk: BlockedRecorder,
+    pub network_server_blk: BlockedRecorder,
     /// Time held in the client for a free connection (sent − seen), for sent requests.
     pub held: Recorder,
     /// Requests that waited at all for a free connection.
@@ -169,6 +193,9 @@ impl First {
             measured: b(),
             per_class: BTreeMap::new(),
             lateness: b(),
+            measured_blk: BlockedRecorder::default(),
+            lateness_blk: BlockedRecorder::default(),
+            network_server_blk: BlockedRecorder::default(),
             held: b(),
             held_requests: 0,
             send_delay: b(),
@@ -197,7 +224,7 @@ impl First {
         let counted = r.intended_ns >= self.warmup_ns;
         // Every scheduled request reaches the ideal server at its intended time.
         if let Some(i) = &mut self.ideal {
-            i.push(r.intended_ns, r.conn, counted);
+            let _ = i.push(r.intended_ns, r.conn, counted);
         }
         self.release(r.intended_ns);
         if r.sent_ns > 0 {
@@ -220,6 +247,7 @@ impl First {
         self.intended_count += 1;
         if let Some(l) = r.lateness_ns() {
             self.lateness.record(l);
+            self.lateness_blk.record(r.intended_ns, l);
         }
         if let Some(h) = r.held_ns() {
             self.held.record(h);
@@ -230,6 +258,7 @@ impl First {
         }
         if let Some(l) = r.latency_ns() {
             self.measured.record(l);
+            self.measured_blk.record(r.intended_ns, l);
             self.per_class
                 .entry(r.class)
                 .or_insert_with(|| Recorder::bounded(EXACT_LIMIT))
@@ -248,8 +277,9 @@ impl First {
             } else {
                 r.received_ns
             };
-            self.network_server
-                .record(arrived.saturating_sub(r.sent_ns));
+            let ns = arrived.saturating_sub(r.sent_ns);
+            self.network_server.record(ns);
+            self.network_server_blk.record(r.sent_ns, ns);
             if let Some(iv) = crate::stages::intervals(r, self.start_mono_ns) {
                 self.stamped.record(l);
                 for (rec, v) in self.server_stages.iter_mut().zip(&iv[3..7]) {
@@ -270,7 +300,7 @@ impl First {
             }
             self.pending.pop();
             if let Some(i) = &mut self.server_ideal {
-                i.push(sent, conn, counted);
+                let _ = i.push(sent, conn, counted);
             }
             if counted {
                 self.sent_count += 1;

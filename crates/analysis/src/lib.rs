@@ -18,13 +18,20 @@
 
 mod first;
 mod stages;
+mod stationarity;
+mod windows;
 
 use load::RequestRecord;
 use model::ArrivalSpec;
-use serde::Serialize;
-use stats::{Quantile, Recorder, Summary, STANDARD_QUANTILES};
+use serde::{Deserialize, Serialize};
+use stats::{BlockedRecorder, Quantile, Recorder, Summary, STANDARD_QUANTILES};
 
 pub use stages::{StageBreakdown, StageRow, STAGE_NAMES};
+pub use stationarity::{
+    MovedSpan, Stationarity, TailStationarity, MIN_WINDOW_COUNT, MOVE_FACTOR, MOVE_MADS,
+    TREND_ALPHA,
+};
+pub use windows::{window_width, Window};
 
 use first::First;
 
@@ -96,6 +103,27 @@ pub struct AnalysisConfig {
     /// The run's start on the client's CLOCK_MONOTONIC when the server shares the host (its
     /// stamps are then on the same clock); None otherwise.
     pub same_host_start_mono_ns: Option<u64>,
+    /// Width of the per-window figures ([`RunAnalysis::windows`]), ns; 0 = choose: the run's
+    /// span / 300 rounded up to a multiple of 100 ms, at least 100 ms.
+    pub window_ns: u64,
+}
+
+impl Default for AnalysisConfig {
+    /// No ideal, no warm-up, Poisson arrivals, 95 % intervals, lateness flagged beyond
+    /// 100 µs, seed 0, different hosts, automatic windows. Callers that build the struct
+    /// field by field can end with `..AnalysisConfig::default()`.
+    fn default() -> Self {
+        AnalysisConfig {
+            ideal: None,
+            warmup_ns: 0,
+            arrival: ArrivalSpec::Poisson,
+            confidence: 0.95,
+            lateness_threshold_ns: 100_000.0,
+            seed: 0,
+            same_host_start_mono_ns: None,
+            window_ns: 0,
+        }
+    }
 }
 
 /// Counts of request outcomes after the warm-up.
@@ -107,13 +135,19 @@ pub struct Outcomes {
     pub dropped: u64,
 }
 
-/// Excess of one percentile: measured ÷ ideal, with a conservative interval from the two CIs.
-#[derive(Clone, Debug, Serialize)]
+/// Excess of one percentile: measured ÷ ideal. The interval is by sectioning on the per-block
+/// ratio (measured and ideal see the same arrivals, so they move together) when there are
+/// enough samples in time (`blocks` > 0); else the conservative ratio of the two intervals
+/// (`blocks` = 0, which assumes independent samples).
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Excess {
     pub key: String,
     pub value: f64,
     pub lo: f64,
     pub hi: f64,
+    /// Sections the interval was built from; 0 = ratio of the two intervals.
+    #[serde(default)]
+    pub blocks: u32,
 }
 
 /// The exponential check of the achieved inter-arrival times.
@@ -262,6 +296,13 @@ pub struct RunAnalysis {
     /// CCDF points (µs, P[X >= x]) for plotting.
     pub measured_ccdf_us: Vec<(f64, f64)>,
     pub ideal_ccdf_us: Vec<(f64, f64)>,
+    /// How the run's intervals were made, in one line to print (the measured summary's
+    /// `ci_method`), e.g. "sectioning over 24 time blocks of 256 ms (t, 23 df)".
+    pub interval_method: String,
+    /// Latency figures per time window ([`AnalysisConfig::window_ns`]), in time order.
+    pub windows: Vec<Window>,
+    /// Whether the tail was steady over the run (None without enough data).
+    pub stationarity: Option<Stationarity>,
 }
 
 /// Analyses a run's records held in memory (in intended-time order).
@@ -300,7 +341,8 @@ pub fn analyse_records(
         return Err(AnalysisError::NoData);
     }
     let conf = cfg.confidence;
-    let measured_s = f.measured.summarize(conf)?;
+    let mut measured_s = f.measured.summarize(conf)?;
+    f.measured_blk.section_summary(&mut measured_s)?;
     let mut classes = Vec::new();
     if f.per_class.len() > 1 {
         for (class, mut rec) in std::mem::take(&mut f.per_class) {
@@ -312,7 +354,10 @@ pub fn analyse_records(
         }
     }
     let measured_ccdf_us = to_us(f.measured.ccdf(10));
-    let lateness_s = summary_or_zero(&mut f.lateness, conf)?;
+    let mut lateness_s = summary_or_zero(&mut f.lateness, conf)?;
+    if !f.lateness_blk.is_empty() {
+        f.lateness_blk.section_summary(&mut lateness_s)?;
+    }
     let lateness_flagged = lateness_s
         .get("p99")
         .is_some_and(|e| e.value > cfg.lateness_threshold_ns);
@@ -326,13 +371,15 @@ pub fn analyse_records(
         Some(i) => ideal_of(i, conf, "the schedule")?,
         None => IdealOutcome::default(),
     };
-    let excess_user = ideal
-        .as_ref()
-        .map_or(Vec::new(), |i| excess(&measured_s, i));
+    let excess_user = match (&ideal, &f.ideal) {
+        (Some(i), Some(oi)) => excess(&measured_s, i, &f.measured_blk, &oi.blocked)?,
+        _ => Vec::new(),
+    };
     let server_view = if f.network_server.is_empty() {
         None
     } else {
-        let measured = f.network_server.summarize(conf)?;
+        let mut measured = f.network_server.summarize(conf)?;
+        f.network_server_blk.section_summary(&mut measured)?;
         let IdealOutcome {
             stable: ideal,
             note: ideal_note,
@@ -342,8 +389,12 @@ pub fn analyse_records(
             Some(i) => ideal_of(i, conf, "the sent requests")?,
             None => IdealOutcome::default(),
         };
+        let excess = match (&ideal, &f.server_ideal) {
+            (Some(i), Some(oi)) => excess(&measured, i, &f.network_server_blk, &oi.blocked)?,
+            _ => Vec::new(),
+        };
         Some(ServerView {
-            excess: ideal.as_ref().map_or(Vec::new(), |i| excess(&measured, i)),
+            excess,
             measured,
             ideal,
             ideal_note,
@@ -380,6 +431,11 @@ pub fn analyse_records(
     let slow_from = value_at_rank(&mut f.measured, n - n.div_ceil(100));
     let poisson = matches!(cfg.arrival, ArrivalSpec::Poisson) && f.sent_count > 20;
     let mut acc = groups.map(|g| stages::StageAcc::new(g, EXACT_LIMIT));
+    let window_ns = window_width(
+        cfg.window_ns,
+        f.span.map_or(0, |(a, b)| b.saturating_sub(a)),
+    );
+    let mut win = windows::WindowAcc::new(window_ns, cfg.warmup_ns, cfg.ideal.as_ref())?;
     let mut short_gaps = 0u64;
     let mut completed = 0u64;
     let mut completed_end = 0u64;
@@ -389,6 +445,7 @@ pub fn analyse_records(
         let span = (f.first_intended.unwrap_or(0), f.last_intended.unwrap_or(0));
         let mut last: Option<u64> = None;
         src.visit(&mut |r| {
+            win.add(r);
             if r.outcome == load::Outcome::Ok && (span.0..span.1).contains(&r.received_ns) {
                 completed += 1;
                 if r.received_ns >= span.1 - (span.1 - span.0) / 3 {
@@ -462,11 +519,18 @@ pub fn analyse_records(
         ) => excess_split(&measured_s, i, sm, si),
         _ => Vec::new(),
     };
+    let windows = win.finish();
+    let stationarity = stationarity::stationarity(
+        &f.measured_blk,
+        (!f.network_server_blk.is_empty()).then_some(&f.network_server_blk),
+        &windows,
+    );
     let arrival_check = if poisson {
         arrival_check(&f, short_gaps)
     } else {
         None
     };
+    let measured_s_method = measured_s.ci_method.clone();
     Ok(RunAnalysis {
         requests: f.requests,
         outcomes: f.outcomes.clone(),
@@ -495,6 +559,9 @@ pub fn analyse_records(
         slow_from_ns: slow_from,
         measured_ccdf_us,
         ideal_ccdf_us,
+        interval_method: measured_s_method,
+        windows,
+        stationarity,
     })
 }
 
@@ -549,15 +616,26 @@ fn ideal_of(
             note: Some(format!(
                 "{what} offers {rho:.3} of the ideal server's capacity (>= 1): no stable ideal exists; its transient for the same arrivals grows with the run's length"
             )),
-            transient: Some(i.response.summarize(conf)?),
+            transient: Some(sectioned(&mut i.response, &i.blocked, conf)?),
             ..IdealOutcome::default()
         });
     }
     Ok(IdealOutcome {
-        stable: Some(i.response.summarize(conf)?),
+        stable: Some(sectioned(&mut i.response, &i.blocked, conf)?),
         ccdf_us: to_us(i.response.ccdf(10)),
         ..IdealOutcome::default()
     })
+}
+
+/// A recorder's summary with the intervals by sectioning over the same values in time.
+fn sectioned(
+    rec: &mut Recorder,
+    blk: &BlockedRecorder,
+    conf: f64,
+) -> Result<Summary, AnalysisError> {
+    let mut s = rec.summarize(conf)?;
+    blk.section_summary(&mut s)?;
+    Ok(s)
 }
 
 fn arrival_check(f: &First, short_gaps: u64) -> Option<ArrivalCheck> {
@@ -622,27 +700,53 @@ fn excess_split(um: &Summary, ui: &Summary, sm: &Summary, si: &Summary) -> Vec<E
         .collect()
 }
 
-fn excess(measured: &Summary, ideal: &Summary) -> Vec<Excess> {
-    STANDARD_QUANTILES
-        .iter()
-        .filter_map(|(key, _)| {
-            let m = measured.get(key)?;
-            let i = ideal.get(key)?;
-            if i.value <= 0.0 {
-                return None;
-            }
-            Some(Excess {
-                key: key.to_string(),
-                value: m.value / i.value,
-                lo: if i.hi > 0.0 { m.lo / i.hi } else { f64::NAN },
-                hi: if i.lo > 0.0 {
+/// Measured ÷ ideal per percentile. The interval is sectioning on the per-block ratio of the
+/// two (timed on the same clock: the same arrivals) around the overall ratio; with too few
+/// samples in time, the conservative ratio of the two summaries' intervals.
+fn excess(
+    measured: &Summary,
+    ideal: &Summary,
+    m_blk: &BlockedRecorder,
+    i_blk: &BlockedRecorder,
+) -> Result<Vec<Excess>, AnalysisError> {
+    let mut out = Vec::new();
+    for (key, q) in STANDARD_QUANTILES {
+        let (Some(m), Some(i)) = (measured.get(key), ideal.get(key)) else {
+            continue;
+        };
+        if i.value <= 0.0 {
+            continue;
+        }
+        let value = m.value / i.value;
+        let iv = stats::ratio_interval(
+            m_blk,
+            i_blk,
+            Quantile::new(q)?,
+            measured.confidence,
+            Some(value),
+        )?;
+        let (lo, hi, blocks) = if iv.sections > 0 {
+            (iv.lo, iv.hi, iv.sections)
+        } else {
+            (
+                if i.hi > 0.0 { m.lo / i.hi } else { f64::NAN },
+                if i.lo > 0.0 {
                     m.hi / i.lo
                 } else {
                     f64::INFINITY
                 },
-            })
-        })
-        .collect()
+                0,
+            )
+        };
+        out.push(Excess {
+            key: key.to_string(),
+            value,
+            lo,
+            hi,
+            blocks,
+        });
+    }
+    Ok(out)
 }
 
 impl RunAnalysis {

@@ -23,6 +23,7 @@ fn cfg(ideal: Option<IdealSpec>, warmup_ns: u64) -> AnalysisConfig {
         lateness_threshold_ns: 50_000.0,
         seed: 1,
         same_host_start_mono_ns: None,
+        window_ns: 0,
     }
 }
 

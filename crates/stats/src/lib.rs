@@ -49,7 +49,7 @@ pub use gof::{anderson_darling_exponential, AndersonDarling};
 pub use mean::mean_ci;
 pub use order_stat::{order_statistic_ci, quantile_sorted, EXACT_BINOMIAL_MAX_N};
 pub use recorder::{ExactSamples, Recorder, StreamingHistogram, ORDER_STAT_METHOD};
-pub use special::{normal_quantile, student_t_quantile, student_t_two_sided_p};
+pub use special::{normal_cdf, normal_quantile, student_t_quantile, student_t_two_sided_p};
 pub use summary::{QuantileEstimate, Summary};
 
 /// The five percentiles tailscope always reports, with their JSON keys.

@@ -15,7 +15,7 @@ const T_EXPANSION_DF: u64 = 2000;
 
 /// Standard normal CDF Φ(x). Marsaglia's series Φ(x) = ½ + φ(x)(x + x³/3 + x⁵/(3·5) + …)
 /// has only positive terms for x > 0, so it keeps full relative precision in the sum.
-pub(crate) fn normal_cdf(x: f64) -> f64 {
+pub fn normal_cdf(x: f64) -> f64 {
     if x.is_nan() {
         return f64::NAN;
     }
