@@ -35,6 +35,7 @@ mod slo;
 mod stages;
 mod sweep;
 mod target;
+pub mod timeline;
 mod tune;
 
 pub use agents::{agents_file, AgentCommand, AgentReport, Agents, AgentsReport};

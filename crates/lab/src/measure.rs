@@ -219,6 +219,7 @@ pub fn measure(
     instruments.extend(stages.finish(&summary.writer));
     let same_host = cfg.target.addr.ip().is_loopback();
     let acfg = AnalysisConfig {
+        window_ns: 0,
         ideal: plan.ideal.clone(),
         warmup_ns: summary.warmup_ns,
         arrival: cfg.arrival.clone(),
@@ -289,6 +290,9 @@ pub fn measure(
         (Some(_), _, _) => Some(attrib::Why::default()),
         _ => None,
     };
+    let window_host = series.as_ref().map_or(Vec::new(), |s| {
+        crate::timeline::window_host(s, summary.start_mono_ns, &an.windows)
+    });
     let saturation =
         crate::run::saturation_of(&an, &summary.backlog, summary.warmup_ns, summary.drain_ns);
     let status = status_of(summary.interrupted, &an, saturation.is_some());
@@ -319,6 +323,7 @@ pub fn measure(
         },
         agents: None,
         convergence,
+        window_host,
     };
     st.finish_run(run_id, status.as_str(), &run.to_json())?;
     Ok(run)

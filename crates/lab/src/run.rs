@@ -120,6 +120,8 @@ pub struct Run {
     pub agents: Option<crate::AgentsReport>,
     /// A run asked to converge (`--precision`): whether it did, and after how long.
     pub convergence: Option<crate::converge::Convergence>,
+    /// The host's time lost per window of the analysis (from the attribution sampler).
+    pub window_host: Vec<crate::timeline::WindowHost>,
 }
 
 /// Saturation evidence from the analysis and the backlog samples (None: none at all).
@@ -282,6 +284,10 @@ impl Run {
             "instruments": self.instruments,
             "server": self.server,
             "convergence": self.convergence,
+            "interval_method": a.interval_method,
+            "windows": a.windows,
+            "stationarity": a.stationarity,
+            "window_host": self.window_host,
         });
         if let (Value::Object(m), Value::Object(r)) = (&mut v, rest) {
             m.extend(r);

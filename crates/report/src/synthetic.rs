@@ -66,6 +66,7 @@ pub fn run(
         queues: QueueStructure::Single,
     };
     let cfg = AnalysisConfig {
+        window_ns: 0,
         ideal: Some(ideal.clone()),
         warmup_ns,
         arrival: model::ArrivalSpec::Poisson,
@@ -92,6 +93,7 @@ pub fn run(
     };
     Ok(Run {
         convergence: None,
+        window_host: Vec::new(),
         run_id: Some(7),
         status: RunStatus::Ok,
         target: "nullrpc://127.0.0.1:7000".into(),

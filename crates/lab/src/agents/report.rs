@@ -197,6 +197,11 @@ fn from_histograms(c: &Collected, plan: &RunPlan) -> Result<RunAnalysis, Analysi
         }
     }
     Ok(RunAnalysis {
+        // The agents send merged histograms, not records in time: their intervals are the
+        // order-statistic ones, which assume independent samples.
+        interval_method: "order statistics of the agents' merged histograms (assumes independent samples: no time blocks across agents)".into(),
+        windows: Vec::new(),
+        stationarity: None,
         requests: o.iter().sum(),
         outcomes: outcomes(o),
         achieved_rate_rps: sent.rate_rps(),
@@ -384,6 +389,7 @@ pub(crate) fn measure(
     let one_clock = server_here && c.agents.iter().all(|a| a.shared_clock);
     let analysed = if agents.records {
         let acfg = AnalysisConfig {
+            window_ns: 0,
             ideal: plan.ideal.clone(),
             warmup_ns: load.warmup_ns,
             arrival: cfg.arrival.clone(),
@@ -439,6 +445,7 @@ pub(crate) fn measure(
     }
     let run = Run {
         convergence: None,
+        window_host: Vec::new(),
         run_id: Some(run_id),
         status,
         target: ready.label.clone(),

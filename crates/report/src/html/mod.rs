@@ -7,6 +7,7 @@
 mod command;
 mod experiment;
 mod run;
+mod timeline;
 
 use std::fmt::Write as _;
 

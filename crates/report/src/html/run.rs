@@ -138,6 +138,7 @@ pub(crate) fn run_section(
     );
     notes(out, r);
     views(out, r, figures)?;
+    super::timeline::section(out, r, figures)?;
     validity(out, s);
     stages(out, r, figures)?;
     why(out, s);
