@@ -342,3 +342,38 @@ fn an_ideal_slower_than_the_server_is_called_out() {
         .ideal_check
         .is_none());
 }
+
+/// The per-window figures: 2 s of requests every 100 µs give twenty 100 ms windows of 1 000
+/// requests; the stall's window shows it in the user view only (the server view, by sent
+/// time, stays at its scripted 50 µs), and the ideal for the schedule never queues.
+#[test]
+fn windows_show_the_stall_where_it_happened() {
+    let a = analyse(&two_view_records(true), &cfg(Some(spec50()), 0)).unwrap();
+    assert_eq!(a.windows.len(), 20);
+    for (k, w) in a.windows.iter().enumerate() {
+        assert!((w.start_s - k as f64 * 0.1).abs() < 1e-9, "{w:?}");
+        assert_eq!(w.count, 1_000);
+        assert_eq!(w.server_p50_us, Some(50.0));
+        assert_eq!(w.server_p99_us, Some(50.0));
+        assert_eq!(w.ideal_p99_us, Some(50.0));
+        if k == 10 {
+            assert_eq!(w.max_us, 1_055.0);
+            // 10 of 1 000 late by 100..1000 µs: the p99 interpolates into them (type 7)
+            assert!(w.lateness_p99_us > 1.5, "{w:?}");
+        } else {
+            assert_eq!(w.max_us, 56.0);
+            assert_eq!(w.lateness_p99_us, 1.0);
+        }
+    }
+    // Ten bunched sends queue at the server view's ideal in the stall's window only (by sent
+    // time: they went out at 1.001 s); 10 of 1 000 queued lift its p99 above the service time.
+    for (k, w) in a.windows.iter().enumerate() {
+        let p = w.server_ideal_p99_us.unwrap();
+        assert!(if k == 10 { p > 50.0 } else { p == 50.0 }, "{k}: {p}");
+    }
+    // 10 stalled requests of 1 000 barely move the window's p99 (57 µs against 55 µs): the
+    // stall is in the max, not the tail that stationarity judges.
+    let s = a.stationarity.unwrap();
+    assert!(s.steady, "{}", s.summary);
+    assert!(a.windows[10].p99_us < 60.0);
+}
