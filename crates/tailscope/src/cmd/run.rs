@@ -353,6 +353,14 @@ fn measure_ready(
     let load = load_config(&a.load, p, rate_rps)?;
     lab::check_load(&load, &db.path).map_err(lab_err)?;
     let la = &a.load;
+    let server_cpus = parse_cpus_flag("--server-cpus", a.side.server_cpus.as_deref())?;
+    let probed = if server_cpus.is_empty() {
+        ready.server_cpus()
+    } else {
+        server_cpus.clone()
+    };
+    let host_noise = probe_noise(a.no_noise_probe, &p.cpus, &probed, stop, obs);
+    let view: lab::ViewChoice = a.view.into();
     let plan = RunPlan {
         kind: "run".into(),
         load,
@@ -361,7 +369,7 @@ fn measure_ready(
         confidence: la.confidence,
         lateness_threshold_ns: p.lateness_threshold_ns,
         attribution: !a.side.no_attribution,
-        server_cpus: parse_cpus_flag("--server-cpus", a.side.server_cpus.as_deref())?,
+        server_cpus,
         extra_pids: a.side.server_pid.clone(),
         config: json!({
             "target": a.target, "url": ready.url, "rate": a.rate, "rate_rps": rate_rps,
@@ -371,13 +379,43 @@ fn measure_ready(
             "request_size": la.request_size, "stamps": !la.no_stamps, "seed": la.seed,
             "ideal": ideal, "server": ready.server_json(), "alpha": la.alpha,
             "workload": format!("{:?}", ready.workload), "churn": ready.churn,
-            "stages": a.stages,
+            "stages": a.stages, "view": view, "host_noise": host_noise,
         }),
         experiment: None,
         stages: check_stages(a)?,
         agents: agents_of(&a.agents)?,
     };
     Ok(lab::measure(&plan, ready, db, stop, obs)?)
+}
+
+/// The host's noise just before the load: a short TSC-gap probe, one thread on each of the
+/// generator's and the server's CPUs at once (every online CPU when either is not pinned),
+/// printed as one line. None when skipped or when the probe could not run (said why).
+pub fn probe_noise(
+    skip: bool,
+    generator: &[usize],
+    server: &[usize],
+    stop: &std::sync::atomic::AtomicBool,
+    obs: &dyn lab::Observer,
+) -> Option<noise::HostNoise> {
+    if skip {
+        return None;
+    }
+    let cpus: Vec<usize> = if generator.is_empty() || server.is_empty() {
+        Vec::new()
+    } else {
+        generator.iter().chain(server).copied().collect()
+    };
+    match noise::probe_host(&cpus, noise::QUICK_PROBE, stop) {
+        Ok(h) => {
+            obs.note(&h.line());
+            Some(h)
+        }
+        Err(e) => {
+            obs.note(&format!("host noise: the probe could not run ({e})"));
+            None
+        }
+    }
 }
 
 /// The run's agents, checked before anything starts (None: the load runs in this process).
