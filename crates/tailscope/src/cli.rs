@@ -472,7 +472,7 @@ pub struct DemoArgs {
     #[arg(long, default_value = "30,60,85", value_delimiter = ',')]
     pub loads: Vec<f64>,
     /// Length of each run.
-    #[arg(long, default_value = "12s")]
+    #[arg(long, default_value = "10s")]
     pub duration: String,
     /// CPU for the server (default 1 when the machine has two or more CPUs).
     #[arg(long)]
