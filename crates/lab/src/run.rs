@@ -207,7 +207,8 @@ fn lateness_p99(a: &RunAnalysis) -> f64 {
 /// Whose the lateness is: the host's stalls when the generator kept the offered rate (its
 /// lateness came in transient stalls; the probe before the run says whether the host's
 /// gaps are of the same order as the lateness p99), the generator's own limit when it could
-/// not keep the rate (achieved below the offered rate's 95 % interval).
+/// not keep the rate (achieved below the offered rate's 95 % interval) although no send
+/// waited for a free connection (sends held by the server's backlog slow the rate too).
 pub fn lateness_verdict_of(
     a: &RunAnalysis,
     threshold_ns: f64,
@@ -234,6 +235,24 @@ pub fn lateness_verdict_of(
             ),
         ),
         None => (true, format!("sent {:.0} req/s", a.achieved_rate_rps)),
+    };
+    // Sends held for a free connection (the server's backlog) slow the send rate too: then
+    // a short rate is not the generator's limit.
+    let held = a
+        .held_in_client
+        .as_ref()
+        .map_or(0.0, |h| h.fraction)
+        .max(0.0);
+    let (kept, rates) = if !kept && held > 0.01 {
+        (
+            true,
+            format!(
+                "{rates}, but {:.0} % of the sends waited for a free connection: the server's backlog, not the generator, held the rate down",
+                100.0 * held
+            ),
+        )
+    } else {
+        (kept, rates)
     };
     // Gaps "of the same order" as the lateness p99: at least a quarter of it.
     let worst = host.map(|h| h.worst_gap_ns(generator_cpus));
