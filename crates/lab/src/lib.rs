@@ -52,13 +52,20 @@ pub use measure::{check_load, expected_requests, measure, RunPlan};
 pub use observer::{Observer, Quiet};
 pub use placement::{parse_bytes, MAX_INSTANCES};
 pub use repeat::{measure_repeated, Combined, Repeated};
-pub use run::{saturation_of, status_of, LoadFacts, Run, RunStatus, Saturation};
+pub use run::{
+    asked_of, judge, lateness_verdict_of, saturation_of, status_of, views_of, JudgeInput,
+    Judgement, LatenessCause, LatenessVerdict, LoadFacts, Run, RunStatus, Saturation, ViewValidity,
+    Views,
+};
 pub use simulate::{
     check_not_saturated, simulate, SimResult, CI_BATCH_MEANS, CI_ORDER_STAT, CI_REPLICATIONS,
 };
-pub use slo::{Bound, Slo, Verdict, View};
+pub use slo::{Bound, Slo, Verdict, View, ViewChoice};
 pub use stages::StagesMode;
-pub use sweep::{sweep, Bracket, Load, MaxLoad, Point, Row, RunTemplate, SweepPlan, SweepResult};
+pub use sweep::{
+    experiment_status, sweep, Bracket, Load, MaxLoad, Point, Row, RunTemplate, SweepPlan,
+    SweepResult,
+};
 pub use target::{
     own_server_threads, Ready, Scheme, SpawnSpec, TargetPlan, TargetSpec, WorkloadSpec,
 };

@@ -14,7 +14,7 @@ use crate::db::{free_bytes, host_facts, Db};
 use crate::error::{invalid, LabError};
 use crate::instruments::{writer_instrument, Attribution, ServerInfo};
 use crate::records::{StoreSink, StoredRecords};
-use crate::run::{status_of, LoadFacts, Run};
+use crate::run::{asked_of, judge, JudgeInput, LoadFacts, Run};
 use crate::target::Ready;
 use crate::Observer;
 
@@ -295,10 +295,27 @@ pub fn measure(
     });
     let saturation =
         crate::run::saturation_of(&an, &summary.backlog, summary.warmup_ns, summary.drain_ns);
-    let status = status_of(summary.interrupted, &an, saturation.is_some());
+    let (asked, host_noise) = asked_of(&plan.config);
+    let j = judge(
+        &an,
+        &JudgeInput {
+            interrupted: summary.interrupted,
+            saturated: saturation.is_some(),
+            asked,
+            lateness_threshold_ns: plan.lateness_threshold_ns,
+            host_noise: host_noise.as_ref(),
+            generator_cpus: &cfg.cpus,
+            user_late: None,
+        },
+    );
+    let status = j.status;
     let run = Run {
         run_id: Some(run_id),
         status,
+        status_note: j.status_note,
+        views: j.views,
+        lateness_verdict: j.lateness_verdict,
+        host_noise,
         target: ready.label.clone(),
         url: ready.url.clone(),
         rate_rps: cfg.rate_per_s,

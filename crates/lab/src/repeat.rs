@@ -27,7 +27,7 @@ use crate::db::Db;
 use crate::error::LabError;
 use crate::measure::{measure, RunPlan};
 use crate::run::{Run, RunStatus};
-use crate::slo::{Slo, Verdict, View};
+use crate::slo::{Slo, Verdict, View, ViewChoice};
 use crate::target::Ready;
 use crate::Observer;
 
@@ -50,6 +50,9 @@ pub struct Repeated {
     pub user: Option<Combined>,
     /// Server view (sent → kernel receive).
     pub server: Option<Combined>,
+    /// The view the point's figures are read from: the user's when some repeat measured it
+    /// validly, else the server's.
+    pub headline: View,
     /// The user view's excess over the ideal, combined the same way.
     pub excess: Option<Combined>,
 }
@@ -177,15 +180,21 @@ pub fn combine(summaries: &[&Summary], confidence: f64) -> Option<Combined> {
     })
 }
 
-/// Whether a run's user view is valid: it measured, and its generator kept the schedule.
-fn user_valid(r: &Run) -> bool {
-    matches!(r.status, RunStatus::Ok) && !r.analysis.lateness_flagged
+/// Whether a repeat measured the target's latency at all (not failed, saturated or
+/// interrupted: their percentiles are not the point's).
+fn measured(r: &Run) -> bool {
+    matches!(r.status, RunStatus::Ok | RunStatus::Invalid)
 }
 
-/// Whether a run's server view is valid: it measured it and was not failed, saturated or
-/// interrupted (the generator's lateness does not matter to it).
+/// Whether a run's user view is valid: it measured, and its generator kept the schedule.
+fn user_valid(r: &Run) -> bool {
+    measured(r) && r.views.user.valid
+}
+
+/// Whether a run's server view is valid: it measured it and the offered load was sent (the
+/// generator's lateness does not matter to it).
 fn server_valid(r: &Run) -> bool {
-    r.analysis.server_view.is_some() && matches!(r.status, RunStatus::Ok | RunStatus::Invalid)
+    measured(r) && r.analysis.server_view.is_some() && r.views.server.as_ref().is_some_and(|v| v.valid)
 }
 
 /// The point made of `runs` (the repeats of one configuration and load, in run order).
@@ -221,6 +230,11 @@ pub fn repeated(runs: &[&Run], confidence: f64) -> Repeated {
         run_ids: runs.iter().map(|r| r.run_id).collect(),
         statuses,
         status,
+        headline: if user.is_none() && server.is_some() {
+            View::Server
+        } else {
+            View::User
+        },
         user,
         server,
         excess,
@@ -297,8 +311,12 @@ impl Slo {
             RunStatus::Ok | RunStatus::Invalid => {}
         }
         let view = match self.view {
-            View::User => &p.user,
-            View::Server => &p.server,
+            ViewChoice::User => &p.user,
+            ViewChoice::Server => &p.server,
+            ViewChoice::Auto => match p.headline {
+                View::User => &p.user,
+                View::Server => &p.server,
+            },
         };
         match view {
             Some(c) => self.judge(&c.summary),

@@ -7,15 +7,18 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::instruments::Instrument;
+use crate::slo::{View, ViewChoice};
 
 /// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RunStatus {
-    /// Measured and valid.
+    /// Measured, and a view asked for is valid ([`Views`]: the user's when the generator
+    /// kept its schedule, the server's when the offered load was sent).
     Ok,
-    /// Measured, but the generator fell behind its schedule (its own lateness p99 above the
-    /// threshold): the user's view counts the generator's stalls.
+    /// Measured, but no view asked for is valid: the generator fell behind its schedule (the
+    /// user's view counts its stalls) and the server's view is missing or was not asked for
+    /// or the offered load was not sent.
     Invalid,
     /// The target failed: refused, died, or answered errors or garbage to more than 0.1 %.
     Failed,
@@ -90,11 +93,341 @@ pub struct Saturation {
     pub drain_s: f64,
 }
 
+/// Whether one view of a run can be trusted, and why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ViewValidity {
+    pub valid: bool,
+    pub why: String,
+}
+
+/// A verdict per view, never masked by the other: the user's view (intended send →
+/// received) is valid when the generator kept its schedule (its own lateness p99 within the
+/// threshold); the server's view (sent → client kernel receive, its ideal from the actual
+/// sends) when it exists and the offered load was sent (the achieved send rate is not below
+/// the offered rate's 95 % interval), whatever the generator's lateness.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Views {
+    pub user: ViewValidity,
+    /// None when the run has no server view.
+    pub server: Option<ViewValidity>,
+    /// The view the user asked for (`run --view`; auto by default).
+    pub asked: ViewChoice,
+    /// The view the run's figures are read from: the one asked for, or under `auto` the
+    /// user's when it is valid, else the server's when that is.
+    pub headline: View,
+    /// Which view is the headline and why, for a person.
+    pub headline_why: String,
+}
+
+impl Views {
+    pub fn is_valid(&self, view: View) -> bool {
+        match view {
+            View::User => self.user.valid,
+            View::Server => self.server.as_ref().is_some_and(|s| s.valid),
+        }
+    }
+
+    /// A view the user asked for is valid (auto: either).
+    pub fn asked_valid(&self) -> bool {
+        match self.asked {
+            ViewChoice::Auto => self.is_valid(View::User) || self.is_valid(View::Server),
+            ViewChoice::User => self.is_valid(View::User),
+            ViewChoice::Server => self.is_valid(View::Server),
+        }
+    }
+}
+
+/// Whose the generator's lateness is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LatenessCause {
+    /// The host stalled the generator (the rate was kept: transient stalls).
+    HostStalls,
+    /// The generator could not keep the rate.
+    GeneratorLimit,
+    /// Not late (lateness p99 within the threshold).
+    None,
+}
+
+impl LatenessCause {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LatenessCause::HostStalls => "host-stalls",
+            LatenessCause::GeneratorLimit => "generator-limit",
+            LatenessCause::None => "none",
+        }
+    }
+}
+
+/// The lateness verdict: whose the generator's lateness is, and the evidence.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LatenessVerdict {
+    pub cause: LatenessCause,
+    pub why: String,
+}
+
+/// What [`judge`] needs beside the analysis.
+#[derive(Clone, Debug, Default)]
+pub struct JudgeInput<'a> {
+    pub interrupted: bool,
+    pub saturated: bool,
+    pub asked: ViewChoice,
+    pub lateness_threshold_ns: f64,
+    /// The host's noise probed before the run (None: skipped or failed).
+    pub host_noise: Option<&'a noise::HostNoise>,
+    /// The generator's CPUs (empty: not pinned).
+    pub generator_cpus: &'a [usize],
+    /// Set when something beyond the lateness spoils the user's view (an agent behind its
+    /// schedule taints the merged stream).
+    pub user_late: Option<String>,
+}
+
+/// A run's verdicts: its status, its views, the lateness stated beside a status that is
+/// not about validity, and whose the lateness is.
+#[derive(Clone, Debug)]
+pub struct Judgement {
+    pub status: RunStatus,
+    pub views: Views,
+    pub status_note: Option<String>,
+    pub lateness_verdict: LatenessVerdict,
+}
+
+fn fmt_ns(ns: f64) -> String {
+    if ns.is_finite() {
+        model::format_duration_ns(ns)
+    } else {
+        "-".into()
+    }
+}
+
+fn lateness_p99(a: &RunAnalysis) -> f64 {
+    a.lateness.get("p99").map_or(0.0, |e| e.value)
+}
+
+/// Whose the lateness is: the host's stalls when the generator kept the offered rate (its
+/// lateness came in transient stalls; the probe before the run says whether the host's
+/// gaps are of the same order as the lateness p99), the generator's own limit when it could
+/// not keep the rate (achieved below the offered rate's 95 % interval) although no send
+/// waited for a free connection (sends held by the server's backlog slow the rate too).
+pub fn lateness_verdict_of(
+    a: &RunAnalysis,
+    threshold_ns: f64,
+    host: Option<&noise::HostNoise>,
+    generator_cpus: &[usize],
+) -> LatenessVerdict {
+    let p99 = lateness_p99(a);
+    if !a.lateness_flagged {
+        return LatenessVerdict {
+            cause: LatenessCause::None,
+            why: format!(
+                "lateness p99 {} within the threshold {}",
+                fmt_ns(p99),
+                fmt_ns(threshold_ns)
+            ),
+        };
+    }
+    let (kept, rates) = match &a.throughput {
+        Some(t) => (
+            a.achieved_rate_rps >= t.offered_lo_rps,
+            format!(
+                "sent {:.0} req/s of {:.0} offered (95 % interval from {:.0})",
+                a.achieved_rate_rps, t.offered_rps, t.offered_lo_rps
+            ),
+        ),
+        None => (true, format!("sent {:.0} req/s", a.achieved_rate_rps)),
+    };
+    // Sends held for a free connection (the server's backlog) slow the send rate too: then
+    // a short rate is not the generator's limit.
+    let held = a
+        .held_in_client
+        .as_ref()
+        .map_or(0.0, |h| h.fraction)
+        .max(0.0);
+    let (kept, rates) = if !kept && held > 0.01 {
+        (
+            true,
+            format!(
+                "{rates}, but {:.0} % of the sends waited for a free connection: the server's backlog, not the generator, held the rate down",
+                100.0 * held
+            ),
+        )
+    } else {
+        (kept, rates)
+    };
+    // Gaps "of the same order" as the lateness p99: at least a quarter of it.
+    let worst = host.map(|h| h.worst_gap_ns(generator_cpus));
+    let noisy = worst.map(|w| w >= p99 / 4.0);
+    let probe = match worst {
+        Some(w) => format!(
+            "the host's probe before the run saw gaps up to {}",
+            fmt_ns(w)
+        ),
+        None => "no noise probe before the run".into(),
+    };
+    let (cause, why) = match (kept, noisy) {
+        (true, Some(true)) => (
+            LatenessCause::HostStalls,
+            format!(
+                "lateness p99 {}: the generator kept the rate ({rates}) and {probe}, the same order: the host stalled it",
+                fmt_ns(p99)
+            ),
+        ),
+        (true, _) => (
+            LatenessCause::HostStalls,
+            format!(
+                "lateness p99 {}: the generator kept the rate ({rates}), so it was stalled now and then rather than limited; {probe} (the host's stalls come in bursts)",
+                fmt_ns(p99)
+            ),
+        ),
+        (false, Some(false)) => (
+            LatenessCause::GeneratorLimit,
+            format!(
+                "lateness p99 {}: the host was quiet ({probe}) but the generator {rates}: its own limit (more --threads/--connections, or a lower rate)",
+                fmt_ns(p99)
+            ),
+        ),
+        (false, _) => (
+            LatenessCause::GeneratorLimit,
+            format!(
+                "lateness p99 {}: the generator {rates}: it could not keep the rate ({probe})",
+                fmt_ns(p99)
+            ),
+        ),
+    };
+    LatenessVerdict { cause, why }
+}
+
+/// The validity of each view (see [`Views`]) and the headline for the view asked.
+pub fn views_of(
+    a: &RunAnalysis,
+    asked: ViewChoice,
+    threshold_ns: f64,
+    lateness: &LatenessVerdict,
+    user_late: Option<&str>,
+) -> Views {
+    let p99 = lateness_p99(a);
+    let whose = match lateness.cause {
+        LatenessCause::GeneratorLimit => "its own limit",
+        _ => "host stalls",
+    };
+    let user = match (a.lateness_flagged, user_late) {
+        (true, _) => ViewValidity {
+            valid: false,
+            why: format!(
+                "the generator was late ({whose}): lateness p99 {} above the threshold {}",
+                fmt_ns(p99),
+                fmt_ns(threshold_ns)
+            ),
+        },
+        (false, Some(why)) => ViewValidity {
+            valid: false,
+            why: why.to_string(),
+        },
+        (false, None) => ViewValidity {
+            valid: true,
+            why: format!(
+                "the generator kept its schedule: lateness p99 {} within the threshold {}",
+                fmt_ns(p99),
+                fmt_ns(threshold_ns)
+            ),
+        },
+    };
+    let server = a.server_view.as_ref().map(|_| match &a.throughput {
+        Some(t) if a.achieved_rate_rps >= t.offered_lo_rps => ViewValidity {
+            valid: true,
+            why: format!(
+                "the offered load was sent: {:.0} req/s of {:.0} offered (95 % interval from {:.0})",
+                a.achieved_rate_rps, t.offered_rps, t.offered_lo_rps
+            ),
+        },
+        Some(t) => ViewValidity {
+            valid: false,
+            why: format!(
+                "the offered load was not sent: {:.0} req/s, below the offered {:.0} (95 % interval from {:.0})",
+                a.achieved_rate_rps, t.offered_rps, t.offered_lo_rps
+            ),
+        },
+        None => ViewValidity {
+            valid: false,
+            why: "no measured span to compare the send rate with".into(),
+        },
+    });
+    let mut v = Views {
+        user,
+        server,
+        asked,
+        headline: View::User,
+        headline_why: String::new(),
+    };
+    let server_why = v
+        .server
+        .as_ref()
+        .map_or("the run has no server view".to_string(), |s| s.why.clone());
+    let (headline, why) = match asked {
+        ViewChoice::User => (View::User, "asked for (--view user)".to_string()),
+        ViewChoice::Server => (View::Server, "asked for (--view server)".to_string()),
+        ViewChoice::Auto if v.user.valid => (View::User, "user view valid".to_string()),
+        ViewChoice::Auto if v.is_valid(View::Server) => (
+            View::Server,
+            format!("user view invalid: {}; headline: server view", v.user.why),
+        ),
+        ViewChoice::Auto => (
+            View::User,
+            format!(
+                "no view is valid: user view: {}; server view: {server_why}",
+                v.user.why
+            ),
+        ),
+    };
+    v.headline = headline;
+    v.headline_why = why;
+    v
+}
+
+/// A run's verdicts from what was measured. Precedence: interrupted; then failed (nothing
+/// answered, errors above 0.1 %, or more than 0.1 % lost without the server being
+/// saturated — a target that died stops answering in the run's last third, which
+/// [`saturation_of`] reads) and saturated, reported as such whatever the generator's
+/// lateness (stated beside them in `status_note`); `ok` when a view asked for is valid;
+/// `invalid` only when none is.
+pub fn judge(a: &RunAnalysis, i: &JudgeInput<'_>) -> Judgement {
+    let lateness = lateness_verdict_of(a, i.lateness_threshold_ns, i.host_noise, i.generator_cpus);
+    let views = views_of(
+        a,
+        i.asked,
+        i.lateness_threshold_ns,
+        &lateness,
+        i.user_late.as_deref(),
+    );
+    let status = status_of(i.interrupted, a, i.saturated, &views);
+    let status_note = match status {
+        RunStatus::Failed | RunStatus::Saturated | RunStatus::Interrupted if !views.user.valid => {
+            Some(format!("generator also late: {}", views.user.why))
+        }
+        _ => None,
+    };
+    Judgement {
+        status,
+        views,
+        status_note,
+        lateness_verdict: lateness,
+    }
+}
+
 /// One measured run.
 #[derive(Clone, Debug, Serialize)]
 pub struct Run {
     pub run_id: Option<i64>,
     pub status: RunStatus,
+    /// Beside a status that is not about validity (failed, saturated, interrupted): the
+    /// generator was also late.
+    pub status_note: Option<String>,
+    /// The validity of each view and the headline.
+    pub views: Views,
+    /// Whose the generator's lateness is.
+    pub lateness_verdict: LatenessVerdict,
+    /// The host's noise probed just before the run (or its sweep); None when skipped.
+    pub host_noise: Option<noise::HostNoise>,
     /// The target as the user named it.
     pub target: String,
     /// The target actually measured (a spawned server's address).
@@ -180,25 +513,39 @@ pub fn saturation_of(
     })
 }
 
-/// A run's status from what was measured: a target that failed (errors, or nothing
-/// answered) fails; a generator that fell behind makes the run invalid; a server that could
-/// not keep up makes it saturated (its timeouts and drops are then the backlog's, not a
-/// failure); any other loss of more than 0.1 % fails it.
-pub fn status_of(interrupted: bool, a: &RunAnalysis, saturated: bool) -> RunStatus {
+/// What a run's stored configuration says of its views and the host: `"view"` (the view
+/// asked for; auto when absent) and `"host_noise"` (the probe made before the run or its
+/// sweep, a [`noise::HostNoise`]). The CLI puts them there, so that every loop over
+/// [`crate::measure`] carries them without a field of its own.
+pub fn asked_of(config: &Value) -> (ViewChoice, Option<noise::HostNoise>) {
+    let asked = config
+        .get("view")
+        .and_then(Value::as_str)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_default();
+    let host = config
+        .get("host_noise")
+        .filter(|v| !v.is_null())
+        .and_then(|v| serde_json::from_value(v.clone()).ok());
+    (asked, host)
+}
+
+/// A run's status (see [`judge`] for the precedence).
+pub fn status_of(interrupted: bool, a: &RunAnalysis, saturated: bool, views: &Views) -> RunStatus {
     let o = &a.outcomes;
     let lost = o.error + o.timeout + o.dropped;
     if interrupted {
         RunStatus::Interrupted
     } else if o.ok == 0 || o.error * 1000 > a.requests {
         RunStatus::Failed
-    } else if a.lateness_flagged {
-        RunStatus::Invalid
     } else if saturated {
         RunStatus::Saturated
     } else if lost * 1000 > a.requests {
         // More than 0.1 % of the requests were lost without the server being saturated: the
         // target did not hold up (or died).
         RunStatus::Failed
+    } else if !views.asked_valid() {
+        RunStatus::Invalid
     } else {
         RunStatus::Ok
     }
@@ -240,6 +587,11 @@ impl Run {
             "excess_ci": a.excess,
             "lateness": a.lateness.distribution_json(),
             "lateness_flagged": a.lateness_flagged,
+            "views": self.views,
+            "headline_view": self.views.headline,
+            "status_note": self.status_note,
+            "lateness_verdict": self.lateness_verdict,
+            "host_noise": self.host_noise,
         });
         // Built in two parts: one json! of every key exceeds the macro's recursion limit.
         let rest = json!({

@@ -616,14 +616,10 @@ pub fn sweep(
     };
     let mut max_loads = Vec::new();
     let outcome = run_all(&mut ctx, &combos, &mut max_loads);
-    let status = match &outcome {
-        Ok(()) if stop.load(Ordering::Relaxed) => "interrupted",
-        Ok(()) => "ok",
-        Err(_) => "failed",
-    };
+    let status = experiment_status(outcome.is_ok(), stop.load(Ordering::Relaxed), &ctx.rows);
     let result = SweepResult {
         experiment_id: experiment,
-        status: status.into(),
+        status: status.clone(),
         slo: plan.slo.clone(),
         axes: plan.axes.clone(),
         rows: std::mem::take(&mut ctx.rows),
@@ -635,9 +631,39 @@ pub fn sweep(
         if let Err(e) = &outcome {
             summary["error"] = json!(e.to_string());
         }
-        db.store.finish_experiment(experiment, status, &summary)?;
+        db.store.finish_experiment(experiment, &status, &summary)?;
     }
     outcome.map(|()| result)
+}
+
+/// An experiment's status says what its points were: `failed` / `interrupted` when the
+/// loop itself stopped; otherwise `ok` only when every point is ok, else the count of each
+/// status, in this order: "2 ok, 1 invalid", "3 saturated".
+pub fn experiment_status(completed: bool, interrupted: bool, rows: &[Row]) -> String {
+    if !completed {
+        return "failed".into();
+    }
+    if interrupted {
+        return "interrupted".into();
+    }
+    let order = [
+        RunStatus::Ok,
+        RunStatus::Saturated,
+        RunStatus::Invalid,
+        RunStatus::Failed,
+        RunStatus::Interrupted,
+    ];
+    if rows.iter().all(|r| r.status == RunStatus::Ok) {
+        return "ok".into();
+    }
+    order
+        .iter()
+        .filter_map(|s| {
+            let n = rows.iter().filter(|r| r.status == *s).count();
+            (n > 0).then(|| format!("{n} {s}"))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn run_all(

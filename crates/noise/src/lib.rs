@@ -28,6 +28,7 @@ mod clock;
 mod counters;
 mod error;
 mod probe;
+mod quick;
 mod report;
 mod run;
 pub mod throttle;
@@ -41,6 +42,7 @@ pub use attribution::{Contributor, GoodBadUgly};
 pub use clock::{clock_kind, read_ticks, tsc_ns_per_tick, ClockKind};
 pub use error::NoiseError;
 pub use host::placement::SchedSpec;
+pub use quick::{probe_host, CpuNoise, HostNoise, QUICK_PROBE};
 pub use report::{lost_ccdf, snr, ClassShare, CpuReport, Gap, SNR_DEFINITION};
 pub use run::run;
 

@@ -1,6 +1,7 @@
 //! The terminal view of a sweep: a table per combination of the axes — offered load against
-//! achieved rate, measured and ideal p50/p99/p99.9, the p99 excess, status and SLO verdict —
-//! then the max-load searches.
+//! achieved rate, the user view's measured and ideal p50/p99/p99.9, the p99 excess, status,
+//! each run's headline view (when the caller knows it) and SLO verdict — then the max-load
+//! searches.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -30,6 +31,16 @@ fn params(p: &BTreeMap<String, String>) -> String {
 
 /// The sweep, for a person.
 pub fn sweep(w: &mut dyn Write, r: &SweepResult) -> io::Result<()> {
+    sweep_views(w, r, &BTreeMap::new())
+}
+
+/// The sweep, for a person, with each run's headline view (by run id; the `view` column,
+/// "-" for a run not in `headlines`).
+pub fn sweep_views(
+    w: &mut dyn Write,
+    r: &SweepResult,
+    headlines: &BTreeMap<i64, lab::View>,
+) -> io::Result<()> {
     writeln!(
         w,
         "experiment {} · {} · {} runs{}",
@@ -38,7 +49,13 @@ pub fn sweep(w: &mut dyn Write, r: &SweepResult) -> io::Result<()> {
         r.rows.len(),
         r.slo
             .as_ref()
-            .map(|s| format!(" · SLO {} ({:?} view)", s.text, s.view).to_lowercase())
+            .map(|s| match s.view {
+                lab::ViewChoice::Auto => format!(
+                    " · SLO {} (auto view: each run's headline view, see the view column)",
+                    s.text
+                ),
+                v => format!(" · SLO {} ({v} view)", s.text),
+            })
             .unwrap_or_default()
     )?;
     let mut groups: Vec<(String, Vec<&Row>)> = Vec::new();
@@ -53,9 +70,9 @@ pub fn sweep(w: &mut dyn Write, r: &SweepResult) -> io::Result<()> {
         writeln!(w, "\n{key}")?;
         writeln!(
             w,
-            "  {:>6} {:>8} {:>10} {:>10} | {:>9} {:>9} {:>9} | {:>9} {:>9} {:>9} | {:>7} {:>10} {:>9}",
-            "run", "role", "offered", "achieved", "p50", "p99", "p99.9", "ideal p50", "p99",
-            "p99.9", "excess", "status", "slo"
+            "  {:>6} {:>8} {:>10} {:>10} | {:>9} {:>9} {:>9} | {:>9} {:>9} {:>9} | {:>7} {:>10} {:>6} {:>9}",
+            "run", "role", "offered", "achieved", "user p50", "p99", "p99.9", "ideal p50", "p99",
+            "p99.9", "excess", "status", "view", "slo"
         )?;
         for x in rows {
             let offered = match x.load_pct {
@@ -64,7 +81,7 @@ pub fn sweep(w: &mut dyn Write, r: &SweepResult) -> io::Result<()> {
             };
             writeln!(
                 w,
-                "  {:>6} {:>8} {:>10} {:>10.0} | {:>9} {:>9} {:>9} | {:>9} {:>9} {:>9} | {:>7} {:>10} {:>9}",
+                "  {:>6} {:>8} {:>10} {:>10.0} | {:>9} {:>9} {:>9} | {:>9} {:>9} {:>9} | {:>7} {:>10} {:>6} {:>9}",
                 x.run_id.map(|i| i.to_string()).unwrap_or_default(),
                 x.role,
                 offered,
@@ -81,6 +98,9 @@ pub fn sweep(w: &mut dyn Write, r: &SweepResult) -> io::Result<()> {
                     .map(|e| format!("{e:.2}x"))
                     .unwrap_or_else(|| "-".into()),
                 x.status.as_str(),
+                x.run_id
+                    .and_then(|i| headlines.get(&i))
+                    .map_or("-", |v| v.as_str()),
                 x.slo.map(|v| v.as_str()).unwrap_or("-"),
             )?;
         }

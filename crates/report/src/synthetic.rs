@@ -91,11 +91,22 @@ pub fn run(
         intervals: 200,
         slow_intervals: 31,
     };
+    let judged = lab::judge(
+        &analysis,
+        &lab::JudgeInput {
+            lateness_threshold_ns: 50_000.0,
+            ..lab::JudgeInput::default()
+        },
+    );
     Ok(Run {
         convergence: None,
         window_host: Vec::new(),
         run_id: Some(7),
         status: RunStatus::Ok,
+        status_note: judged.status_note,
+        views: judged.views,
+        lateness_verdict: judged.lateness_verdict,
+        host_noise: None,
         target: "nullrpc://127.0.0.1:7000".into(),
         url: "nullrpc://127.0.0.1:7000".into(),
         rate_rps,

@@ -25,11 +25,19 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
         .run_id
         .map(|i| format!("run {i}"))
         .unwrap_or_else(|| "run (not stored)".into());
+    let v = &run.views;
     writeln!(
         w,
-        "{id} · {} · {} · {} requests after warm-up · offered {:.0} req/s, achieved {:.0} req/s",
-        run.target, run.status, a.requests, run.rate_rps, a.achieved_rate_rps
+        "{id} · {} · {} · headline: {} view · {} requests after warm-up · offered {:.0} req/s, achieved {:.0} req/s",
+        run.target, run.status, v.headline, a.requests, run.rate_rps, a.achieved_rate_rps
     )?;
+    views(w, run)?;
+    if let Some(n) = &run.status_note {
+        writeln!(w, "{}: {n}", run.status.as_str().to_uppercase())?;
+    }
+    if let Some(h) = &run.host_noise {
+        writeln!(w, "{}", h.line())?;
+    }
     let o = &a.outcomes;
     writeln!(
         w,
@@ -63,7 +71,11 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
             )?;
         }
     }
-    writeln!(w, "the user's view (intended send → received):")?;
+    writeln!(
+        w,
+        "the user's view (intended send → received){}:",
+        mark(run, lab::View::User)
+    )?;
     table(w, &a.measured, a.ideal.as_ref(), &a.excess)?;
     if let Some(spec) = &a.ideal_spec {
         writeln!(
@@ -102,7 +114,8 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
     if let Some(sv) = &a.server_view {
         writeln!(
             w,
-            "the server's view (sent → client kernel receive; ideal from the actual send times):"
+            "the server's view (sent → client kernel receive; ideal from the actual send times){}:",
+            mark(run, lab::View::Server)
         )?;
         table(w, &sv.measured, sv.ideal.as_ref(), &sv.excess)?;
         if let Some(n) = &sv.ideal_note {
@@ -114,8 +127,17 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
                 "  (the generator fell behind: the user's view counts its stalls; this view does not)"
             )?;
         }
+        if let Some(s) = v.server.as_ref().filter(|s| !s.valid) {
+            writeln!(w, "  (this view is invalid: {})", s.why)?;
+        }
     }
     lateness(w, a)?;
+    writeln!(
+        w,
+        "  lateness verdict: {} — {}",
+        run.lateness_verdict.cause.as_str(),
+        run.lateness_verdict.why
+    )?;
     if let Some(c) = &a.arrival_check {
         writeln!(
             w,
@@ -185,6 +207,38 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// One line per view: valid or not and why, then which is the headline.
+fn views(w: &mut dyn Write, run: &Run) -> io::Result<()> {
+    let v = &run.views;
+    let word = |valid: bool| if valid { "valid" } else { "INVALID" };
+    writeln!(w, "user view {}: {}", word(v.user.valid), v.user.why)?;
+    match &v.server {
+        Some(s) => writeln!(w, "server view {}: {}", word(s.valid), s.why)?,
+        None => writeln!(w, "server view: none (no send and receive stamps)")?,
+    }
+    writeln!(
+        w,
+        "headline: {} view (--view {}: {})",
+        v.headline, v.asked, v.headline_why
+    )
+}
+
+/// The mark a view's table title carries: headline, and invalid.
+fn mark(run: &Run, view: lab::View) -> String {
+    let mut m = Vec::new();
+    if run.views.headline == view {
+        m.push("HEADLINE");
+    }
+    if !run.views.is_valid(view) {
+        m.push("INVALID");
+    }
+    if m.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", m.join(", "))
+    }
 }
 
 fn q(s: &Summary, k: &str) -> String {

@@ -420,6 +420,16 @@ pub struct RunArgs {
     /// host drifts between runs.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub repeat: u32,
+    /// The view the run is judged by: user (intended send → received; valid when the
+    /// generator kept its schedule), server (sent → kernel receive; valid when the offered
+    /// load was sent), or auto (the user view if valid, else the server view). Exit code 1
+    /// when no view asked for is valid.
+    #[arg(long, value_enum, default_value_t = ViewArg::Auto)]
+    pub view: ViewArg,
+    /// Skip the short host-noise probe (TSC gaps on the generator's and the server's CPUs)
+    /// made before the load starts.
+    #[arg(long)]
+    pub no_noise_probe: bool,
     #[command(flatten)]
     pub agents: AgentArgs,
     #[command(flatten)]
@@ -475,7 +485,7 @@ pub struct DemoArgs {
     #[arg(long, default_value = "30,60,85", value_delimiter = ',')]
     pub loads: Vec<f64>,
     /// Length of each run.
-    #[arg(long, default_value = "12s")]
+    #[arg(long, default_value = "10s")]
     pub duration: String,
     /// CPU for the server (default 1 when the machine has two or more CPUs).
     #[arg(long)]
@@ -489,6 +499,9 @@ pub struct DemoArgs {
     /// Where to write the CCDF plot.
     #[arg(long, default_value = "tailscope-demo.svg")]
     pub plot: PathBuf,
+    /// Skip the short host-noise probe made before the runs.
+    #[arg(long)]
+    pub no_noise_probe: bool,
     #[command(flatten)]
     pub db: DbArgs,
     /// Print exactly one JSON object on stdout.
@@ -696,10 +709,14 @@ pub struct SweepArgs {
     /// point (meets / violates / undecided, from the confidence intervals).
     #[arg(long)]
     pub slo: Option<String>,
-    /// Which latency the SLO reads: user (intended → received) or server (sent → kernel
-    /// receive).
-    #[arg(long, value_enum, default_value_t = ViewArg::User)]
+    /// Which latency the SLO reads: user (intended → received), server (sent → kernel
+    /// receive), or auto (each run's headline view: the user's when valid, else the
+    /// server's). A verdict read from a view that is invalid for the run is undecided.
+    #[arg(long, value_enum, default_value_t = ViewArg::Auto)]
     pub slo_view: ViewArg,
+    /// Skip the short host-noise probe made before the sweep.
+    #[arg(long)]
+    pub no_noise_probe: bool,
     /// Search the highest offered load meeting the SLO (bracket, then bisect to 2 %), and the
     /// highest rate with achieved >= 99 % of offered and no timeouts.
     #[arg(long)]
@@ -906,18 +923,21 @@ impl QueuesArg {
     }
 }
 
-/// `--slo-view`.
+/// `run --view`, `sweep --slo-view`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ViewArg {
+    /// The user view when it is valid, else the server view.
+    Auto,
     User,
     Server,
 }
 
-impl From<ViewArg> for lab::View {
-    fn from(v: ViewArg) -> lab::View {
+impl From<ViewArg> for lab::ViewChoice {
+    fn from(v: ViewArg) -> lab::ViewChoice {
         match v {
-            ViewArg::User => lab::View::User,
-            ViewArg::Server => lab::View::Server,
+            ViewArg::Auto => lab::ViewChoice::Auto,
+            ViewArg::User => lab::ViewChoice::User,
+            ViewArg::Server => lab::ViewChoice::Server,
         }
     }
 }

@@ -22,7 +22,7 @@ use crate::db::{host_facts, Db};
 use crate::error::{invalid, LabError};
 use crate::instruments::{writer_instrument, Instrument};
 use crate::records::StoredRecords;
-use crate::run::{saturation_of, status_of, LoadFacts, Run, RunStatus};
+use crate::run::{asked_of, judge, saturation_of, JudgeInput, LoadFacts, Run, RunStatus};
 use crate::{Observer, Ready, RunPlan};
 
 /// What a run without raw records cannot say.
@@ -36,7 +36,7 @@ pub struct AgentReport {
     /// The command line as given ("local" for this binary), or its name in the agents file.
     pub command: String,
     pub host: Option<String>,
-    /// `ok`; `late` (it fell behind its schedule: the run is invalid); `failed` (it died,
+    /// `ok`; `late` (it fell behind its schedule: the user's view is invalid); `failed` (it died,
     /// disconnected, hung or sent garbage: the run failed); `interrupted`.
     pub status: String,
     pub error: Option<String>,
@@ -434,20 +434,41 @@ pub(crate) fn measure(
         }
     };
     let saturation = saturation_of(&an, &load.backlog, load.warmup_ns, load.drain_ns);
-    let mut status = status_of(c.interrupted, &an, saturation.is_some());
+    // One agent behind its schedule taints the merged stream's user view, however
+    // punctual the rest.
+    let late: Vec<String> = report
+        .agents
+        .iter()
+        .filter(|a| a.status == "late")
+        .map(|a| a.agent.to_string())
+        .collect();
+    let (asked, host_noise) = asked_of(&plan.config);
+    let j = judge(
+        &an,
+        &JudgeInput {
+            interrupted: c.interrupted,
+            saturated: saturation.is_some(),
+            asked,
+            lateness_threshold_ns: plan.lateness_threshold_ns,
+            host_noise: host_noise.as_ref(),
+            generator_cpus: &[],
+            user_late: (!late.is_empty())
+                .then(|| format!("agent(s) {} fell behind their schedule", late.join(", "))),
+        },
+    );
+    let mut status = j.status;
     if !failures.is_empty() {
         status = RunStatus::Failed;
-    } else if matches!(status, RunStatus::Ok | RunStatus::Saturated)
-        && report.agents.iter().any(|a| a.status == "late")
-    {
-        // One agent behind its schedule taints the merged stream, however punctual the rest.
-        status = RunStatus::Invalid;
     }
     let run = Run {
         convergence: None,
         window_host: Vec::new(),
         run_id: Some(run_id),
         status,
+        status_note: j.status_note,
+        views: j.views,
+        lateness_verdict: j.lateness_verdict,
+        host_noise,
         target: ready.label.clone(),
         url: ready.url.clone(),
         rate_rps: cfg.rate_per_s,

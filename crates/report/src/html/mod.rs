@@ -52,12 +52,21 @@ pub fn esc(s: &str) -> String {
 
 /// The status badge of a run or an experiment.
 pub(crate) fn badge(status: &str) -> String {
-    let class = match status {
+    let class_of = |s: &str| match s {
         "ok" | "meets" => "ok",
         "invalid" | "undecided" => "warn",
         "saturated" => "sat",
         "failed" | "violates" => "bad",
         _ => "other",
+    };
+    // An experiment's points counted per status ("2 ok, 1 invalid"): its worst status's.
+    let class = if status.contains(' ') {
+        ["failed", "invalid", "saturated", "interrupted", "ok"]
+            .into_iter()
+            .find(|w| status.split([' ', ',']).any(|x| x == *w))
+            .map_or("other", class_of)
+    } else {
+        class_of(status)
     };
     format!("<span class=\"badge {class}\">{}</span>", esc(status))
 }

@@ -173,7 +173,7 @@ fn notes(out: &mut String, r: &StoredRun) {
     match r.status() {
         "invalid" => note(
             "bad",
-            "INVALID: the generator fell behind its schedule (its own lateness p99 above the threshold); the user's view counts its stalls. The server's view does not.".into(),
+            "INVALID: no view asked for is valid — the generator fell behind its schedule (its own lateness p99 above the threshold), so the user's view counts its stalls, and the server's view is missing or its offered load was not sent.".into(),
         ),
         "saturated" => note(
             "",
@@ -192,6 +192,19 @@ fn notes(out: &mut String, r: &StoredRun) {
             ),
         ),
         _ => {}
+    }
+    if let Some(h) = text(s, "/headline_view") {
+        note(
+            "",
+            format!(
+                "headline: {} view — {}",
+                esc(h),
+                esc(text(s, "/views/headline_why").unwrap_or(""))
+            ),
+        );
+    }
+    if let Some(t) = text(s, "/status_note") {
+        note("bad", esc(t));
     }
     if let Some(t) = text(s, "/ideal_check") {
         note("", format!("WARNING: {}", esc(t)));

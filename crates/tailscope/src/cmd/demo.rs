@@ -23,6 +23,8 @@ struct Tour {
     json: bool,
     series: Mutex<Vec<report::Series>>,
     runs: Mutex<Vec<Value>>,
+    /// Per run: its load and what this host allows there (one line each).
+    allows: Mutex<Vec<String>>,
 }
 
 impl lab::Observer for Tour {
@@ -57,7 +59,88 @@ impl lab::Observer for Tour {
             v["load_pct"] = json!(pct);
             r.push(v);
         }
+        if let Ok(mut l) = self.allows.lock() {
+            l.push(allows(&label, run));
+        }
     }
+}
+
+/// What a run shows this host allows, in one line: the status, each view's validity, the
+/// headline view and its numbers (`headline: server view` is the run's `headline_view`).
+fn allows(label: &str, run: &lab::Run) -> String {
+    let v = &run.views;
+    let word = |ok: bool| if ok { "valid" } else { "invalid" };
+    let server = match &v.server {
+        Some(s) => format!("server view {} ({})", word(s.valid), s.why),
+        None => "no server view".into(),
+    };
+    let a = &run.analysis;
+    let (measured, ideal) = match v.headline {
+        lab::View::User => (Some(&a.measured), a.ideal.as_ref()),
+        lab::View::Server => (
+            a.server_view.as_ref().map(|s| &s.measured),
+            a.server_view.as_ref().and_then(|s| s.ideal.as_ref()),
+        ),
+    };
+    let q = |s: Option<&stats::Summary>, k: &str| {
+        s.and_then(|s| s.get(k))
+            .map_or("-".into(), |e| report::terminal::fmt_ns(e.value))
+    };
+    format!(
+        "{label} (run {}): {}; user view {} ({}); {server}; headline: {} view: p50 {}, p99 {}, p99.9 {} (ideal p99 {}){}",
+        run.run_id.map_or("-".into(), |i| i.to_string()),
+        run.status,
+        word(v.user.valid),
+        v.user.why,
+        v.headline,
+        q(measured, "p50"),
+        q(measured, "p99"),
+        q(measured, "p99.9"),
+        q(ideal, "p99"),
+        if v.is_valid(v.headline) {
+            ""
+        } else {
+            " — NOT VALID"
+        }
+    )
+}
+
+/// The closing lines: the host's noise, then per load what this host allows, then which
+/// view to read here.
+fn closing(host: Option<&noise::HostNoise>, per_run: &[String], runs: &[Value]) -> Vec<String> {
+    let mut out = vec!["what this host allows:".to_string()];
+    out.push(match host {
+        Some(h) => format!("  {}", h.line()),
+        None => "  host noise: not probed".into(),
+    });
+    out.extend(per_run.iter().map(|l| format!("  {l}")));
+    let heads: Vec<&str> = runs
+        .iter()
+        .filter_map(|r| r["headline_view"].as_str())
+        .collect();
+    let valid = |view: &str| {
+        runs.iter()
+            .filter(|r| r["views"][view]["valid"].as_bool() == Some(true))
+            .count()
+    };
+    let (user, server) = (valid("user"), valid("server"));
+    let n = runs.len();
+    out.push(if n == 0 {
+        "  no run was measured".into()
+    } else if user == n {
+        "  the user view is valid at every load: the generator kept its schedule on this host; read the user view".into()
+    } else if server == n {
+        format!(
+            "  the user view is valid at {user} of {n} loads (the generator was late), the server view at every load: on this host read the server view (headlines: {})",
+            heads.join(", ")
+        )
+    } else {
+        format!(
+            "  the user view is valid at {user} of {n} loads, the server view at {server}: read each run's headline view (headlines: {})",
+            heads.join(", ")
+        )
+    });
+    out
 }
 
 pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
@@ -149,6 +232,7 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
         json: a.json,
         series: Mutex::new(Vec::new()),
         runs: Mutex::new(Vec::new()),
+        allows: Mutex::new(Vec::new()),
     };
     lab::Observer::note(
         &tour,
@@ -160,9 +244,15 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
     let db = Db::open(&db)
         .map_err(|e| usage(format!("cannot open results store {}: {e}", db.display())))?;
     let stop = shutdown_flag()?;
+    let host_noise =
+        super::run::probe_noise(a.no_noise_probe, &[client_cpu], &[server_cpu], &stop, &tour);
+    let mut plan = plan;
+    plan.template.config["host_noise"] = json!(host_noise);
     let result = lab::sweep(&plan, &db, &stop, &tour).map_err(lab_err)?;
     let series = tour.series.into_inner().unwrap_or_default();
     let runs = tour.runs.into_inner().unwrap_or_default();
+    let per_run = tour.allows.into_inner().unwrap_or_default();
+    let closing = closing(host_noise.as_ref(), &per_run, &runs);
     let written = if series.is_empty() {
         Vec::new()
     } else {
@@ -172,12 +262,12 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
             &series,
         )?
     };
-    let worst = result
-        .rows
-        .iter()
-        .map(|r| r.status.exit_code())
-        .max()
-        .unwrap_or(1);
+    // 0 when every run has a valid view (the user's, else the server's) or is saturated.
+    let code = if stop.load(Ordering::Relaxed) || result.rows.is_empty() {
+        1
+    } else {
+        super::sweep::exit_code(&result)
+    };
     // The calibration the sweep made, as the store keeps it.
     let calibration = runs
         .first()
@@ -190,18 +280,34 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
             "server": {"arch": "epoll", "workers": 1, "work": a.work, "cpu": server_cpu},
             "calibration": calibration,
             "runs": runs,
+            "status": result.status,
+            "host_noise": host_noise,
+            "closing": closing,
+            "exit_code": code,
             "interrupted": stop.load(Ordering::Relaxed),
             "written": written,
         }))?;
+        // The same closing lines for a person, on stderr (stdout holds the one object).
+        for l in &closing {
+            eprintln!("{l}");
+        }
     } else {
         outln!()?;
-        output::print_with(|w| report::sweep_view::sweep(w, &result))?;
+        let heads: std::collections::BTreeMap<i64, lab::View> = runs
+            .iter()
+            .filter_map(|v| {
+                let view = serde_json::from_value(v["headline_view"].clone()).ok()?;
+                Some((v["run_id"].as_i64()?, view))
+            })
+            .collect();
+        output::print_with(|w| report::sweep_view::sweep_views(w, &result, &heads))?;
         for w in written {
             outln!("wrote {w}")?;
         }
+        outln!()?;
+        for l in &closing {
+            outln!("{l}")?;
+        }
     }
-    if stop.load(Ordering::Relaxed) || result.status != "ok" {
-        return Ok(1);
-    }
-    Ok(worst)
+    Ok(code)
 }

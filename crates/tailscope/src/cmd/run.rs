@@ -358,6 +358,7 @@ fn print_repeated(
         output::print_json(&json!({
             "experiment_id": experiment,
             "status": p.status,
+            "headline_view": p.headline,
             "repeat": p.repeats,
             "method": p.method,
             "combined": {
@@ -377,7 +378,16 @@ fn print_repeated(
     } else {
         output::print_with(|w| report::repeat_view::repeated(w, runs, p))?;
     }
-    Ok(p.status.exit_code())
+    // Exit 1 only when no view asked for was measured validly by any repeat.
+    let valid = match lab::ViewChoice::from(a.view) {
+        lab::ViewChoice::User => p.user.is_some(),
+        lab::ViewChoice::Server => p.server.is_some(),
+        lab::ViewChoice::Auto => p.user.is_some() || p.server.is_some(),
+    };
+    Ok(match p.status.exit_code() {
+        0 if !valid && p.status != lab::RunStatus::Saturated => 1,
+        c => c,
+    })
 }
 
 /// The ideal's service time (calibrating a server tailscope started when nothing else gives
@@ -441,6 +451,14 @@ fn plan_ready(
     let load = load_config(&a.load, p, rate_rps)?;
     lab::check_load(&load, &db.path).map_err(lab_err)?;
     let la = &a.load;
+    let server_cpus = parse_cpus_flag("--server-cpus", a.side.server_cpus.as_deref())?;
+    let probed = if server_cpus.is_empty() {
+        ready.server_cpus()
+    } else {
+        server_cpus.clone()
+    };
+    let host_noise = probe_noise(a.no_noise_probe, &p.cpus, &probed, stop, obs);
+    let view: lab::ViewChoice = a.view.into();
     let plan = RunPlan {
         kind: "run".into(),
         load,
@@ -449,7 +467,7 @@ fn plan_ready(
         confidence: la.confidence,
         lateness_threshold_ns: p.lateness_threshold_ns,
         attribution: !a.side.no_attribution,
-        server_cpus: parse_cpus_flag("--server-cpus", a.side.server_cpus.as_deref())?,
+        server_cpus,
         extra_pids: a.side.server_pid.clone(),
         config: json!({
             "target": a.target, "url": ready.url, "rate": a.rate, "rate_rps": rate_rps,
@@ -459,7 +477,7 @@ fn plan_ready(
             "request_size": la.request_size, "stamps": !la.no_stamps, "seed": la.seed,
             "ideal": ideal, "server": ready.server_json(), "alpha": la.alpha,
             "workload": format!("{:?}", ready.workload), "churn": ready.churn,
-            "stages": a.stages,
+            "stages": a.stages, "view": view, "host_noise": host_noise,
         }),
         experiment: None,
         stages: check_stages(a)?,
@@ -467,6 +485,36 @@ fn plan_ready(
         precision: p.precision.clone(),
     };
     Ok(plan)
+}
+
+/// The host's noise just before the load: a short TSC-gap probe, one thread on each of the
+/// generator's and the server's CPUs at once (every online CPU when either is not pinned),
+/// printed as one line. None when skipped or when the probe could not run (said why).
+pub fn probe_noise(
+    skip: bool,
+    generator: &[usize],
+    server: &[usize],
+    stop: &std::sync::atomic::AtomicBool,
+    obs: &dyn lab::Observer,
+) -> Option<noise::HostNoise> {
+    if skip {
+        return None;
+    }
+    let cpus: Vec<usize> = if generator.is_empty() || server.is_empty() {
+        Vec::new()
+    } else {
+        generator.iter().chain(server).copied().collect()
+    };
+    match noise::probe_host(&cpus, noise::QUICK_PROBE, stop) {
+        Ok(h) => {
+            obs.note(&h.line());
+            Some(h)
+        }
+        Err(e) => {
+            obs.note(&format!("host noise: the probe could not run ({e})"));
+            None
+        }
+    }
 }
 
 /// The run's agents, checked before anything starts (None: the load runs in this process).

@@ -1,9 +1,11 @@
 //! `tailscope sweep`: parse the options (or a TOML experiment file) into a `lab::SweepPlan`,
 //! check it, run it, print the rows.
 
+use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Mutex;
 
-use lab::{Axis, Db, Load, RunTemplate, Slo, SweepPlan, View};
+use lab::{Axis, Db, Load, RunTemplate, Slo, SweepPlan, View, ViewChoice};
 
 use super::common::{db_path, shutdown_flag};
 use super::progress::Progress;
@@ -180,7 +182,7 @@ pub fn sweep_plan(a: &SweepArgs) -> anyhow::Result<SweepPlan> {
         Some(l) => parse_loads(l)?,
         None => Vec::new(),
     };
-    let view: View = a.slo_view.into();
+    let view: ViewChoice = a.slo_view.into();
     let slo = a
         .slo
         .as_deref()
@@ -236,24 +238,111 @@ pub fn sweep_plan(a: &SweepArgs) -> anyhow::Result<SweepPlan> {
     })
 }
 
+/// Passes everything on and keeps each stored run's views (the rows of a sweep carry its
+/// status, not its views).
+pub struct Headlines<'a> {
+    pub inner: &'a dyn lab::Observer,
+    pub views: Mutex<BTreeMap<i64, lab::Views>>,
+}
+
+impl<'a> Headlines<'a> {
+    pub fn new(inner: &'a dyn lab::Observer) -> Headlines<'a> {
+        Headlines {
+            inner,
+            views: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Each run's headline view, by run id.
+    pub fn headlines(&self) -> BTreeMap<i64, View> {
+        self.views
+            .lock()
+            .map(|m| m.iter().map(|(k, v)| (*k, v.headline)).collect())
+            .unwrap_or_default()
+    }
+
+    /// The sweep's JSON with each row's `views` and `headline_view` added.
+    pub fn json_of(&self, result: &lab::SweepResult) -> serde_json::Value {
+        let mut v = result.to_json();
+        let views = self.views.lock().map(|m| m.clone()).unwrap_or_default();
+        if let Some(rows) = v.get_mut("rows").and_then(|r| r.as_array_mut()) {
+            for row in rows {
+                let Some(x) = row["run_id"].as_i64().and_then(|id| views.get(&id)) else {
+                    continue;
+                };
+                row["headline_view"] = serde_json::json!(x.headline);
+                row["views"] = serde_json::json!(x);
+            }
+        }
+        v
+    }
+}
+
+impl lab::Observer for Headlines<'_> {
+    fn note(&self, msg: &str) {
+        self.inner.note(msg)
+    }
+    fn progress(&self, phase: &str, done: u64, total: u64) {
+        self.inner.progress(phase, done, total)
+    }
+    fn phase_done(&self, phase: &str) {
+        self.inner.phase_done(phase)
+    }
+    fn run_done(&self, run: &lab::Run) {
+        if let (Some(id), Ok(mut m)) = (run.run_id, self.views.lock()) {
+            m.insert(id, run.views.clone());
+        }
+        self.inner.run_done(run)
+    }
+}
+
+/// A sweep's exit code: 1 when it failed or was interrupted, or when a point's own status
+/// gives 1 (no view asked for valid, or the target failed); saturated points are
+/// measurements.
+pub fn exit_code(result: &lab::SweepResult) -> i32 {
+    if matches!(result.status.as_str(), "failed" | "interrupted") {
+        return 1;
+    }
+    result
+        .rows
+        .iter()
+        .map(|r| r.status.exit_code())
+        .max()
+        .unwrap_or(0)
+}
+
 pub fn run(a: &SweepArgs) -> anyhow::Result<i32> {
     if a.target.ends_with(".toml") {
         return run(&expand(&a.target, &args_after(&a.target))?);
     }
-    let splan = sweep_plan(a)?;
+    let mut splan = sweep_plan(a)?;
     let db = db_path(&a.db)?;
     splan.check(&db).map_err(lab_err)?;
-    let obs = Progress::new(a.json);
+    let progress = Progress::new(a.json);
+    let obs = Headlines::new(&progress);
     let db = Db::open(&db)
         .map_err(|e| usage(format!("cannot open results store {}: {e}", db.display())))?;
     let stop = shutdown_flag()?;
+    // The host's noise, once before the sweep; every point keeps it.
+    let server_cpus = match &splan.template.target.spawn {
+        Some(s) if splan.template.server_cpus.is_empty() => s.cpus.clone(),
+        _ => splan.template.server_cpus.clone(),
+    };
+    let host_noise = super::run::probe_noise(
+        a.no_noise_probe,
+        &splan.template.load.cpus,
+        &server_cpus,
+        &stop,
+        &obs,
+    );
+    splan.template.config["host_noise"] = serde_json::json!(host_noise);
     let result = lab::sweep(&splan, &db, &stop, &obs).map_err(lab_err)?;
     if a.json {
-        output::print_json(&result.to_json())?;
+        output::print_json(&obs.json_of(&result))?;
     } else {
-        output::print_with(|w| report::sweep_view::sweep(w, &result))?;
+        output::print_with(|w| report::sweep_view::sweep_views(w, &result, &obs.headlines()))?;
     }
-    Ok(if result.status == "ok" { 0 } else { 1 })
+    Ok(exit_code(&result))
 }
 
 #[cfg(test)]

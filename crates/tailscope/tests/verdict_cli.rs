@@ -1,0 +1,253 @@
+//! Issue 21, items 4–6: a verdict per view, never masked. A target killed mid-run is
+//! `failed` and a run at 3× capacity `saturated` whatever the generator's lateness — shown
+//! with a deliberately impossible `--lateness-threshold 1ns` (every generator is then "late")
+//! beside the default one; the server view carries a run whose generator was late; the
+//! demo's closing words match what its runs measured. Servers on CPU 1, the generator on
+//! CPU 0, loopback, port 0. Nothing here asserts a wall-clock time: sleeps only place a
+//! fault (a server killed) in a run whose length is given.
+
+mod common;
+
+use common::{bin, json_of};
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// The tests share two CPUs: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+struct Served {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(args: &[&str]) -> Served {
+    let mut child = bin()
+        .arg("serve")
+        .args(["--listen", "127.0.0.1:0", "--cpus", "1"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start tailscope serve");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line.trim().to_string();
+    assert!(addr.starts_with("127.0.0.1:"), "serve printed '{addr}'");
+    Served { child, addr }
+}
+
+/// The lateness is stated beside a failed or saturated status exactly when the user view
+/// is invalid; the views are there either way.
+fn lateness_stated(v: &Value) {
+    let user_valid = v["views"]["user"]["valid"].as_bool().unwrap();
+    assert_eq!(user_valid, !v["lateness_flagged"].as_bool().unwrap());
+    match v["status_note"].as_str() {
+        Some(n) => {
+            assert!(!user_valid, "{n}");
+            assert!(n.starts_with("generator also late: "), "{n}");
+            assert!(n.contains("lateness p99"), "{n}");
+        }
+        None => assert!(user_valid, "a late generator is stated: {v}"),
+    }
+    let cause = v["lateness_verdict"]["cause"].as_str().unwrap();
+    assert_eq!(cause == "none", user_valid, "{}", v["lateness_verdict"]);
+}
+
+#[test]
+fn a_killed_target_is_failed_whatever_the_lateness() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for threshold in ["1ns", "50us"] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("runs.db");
+        let mut s = serve(&["--arch", "thread"]);
+        let url = format!("nullrpc://{}", s.addr);
+        let v = common::run_with_server_killed(
+            &[
+                &url,
+                "--rate",
+                "1000",
+                "--duration",
+                "5s",
+                "--warmup",
+                "200ms",
+                "--timeout",
+                "300ms",
+                "--service",
+                "20us",
+                "--cpus",
+                "0",
+                "--lateness-threshold",
+                threshold,
+            ],
+            &db,
+            &mut s.child,
+            Duration::from_millis(1500),
+        );
+        if threshold == "1ns" {
+            assert_eq!(v["lateness_flagged"], true, "nothing is on time to 1 ns");
+        }
+        lateness_stated(&v);
+    }
+}
+
+#[test]
+fn three_times_capacity_is_saturated_whatever_the_lateness() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    // ~4,500 req/s of capacity (200 µs of work plus the server's own cost).
+    let s = serve(&["--arch", "epoll", "--work", "det:200us"]);
+    let url = format!("nullrpc://{}", s.addr);
+    for threshold in ["1ns", "50us"] {
+        let out = bin()
+            .args(["run", &url, "--rate", "13500", "--duration", "4s"])
+            .args(["--warmup", "500ms", "--service", "200us", "--cpus", "0"])
+            .args(["--lateness-threshold", threshold, "--no-attribution"])
+            .args(["--db", db.to_str().unwrap(), "--json"])
+            .output()
+            .unwrap();
+        let v = json_of(&out);
+        assert_eq!(v["status"], "saturated", "{}", v["saturation"]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "a saturated run is a measurement"
+        );
+        if threshold == "1ns" {
+            assert_eq!(v["lateness_flagged"], true);
+        }
+        lateness_stated(&v);
+    }
+}
+
+#[test]
+fn a_late_generator_leaves_the_server_view_as_headline() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let s = serve(&["--arch", "epoll", "--work", "det:20us"]);
+    let url = format!("nullrpc://{}", s.addr);
+    let run = |view: &str| {
+        let out = bin()
+            .args(["run", &url, "--rate", "1000", "--duration", "2s"])
+            .args(["--warmup", "200ms", "--service", "20us", "--cpus", "0"])
+            // Impossible: the user view is invalid whatever the host.
+            .args(["--lateness-threshold", "1ns", "--view", view])
+            .args(["--db", db.to_str().unwrap(), "--json"])
+            .output()
+            .unwrap();
+        (out.status.code(), json_of(&out))
+    };
+    let (code, v) = run("auto");
+    assert_eq!(v["views"]["user"]["valid"], false);
+    // 1,000 req/s is far below what the generator can send: the offered load was sent.
+    assert_eq!(v["views"]["server"]["valid"], true, "{}", v["views"]);
+    assert_eq!(v["status"], "ok");
+    assert_eq!(v["headline_view"], "server");
+    assert_eq!(code, Some(0));
+    let why = v["views"]["headline_why"].as_str().unwrap();
+    assert!(
+        why.starts_with("user view invalid: the generator was late")
+            && why.ends_with("headline: server view"),
+        "{why}"
+    );
+    assert!(v["host_noise"]["cpus"]
+        .as_array()
+        .is_some_and(|c| c.len() == 2));
+    let (code, v) = run("user");
+    assert_eq!((code, v["status"].as_str()), (Some(1), Some("invalid")));
+    assert_eq!(v["headline_view"], "user");
+    let (code, v) = run("server");
+    assert_eq!((code, v["status"].as_str()), (Some(0), Some("ok")));
+    assert_eq!(v["headline_view"], "server");
+}
+
+#[test]
+fn the_demo_says_what_its_runs_measured() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let plot = dir.path().join("demo.svg");
+    let out = bin()
+        .args(["demo", "--duration", "3s", "--loads", "30,85", "--json"])
+        .args(["--plot", plot.to_str().unwrap()])
+        .args(["--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let v = json_of(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let closing: Vec<&str> = v["closing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    // The closing words on stderr are the JSON's.
+    for l in &closing {
+        assert!(stderr.contains(l), "stderr misses '{l}'");
+    }
+    assert_eq!(closing[0], "what this host allows:");
+    let host = &v["host_noise"];
+    assert!(host["cpus"].as_array().is_some_and(|c| c.len() == 2));
+    assert!(closing[1].starts_with("  host noise (250 ms on CPUs 0,1): "));
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    let mut all_valid = true;
+    for (r, line) in runs.iter().zip(&closing[2..]) {
+        let head = r["headline_view"].as_str().unwrap();
+        let id = r["run_id"].as_i64().unwrap();
+        assert!(
+            line.contains(&format!("(run {id}): {}", r["status"].as_str().unwrap())),
+            "{line}"
+        );
+        assert!(line.contains(&format!("headline: {head} view")), "{line}");
+        let word = |ok: bool| if ok { "valid" } else { "invalid" };
+        let user = r["views"]["user"]["valid"].as_bool().unwrap();
+        assert!(
+            line.contains(&format!("user view {} (", word(user))),
+            "{line}"
+        );
+        if let Some(s) = r["views"]["server"]["valid"].as_bool() {
+            assert!(
+                line.contains(&format!("server view {} (", word(s))),
+                "{line}"
+            );
+        }
+        // Auto: the user view when valid, else the server view when valid, else the user's.
+        let server = r["views"]["server"]["valid"].as_bool() == Some(true);
+        let want = if !user && server { "server" } else { "user" };
+        assert_eq!(head, want, "{}", r["views"]);
+        let head_valid = r["views"][head]["valid"].as_bool() == Some(true);
+        assert_eq!(line.ends_with("NOT VALID"), !head_valid, "{line}");
+        let p99 = r[if head == "user" {
+            "measured"
+        } else {
+            "server_view"
+        }]
+        .clone();
+        let p99 = if head == "user" {
+            p99["p99"].clone()
+        } else {
+            p99["measured"]["p99"].clone()
+        };
+        assert!(p99.as_f64().is_some_and(|x| x > 0.0));
+        all_valid &= head_valid || r["status"] == "saturated";
+    }
+    let code = out.status.code().unwrap();
+    assert_eq!(v["exit_code"].as_i64(), Some(i64::from(code)));
+    assert_eq!(code == 0, all_valid, "exit {code}; {stderr}");
+}
