@@ -194,7 +194,9 @@ fn user_valid(r: &Run) -> bool {
 /// Whether a run's server view is valid: it measured it and the offered load was sent (the
 /// generator's lateness does not matter to it).
 fn server_valid(r: &Run) -> bool {
-    measured(r) && r.analysis.server_view.is_some() && r.views.server.as_ref().is_some_and(|v| v.valid)
+    measured(r)
+        && r.analysis.server_view.is_some()
+        && r.views.server.as_ref().is_some_and(|v| v.valid)
 }
 
 /// The point made of `runs` (the repeats of one configuration and load, in run order).

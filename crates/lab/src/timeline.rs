@@ -40,7 +40,7 @@ pub fn window_host(
                 continue;
             };
             let (a, b) = (rel(a), rel(b));
-            if !(b > a) || !d.is_finite() || *d <= 0.0 {
+            if b <= a || !d.is_finite() || *d <= 0.0 {
                 continue;
             }
             // Windows are sorted by start: find the overlapping ones.
