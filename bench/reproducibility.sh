@@ -63,14 +63,11 @@ def repeated_ci(v, view, key):
     return c.get(key)
 
 def flags(v):
-    """What a single run says about itself: why its interval may not hold beyond it."""
-    out = []
-    st = v.get("stationarity") or {}
-    if st and not st.get("steady", True):
-        out.append("tail not steady")
-    n = v.get("host_noise") or {}
-    if n.get("noisy"):
-        out.append("host noisy")
+    """What a single run says about itself: why its interval may not bound a repeat."""
+    r = v.get("reproducibility")
+    if r is not None:
+        return [f.split(":")[0] for f in r.get("flags", [])]
+    out = []  # a binary from before the flags: only its status says anything
     if v.get("status") not in ("ok", None):
         out.append("status " + str(v.get("status")))
     return out

@@ -53,7 +53,18 @@ impl Precision {
         let mut targets = Vec::new();
         for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (v, rest) = match part.split_once(':') {
-                Some((v, rest)) => (v.parse::<View>()?, rest),
+                Some((v, rest)) => (
+                    match v.trim() {
+                        "user" => View::User,
+                        "server" => View::Server,
+                        other => {
+                            return Err(invalid(format!(
+                                "--precision: unknown view '{other}' in '{part}' (user or server)"
+                            )))
+                        }
+                    },
+                    rest,
+                ),
                 None => (view, part),
             };
             let (key, rel) = rest.split_once('=').ok_or_else(|| {

@@ -29,6 +29,7 @@ mod observer;
 mod placement;
 pub mod records;
 pub mod repeat;
+pub mod reproduce;
 mod run;
 mod simulate;
 mod slo;

@@ -309,7 +309,13 @@ pub fn measure(
         },
     );
     let status = j.status;
+    let reproducibility = crate::reproduce::reproducibility(
+        an.stationarity.as_ref(),
+        host_noise.as_ref(),
+        j.views.user.valid,
+    );
     let run = Run {
+        reproducibility,
         run_id: Some(run_id),
         status,
         status_note: j.status_note,

@@ -428,6 +428,8 @@ pub struct Run {
     pub lateness_verdict: LatenessVerdict,
     /// The host's noise probed just before the run (or its sweep); None when skipped.
     pub host_noise: Option<noise::HostNoise>,
+    /// Whether this single run's intervals may be read as bounds on a repeat, and why not.
+    pub reproducibility: crate::reproduce::Reproducibility,
     /// The target as the user named it.
     pub target: String,
     /// The target actually measured (a spawned server's address).
@@ -592,6 +594,7 @@ impl Run {
             "status_note": self.status_note,
             "lateness_verdict": self.lateness_verdict,
             "host_noise": self.host_noise,
+            "reproducibility": self.reproducibility,
         });
         // Built in two parts: one json! of every key exceeds the macro's recursion limit.
         let rest = json!({

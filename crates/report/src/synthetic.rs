@@ -99,6 +99,11 @@ pub fn run(
         },
     );
     Ok(Run {
+        reproducibility: lab::reproduce::reproducibility(
+            analysis.stationarity.as_ref(),
+            None,
+            judged.views.user.valid,
+        ),
         convergence: None,
         window_host: Vec::new(),
         run_id: Some(7),

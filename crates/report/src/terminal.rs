@@ -38,6 +38,24 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
     if let Some(h) = &run.host_noise {
         writeln!(w, "{}", h.line())?;
     }
+    if let Some(st) = &a.stationarity {
+        writeln!(w, "stationarity: {}", st.summary)?;
+    }
+    if let Some(advice) = &run.reproducibility.advice {
+        writeln!(
+            w,
+            "reproducibility: {} — {advice}",
+            run.reproducibility.flags.join("; ")
+        )?;
+    }
+    if !a.interval_method.is_empty() {
+        writeln!(
+            w,
+            "intervals ({:.0} %): {}",
+            a.measured.confidence * 100.0,
+            a.interval_method
+        )?;
+    }
     let o = &a.outcomes;
     writeln!(
         w,

@@ -485,8 +485,12 @@ pub struct DemoArgs {
     #[arg(long, default_value = "30,60,85", value_delimiter = ',')]
     pub loads: Vec<f64>,
     /// Length of each run.
-    #[arg(long, default_value = "10s")]
+    #[arg(long, default_value = "6s")]
     pub duration: String,
+    /// Runs per load, interleaved over the loads (30, 60, 85, 30, 60, 85 …): each load's
+    /// result is the median of its repeats, and the closing lines say how far they spread.
+    #[arg(long, default_value_t = 2)]
+    pub repeat: u32,
     /// CPU for the server (default 1 when the machine has two or more CPUs).
     #[arg(long)]
     pub server_cpu: Option<usize>,

@@ -461,6 +461,11 @@ pub(crate) fn measure(
         status = RunStatus::Failed;
     }
     let run = Run {
+        reproducibility: crate::reproduce::reproducibility(
+            an.stationarity.as_ref(),
+            host_noise.as_ref(),
+            j.views.user.valid,
+        ),
         convergence: None,
         window_host: Vec::new(),
         run_id: Some(run_id),

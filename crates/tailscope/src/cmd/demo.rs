@@ -143,6 +143,61 @@ fn closing(host: Option<&noise::HostNoise>, per_run: &[String], runs: &[Value]) 
     out
 }
 
+/// How far the repeats of each load spread, in the view each load is read from: the host's
+/// drift between runs, which no single run's interval can show.
+fn spread(points: &[lab::Point]) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in points.iter().filter(|p| p.result.repeats > 1) {
+        let r = &p.result;
+        let (name, c) = match r.headline {
+            lab::View::User => ("user", r.user.as_ref()),
+            lab::View::Server => ("server", r.server.as_ref()),
+        };
+        let load = p
+            .load_pct
+            .map_or(format!("{:.0} req/s", p.offered_rps), |l| {
+                format!("{l:.0}%")
+            });
+        let Some(c) = c else {
+            out.push(format!(
+                "  {load}: {} repeats, no view measured validly by any of them",
+                r.repeats
+            ));
+            continue;
+        };
+        let line = |key: &str| -> Option<String> {
+            let e = c.summary.get(key)?;
+            let vals = &c.estimates.iter().find(|(k, _)| k == key)?.1;
+            let (lo, hi) = vals
+                .iter()
+                .fold((f64::INFINITY, 0.0f64), |(a, b), v| (a.min(*v), b.max(*v)));
+            Some(format!(
+                "{key} {} [{}, {}] (repeats {} to {}, x{:.2})",
+                report::terminal::fmt_ns(e.value),
+                report::terminal::fmt_ns(e.lo),
+                report::terminal::fmt_ns(e.hi),
+                report::terminal::fmt_ns(lo),
+                report::terminal::fmt_ns(hi),
+                if lo > 0.0 { hi / lo } else { f64::NAN }
+            ))
+        };
+        out.push(format!(
+            "  {load}: median of {} valid of {} repeats, {name} view: {}; {}",
+            c.counted,
+            r.repeats,
+            line("p50").unwrap_or_default(),
+            line("p99").unwrap_or_default()
+        ));
+    }
+    if !out.is_empty() {
+        out.insert(
+            0,
+            "how far the repeats spread (the host drifts between runs; these intervals come from the spread):".into(),
+        );
+    }
+    out
+}
+
 pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
     let online = host::placement::online_cpus();
     let server_cpu = a.server_cpu.unwrap_or(if online > 1 { 1 } else { 0 });
@@ -153,6 +208,12 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
                 "{flag}: CPU {c} does not exist (this machine has {online})"
             )));
         }
+    }
+    if a.repeat == 0 || a.repeat > 20 {
+        return Err(usage(format!(
+            "--repeat must be in 1..=20, got {}",
+            a.repeat
+        )));
     }
     if a.loads.is_empty() || a.loads.iter().any(|l| !(*l > 0.0 && *l < 100.0)) {
         return Err(usage(
@@ -219,7 +280,7 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
             .map(|p| Load::OfCapacity(p / 100.0))
             .collect(),
         axes: Vec::new(),
-        repeat: 1,
+        repeat: a.repeat,
         slo: None,
         find_max: false,
         max_steps: 2,
@@ -252,7 +313,8 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
     let series = tour.series.into_inner().unwrap_or_default();
     let runs = tour.runs.into_inner().unwrap_or_default();
     let per_run = tour.allows.into_inner().unwrap_or_default();
-    let closing = closing(host_noise.as_ref(), &per_run, &runs);
+    let mut closing = closing(host_noise.as_ref(), &per_run, &runs);
+    closing.extend(spread(&result.points));
     let written = if series.is_empty() {
         Vec::new()
     } else {
@@ -281,6 +343,7 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
             "calibration": calibration,
             "runs": runs,
             "status": result.status,
+            "points": result.points,
             "host_noise": host_noise,
             "closing": closing,
             "exit_code": code,
