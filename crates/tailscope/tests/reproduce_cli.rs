@@ -7,10 +7,8 @@
 
 mod common;
 
-use common::{bin, json_of};
+use common::{bin, json_of, Served};
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
 use std::sync::Mutex;
 
 use serde_json::Value;
@@ -18,33 +16,9 @@ use serde_json::Value;
 /// The tests share two CPUs: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-struct Served {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
+/// The built-in server (epoll, a 50 µs spin) on CPU 1.
 fn serve() -> Served {
-    let mut child = bin()
-        .args(["serve", "--listen", "127.0.0.1:0", "--cpus", "1"])
-        .args(["--arch", "epoll", "--work", "det:50us"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start tailscope serve");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line.trim().to_string();
-    assert!(addr.starts_with("127.0.0.1:"), "serve printed '{addr}'");
-    Served { child, addr }
+    common::serve(&["--cpus", "1", "--arch", "epoll", "--work", "det:50us"])
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

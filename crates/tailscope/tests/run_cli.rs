@@ -5,47 +5,16 @@
 
 mod common;
 
-use common::{bin, json_of};
+use common::{bin, json_of, serve, Served};
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::sync::Mutex;
 use std::time::Duration;
 
 /// The tests share two CPUs: run them one at a time so that one's load is not another's noise.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-/// A `tailscope serve` process and its bound address.
-struct Served {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(args: &[&str]) -> Served {
-    let mut child = bin()
-        .arg("serve")
-        .args(["--listen", "127.0.0.1:0"])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start tailscope serve");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line.trim().to_string();
-    assert!(addr.starts_with("127.0.0.1:"), "serve printed '{addr}'");
-    Served { child, addr }
-}
 
 fn export_csv(db: &Path, id: i64) -> Vec<Vec<i64>> {
     let out = bin()

@@ -8,10 +8,8 @@
 
 mod common;
 
-use common::{bin, json_of};
+use common::{bin, json_of, serve as serve_on};
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -20,34 +18,11 @@ use serde_json::Value;
 /// The tests share two CPUs: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-struct Served {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(args: &[&str]) -> Served {
-    let mut child = bin()
-        .arg("serve")
-        .args(["--listen", "127.0.0.1:0", "--cpus", "1"])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start tailscope serve");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line.trim().to_string();
-    assert!(addr.starts_with("127.0.0.1:"), "serve printed '{addr}'");
-    Served { child, addr }
+/// A built-in server on CPU 1.
+fn serve(args: &[&str]) -> common::Served {
+    let mut all = vec!["--cpus", "1"];
+    all.extend_from_slice(args);
+    serve_on(&all)
 }
 
 /// The lateness is stated beside a failed or saturated status exactly when the user view

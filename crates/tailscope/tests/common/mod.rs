@@ -1,6 +1,7 @@
 //! What the integration tests that drive the real binary share.
 #![allow(dead_code)] // each test binary uses its own subset
 
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
@@ -71,4 +72,36 @@ pub fn run_with_server_killed(
     );
     assert_eq!(runs_list(db)["runs"][0]["status"], "failed");
     v
+}
+
+/// A `tailscope serve` process and its bound address; killed when dropped.
+pub struct Served {
+    pub child: Child,
+    pub addr: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `tailscope serve --listen 127.0.0.1:0 ARGS` and waits for its bound address.
+pub fn serve(args: &[&str]) -> Served {
+    let mut child = bin()
+        .arg("serve")
+        .args(["--listen", "127.0.0.1:0"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start tailscope serve");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line.trim().to_string();
+    assert!(addr.starts_with("127.0.0.1:"), "serve printed '{addr}'");
+    Served { child, addr }
 }
