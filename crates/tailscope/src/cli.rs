@@ -260,9 +260,10 @@ pub struct LoadArgs {
     /// commas; checked every second after --duration, up to --max-duration.
     #[arg(long, value_name = "[VIEW:]PCT=REL%")]
     pub precision: Option<String>,
-    /// With --precision: the longest the run may take (then it says it did not converge).
-    #[arg(long, default_value = "60s", requires = "precision")]
-    pub max_duration: String,
+    /// With --precision: the longest the run may take (then it says it did not converge);
+    /// default 60s.
+    #[arg(long)]
+    pub max_duration: Option<String>,
     /// Label each request delay-sensitive (class 0) with this probability, the others class 1
     /// (LNS bursty traffic); latency is then also reported per label.
     #[arg(long)]

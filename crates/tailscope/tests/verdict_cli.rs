@@ -180,7 +180,45 @@ fn the_demo_says_what_its_runs_measured() {
     assert!(host["cpus"].as_array().is_some_and(|c| c.len() == 2));
     assert!(closing[1].starts_with("  host noise (250 ms on CPUs 0,1): "));
     let runs = v["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 2);
+    // Two loads, two repeats each (the demo's default), interleaved: 30, 85, 30, 85.
+    assert_eq!(runs.len(), 4);
+    let pcts: Vec<i64> = runs
+        .iter()
+        .map(|r| r["load_pct"].as_f64().unwrap().round() as i64)
+        .collect();
+    assert_eq!(pcts, vec![30, 85, 30, 85]);
+    // After the per-run lines: how far each load's repeats spread, one line per load, each
+    // naming the view it is read from and the range of that view's repeats.
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    let spread_at = 2 + runs.len() + 1;
+    assert!(
+        closing[spread_at].starts_with("how far the repeats spread"),
+        "{closing:?}"
+    );
+    for (p, line) in points.iter().zip(&closing[spread_at + 1..]) {
+        let r = &p["result"];
+        let head = r["headline"].as_str().unwrap();
+        match r[head]["estimates"].as_array() {
+            None => assert!(line.contains("no view measured validly"), "{line}"),
+            Some(est) => {
+                assert!(line.contains(&format!("{head} view")), "{line}");
+                let p99: Vec<f64> = est[2][1]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_f64().unwrap())
+                    .collect();
+                let (lo, hi) = p99
+                    .iter()
+                    .fold((f64::INFINITY, 0.0f64), |(a, b), x| (a.min(*x), b.max(*x)));
+                assert!(
+                    line.contains(&format!("x{:.2}", hi / lo)),
+                    "{line} vs {p99:?}"
+                );
+            }
+        }
+    }
     let mut all_valid = true;
     for (r, line) in runs.iter().zip(&closing[2..]) {
         let head = r["headline_view"].as_str().unwrap();

@@ -171,11 +171,20 @@ fn spread(points: &[lab::Point]) -> Vec<String> {
             let (lo, hi) = vals
                 .iter()
                 .fold((f64::INFINITY, 0.0f64), |(a, b), v| (a.min(*v), b.max(*v)));
+            // Two repeats give a t(1) interval too wide to print usefully: their range says
+            // more.
+            let interval = if vals.len() >= 3 {
+                format!(
+                    " [{}, {}]",
+                    report::terminal::fmt_ns(e.lo),
+                    report::terminal::fmt_ns(e.hi)
+                )
+            } else {
+                String::new()
+            };
             Some(format!(
-                "{key} {} [{}, {}] (repeats {} to {}, x{:.2})",
+                "{key} {}{interval} (repeats {} to {}, x{:.2})",
                 report::terminal::fmt_ns(e.value),
-                report::terminal::fmt_ns(e.lo),
-                report::terminal::fmt_ns(e.hi),
                 report::terminal::fmt_ns(lo),
                 report::terminal::fmt_ns(hi),
                 if lo > 0.0 { hi / lo } else { f64::NAN }
@@ -192,7 +201,7 @@ fn spread(points: &[lab::Point]) -> Vec<String> {
     if !out.is_empty() {
         out.insert(
             0,
-            "how far the repeats spread (the host drifts between runs; these intervals come from the spread):".into(),
+            "how far the repeats spread (the host drifts between runs; only repeats show it — with 3 or more, an interval from their spread; --repeat):".into(),
         );
     }
     out

@@ -136,9 +136,15 @@ pub fn plan(a: &LoadArgs) -> anyhow::Result<LoadPlan> {
         }
     }
     let precision = match &a.precision {
+        None if a.max_duration.is_some() => {
+            return Err(usage(
+                "--max-duration goes with --precision (how long a converging run may take)",
+            ))
+        }
         None => None,
         Some(text) => {
-            let max = parse_duration("--max-duration", &a.max_duration)?;
+            let max_text = a.max_duration.as_deref().unwrap_or("60s");
+            let max = parse_duration("--max-duration", max_text)?;
             let p = lab::converge::Precision::parse(text, lab::View::User, max).map_err(lab_err)?;
             match stop {
                 StopAt::Requests(_) => {
@@ -148,8 +154,8 @@ pub fn plan(a: &LoadArgs) -> anyhow::Result<LoadPlan> {
                 }
                 StopAt::Duration(d) if d > max => {
                     return Err(usage(format!(
-                        "--duration ({}) is longer than --max-duration ({})",
-                        a.duration, a.max_duration
+                        "--duration ({}) is longer than --max-duration ({max_text})",
+                        a.duration
                     )))
                 }
                 StopAt::Duration(_) => {}
