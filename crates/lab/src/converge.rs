@@ -282,11 +282,13 @@ impl<'a> ConvergeSink<'a> {
                         View::Server => "server",
                     };
                     match r {
+                        // An interval of a steady run narrows as 1/√t: what that would need.
                         Some(r) => format!(
-                            "{view} {} reached ±{:.1} % (asked ±{:.1} %)",
+                            "{view} {} reached ±{:.1} % (asked ±{:.1} %; narrowing as 1/sqrt(time) that needs about {:.0} s)",
                             t.key,
                             r * 100.0,
-                            t.rel * 100.0
+                            t.rel * 100.0,
+                            c.after_s * (r / t.rel).powi(2)
                         ),
                         None => format!(
                             "{view} {} had too few samples in time for an interval",
@@ -303,10 +305,10 @@ impl<'a> ConvergeSink<'a> {
                     c.precision.max_duration.as_secs_f64()
                 )
             };
-            // A tail that moves between the blocks widens the interval: more time does not
-            // narrow it as 1/√t, which is what a host that drifts looks like.
+            // A tail that moves between the blocks (the host's bursts) widens the interval
+            // and keeps it from narrowing as 1/√t: the run's stationarity says whether it did.
             c.why_not = Some(format!(
-                "{cause}: {}; an interval that narrows slower than 1/sqrt(time) means the tail moves over time (see the run's stationarity)",
+                "{cause}: {}; bursts that move the tail widen it (see the run's stationarity)",
                 parts.join(", ")
             ));
         }

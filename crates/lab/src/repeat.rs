@@ -14,7 +14,8 @@
 //!
 //! Which repeats count for a view: those whose view is valid (for the user view, a run whose
 //! generator kept its schedule; for the server view, any run that measured it and kept the
-//! offered rate). A failed or saturated repeat makes the point failed or saturated.
+//! offered rate); a view needs two valid repeats for a combined result (one has no spread).
+//! A failed or saturated repeat makes the point failed or saturated.
 
 use serde::{Deserialize, Serialize};
 use stats::{Estimate, QuantileEstimate, Summary, STANDARD_QUANTILES};
@@ -212,8 +213,16 @@ pub fn repeated(runs: &[&Run], confidence: f64) -> Repeated {
         .filter(|r| server_valid(r))
         .filter_map(|r| r.analysis.server_view.as_ref().map(|s| &s.measured))
         .collect();
-    let user = combine(&users, confidence);
-    let server = combine(&servers, confidence);
+    // A repeated point's interval comes from the spread of its valid repeats: one valid
+    // repeat of several has no spread, and its own interval is the one that does not bound
+    // the next run, so that view has no combined result. A point run once is that run.
+    let need = if runs.len() >= 2 { 2 } else { 1 };
+    let user = (users.len() >= need)
+        .then(|| combine(&users, confidence))
+        .flatten();
+    let server = (servers.len() >= need)
+        .then(|| combine(&servers, confidence))
+        .flatten();
     let excess = excess_combined(runs, confidence);
     let status = if statuses.contains(&RunStatus::Failed) {
         RunStatus::Failed
@@ -363,6 +372,9 @@ fn excess_combined(runs: &[&Run], confidence: f64) -> Option<Combined> {
         .filter(|r| user_valid(r))
         .filter_map(|r| as_summary(r))
         .collect();
+    if owned.len() < 2 && runs.len() >= 2 {
+        return None;
+    }
     let refs: Vec<&Summary> = owned.iter().collect();
     let mut c = combine(&refs, confidence)?;
     c.summary.mean_ns = f64::NAN;

@@ -52,7 +52,10 @@ pub fn repeated(w: &mut dyn Write, runs: &[Run], p: &Repeated) -> io::Result<()>
         let counted = c.as_ref().map_or(0, |c| c.counted);
         write!(w, "  {name:<12} ({counted} of {} valid)", p.repeats)?;
         if c.is_none() {
-            writeln!(w, "  no repeat measured this view validly")?;
+            writeln!(
+                w,
+                "  fewer than 2 repeats measured this view validly: no interval from their spread"
+            )?;
             continue;
         }
         writeln!(w)?;

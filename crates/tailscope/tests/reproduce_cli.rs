@@ -95,11 +95,13 @@ fn repeats_are_combined_by_their_median_and_spread() {
         .filter(|r| r["views"]["server"]["valid"] == true && r["status"] == "ok")
         .collect();
     let combined = &v["combined"]["server"];
+    // One valid repeat has no spread: the view then has no combined result.
+    let counted = if valid.len() >= 2 { valid.len() } else { 0 };
     assert_eq!(
         v["combined"]["counted"]["server"].as_u64().unwrap() as usize,
-        valid.len()
+        counted
     );
-    if valid.is_empty() {
+    if counted == 0 {
         assert!(combined.is_null(), "{combined}");
     } else {
         for key in ["p50", "p99"] {

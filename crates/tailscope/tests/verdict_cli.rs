@@ -200,7 +200,7 @@ fn the_demo_says_what_its_runs_measured() {
         let r = &p["result"];
         let head = r["headline"].as_str().unwrap();
         match r[head]["estimates"].as_array() {
-            None => assert!(line.contains("no view measured validly"), "{line}"),
+            None => assert!(line.contains("measured a view validly"), "{line}"),
             Some(est) => {
                 assert!(line.contains(&format!("{head} view")), "{line}");
                 let p99: Vec<f64> = est[2][1]

@@ -160,7 +160,7 @@ fn spread(points: &[lab::Point]) -> Vec<String> {
             });
         let Some(c) = c else {
             out.push(format!(
-                "  {load}: {} repeats, no view measured validly by any of them",
+                "  {load}: {} repeats, fewer than 2 of them measured a view validly",
                 r.repeats
             ));
             continue;
