@@ -220,13 +220,15 @@ fn the_report_of_a_real_run_opens_clean_in_chromium() {
         "Why",
         "Host",
         "tailscope run nullrpc://127.0.0.1:",
+        "Latency over time",
     ] {
         assert!(text.contains(needle), "the page lacks {needle}");
     }
     let ccdf = format!("run-{id}-ccdf");
     let server = format!("run-{id}-server-ccdf");
     let stages = format!("run-{id}-stages");
-    check_in_chromium(&html, &[&ccdf, &server, &stages]);
+    let timeline = format!("run-{id}-timeline");
+    check_in_chromium(&html, &[&ccdf, &server, &stages, &timeline]);
 }
 
 #[test]
