@@ -5,7 +5,8 @@
 //!
 //! Every other output is a module of its own that takes stored runs and experiments:
 //! [`html`] (the self-contained report page), [`figure`] (its figures, also as PNG),
-//! [`compare`] (`runs compare`), [`hdr`] (HdrHistogram interval logs and `.hgrm` spectra).
+//! [`compare`] (`runs compare`), [`hdr`] (HdrHistogram interval logs and `.hgrm` spectra),
+//! [`openmetrics`] (a run's or an experiment's summary for Prometheus).
 //! [`stored`] reads a run back from the store for them.
 
 pub mod agents_view;
@@ -15,6 +16,7 @@ pub mod figure;
 mod font;
 pub mod hdr;
 pub mod html;
+pub mod openmetrics;
 pub mod repeat_view;
 pub mod stored;
 pub mod sweep_view;

@@ -556,11 +556,20 @@ pub enum RunsSub {
         json: bool,
     },
     /// Export one run: its per-request records (csv, json), an HdrHistogram interval log
-    /// (hdr) or the percentile spectrum of its latency (hgrm).
+    /// (hdr), the percentile spectrum of its latency (hgrm), or its summary for Prometheus
+    /// (openmetrics: percentiles in seconds with their intervals, excess, rates, outcomes,
+    /// status; for the textfile collector or a Pushgateway).
     Export {
-        id: i64,
+        /// The run (ids from `tailscope runs list`).
+        #[arg(required_unless_present = "experiment", conflicts_with = "experiment")]
+        id: Option<i64>,
+        /// csv, json, hdr, hgrm or openmetrics.
         #[arg(long, default_value = "csv")]
         format: String,
+        /// Export every point (run) of this experiment as one exposition, labelled with its
+        /// load and knobs (--format openmetrics only).
+        #[arg(long)]
+        experiment: Option<i64>,
         /// Output file (default: stdout).
         #[arg(long, short)]
         output: Option<PathBuf>,

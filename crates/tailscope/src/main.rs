@@ -26,9 +26,20 @@ fn refuse_command_line(e: clap::Error) -> ! {
         e.exit()
     }
     let text = e.render().to_string();
+    // "the following required arguments were not provided:" lists them on indented lines.
+    let listed: Vec<&str> = text
+        .lines()
+        .skip(1)
+        .take_while(|l| l.starts_with(' ') && !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
     let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
     let first = lines.next().unwrap_or("bad command line");
     let mut line = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    if line.ends_with(':') && !listed.is_empty() {
+        line.push(' ');
+        line.push_str(&listed.join(", "));
+    }
     for tip in lines.filter(|l| l.starts_with("tip:")) {
         line.push_str(&format!(" ({tip})"));
     }

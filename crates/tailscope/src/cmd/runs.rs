@@ -29,9 +29,10 @@ pub fn run(c: &RunsCmd) -> anyhow::Result<i32> {
         RunsSub::Export {
             id,
             format,
+            experiment,
             output: out,
             db,
-        } => export(*id, format, out.as_deref(), db),
+        } => export(*id, *experiment, format, out.as_deref(), db),
     }
 }
 
@@ -155,10 +156,27 @@ pub(super) fn check_not_the_store(flag: &str, out: &Path, db: &Path) -> anyhow::
     Ok(())
 }
 
-fn export(id: i64, format: &str, out: Option<&Path>, db: &DbArgs) -> anyhow::Result<i32> {
-    if !["csv", "json", "hdr", "hgrm"].contains(&format) {
+/// What `runs export` reads: one run, or an experiment's runs.
+enum Exported {
+    Run(Box<store::RunRow>),
+    Experiment(store::ExperimentRow, Vec<store::RunRow>),
+}
+
+fn export(
+    id: Option<i64>,
+    experiment: Option<i64>,
+    format: &str,
+    out: Option<&Path>,
+    db: &DbArgs,
+) -> anyhow::Result<i32> {
+    if !["csv", "json", "hdr", "hgrm", "openmetrics"].contains(&format) {
         return Err(usage(format!(
-            "--format must be csv, json, hdr or hgrm, got '{format}'"
+            "--format must be csv, json, hdr, hgrm or openmetrics, got '{format}'"
+        )));
+    }
+    if experiment.is_some() && format != "openmetrics" {
+        return Err(usage(format!(
+            "--experiment exports with --format openmetrics only, got '{format}'"
         )));
     }
     let (db_path, st) = open_existing_store(db)?;
@@ -169,15 +187,41 @@ fn export(id: i64, format: &str, out: Option<&Path>, db: &DbArgs) -> anyhow::Res
     let Some(st) = st else {
         return Err(usage(format!("no results store at {}", db_path.display())));
     };
-    let r = st
-        .get_run(id)?
-        .ok_or_else(|| usage(format!("no run with id {id}")))?;
+    let what = match (id, experiment) {
+        (_, Some(e)) => {
+            let x = st
+                .get_experiment(e)?
+                .ok_or_else(|| usage(format!("no experiment with id {e}")))?;
+            let runs = st.experiment_runs(e)?;
+            Exported::Experiment(x, runs)
+        }
+        (Some(id), None) => Exported::Run(Box::new(
+            st.get_run(id)?
+                .ok_or_else(|| usage(format!("no run with id {id}")))?,
+        )),
+        (None, None) => return Err(usage("runs export needs a run id or --experiment")),
+    };
+    let r = match what {
+        Exported::Run(r) => *r,
+        Exported::Experiment(x, runs) => {
+            return write_export(out, |w| {
+                report::openmetrics::experiment(&x, &runs, w)?;
+                Ok(())
+            });
+        }
+    };
+    let id = r.id;
+    if format == "openmetrics" {
+        return write_export(out, |w| {
+            report::openmetrics::run(&r, w)?;
+            Ok(())
+        });
+    }
     if format != "json" && r.requests.is_none() {
         return Err(usage(format!("run {id} has no per-request records")));
     }
     let records = lab::records::StoredRecords::new(&st, id);
-    let write = |w: &mut dyn Write| -> anyhow::Result<()> {
-        let mut w = std::io::BufWriter::new(w);
+    write_export(out, |mut w| {
         if format == "hdr" {
             report::hdr::interval_log(&st, &r, &mut w)?;
         } else if format == "hgrm" {
@@ -198,6 +242,19 @@ fn export(id: i64, format: &str, out: Option<&Path>, db: &DbArgs) -> anyhow::Res
         } else {
             store::export_json(&r, records.all_columns()?.as_ref(), &mut w)?;
         }
+        Ok(())
+    })
+}
+
+/// Writes an export to stdout or to `out`, buffered; a file that could not be written whole
+/// and did not exist before is removed.
+fn write_export(
+    out: Option<&Path>,
+    body: impl Fn(&mut dyn Write) -> anyhow::Result<()>,
+) -> anyhow::Result<i32> {
+    let write = |w: &mut dyn Write| -> anyhow::Result<()> {
+        let mut w = std::io::BufWriter::new(w);
+        body(&mut w)?;
         w.flush()?;
         Ok(())
     };

@@ -3,7 +3,8 @@
 //! the network (Chromium's NetLog, keeping only the requests the page itself made — the
 //! browser's own background fetches carry no initiator), the DOM after its script ran, and a
 //! screenshot of the whole page. Also the real dependencies of the report tests: Chromium and
-//! the Python virtual environment with the reference HdrHistogram reader.
+//! the Python virtual environment with the reference HdrHistogram reader and the reference
+//! OpenMetrics parser (PyPI's prometheus_client).
 #![allow(dead_code)] // each test binary uses its own subset
 
 use std::path::{Path, PathBuf};
@@ -41,19 +42,32 @@ pub fn chromium() -> Option<PathBuf> {
 /// The Python of the test virtual environment, with `hdrh` importable: `$TAILSCOPE_TEST_PYTHON`,
 /// else `target/test-venv/bin/python` as scripts/test.sh makes it.
 pub fn hdr_python() -> Option<PathBuf> {
+    venv_python(
+        "hdrh.log",
+        "the test virtual environment with PyPI's hdrhistogram",
+    )
+}
+
+/// The same Python with PyPI's `prometheus_client` (its OpenMetrics parser) importable.
+pub fn openmetrics_python() -> Option<PathBuf> {
+    venv_python(
+        "prometheus_client.openmetrics.parser",
+        "the test virtual environment with PyPI's prometheus_client",
+    )
+}
+
+/// The test virtual environment's Python when `module` imports in it.
+fn venv_python(module: &str, what: &str) -> Option<PathBuf> {
     let candidate = std::env::var_os("TAILSCOPE_TEST_PYTHON")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/test-venv/bin/python")
         });
     let works = Command::new(&candidate)
-        .args(["-c", "import hdrh.log"])
+        .args(["-c", &format!("import {module}")])
         .output()
         .is_ok_and(|o| o.status.success());
-    need(
-        "the test virtual environment with PyPI's hdrhistogram",
-        works.then_some(candidate),
-    )
+    need(what, works.then_some(candidate))
 }
 
 /// What Chromium made of a page.
