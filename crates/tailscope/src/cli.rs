@@ -52,6 +52,25 @@ pub enum Command {
     /// The load part of a run on another host, driven over stdin/stdout by `run --agent`
     /// (started through ssh, ip netns exec, kubectl exec -i …; not run by hand).
     Agent(AgentCmd),
+    /// Print a shell completion script on stdout (bash, zsh, fish, elvish, powershell).
+    Completions(CompletionsArgs),
+    /// Print tailscope's man page (roff) on stdout, or write one page per command into --out.
+    Man(ManArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ManArgs {
+    /// Write tailscope.1 and one page per command (tailscope-run.1, …) into this existing
+    /// directory instead of printing tailscope.1.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Args, Debug, Clone)]

@@ -9,6 +9,7 @@ mod compare;
 mod demo;
 mod doctor;
 mod figure;
+mod install;
 mod model;
 mod noise;
 mod progress;
@@ -44,5 +45,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Noise(a) => noise::run(&a),
         Command::Stress(a) => stress::run(&a),
         Command::Agent(_) => agent::run(),
+        Command::Completions(a) => install::completions(&a),
+        Command::Man(a) => install::man(&a),
     }
 }
