@@ -6,7 +6,8 @@
 #                the BPF programs include the kernel's UAPI headers.
 #   need_tests   what the tests run for real besides: the servers, ip and tc (iproute2:
 #                network namespaces, veth pairs and HTB), Chromium and Python for the report
-#                tests, SSH and unshare for the agents' tests, groff for the man page test.
+#                tests, SSH and unshare for the agents' tests, groff for the man page test, the
+#                Pushgateway for runs export --push.
 #   install_needed  installs everything the calls above found missing.
 
 need_apt=()
@@ -39,7 +40,7 @@ need_tests() {
   need_commands ip:iproute2 tc:iproute2 memcached:memcached nginx:nginx \
     redis-server:redis-server chromium:chromium python3:python3 \
     sshd:openssh-server ssh:openssh-client ssh-keygen:openssh-client unshare:util-linux \
-    groff:groff-base
+    groff:groff-base prometheus-pushgateway:prometheus-pushgateway
   # Debian's python3 makes virtual environments only with python3-venv.
   python3 -c 'import ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
 }

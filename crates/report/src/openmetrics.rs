@@ -13,16 +13,21 @@
 //!
 //! | family | type | labels |
 //! |---|---|---|
-//! | `run` (`run_info`) | info | `status`, `started_at`, `finished_at`, `url`, `headline_view` |
+//! | `run_info` | gauge (1) | `status`, `started_at`, `finished_at`, `url`, `headline_view` |
 //! | `latency_seconds`, `latency_lower_seconds`, `latency_upper_seconds` | gauge | `view`, `quantile` |
 //! | `ideal_latency_seconds` (and `_lower_`, `_upper_`) | gauge | `view`, `quantile` |
 //! | `excess_ratio`, `excess_lower_ratio`, `excess_upper_ratio` | gauge | `view`, `quantile` |
 //! | `view_valid` | gauge (1 valid, 0 not) | `view` |
 //! | `offered_rate_requests_per_second`, `achieved_rate_requests_per_second` | gauge | |
 //! | `requests` (`requests_total`) | counter | `outcome` |
-//! | `status` | stateset | `tailscope_status` |
+//! | `status` | gauge (1 for the run's status, 0 for the others) | `status` |
+//! | `experiment_info` (an experiment) | gauge (1) | `experiment_id`, `kind`, `status`, … |
 //!
-//! The lower and upper ends are the stored 95 % intervals.
+//! The lower and upper ends are the stored 95 % intervals. The run's facts and its status are
+//! gauges in the `_info` and state-set style, not OpenMetrics' `info` and `stateset` types:
+//! the Pushgateway and node-exporter's textfile collector parse the classic Prometheus text
+//! format, which refuses those two types (and reads `# UNIT` and `# EOF` as comments), so this
+//! exposition is valid OpenMetrics and accepted by both.
 
 use std::io::Write;
 
@@ -226,8 +231,8 @@ fn write_entries(
     let mut out = Out { w };
     if let Some(x) = experiment {
         out.family(
-            "tailscope_experiment",
-            "info",
+            "tailscope_experiment_info",
+            "gauge",
             None,
             "A tailscope experiment (a sweep, tuning walk, colocation or demo): one run per point",
         )?;
@@ -244,7 +249,12 @@ fn write_entries(
         out.sample("tailscope_experiment_info", &l, "1")?;
     }
 
-    out.family("tailscope_run", "info", None, "A stored tailscope run")?;
+    out.family(
+        "tailscope_run_info",
+        "gauge",
+        None,
+        "A stored tailscope run (always 1; its facts are the labels)",
+    )?;
     for e in entries {
         let s = e.summary();
         let status = s
@@ -353,9 +363,9 @@ fn write_entries(
 
     out.family(
         "tailscope_status",
-        "stateset",
+        "gauge",
         None,
-        "The run's status: ok, invalid (no view valid), failed, saturated or interrupted",
+        "The run's status: 1 for its own (ok, invalid: no view valid, failed, saturated, interrupted), 0 for the others",
     )?;
     for e in entries {
         let status = e
@@ -368,7 +378,7 @@ fn write_entries(
             states.push(status);
         }
         for st in states {
-            let l = with(&e.labels, &[("tailscope_status", st)]);
+            let l = with(&e.labels, &[("status", st)]);
             out.sample("tailscope_status", &l, if st == status { "1" } else { "0" })?;
         }
     }
@@ -466,11 +476,8 @@ mod tests {
         );
         assert!(text.contains(r#"quantile="0.99"} 0.0003"#), "{text}");
         assert!(text.contains(r#"tailscope_excess_upper_ratio"#), "{text}");
-        assert!(
-            text.contains(r#"tailscope_status="saturated"} 1"#),
-            "{text}"
-        );
-        assert!(text.contains(r#"tailscope_status="ok"} 0"#), "{text}");
+        assert!(text.contains(r#"status="saturated"} 1"#), "{text}");
+        assert!(text.contains(r#"status="ok"} 0"#), "{text}");
         assert!(text.contains(r#"outcome="error"} 1"#), "{text}");
         assert!(!text.contains("view=\"server\""), "no server view: {text}");
     }

@@ -590,8 +590,12 @@ pub enum RunsSub {
         #[arg(long)]
         experiment: Option<i64>,
         /// Output file (default: stdout).
-        #[arg(long, short)]
+        #[arg(long, short, conflicts_with = "push")]
         output: Option<PathBuf>,
+        /// Send the exposition to a Prometheus Pushgateway instead (--format openmetrics; an
+        /// HTTP PUT replacing the group), e.g. http://127.0.0.1:9091/metrics/job/tailscope.
+        #[arg(long, value_name = "URL")]
+        push: Option<String>,
         #[command(flatten)]
         db: DbArgs,
     },

@@ -122,11 +122,11 @@ fn a_run_exports_to_openmetrics_that_prometheus_client_reads_as_its_json() {
     assert_eq!(f["tailscope_latency_seconds"]["type"], "gauge");
     assert_eq!(f["tailscope_latency_seconds"]["unit"], "seconds");
     assert_eq!(f["tailscope_excess_ratio"]["unit"], "ratio");
-    assert_eq!(f["tailscope_run"]["type"], "info");
+    assert_eq!(f["tailscope_run_info"]["type"], "gauge");
     assert_eq!(f["tailscope_requests"]["type"], "counter");
-    assert_eq!(f["tailscope_status"]["type"], "stateset");
+    assert_eq!(f["tailscope_status"]["type"], "gauge");
 
-    let info = sample(&f, "tailscope_run", &[]);
+    let info = sample(&f, "tailscope_run_info", &[]);
     assert_eq!(info["name"], "tailscope_run_info");
     assert_eq!(info["labels"]["run_id"], id.as_str());
     assert_eq!(info["labels"]["kind"], "run");
@@ -198,7 +198,7 @@ fn a_run_exports_to_openmetrics_that_prometheus_client_reads_as_its_json() {
     }
     let status = run["status"].as_str().unwrap();
     for state in ["ok", "invalid", "failed", "saturated", "interrupted"] {
-        let s = sample(&f, "tailscope_status", &[("tailscope_status", state)]);
+        let s = sample(&f, "tailscope_status", &[("status", state)]);
         let want = if state == status { 1.0 } else { 0.0 };
         assert_eq!(s["value"].as_f64().unwrap(), want, "{state}");
     }
@@ -235,9 +235,12 @@ fn an_experiment_exports_one_sample_per_point_with_its_load_and_knobs() {
 
     let text = export(&db, &["--experiment", &experiment]);
     let f = parse(&python, &text);
-    let info = sample(&f, "tailscope_experiment", &[]);
+    let info = sample(&f, "tailscope_experiment_info", &[]);
     assert_eq!(info["labels"]["experiment_id"], experiment.as_str());
-    assert_eq!(f["tailscope_run"]["samples"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        f["tailscope_run_info"]["samples"].as_array().unwrap().len(),
+        2
+    );
     for row in rows {
         let id = row["run_id"].as_i64().unwrap().to_string();
         let connections = row["params"]["connections"].to_string();
@@ -298,7 +301,7 @@ fn a_runs_label_is_a_label_escaped_as_openmetrics_wants() {
     assert_eq!(p99["labels"]["target"], "http://10.0.0.1:80/x?a=\"1\"");
     assert_eq!(p99["labels"]["host"], "box-1");
     assert!(close(p99["value"].as_f64().unwrap(), 0.0015));
-    let failed = sample(&f, "tailscope_status", &[("tailscope_status", "failed")]);
+    let failed = sample(&f, "tailscope_status", &[("status", "failed")]);
     assert_eq!(failed["value"].as_f64().unwrap(), 1.0);
     let dropped = sample(&f, "tailscope_requests", &[("outcome", "dropped")]);
     assert_eq!(dropped["value"].as_f64().unwrap(), 1.0);
@@ -353,18 +356,182 @@ fn bad_openmetrics_exports_are_usage_errors_that_write_nothing() {
             vec!["--format", "openmetrics"],
             vec!["not provided", "<ID>"],
         ),
+        (
+            vec![
+                "1",
+                "--format",
+                "csv",
+                "--push",
+                "http://127.0.0.1:9/metrics/job/t",
+            ],
+            vec!["--push", "openmetrics"],
+        ),
+        (
+            vec![
+                "1",
+                "--format",
+                "openmetrics",
+                "--push",
+                "https://gw/metrics/job/t",
+            ],
+            vec!["--push", "http://"],
+        ),
     ] {
-        let out = bin()
-            .args(["runs", "export"])
-            .args(&args)
-            .arg("-o")
-            .arg(&file)
-            .arg("--db")
-            .arg(&db)
-            .output()
-            .unwrap();
+        let mut cmd = bin();
+        cmd.args(["runs", "export"]).args(&args);
+        // -o and --push exclude each other: a push is checked without it.
+        if !args.contains(&"--push") {
+            cmd.arg("-o").arg(&file);
+        }
+        let out = cmd.arg("--db").arg(&db).output().unwrap();
         assert_usage_error(&out, &needles);
         assert!(!file.exists(), "{args:?} wrote {}", file.display());
         assert!(out.stdout.is_empty(), "{args:?}");
     }
+}
+
+/// A `prometheus-pushgateway` on a free loopback port; killed when dropped.
+struct Gateway {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Gateway {
+    fn start(bin: &Path) -> Gateway {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(bin)
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let g = Gateway { child, port };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(std::time::Instant::now() < deadline, "no Pushgateway");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        g
+    }
+
+    /// What the Pushgateway exposes on /metrics.
+    fn metrics(&self) -> String {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        s.write_all(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+            .unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        text
+    }
+}
+
+#[test]
+fn push_sends_the_exposition_to_a_real_pushgateway() {
+    let Some(gateway) = browser::need(
+        "prometheus-pushgateway (Debian package prometheus-pushgateway)",
+        browser::on_path("prometheus-pushgateway"),
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    {
+        let st = store::Store::open(&db).unwrap();
+        let id = st
+            .begin_run(&store::NewRun {
+                kind: "run".into(),
+                target: "nullrpc://127.0.0.1:7000".into(),
+                started_at: "2026-11-21T21:00:00.000Z".into(),
+                config: json!({"label": "canary \"b\""}),
+                host: json!({"hostname": "box-1"}),
+            })
+            .unwrap();
+        st.finish_run(
+            id,
+            "ok",
+            &json!({"status": "ok", "measured": {"p99": 1500.0},
+                    "outcomes": {"ok": 3, "error": 0, "timeout": 0, "dropped": 0}}),
+        )
+        .unwrap();
+    }
+    let g = Gateway::start(&gateway);
+    let url = format!(
+        "http://127.0.0.1:{}/metrics/job/tailscope/instance/lab",
+        g.port
+    );
+    let out = bin()
+        .args([
+            "runs",
+            "export",
+            "1",
+            "--format",
+            "openmetrics",
+            "--push",
+            &url,
+        ])
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty());
+    let metrics = g.metrics();
+    let p99 = metrics
+        .lines()
+        .find(|l| {
+            l.starts_with("tailscope_latency_seconds{")
+                && l.contains(r#"quantile="0.99""#)
+                && l.contains(r#"job="tailscope""#)
+                && l.contains(r#"instance="lab""#)
+                && l.contains(r#"label="canary \"b\"""#)
+        })
+        .unwrap_or_else(|| panic!("no pushed p99 in {metrics}"));
+    let value: f64 = p99.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(close(value, 0.0015), "{p99}");
+    assert!(
+        metrics.lines().any(|l| l.starts_with("tailscope_status{")
+            && l.contains(r#"status="ok""#)
+            && l.ends_with(" 1")),
+        "{metrics}"
+    );
+
+    // A Pushgateway that is not there: the push fails (exit 1) in one line.
+    drop(g);
+    let out = bin()
+        .args([
+            "runs",
+            "export",
+            "1",
+            "--format",
+            "openmetrics",
+            "--push",
+            &url,
+        ])
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cannot push to") && err.trim().lines().count() == 1,
+        "{err}"
+    );
 }

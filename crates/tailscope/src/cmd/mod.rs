@@ -13,6 +13,7 @@ mod install;
 mod model;
 mod noise;
 mod progress;
+mod push;
 mod report;
 mod run;
 mod runs;

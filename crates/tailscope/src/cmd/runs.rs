@@ -31,8 +31,16 @@ pub fn run(c: &RunsCmd) -> anyhow::Result<i32> {
             format,
             experiment,
             output: out,
+            push,
             db,
-        } => export(*id, *experiment, format, out.as_deref(), db),
+        } => export(
+            *id,
+            *experiment,
+            format,
+            out.as_deref(),
+            push.as_deref(),
+            db,
+        ),
     }
 }
 
@@ -167,6 +175,7 @@ fn export(
     experiment: Option<i64>,
     format: &str,
     out: Option<&Path>,
+    push: Option<&str>,
     db: &DbArgs,
 ) -> anyhow::Result<i32> {
     if !["csv", "json", "hdr", "hgrm", "openmetrics"].contains(&format) {
@@ -179,6 +188,12 @@ fn export(
             "--experiment exports with --format openmetrics only, got '{format}'"
         )));
     }
+    if push.is_some() && format != "openmetrics" {
+        return Err(usage(format!(
+            "--push sends --format openmetrics only, got '{format}'"
+        )));
+    }
+    let push = push.map(super::push::PushUrl::parse).transpose()?;
     let (db_path, st) = open_existing_store(db)?;
     if let Some(p) = out {
         output::check_writable("--output", p)?;
@@ -201,6 +216,15 @@ fn export(
         )),
         (None, None) => return Err(usage("runs export needs a run id or --experiment")),
     };
+    if let Some(gateway) = push {
+        let mut body = Vec::new();
+        match &what {
+            Exported::Run(r) => report::openmetrics::run(r, &mut body)?,
+            Exported::Experiment(x, runs) => report::openmetrics::experiment(x, runs, &mut body)?,
+        }
+        gateway.push(&body)?;
+        return Ok(0);
+    }
     let r = match what {
         Exported::Run(r) => *r,
         Exported::Experiment(x, runs) => {

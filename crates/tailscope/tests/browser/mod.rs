@@ -24,7 +24,7 @@ pub fn need(what: &str, found: Option<PathBuf>) -> Option<PathBuf> {
     None
 }
 
-fn on_path(name: &str) -> Option<PathBuf> {
+pub fn on_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|d| d.join(name))
