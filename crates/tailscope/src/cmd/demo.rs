@@ -255,6 +255,7 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
         kind: "demo".into(),
         template: RunTemplate {
             precision: None,
+            extra_quantiles: Vec::new(),
             target: TargetSpec {
                 url: "nullrpc://".into(),
                 spawn: Some(SpawnSpec {
