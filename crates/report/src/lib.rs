@@ -16,6 +16,7 @@ mod font;
 pub mod hdr;
 pub mod html;
 pub mod repeat_view;
+pub mod slo_view;
 pub mod stored;
 pub mod sweep_view;
 pub mod synthetic;
