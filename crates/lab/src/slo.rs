@@ -319,7 +319,7 @@ fn parse_condition(part: &str) -> Result<Condition, LabError> {
         ))
     };
     let what = if let Some((k, v)) = body.split_once(">=").or_else(|| body.split_once('>')) {
-        if k.trim().to_ascii_lowercase() != "rate" {
+        if !k.trim().eq_ignore_ascii_case("rate") {
             return Err(bad());
         }
         let v = v.trim();
