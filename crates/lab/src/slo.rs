@@ -613,7 +613,7 @@ fn latency_bound(w: &What) -> f64 {
 /// A latency condition read from one distribution: the verdict, (value, lo, hi) in ns and
 /// the bound in ns. The mean's interval is not time-aware: the larger of ±3 standard errors
 /// and ±10 % of the mean, so that only a bound well away from the mean decides.
-fn judge_latency(w: &What, s: &Summary) -> (Verdict, Option<(f64, f64, f64)>, f64) {
+pub(crate) fn judge_latency(w: &What, s: &Summary) -> (Verdict, Option<(f64, f64, f64)>, f64) {
     match w {
         What::Quantile { key, max_ns, .. } => match s.get(key) {
             Some(e) => (
