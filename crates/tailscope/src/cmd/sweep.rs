@@ -317,20 +317,29 @@ pub fn exit_code(result: &lab::SweepResult) -> i32 {
 }
 
 /// With an SLO, a sweep whose points all measured fine exits 3 when a point of the grid
-/// (role `load`; the steps of a max-load search are expected to cross the bound) violates
-/// it, or leaves it undecided under `--slo-undecided fail`.
+/// (role `load`, or its repeats' combination; the steps of a max-load search are expected to
+/// cross the bound) violates it, or leaves it undecided under `--slo-undecided fail`.
 pub fn gate_code(result: &lab::SweepResult, gate: &super::gate::Gate) -> i32 {
-    match exit_code(result) {
-        0 => result
+    if exit_code(result) != 0 {
+        return exit_code(result);
+    }
+    // Repeated points are judged on their combination, single runs on themselves.
+    let repeated = result.rows.iter().any(|r| r.repeat > 0);
+    let verdicts: Vec<lab::Verdict> = if repeated {
+        result.points.iter().filter_map(|p| p.slo).collect()
+    } else {
+        result
             .rows
             .iter()
             .filter(|r| r.role == "load")
             .filter_map(|r| r.slo)
-            .map(|v| gate.code(v))
-            .max()
-            .unwrap_or(0),
-        c => c,
-    }
+            .collect()
+    };
+    verdicts
+        .into_iter()
+        .map(|v| gate.code(v))
+        .max()
+        .unwrap_or(0)
 }
 
 /// The JUnit / Markdown suites of a sweep: one per point of the grid (its run's judgement).
