@@ -515,6 +515,13 @@ pub struct DemoArgs {
     /// Where to write the CCDF plot.
     #[arg(long, default_value = "tailscope-demo.svg")]
     pub plot: PathBuf,
+    /// An optional SLO for every load (as for `run --slo`, read from each run's headline
+    /// view): a verdict per point, exit 3 when one violates it.
+    #[arg(long)]
+    pub slo: Option<String>,
+    /// What an undecided verdict gives (as for `run`).
+    #[arg(long, value_enum, default_value_t = UndecidedArg::Fail)]
+    pub slo_undecided: UndecidedArg,
     /// Skip the short host-noise probe made before the runs.
     #[arg(long)]
     pub no_noise_probe: bool,

@@ -348,6 +348,13 @@ fn bad_slo_percentiles_and_outputs_exit_2_and_run_nothing() {
             assert_eq!(e.trim().lines().count(), 1, "{cmd} {c:?}: {e}");
         }
     }
+    let o = bin()
+        .args(["demo", "--duration", "3s", "--slo", "p99<=1ms,p100<=1s"])
+        .args(["--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "demo: {}", err(&o));
+    assert!(err(&o).contains("p100"), "{}", err(&o));
     assert!(!db.exists(), "nothing written");
     assert!(!dir.path().join("x.xml").exists());
 }
