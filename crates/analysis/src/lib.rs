@@ -106,6 +106,9 @@ pub struct AnalysisConfig {
     /// Width of the per-window figures ([`RunAnalysis::windows`]), ns; 0 = choose: the run's
     /// span / 300 rounded up to a multiple of 100 ms, at least 100 ms.
     pub window_ns: u64,
+    /// Quantiles `(key, q)` beyond the standard five in the measured summaries of both views
+    /// (e.g. `("p95", 0.95)`), each with its time-block interval; the standard keys stay.
+    pub extra_quantiles: Vec<(String, f64)>,
 }
 
 impl Default for AnalysisConfig {
@@ -122,6 +125,7 @@ impl Default for AnalysisConfig {
             seed: 0,
             same_host_start_mono_ns: None,
             window_ns: 0,
+            extra_quantiles: Vec::new(),
         }
     }
 }
@@ -341,7 +345,7 @@ pub fn analyse_records(
         return Err(AnalysisError::NoData);
     }
     let conf = cfg.confidence;
-    let mut measured_s = f.measured.summarize(conf)?;
+    let mut measured_s = f.measured.summarize_with(conf, &cfg.extra_quantiles)?;
     f.measured_blk.section_summary(&mut measured_s)?;
     let mut classes = Vec::new();
     if f.per_class.len() > 1 {
@@ -378,7 +382,9 @@ pub fn analyse_records(
     let server_view = if f.network_server.is_empty() {
         None
     } else {
-        let mut measured = f.network_server.summarize(conf)?;
+        let mut measured = f
+            .network_server
+            .summarize_with(conf, &cfg.extra_quantiles)?;
         f.network_server_blk.section_summary(&mut measured)?;
         let IdealOutcome {
             stable: ideal,

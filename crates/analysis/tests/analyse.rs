@@ -24,6 +24,7 @@ fn cfg(ideal: Option<IdealSpec>, warmup_ns: u64) -> AnalysisConfig {
         seed: 1,
         same_host_start_mono_ns: None,
         window_ns: 0,
+        extra_quantiles: Vec::new(),
     }
 }
 

@@ -83,6 +83,7 @@ impl Side<'_> {
         }
         RunPlan {
             precision: None,
+            extra_quantiles: Vec::new(),
             kind: "run".into(),
             load,
             ideal: self.ideal.as_ref().map(|(i, _)| i.clone()),

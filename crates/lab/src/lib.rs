@@ -61,7 +61,10 @@ pub use run::{
 pub use simulate::{
     check_not_saturated, simulate, SimResult, CI_BATCH_MEANS, CI_ORDER_STAT, CI_REPLICATIONS,
 };
-pub use slo::{Bound, Slo, Verdict, View, ViewChoice};
+pub use slo::{
+    parse_percentile, parse_percentiles, Bound, Condition, ConditionResult, Slo, SloReport,
+    Verdict, View, ViewChoice, What,
+};
 pub use stages::StagesMode;
 pub use sweep::{
     experiment_status, sweep, Bracket, Load, MaxLoad, Point, Row, RunTemplate, SweepPlan,

@@ -51,6 +51,9 @@ pub struct RunPlan {
     /// Keep measuring until these intervals are tight (or the longest duration it allows);
     /// the load's own duration is then the least the run takes.
     pub precision: Option<crate::converge::Precision>,
+    /// Percentiles `(key, q)` beyond the standard five in the measured summaries
+    /// (`--percentiles`, an SLO's `p95<=…`).
+    pub extra_quantiles: Vec<(String, f64)>,
 }
 
 /// Checks a run's load before anything is started: the configuration itself, and that its
@@ -220,6 +223,7 @@ pub fn measure(
     let same_host = cfg.target.addr.ip().is_loopback();
     let acfg = AnalysisConfig {
         window_ns: 0,
+        extra_quantiles: plan.extra_quantiles.clone(),
         ideal: plan.ideal.clone(),
         warmup_ns: summary.warmup_ns,
         arrival: cfg.arrival.clone(),

@@ -321,18 +321,23 @@ impl Slo {
             RunStatus::Interrupted => return Verdict::Undecided,
             RunStatus::Ok | RunStatus::Invalid => {}
         }
-        let view = match self.view {
-            ViewChoice::User => &p.user,
-            ViewChoice::Server => &p.server,
-            ViewChoice::Auto => match p.headline {
+        let default = match self.view {
+            ViewChoice::User => View::User,
+            ViewChoice::Server => View::Server,
+            ViewChoice::Auto => p.headline,
+        };
+        // Each condition from its own view's combination; errors and rate are not combined
+        // across repeats: undecided.
+        Verdict::all(self.conditions.iter().map(|c| {
+            let view = match c.view.unwrap_or(default) {
                 View::User => &p.user,
                 View::Server => &p.server,
-            },
-        };
-        match view {
-            Some(c) => self.judge(&c.summary),
-            None => Verdict::Undecided,
-        }
+            };
+            match view {
+                Some(comb) => crate::slo::judge_latency(&c.what, &comb.summary).0,
+                None => Verdict::Undecided,
+            }
+        }))
     }
 }
 

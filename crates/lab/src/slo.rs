@@ -99,19 +99,49 @@ impl std::str::FromStr for ViewChoice {
     }
 }
 
-/// One bound: a percentile key (`p99`) at most `max_ns`.
+/// One percentile bound: a percentile key (`p99`) at most `max_us`.
 #[derive(Clone, Debug, Serialize)]
 pub struct Bound {
     pub key: String,
     pub max_us: f64,
 }
 
-/// An SLO: every bound must hold, read from `view` (`auto`: each run's headline view).
+/// What one condition of an SLO bounds.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum What {
+    /// A percentile (any, e.g. `p95`, `p99.5`) at most `max_ns`.
+    Quantile { key: String, q: f64, max_ns: f64 },
+    /// The mean latency at most `max_ns`.
+    Mean { max_ns: f64 },
+    /// The share of requests that ended in an error, a timeout or were dropped, at most
+    /// `max_fraction` (0..1).
+    Errors { max_fraction: f64 },
+    /// The completed rate at least `min_rps`, or at least `min_of_offered` × the offered rate.
+    Rate {
+        min_rps: Option<f64>,
+        min_of_offered: Option<f64>,
+    },
+}
+
+/// One condition of an SLO (`server:p99<=1ms`): what it bounds, and the view it reads when
+/// it names one (else the SLO's view).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Condition {
+    pub text: String,
+    pub view: Option<View>,
+    pub what: What,
+}
+
+/// An SLO: every condition must hold, read from `view` (`auto`: each run's headline view)
+/// unless a condition names its own.
 #[derive(Clone, Debug, Serialize)]
 pub struct Slo {
     pub text: String,
+    /// The percentile conditions (what [`Slo::judge`] reads).
     pub bounds: Vec<Bound>,
     pub view: ViewChoice,
+    pub conditions: Vec<Condition>,
 }
 
 /// A verdict.
@@ -131,69 +161,309 @@ impl Verdict {
             Verdict::Undecided => "undecided",
         }
     }
+
+    /// Every condition must hold: one violation violates, else one undecided is undecided.
+    pub fn all(verdicts: impl IntoIterator<Item = Verdict>) -> Verdict {
+        let mut out = Verdict::Meets;
+        for v in verdicts {
+            match v {
+                Verdict::Violates => return Verdict::Violates,
+                Verdict::Undecided => out = Verdict::Undecided,
+                Verdict::Meets => {}
+            }
+        }
+        out
+    }
+}
+
+/// One condition judged on a run: the measured value with its interval, in `unit`
+/// (`us`, `%` or `rps`), against `bound`.
+#[derive(Clone, Debug, Serialize)]
+pub struct ConditionResult {
+    pub condition: String,
+    /// The view read (`user`, `server`), or `requests` for errors and rate.
+    pub view: String,
+    pub measured: Option<f64>,
+    pub lo: Option<f64>,
+    pub hi: Option<f64>,
+    pub bound: f64,
+    pub unit: &'static str,
+    pub verdict: Verdict,
+    /// Why the verdict is what it is when the interval alone does not say it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl ConditionResult {
+    /// "p99 user view 1.8 ms [1.6, 2.0] > 1 ms": what was measured against what.
+    pub fn line(&self) -> String {
+        let name = self
+            .condition
+            .split_once(':')
+            .map_or(self.condition.as_str(), |(_, c)| c);
+        let name = name
+            .split(['<', '>'])
+            .next()
+            .unwrap_or(name)
+            .trim()
+            .to_string();
+        let fmt = |v: f64| fmt_unit(v, self.unit);
+        let view = if self.view == "requests" {
+            String::new()
+        } else {
+            format!(" {} view", self.view)
+        };
+        let lower_is_better = self.unit != "rps";
+        let rel = match (self.verdict, lower_is_better) {
+            (Verdict::Meets, true) => "<=",
+            (Verdict::Meets, false) => ">=",
+            (Verdict::Violates, true) => ">",
+            (Verdict::Violates, false) => "<",
+            (Verdict::Undecided, _) => "vs",
+        };
+        let measured = match (self.measured, self.lo, self.hi) {
+            (Some(m), Some(lo), Some(hi)) => format!("{} [{}, {}]", fmt(m), fmt(lo), fmt(hi)),
+            (Some(m), _, _) => fmt(m),
+            _ => "not measured".to_string(),
+        };
+        let mut s = format!(
+            "{name}{view} {measured} {rel} {}: {}",
+            fmt(self.bound),
+            self.verdict.as_str()
+        );
+        if let Some(n) = &self.note {
+            s.push_str(&format!(" ({n})"));
+        }
+        s
+    }
+}
+
+fn fmt_unit(v: f64, unit: &str) -> String {
+    match unit {
+        "us" if v >= 1e6 => format!("{:.3} s", v / 1e6),
+        "us" if v >= 1e3 => format!("{:.3} ms", v / 1e3),
+        "us" => format!("{v:.1} µs"),
+        "%" => format!("{v:.3} %"),
+        _ => format!("{v:.0} req/s"),
+    }
+}
+
+/// An SLO judged on one run: each condition, and all of them together.
+#[derive(Clone, Debug, Serialize)]
+pub struct SloReport {
+    pub text: String,
+    pub view: ViewChoice,
+    pub conditions: Vec<ConditionResult>,
+    pub verdict: Verdict,
 }
 
 const KEYS: [&str; 5] = ["p50", "p90", "p99", "p99.9", "p99.99"];
 
-impl Slo {
-    /// `p99<=1ms` or several joined by commas (`p99<=1ms,p99.9<=5ms`), read from `view`.
-    pub fn parse(text: &str, view: impl Into<ViewChoice>) -> Result<Slo, LabError> {
-        let view = view.into();
-        let mut bounds = Vec::new();
-        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (key, max) = part
-                .split_once("<=")
-                .or_else(|| part.split_once('<'))
-                .ok_or_else(|| {
+/// `p95` → ("p95", 0.95), `p99.50` → ("p99.5", 0.995): a percentile strictly between 0 and
+/// 100, its key written canonically.
+pub fn parse_percentile(text: &str) -> Result<(String, f64), LabError> {
+    let t = text.trim().to_ascii_lowercase();
+    let num = t.strip_prefix('p').unwrap_or(&t);
+    let v: f64 = num
+        .parse()
+        .map_err(|_| invalid(format!("not a percentile: '{text}' (e.g. p95, p99.5)")))?;
+    if !(v > 0.0 && v < 100.0) {
+        return Err(invalid(format!(
+            "a percentile must be strictly between 0 and 100, got '{text}'"
+        )));
+    }
+    Ok((format!("p{v}"), v / 100.0))
+}
+
+/// `--percentiles 50,95,99.5`: the keys beyond the standard five, with their probabilities.
+pub fn parse_percentiles(text: &str) -> Result<Vec<(String, f64)>, LabError> {
+    let mut out: Vec<(String, f64)> = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        if part.is_empty() {
+            return Err(invalid(format!(
+                "--percentiles: an empty item in '{text}' (e.g. 50,95,99.5)"
+            )));
+        }
+        let (k, q) = parse_percentile(part).map_err(|e| invalid(format!("--percentiles: {e}")))?;
+        if !KEYS.contains(&k.as_str()) && !out.iter().any(|(o, _)| *o == k) {
+            out.push((k, q));
+        }
+    }
+    Ok(out)
+}
+
+fn positive_duration(part: &str, t: &str) -> Result<f64, LabError> {
+    let ns =
+        model::parse_duration_ns(t.trim()).map_err(|e| invalid(format!("--slo {part}: {e}")))?;
+    if ns.is_nan() || ns <= 0.0 || ns.is_infinite() {
+        return Err(invalid(format!("--slo {part}: the bound must be positive")));
+    }
+    Ok(ns)
+}
+
+fn parse_condition(part: &str) -> Result<Condition, LabError> {
+    let (view, body) = match part.split_once(':') {
+        Some((v, b)) => (
+            Some(v.trim().parse::<View>().map_err(|_| {
+                invalid(format!(
+                    "--slo {part}: a condition's view must be user or server"
+                ))
+            })?),
+            b.trim(),
+        ),
+        None => (None, part),
+    };
+    let bad = || {
+        invalid(format!(
+            "--slo: expected pXX<=TIME, mean<=TIME, errors<=PCT% or rate>=RPS|PCT%, got '{part}'"
+        ))
+    };
+    let what = if let Some((k, v)) = body.split_once(">=").or_else(|| body.split_once('>')) {
+        if !k.trim().eq_ignore_ascii_case("rate") {
+            return Err(bad());
+        }
+        let v = v.trim();
+        if let Some(p) = v.strip_suffix('%') {
+            let f: f64 = p.trim().parse().map_err(|_| bad())?;
+            if !(f > 0.0 && f.is_finite()) {
+                return Err(invalid(format!("--slo {part}: the rate must be positive")));
+            }
+            What::Rate {
+                min_rps: None,
+                min_of_offered: Some(f / 100.0),
+            }
+        } else {
+            let r = model::parse_count(v)
+                .map(|c| c as f64)
+                .or_else(|_| v.parse::<f64>())
+                .map_err(|_| bad())?;
+            if !(r > 0.0 && r.is_finite()) {
+                return Err(invalid(format!("--slo {part}: the rate must be positive")));
+            }
+            What::Rate {
+                min_rps: Some(r),
+                min_of_offered: None,
+            }
+        }
+    } else {
+        let (k, v) = body
+            .split_once("<=")
+            .or_else(|| body.split_once('<'))
+            .ok_or_else(bad)?;
+        let k = k.trim().to_ascii_lowercase();
+        match k.as_str() {
+            "mean" => What::Mean {
+                max_ns: positive_duration(part, v)?,
+            },
+            "errors" => {
+                let p = v.trim().strip_suffix('%').ok_or_else(|| {
                     invalid(format!(
-                        "--slo: expected KEY<=TIME like p99<=1ms, got '{part}'"
+                        "--slo {part}: give the error share as a percentage (errors<=0.1%)"
                     ))
                 })?;
-            let key = key.trim().to_ascii_lowercase();
-            if !KEYS.contains(&key.as_str()) {
-                return Err(invalid(format!(
-                    "--slo: unknown percentile '{key}' (one of {})",
-                    KEYS.join(", ")
-                )));
+                let f: f64 = p.trim().parse().map_err(|_| bad())?;
+                if !(0.0..=100.0).contains(&f) {
+                    return Err(invalid(format!(
+                        "--slo {part}: the error share must be in 0..100 %"
+                    )));
+                }
+                What::Errors {
+                    max_fraction: f / 100.0,
+                }
             }
-            let ns = model::parse_duration_ns(max.trim())
-                .map_err(|e| invalid(format!("--slo {part}: {e}")))?;
-            if ns.is_nan() || ns <= 0.0 {
-                return Err(invalid(format!(
-                    "--slo {part}: the target must be positive"
-                )));
+            _ if k.starts_with('p') => {
+                let (key, q) =
+                    parse_percentile(&k).map_err(|e| invalid(format!("--slo {part}: {e}")))?;
+                What::Quantile {
+                    key,
+                    q,
+                    max_ns: positive_duration(part, v)?,
+                }
             }
-            bounds.push(Bound {
-                key,
-                max_us: ns / 1e3,
-            });
+            _ => return Err(bad()),
         }
-        if bounds.is_empty() {
-            return Err(invalid("--slo: no bound given (e.g. p99<=1ms)"));
+    };
+    Ok(Condition {
+        text: part.to_string(),
+        view,
+        what,
+    })
+}
+
+/// A two-sided 95 % Wilson interval of a binomial share `k` of `n`.
+fn wilson(k: u64, n: u64) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let z = 1.96_f64;
+    let n_f = n as f64;
+    let p = k as f64 / n_f;
+    let d = 1.0 + z * z / n_f;
+    let c = (p + z * z / (2.0 * n_f)) / d;
+    let h = z * (p * (1.0 - p) / n_f + z * z / (4.0 * n_f * n_f)).sqrt() / d;
+    ((c - h).max(0.0), (c + h).min(1.0))
+}
+
+/// Upper bound: meets when the interval's top is within it, violates when its bottom is beyond.
+fn at_most(lo: f64, hi: f64, max: f64) -> Verdict {
+    if lo > max {
+        Verdict::Violates
+    } else if hi <= max {
+        Verdict::Meets
+    } else {
+        Verdict::Undecided
+    }
+}
+
+impl Slo {
+    /// Conditions joined by commas, all of which must hold: any percentile `pXX<=TIME`,
+    /// `mean<=TIME`, `errors<=PCT%`, `rate>=RPS` or `rate>=PCT%` (of the offered rate), each
+    /// optionally prefixed by a view (`server:p99<=1ms`); read from `view` otherwise.
+    pub fn parse(text: &str, view: impl Into<ViewChoice>) -> Result<Slo, LabError> {
+        let view = view.into();
+        let mut conditions = Vec::new();
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            conditions.push(parse_condition(part)?);
         }
+        if conditions.is_empty() {
+            return Err(invalid("--slo: no condition given (e.g. p99<=1ms)"));
+        }
+        let bounds = conditions
+            .iter()
+            .filter_map(|c| match &c.what {
+                What::Quantile { key, max_ns, .. } => Some(Bound {
+                    key: key.clone(),
+                    max_us: max_ns / 1e3,
+                }),
+                _ => None,
+            })
+            .collect();
         Ok(Slo {
             text: text.trim().to_string(),
             bounds,
             view,
+            conditions,
         })
     }
 
-    /// The verdict of one distribution's intervals.
-    pub fn judge(&self, s: &Summary) -> Verdict {
-        let mut verdict = Verdict::Meets;
-        for b in &self.bounds {
-            let Some(e) = s.get(&b.key) else {
-                return Verdict::Undecided;
-            };
-            let target = b.max_us * 1e3;
-            if e.lo > target {
-                return Verdict::Violates;
-            }
-            if e.hi > target {
-                verdict = Verdict::Undecided;
+    /// The percentiles beyond the standard five that this SLO reads (the analysis must
+    /// compute them).
+    pub fn extra_quantiles(&self) -> Vec<(String, f64)> {
+        let mut out: Vec<(String, f64)> = Vec::new();
+        for c in &self.conditions {
+            if let What::Quantile { key, q, .. } = &c.what {
+                if !KEYS.contains(&key.as_str()) && !out.iter().any(|(k, _)| k == key) {
+                    out.push((key.clone(), *q));
+                }
             }
         }
-        verdict
+        out
+    }
+
+    /// The verdict of one distribution's intervals on the latency conditions (percentiles and
+    /// mean); a condition on errors or rate cannot be read from a distribution: undecided.
+    pub fn judge(&self, s: &Summary) -> Verdict {
+        Verdict::all(self.conditions.iter().map(|c| judge_latency(&c.what, s).0))
     }
 
     /// The view this SLO reads for `run`: the one asked for, or its headline under `auto`.
@@ -205,28 +475,164 @@ impl Slo {
         }
     }
 
-    /// The verdict of a run: saturated and failed runs violate, an interrupted one is
-    /// undecided; otherwise the interval of the view read ([`Slo::view_of`]) decides, and a
-    /// view that is not valid for the run (or missing) never meets: it is undecided.
-    pub fn verdict(&self, run: &Run) -> Verdict {
-        match run.status {
-            RunStatus::Saturated | RunStatus::Failed => return Verdict::Violates,
-            RunStatus::Interrupted => return Verdict::Undecided,
-            RunStatus::Ok | RunStatus::Invalid => {}
-        }
-        let view = self.view_of(run);
-        if !run.views.is_valid(view) {
-            return Verdict::Undecided;
-        }
-        let a = &run.analysis;
-        let dist = match view {
-            View::User => Some(&a.measured),
-            View::Server => a.server_view.as_ref().map(|s| &s.measured),
+    /// Each condition judged on `run`, and all together. Saturated and failed runs violate
+    /// every condition, an interrupted one leaves them undecided; a latency condition read
+    /// from a view that is not valid for the run (or missing) is undecided, never meets.
+    pub fn evaluate(&self, run: &Run) -> SloReport {
+        let forced = match run.status {
+            RunStatus::Saturated | RunStatus::Failed => Some(Verdict::Violates),
+            RunStatus::Interrupted => Some(Verdict::Undecided),
+            RunStatus::Ok | RunStatus::Invalid => None,
         };
-        match dist {
-            Some(d) => self.judge(d),
-            None => Verdict::Undecided,
+        let a = &run.analysis;
+        let conditions: Vec<ConditionResult> = self
+            .conditions
+            .iter()
+            .map(|c| {
+                let mut r = match &c.what {
+                    What::Errors { max_fraction } => {
+                        let o = &a.outcomes;
+                        let bad = o.error + o.timeout + o.dropped;
+                        let n = o.ok + bad;
+                        let (lo, hi) = wilson(bad, n);
+                        let m = if n == 0 { 0.0 } else { bad as f64 / n as f64 };
+                        ConditionResult {
+                            condition: c.text.clone(),
+                            view: "requests".into(),
+                            measured: Some(m * 100.0),
+                            lo: Some(lo * 100.0),
+                            hi: Some(hi * 100.0),
+                            bound: max_fraction * 100.0,
+                            unit: "%",
+                            verdict: if n == 0 {
+                                Verdict::Undecided
+                            } else {
+                                at_most(lo, hi, *max_fraction)
+                            },
+                            note: None,
+                        }
+                    }
+                    What::Rate {
+                        min_rps,
+                        min_of_offered,
+                    } => {
+                        let bound = min_rps.unwrap_or(min_of_offered.unwrap_or(1.0) * run.rate_rps);
+                        let (m, lo, hi, verdict) = match &a.throughput {
+                            Some(t) if t.span_s > 0.0 => {
+                                // Replies counted over the span: a Poisson count's interval.
+                                let n = t.completed_rps * t.span_s;
+                                let h = 1.96 * n.sqrt();
+                                let lo = (n - h).max(0.0) / t.span_s;
+                                let hi = (n + h) / t.span_s;
+                                let v = if lo >= bound {
+                                    Verdict::Meets
+                                } else if hi < bound {
+                                    Verdict::Violates
+                                } else {
+                                    Verdict::Undecided
+                                };
+                                (Some(t.completed_rps), Some(lo), Some(hi), v)
+                            }
+                            _ => (Some(a.achieved_rate_rps), None, None, Verdict::Undecided),
+                        };
+                        ConditionResult {
+                            condition: c.text.clone(),
+                            view: "requests".into(),
+                            measured: m,
+                            lo,
+                            hi,
+                            bound,
+                            unit: "rps",
+                            verdict,
+                            note: None,
+                        }
+                    }
+                    What::Quantile { .. } | What::Mean { .. } => {
+                        let view = c.view.unwrap_or_else(|| self.view_of(run));
+                        let dist = match view {
+                            View::User => Some(&a.measured),
+                            View::Server => a.server_view.as_ref().map(|s| &s.measured),
+                        };
+                        let (verdict, est, bound) = match dist {
+                            Some(d) => judge_latency(&c.what, d),
+                            None => (Verdict::Undecided, None, latency_bound(&c.what)),
+                        };
+                        let mut note = None;
+                        let verdict = if dist.is_none() {
+                            note = Some(format!("the run has no {view} view"));
+                            Verdict::Undecided
+                        } else if !run.views.is_valid(view) {
+                            note = Some(format!("the {view} view is not valid for this run"));
+                            Verdict::Undecided
+                        } else {
+                            verdict
+                        };
+                        ConditionResult {
+                            condition: c.text.clone(),
+                            view: view.as_str().into(),
+                            measured: est.map(|e| e.0 / 1e3),
+                            lo: est.map(|e| e.1 / 1e3),
+                            hi: est.map(|e| e.2 / 1e3),
+                            bound: bound / 1e3,
+                            unit: "us",
+                            verdict,
+                            note,
+                        }
+                    }
+                };
+                if let Some(f) = forced {
+                    if r.verdict != f {
+                        r.verdict = f;
+                        r.note = Some(format!("the run is {}", run.status));
+                    }
+                }
+                r
+            })
+            .collect();
+        SloReport {
+            text: self.text.clone(),
+            view: self.view,
+            verdict: Verdict::all(conditions.iter().map(|c| c.verdict)),
+            conditions,
         }
+    }
+
+    /// The verdict of a run ([`Slo::evaluate`], all conditions together).
+    pub fn verdict(&self, run: &Run) -> Verdict {
+        self.evaluate(run).verdict
+    }
+}
+
+fn latency_bound(w: &What) -> f64 {
+    match w {
+        What::Quantile { max_ns, .. } | What::Mean { max_ns } => *max_ns,
+        _ => f64::NAN,
+    }
+}
+
+/// A latency condition read from one distribution: the verdict, (value, lo, hi) in ns and
+/// the bound in ns. The mean's interval is not time-aware: the larger of ±3 standard errors
+/// and ±10 % of the mean, so that only a bound well away from the mean decides.
+pub(crate) fn judge_latency(w: &What, s: &Summary) -> (Verdict, Option<(f64, f64, f64)>, f64) {
+    match w {
+        What::Quantile { key, max_ns, .. } => match s.get(key) {
+            Some(e) => (
+                at_most(e.lo, e.hi, *max_ns),
+                Some((e.value, e.lo, e.hi)),
+                *max_ns,
+            ),
+            None => (Verdict::Undecided, None, *max_ns),
+        },
+        What::Mean { max_ns } => {
+            if s.count == 0 {
+                return (Verdict::Undecided, None, *max_ns);
+            }
+            let se = s.stdev_ns / (s.count as f64).sqrt();
+            let h = (3.0 * se).max(0.1 * s.mean_ns);
+            let (lo, hi) = ((s.mean_ns - h).max(0.0), s.mean_ns + h);
+            (at_most(lo, hi, *max_ns), Some((s.mean_ns, lo, hi)), *max_ns)
+        }
+        _ => (Verdict::Undecided, None, f64::NAN),
     }
 }
 
@@ -270,7 +676,51 @@ mod tests {
         );
         assert_eq!("auto".parse::<ViewChoice>().unwrap(), ViewChoice::Auto);
         assert!("both".parse::<ViewChoice>().is_err());
-        for bad in ["p99", "p98<=1ms", "p99<=x", "p99<=0us", ""] {
+        let many = Slo::parse(
+            "p95<=2ms, server:p99.5<=3ms, mean<=1ms, errors<=0.5%, rate>=99%, rate>=9k",
+            ViewChoice::Auto,
+        )
+        .unwrap();
+        assert_eq!(many.conditions.len(), 6);
+        assert_eq!(many.conditions[1].view, Some(View::Server));
+        assert_eq!(
+            many.extra_quantiles(),
+            vec![("p95".to_string(), 0.95), ("p99.5".to_string(), 0.995)]
+        );
+        assert_eq!(
+            many.conditions[3].what,
+            What::Errors {
+                max_fraction: 0.005
+            }
+        );
+        assert_eq!(
+            many.conditions[5].what,
+            What::Rate {
+                min_rps: Some(9000.0),
+                min_of_offered: None
+            }
+        );
+        assert_eq!(
+            parse_percentiles("50,95,99.50,99.5").unwrap(),
+            vec![("p95".to_string(), 0.95), ("p99.5".to_string(), 0.995)]
+        );
+        for bad in ["", "95,", "x", "100", "0", "-5"] {
+            assert!(parse_percentiles(bad).is_err(), "{bad}");
+        }
+        let (lo, hi) = wilson(5, 1000);
+        assert!(lo < 0.005 && hi > 0.005 && lo > 0.0);
+        for bad in [
+            "p99",
+            "p100<=1ms",
+            "p0<=1ms",
+            "p99<=x",
+            "p99<=0us",
+            "",
+            "errors<=1",
+            "rate<=5",
+            "disk:p99<=1ms",
+            "mean>=1ms",
+        ] {
             assert!(Slo::parse(bad, View::User).is_err(), "{bad}");
         }
     }

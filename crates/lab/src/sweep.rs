@@ -57,6 +57,8 @@ pub struct RunTemplate {
     pub config: Value,
     /// Each point measured until these intervals are tight (`--precision`).
     pub precision: Option<crate::converge::Precision>,
+    /// Percentiles beyond the standard five in every point's measured summaries.
+    pub extra_quantiles: Vec<(String, f64)>,
 }
 
 /// A sweep.
@@ -370,6 +372,7 @@ impl Ctx<'_> {
             stages: crate::StagesMode::default(),
             agents: None,
             precision: t.precision.clone(),
+            extra_quantiles: t.extra_quantiles.clone(),
         };
         let (row, run) = match measure(&plan, &live.ready, self.db, self.stop, self.obs) {
             Ok(run) => {

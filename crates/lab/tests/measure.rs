@@ -28,6 +28,7 @@ fn plan_at(rate: f64, ms: u64) -> (TargetPlan, RunPlan) {
     load.connections = 4;
     let run = RunPlan {
         precision: None,
+        extra_quantiles: Vec::new(),
         kind: "run".into(),
         load,
         ideal: Some(IdealSpec {

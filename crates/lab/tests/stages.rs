@@ -22,6 +22,7 @@ fn plan(rate: f64, ms: u64, connections: usize) -> RunPlan {
     load.connections = connections;
     RunPlan {
         precision: None,
+        extra_quantiles: Vec::new(),
         kind: "run".into(),
         load,
         ideal: Some(IdealSpec {

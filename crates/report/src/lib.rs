@@ -18,6 +18,7 @@ pub mod hdr;
 pub mod html;
 pub mod openmetrics;
 pub mod repeat_view;
+pub mod slo_view;
 pub mod stored;
 pub mod sweep_view;
 pub mod synthetic;

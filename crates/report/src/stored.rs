@@ -125,6 +125,7 @@ fn config_of(s: &Value) -> Result<AnalysisConfig, String> {
     let start = num(s, "/start_mono_ns").map(|v| v as u64);
     Ok(AnalysisConfig {
         window_ns: 0,
+        extra_quantiles: Vec::new(),
         ideal,
         warmup_ns: num(s, "/warmup_ns").map_or(0, |v| v as u64),
         arrival: model::ArrivalSpec::Deterministic,

@@ -67,6 +67,7 @@ pub fn run(
     };
     let cfg = AnalysisConfig {
         window_ns: 0,
+        extra_quantiles: Vec::new(),
         ideal: Some(ideal.clone()),
         warmup_ns,
         arrival: model::ArrivalSpec::Poisson,

@@ -282,7 +282,28 @@ impl Recorder {
     /// and the interval's ends are the lowest / highest values of those buckets, so the
     /// histogram's rounding never narrows it.
     pub fn summarize(&mut self, confidence: f64) -> Result<Summary, StatsError> {
+        self.summarize_with(confidence, &[])
+    }
+
+    /// [`Recorder::summarize`] with `extra` quantiles `(key, q)` after the standard ones
+    /// (e.g. `("p95", 0.95)`); an extra whose key is already present is skipped, so the
+    /// standard keys and their order never change.
+    pub fn summarize_with(
+        &mut self,
+        confidence: f64,
+        extra: &[(String, f64)],
+    ) -> Result<Summary, StatsError> {
         check_confidence(confidence)?;
+        let mut wanted: Vec<(String, f64)> = STANDARD_QUANTILES
+            .iter()
+            .map(|&(k, q)| (k.to_string(), q))
+            .collect();
+        for (k, q) in extra {
+            Quantile::new(*q)?;
+            if !wanted.iter().any(|(w, _)| w == k) {
+                wanted.push((k.clone(), *q));
+            }
+        }
         let n = self.len();
         if n == 0 {
             return Err(StatsError::Empty);
@@ -296,10 +317,10 @@ impl Recorder {
             }
         }
         // ranks per quantile: interpolation pair, then CI ends
-        let mut plan = Vec::with_capacity(STANDARD_QUANTILES.len());
-        let mut ranks = Vec::with_capacity(4 * STANDARD_QUANTILES.len() + 2);
+        let mut plan = Vec::with_capacity(wanted.len());
+        let mut ranks = Vec::with_capacity(4 * wanted.len() + 2);
         ranks.extend([0, n - 1]);
-        for (_, q) in STANDARD_QUANTILES {
+        for &(_, q) in &wanted {
             let (i, frac) = type7_ranks(n, q);
             let j = (i + 1).min(n - 1);
             let (lo, hi) = order_statistic_ci(n, q, confidence);
@@ -313,15 +334,15 @@ impl Recorder {
             let k = ranks.iter().position(|&x| x == r).unwrap_or(0);
             values[k]
         };
-        let quantiles = STANDARD_QUANTILES
+        let quantiles = wanted
             .iter()
             .zip(&plan)
-            .map(|(&(key, q), &(i, j, frac, lo, hi))| {
+            .map(|((key, q), &(i, j, frac, lo, hi))| {
                 let (a, b) = (at(i).mid, at(j).mid);
                 let value = a + frac * (b - a);
                 QuantileEstimate {
-                    key: key.to_string(),
-                    q,
+                    key: key.clone(),
+                    q: *q,
                     est: Estimate {
                         value,
                         lo: at(lo).low.min(value),

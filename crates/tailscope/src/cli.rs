@@ -450,6 +450,17 @@ pub struct RunArgs {
     /// made before the load starts.
     #[arg(long)]
     pub no_noise_probe: bool,
+    /// Service-level objective: conditions joined by commas, all of which must hold — any
+    /// percentile 'p99<=1ms' (p95, p99.5, …), 'mean<=500us', 'errors<=0.1%' (errors, timeouts
+    /// and drops), 'rate>=9000' or 'rate>=99%' (of offered); prefix one with a view
+    /// ('server:p99<=1ms'). Verdicts read the intervals; violated → exit 3.
+    #[arg(long)]
+    pub slo: Option<String>,
+    /// The view an SLO condition without a prefix reads (auto: the run's headline view).
+    #[arg(long, value_enum, default_value_t = ViewArg::Auto)]
+    pub slo_view: ViewArg,
+    #[command(flatten)]
+    pub gate: GateArgs,
     #[command(flatten)]
     pub agents: AgentArgs,
     #[command(flatten)]
@@ -523,6 +534,13 @@ pub struct DemoArgs {
     /// Where to write the CCDF plot.
     #[arg(long, default_value = "tailscope-demo.svg")]
     pub plot: PathBuf,
+    /// An optional SLO for every load (as for `run --slo`, read from each run's headline
+    /// view): a verdict per point, exit 3 when one violates it.
+    #[arg(long)]
+    pub slo: Option<String>,
+    /// What an undecided verdict gives (as for `run`).
+    #[arg(long, value_enum, default_value_t = UndecidedArg::Fail)]
+    pub slo_undecided: UndecidedArg,
     /// Skip the short host-noise probe made before the runs.
     #[arg(long)]
     pub no_noise_probe: bool,
@@ -751,6 +769,8 @@ pub struct SweepArgs {
     /// server's). A verdict read from a view that is invalid for the run is undecided.
     #[arg(long, value_enum, default_value_t = ViewArg::Auto)]
     pub slo_view: ViewArg,
+    #[command(flatten)]
+    pub gate: GateArgs,
     /// Skip the short host-noise probe made before the sweep.
     #[arg(long)]
     pub no_noise_probe: bool,
@@ -958,6 +978,33 @@ impl QueuesArg {
             QueuesArg::PerWorker => Some(analysis::QueueStructure::PerWorker),
         }
     }
+}
+
+/// What a run or sweep reports for CI: extra percentiles, how an undecided SLO counts, and
+/// JUnit / Markdown files of the verdicts.
+#[derive(Args, Debug, Clone)]
+pub struct GateArgs {
+    /// Extra percentiles to report beside p50, p90, p99, p99.9 and p99.99, each with its
+    /// interval (e.g. 50,95,99.5).
+    #[arg(long, value_name = "LIST")]
+    pub percentiles: Option<String>,
+    /// What an undecided SLO verdict gives: fail (exit 3, a JUnit failure) or pass (exit 0,
+    /// JUnit skipped).
+    #[arg(long, value_enum, default_value_t = UndecidedArg::Fail)]
+    pub slo_undecided: UndecidedArg,
+    /// Write the SLO verdicts as JUnit XML (one testcase per condition, per point).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Write the SLO verdicts as a Markdown table (for a CI job summary).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+}
+
+/// `--slo-undecided`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum UndecidedArg {
+    Fail,
+    Pass,
 }
 
 /// `run --view`, `sweep --slo-view`.

@@ -1,6 +1,14 @@
 //! Mapping of errors to exit codes: 2 for bad usage or input, 1 for everything else.
+//!
+//! The exit codes of tailscope: 0 success; 1 the measurement itself failed or no view asked
+//! for was valid; 2 bad usage or input (nothing run, nothing written); 3 measured fine but
+//! the SLO is violated (or undecided under `--slo-undecided fail`).
 
 use std::fmt;
+
+/// Exit code: measured fine, the SLO (`--slo`) violated — or undecided with
+/// `--slo-undecided fail`.
+pub const SLO_VIOLATED: i32 = 3;
 
 /// An error in what the user asked for (arguments, input files). Exit code 2.
 #[derive(Debug)]

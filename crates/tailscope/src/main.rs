@@ -2,7 +2,8 @@
 //! logic lives here (DESIGN.md): each subcommand validates its arguments into the domain
 //! crates' configuration types first, then runs them, then prints.
 //!
-//! Exit codes: 0 success, 1 the measurement itself failed or was invalid, 2 bad usage or input.
+//! Exit codes: 0 success, 1 the measurement itself failed or was invalid, 2 bad usage or input,
+//! 3 measured fine but the SLO violated (`exit::SLO_VIOLATED`).
 //! A closed stdout (`tailscope runs list | head -1`) is success: see `output::write_stdout`.
 
 mod cli;

@@ -390,6 +390,7 @@ pub(crate) fn measure(
     let analysed = if agents.records {
         let acfg = AnalysisConfig {
             window_ns: 0,
+            extra_quantiles: Vec::new(),
             ideal: plan.ideal.clone(),
             warmup_ns: load.warmup_ns,
             arrival: cfg.arrival.clone(),

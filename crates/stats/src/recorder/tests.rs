@@ -192,3 +192,21 @@ fn a_recorder_from_a_histogram_summarises_as_the_streaming_one() {
     assert_eq!(from.len(), 10_000);
     assert_eq!(from.summarize(0.95).unwrap(), rec.summarize(0.95).unwrap());
 }
+
+#[test]
+fn summarize_with_adds_extra_quantiles_after_the_standard_ones() {
+    let mut r = Recorder::exact(1000);
+    for v in 1..=1000 {
+        r.record(v);
+    }
+    let plain = r.summarize(0.95).unwrap();
+    let extra = vec![("p95".to_string(), 0.95), ("p99".to_string(), 0.99)];
+    let s = r.summarize_with(0.95, &extra).unwrap();
+    let keys: Vec<&str> = s.quantiles.iter().map(|q| q.key.as_str()).collect();
+    assert_eq!(keys, ["p50", "p90", "p99", "p99.9", "p99.99", "p95"]);
+    assert_eq!(s.quantiles[..5], plain.quantiles[..5]);
+    let p95 = s.get("p95").unwrap();
+    assert_eq!(Some(p95.value), r.quantile(q(0.95)));
+    assert!(p95.lo < p95.value && p95.value < p95.hi);
+    assert!(r.summarize_with(0.95, &[("p100".into(), 1.0)]).is_err());
+}

@@ -251,10 +251,21 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
     load.connections = 8;
     load.cpus = vec![client_cpu];
     load.yield_when_far = false;
+    let gate = super::gate::Gate::new(
+        a.slo.as_deref(),
+        lab::ViewChoice::Auto,
+        &crate::cli::GateArgs {
+            percentiles: None,
+            slo_undecided: a.slo_undecided,
+            junit: None,
+            markdown: None,
+        },
+    )?;
     let plan = SweepPlan {
         kind: "demo".into(),
         template: RunTemplate {
             precision: None,
+            extra_quantiles: gate.extra.clone(),
             target: TargetSpec {
                 url: "nullrpc://".into(),
                 spawn: Some(SpawnSpec {
@@ -290,7 +301,7 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
             .collect(),
         axes: Vec::new(),
         repeat: a.repeat,
-        slo: None,
+        slo: gate.slo.clone(),
         find_max: false,
         max_steps: 2,
         experiment: None,
@@ -337,7 +348,7 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
     let code = if stop.load(Ordering::Relaxed) || result.rows.is_empty() {
         1
     } else {
-        super::sweep::exit_code(&result)
+        super::sweep::gate_code(&result, &gate)
     };
     // The calibration the sweep made, as the store keeps it.
     let calibration = runs

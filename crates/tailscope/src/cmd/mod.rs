@@ -9,6 +9,7 @@ mod compare;
 mod demo;
 mod doctor;
 mod figure;
+mod gate;
 mod install;
 mod model;
 mod noise;

@@ -240,6 +240,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
     super::target::check_beside(&tplan, a.load.connections, &p.cpus)?;
     let queues = a.side.queues.structure();
     output::check_outputs(&a.out)?;
+    let gate = super::gate::Gate::new(a.slo.as_deref(), a.slo_view.into(), &a.gate)?;
     let stages = check_stages(a)?;
     if agents_of(&a.agents)?.is_some() {
         // The eBPF join matches the server's sockets to this process's connections, and an
@@ -282,19 +283,24 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
     let stop = shutdown_flag()?;
     let ready = tplan.start(&stop, &obs).map_err(lab_err)?;
     if a.repeat > 1 {
-        let result =
-            plan_ready(a, &p, rate, known, queues, &ready, &db, &stop, &obs).and_then(|plan| {
+        let result = plan_ready(a, &p, rate, known, queues, &ready, &db, &stop, &obs).and_then(
+            |mut plan| {
+                plan.extra_quantiles = gate.extra.clone();
                 Ok(lab::measure_repeated(
                     &plan, a.repeat, &ready, &db, &stop, &obs,
                 )?)
-            });
+            },
+        );
         let stopped = ready.stop();
         let (runs, combined, experiment) = result?;
         stopped.map_err(lab_err)?;
-        return print_repeated(a, &runs, &combined, experiment);
+        return print_repeated(a, &runs, &combined, experiment, &gate);
     }
-    let result = plan_ready(a, &p, rate, known, queues, &ready, &db, &stop, &obs)
-        .and_then(|plan| Ok(lab::measure(&plan, &ready, &db, &stop, &obs)?));
+    let result =
+        plan_ready(a, &p, rate, known, queues, &ready, &db, &stop, &obs).and_then(|mut plan| {
+            plan.extra_quantiles = gate.extra.clone();
+            Ok(lab::measure(&plan, &ready, &db, &stop, &obs)?)
+        });
     let stopped = ready.stop();
     let run = match result {
         Ok(run) => run,
@@ -312,13 +318,23 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
     };
     stopped.map_err(lab_err)?;
     let label = run.url.clone();
-    let written = plot_run(&a.out, &label, &run.analysis)?;
+    let mut written = plot_run(&a.out, &label, &run.analysis)?;
+    let slo = gate.slo.as_ref().map(|s| s.evaluate(&run));
+    if let Some(r) = &slo {
+        written.extend(gate.write(&[(format!("run {label}"), r.clone())])?);
+    }
     if a.out.json {
         let mut v = run.to_json();
         v["written"] = json!(written);
+        if let Some(r) = &slo {
+            v["slo"] = json!(r);
+        }
         output::print_json(&v)?;
     } else {
         output::print_with(|w| report::terminal::run(w, &run))?;
+        if let Some(r) = &slo {
+            output::print_with(|w| report::slo_view::lines(w, r))?;
+        }
         if let Some(c) = &run.convergence {
             match &c.why_not {
                 None => outln!(
@@ -336,7 +352,12 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
             outln!("wrote {w}")?;
         }
     }
-    Ok(run.status.exit_code())
+    // A measurement that failed (or whose views are all invalid) is 1 whatever the SLO says;
+    // one that went fine gives the SLO's code.
+    Ok(match (run.status.exit_code(), &slo) {
+        (0, Some(r)) => gate.code(r.verdict),
+        (c, _) => c,
+    })
 }
 
 /// `--stages`: a known mode; eBPF needs the server's process and a host that can run it.
@@ -358,7 +379,22 @@ fn print_repeated(
     runs: &[lab::Run],
     p: &lab::Repeated,
     experiment: i64,
+    gate: &super::gate::Gate,
 ) -> anyhow::Result<i32> {
+    let verdict = gate.slo.as_ref().map(|s| s.verdict_repeated(p));
+    let reports: Vec<(String, lab::SloReport)> = match &gate.slo {
+        Some(s) => runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (format!("repeat {} of {}", i + 1, runs.len()), s.evaluate(r)))
+            .collect(),
+        None => Vec::new(),
+    };
+    let written = if gate.slo.is_some() {
+        gate.write(&reports)?
+    } else {
+        Vec::new()
+    };
     let us = |c: &Option<lab::Combined>| c.as_ref().map(|c| c.intervals_json());
     if a.out.json {
         output::print_json(&json!({
@@ -380,9 +416,25 @@ fn print_repeated(
             },
             "result": p,
             "runs": runs.iter().map(lab::Run::to_json).collect::<Vec<_>>(),
+            "slo": gate.slo.as_ref().map(|s| json!({
+                "text": s.text, "view": s.view, "verdict": verdict,
+                "repeats": reports.iter().map(|(_, r)| r).collect::<Vec<_>>(),
+            })),
+            "written": written,
         }))?;
     } else {
         output::print_with(|w| report::repeat_view::repeated(w, runs, p))?;
+        if let (Some(s), Some(v)) = (&gate.slo, verdict) {
+            outln!(
+                "SLO {} (view {}) of the combined repeats: {}",
+                s.text,
+                s.view,
+                v.as_str()
+            )?;
+        }
+        for w in written {
+            outln!("wrote {w}")?;
+        }
     }
     // Exit 1 only when no view asked for was measured validly by any repeat.
     let valid = match lab::ViewChoice::from(a.view) {
@@ -392,6 +444,7 @@ fn print_repeated(
     };
     Ok(match p.status.exit_code() {
         0 if !valid && p.status != lab::RunStatus::Saturated => 1,
+        0 => verdict.map_or(0, |v| gate.code(v)),
         c => c,
     })
 }
@@ -489,6 +542,7 @@ fn plan_ready(
         stages: check_stages(a)?,
         agents: agents_of(&a.agents)?,
         precision: p.precision.clone(),
+        extra_quantiles: Vec::new(),
     };
     Ok(plan)
 }

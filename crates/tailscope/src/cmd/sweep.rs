@@ -183,12 +183,8 @@ pub fn sweep_plan(a: &SweepArgs) -> anyhow::Result<SweepPlan> {
         None => Vec::new(),
     };
     let view: ViewChoice = a.slo_view.into();
-    let slo = a
-        .slo
-        .as_deref()
-        .map(|s| Slo::parse(s, view))
-        .transpose()
-        .map_err(lab_err)?;
+    let gate = super::gate::Gate::new(a.slo.as_deref(), view, &a.gate)?;
+    let slo = gate.slo.clone();
     if a.find_max && slo.is_none() {
         return Err(usage("--find-max needs --slo (e.g. --slo 'p99<=1ms')"));
     }
@@ -209,6 +205,7 @@ pub fn sweep_plan(a: &SweepArgs) -> anyhow::Result<SweepPlan> {
         kind: "sweep".into(),
         template: RunTemplate {
             precision: p.precision.clone(),
+            extra_quantiles: gate.extra.clone(),
             target: spec,
             load: load_config(la, &p, 1.0)?,
             service_ns,
@@ -243,6 +240,9 @@ pub fn sweep_plan(a: &SweepArgs) -> anyhow::Result<SweepPlan> {
 pub struct Headlines<'a> {
     pub inner: &'a dyn lab::Observer,
     pub views: Mutex<BTreeMap<i64, lab::Views>>,
+    /// The SLO each run is judged by, and each run's judgement (by run id).
+    pub slo: Option<Slo>,
+    pub reports: Mutex<BTreeMap<i64, lab::SloReport>>,
 }
 
 impl<'a> Headlines<'a> {
@@ -250,6 +250,8 @@ impl<'a> Headlines<'a> {
         Headlines {
             inner,
             views: Mutex::new(BTreeMap::new()),
+            slo: None,
+            reports: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -292,6 +294,9 @@ impl lab::Observer for Headlines<'_> {
         if let (Some(id), Ok(mut m)) = (run.run_id, self.views.lock()) {
             m.insert(id, run.views.clone());
         }
+        if let (Some(id), Some(slo), Ok(mut m)) = (run.run_id, &self.slo, self.reports.lock()) {
+            m.insert(id, slo.evaluate(run));
+        }
         self.inner.run_done(run)
     }
 }
@@ -311,6 +316,56 @@ pub fn exit_code(result: &lab::SweepResult) -> i32 {
         .unwrap_or(0)
 }
 
+/// With an SLO, a sweep whose points all measured fine exits 3 when a point of the grid
+/// (role `load`, or its repeats' combination; the steps of a max-load search are expected to
+/// cross the bound) violates it, or leaves it undecided under `--slo-undecided fail`.
+pub fn gate_code(result: &lab::SweepResult, gate: &super::gate::Gate) -> i32 {
+    if exit_code(result) != 0 {
+        return exit_code(result);
+    }
+    // Repeated points are judged on their combination, single runs on themselves.
+    let repeated = result.rows.iter().any(|r| r.repeat > 0);
+    let verdicts: Vec<lab::Verdict> = if repeated {
+        result.points.iter().filter_map(|p| p.slo).collect()
+    } else {
+        result
+            .rows
+            .iter()
+            .filter(|r| r.role == "load")
+            .filter_map(|r| r.slo)
+            .collect()
+    };
+    verdicts
+        .into_iter()
+        .map(|v| gate.code(v))
+        .max()
+        .unwrap_or(0)
+}
+
+/// The JUnit / Markdown suites of a sweep: one per point of the grid (its run's judgement).
+fn suites(result: &lab::SweepResult, obs: &Headlines) -> Vec<(String, lab::SloReport)> {
+    let reports = obs.reports.lock().map(|m| m.clone()).unwrap_or_default();
+    result
+        .rows
+        .iter()
+        .filter(|r| r.role == "load")
+        .filter_map(|r| {
+            let rep = reports.get(&r.run_id?)?;
+            let mut name = format!("point {:.0} req/s", r.offered_rps);
+            if let Some(l) = r.load_pct {
+                name.push_str(&format!(" ({l:.0} %)"));
+            }
+            for (k, v) in &r.params {
+                name.push_str(&format!(" {k}={v}"));
+            }
+            if result.rows.iter().any(|x| x.repeat > 0) {
+                name.push_str(&format!(" repeat {}", r.repeat + 1));
+            }
+            Some((name, rep.clone()))
+        })
+        .collect()
+}
+
 pub fn run(a: &SweepArgs) -> anyhow::Result<i32> {
     if a.target.ends_with(".toml") {
         return run(&expand(&a.target, &args_after(&a.target))?);
@@ -318,8 +373,10 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<i32> {
     let mut splan = sweep_plan(a)?;
     let db = db_path(&a.db)?;
     splan.check(&db).map_err(lab_err)?;
+    let gate = super::gate::Gate::new(a.slo.as_deref(), a.slo_view.into(), &a.gate)?;
     let progress = Progress::new(a.json);
-    let obs = Headlines::new(&progress);
+    let mut obs = Headlines::new(&progress);
+    obs.slo = gate.slo.clone();
     let db = Db::open(&db)
         .map_err(|e| usage(format!("cannot open results store {}: {e}", db.display())))?;
     let stop = shutdown_flag()?;
@@ -337,12 +394,29 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<i32> {
     );
     splan.template.config["host_noise"] = serde_json::json!(host_noise);
     let result = lab::sweep(&splan, &db, &stop, &obs).map_err(lab_err)?;
+    let suites = suites(&result, &obs);
+    let written = if gate.slo.is_some() {
+        gate.write(&suites)?
+    } else {
+        Vec::new()
+    };
     if a.json {
-        output::print_json(&obs.json_of(&result))?;
+        let mut v = obs.json_of(&result);
+        if gate.slo.is_some() {
+            v["slo_points"] = serde_json::json!(suites
+                .iter()
+                .map(|(name, r)| serde_json::json!({"point": name, "slo": r}))
+                .collect::<Vec<_>>());
+            v["written"] = serde_json::json!(written);
+        }
+        output::print_json(&v)?;
     } else {
         output::print_with(|w| report::sweep_view::sweep_views(w, &result, &obs.headlines()))?;
+        for w in written {
+            crate::output::outln!("wrote {w}")?;
+        }
     }
-    Ok(exit_code(&result))
+    Ok(gate_code(&result, &gate))
 }
 
 #[cfg(test)]

@@ -42,6 +42,7 @@ pub fn run(a: &TuneArgs) -> anyhow::Result<i32> {
     let la = &a.load;
     let template = RunTemplate {
         precision: p.precision.clone(),
+        extra_quantiles: slo.as_ref().map(Slo::extra_quantiles).unwrap_or_default(),
         target: spec,
         load: load_config(la, &p, 1.0)?,
         service_ns: a
