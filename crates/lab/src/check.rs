@@ -296,6 +296,11 @@ pub struct Check {
     pub counts: BTreeMap<String, usize>,
     /// True when any row is `worse`.
     pub regression: bool,
+    /// What a side says of its own intervals when they cannot bound another run (a noisy
+    /// host, a tail not steady): single runs compared on such a host can differ by more than
+    /// their intervals; repeat them (`run --repeat`, `sweep --repeat`) and check the
+    /// experiments.
+    pub caveats: Vec<String>,
 }
 
 impl Check {
@@ -323,6 +328,7 @@ impl Check {
             regression: rows.iter().any(|r| r.verdict == CheckVerdict::Worse),
             rows,
             counts,
+            caveats: Vec::new(),
         }
     }
 }
@@ -484,7 +490,35 @@ pub fn check_runs(
     }
     let cs = c.summary.clone().unwrap_or(Value::Null);
     let rows = compare_sides(None, &Sides::of_run(&cs), &Sides::of_run(bs), tol);
-    Ok((Check::new("run", c.id, b.id, tol, diffs, rows), c))
+    let mut check = Check::new("run", c.id, b.id, tol, diffs, rows);
+    for (who, s) in [("candidate", &cs), ("baseline", bs)] {
+        check.caveats.extend(caveats_of(who, s));
+    }
+    Ok((check, c))
+}
+
+/// A run's own word that its intervals do not bound a repeat, with its reasons.
+pub fn caveats_of(who: &str, summary: &Value) -> Vec<String> {
+    let r = summary.get("reproducibility");
+    if r.and_then(|r| r.get("single_run_bounds_repeats"))
+        .and_then(Value::as_bool)
+        != Some(false)
+    {
+        return Vec::new();
+    }
+    let flags: Vec<&str> = r
+        .and_then(|r| r.get("flags"))
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    vec![format!(
+        "{who}'s intervals do not bound a repeat ({})",
+        if flags.is_empty() {
+            "no reason stored".to_string()
+        } else {
+            flags.join("; ")
+        }
+    )]
 }
 
 /// One experiment's points, read back: key, combined result, and the summary of the point's
@@ -498,6 +532,28 @@ fn points_of(store: &Store, e: &ExperimentRow) -> Result<Vec<(PointKey, Sides)>,
         .cloned()
         .unwrap_or_default();
     let mut out = Vec::new();
+    // A `run --repeat N` experiment keeps its one point's combined result as its summary.
+    if e.summary
+        .as_ref()
+        .is_some_and(|s| s.get("points").is_none())
+    {
+        if let Some(r) = e
+            .summary
+            .as_ref()
+            .and_then(|s| serde_json::from_value::<Repeated>(s.clone()).ok())
+        {
+            let key = PointKey {
+                params: BTreeMap::new(),
+                offered_rps: e
+                    .config
+                    .pointer("/run/rate_rps")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(0.0),
+                load_pct: None,
+            };
+            out.push((key, Sides::of_point(&r, None)));
+        }
+    }
     for p in points {
         let Some(r) = p
             .get("result")

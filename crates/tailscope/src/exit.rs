@@ -1,6 +1,12 @@
-//! Mapping of errors to exit codes: 2 for bad usage or input, 1 for everything else.
+//! Mapping of errors to exit codes: 2 for bad usage or input, 1 for everything else; and the
+//! one documented code for "measured fine, but an SLO is violated or a regression found".
 
 use std::fmt;
+
+/// Exit code 3: the measurement itself is fine, but what it found fails a criterion — a
+/// `check` row reads `worse` than its baseline (a regression), or an SLO is violated.
+/// Distinct from 1 (the measurement failed) and 2 (bad usage or input).
+pub const REGRESSION: i32 = 3;
 
 /// An error in what the user asked for (arguments, input files). Exit code 2.
 #[derive(Debug)]
