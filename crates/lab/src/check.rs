@@ -106,6 +106,10 @@ pub fn ratio_of(c: Interval, b: Interval) -> Option<Interval> {
 pub struct Sides {
     pub user: Result<Value, String>,
     pub server: Result<Value, String>,
+    /// Why this side's intervals cannot bound another run (a single run on a noisy host or
+    /// with a tail that moved, in its own words): its verdicts are then `undecided`, for the
+    /// difference between two such runs can exceed both intervals without any regression.
+    pub unbounded: Option<String>,
 }
 
 impl Sides {
@@ -132,6 +136,7 @@ impl Sides {
         Sides {
             user: view("user", summary.get("measured_ci")),
             server: view("server", summary.pointer("/server_view/measured_ci")),
+            unbounded: unbounded_of(summary),
         }
     }
 
@@ -146,6 +151,7 @@ impl Sides {
             return Sides {
                 user: of(&r.user, "user"),
                 server: of(&r.server, "server"),
+                unbounded: None,
             };
         }
         match run_summary {
@@ -155,6 +161,7 @@ impl Sides {
                 Sides {
                     user: Err(why.clone()),
                     server: Err(why),
+                    unbounded: None,
                 }
             }
         }
@@ -261,10 +268,25 @@ pub fn compare_sides(
                 (_, _, None) => Some("the baseline's interval reaches zero".into()),
                 _ => None,
             });
-            let verdict = match ratio {
+            let mut verdict = match ratio {
                 Some(r) => verdict_of(r.lo, r.hi, tol),
                 None => CheckVerdict::Undecided,
             };
+            let mut why = why;
+            let unbounded = [("candidate", candidate), ("baseline", baseline)]
+                .into_iter()
+                .find_map(|(who, s)| s.unbounded.as_ref().map(|u| (who, u)));
+            if let (
+                Some((who, u)),
+                CheckVerdict::Better | CheckVerdict::Worse | CheckVerdict::Same,
+            ) = (unbounded, verdict)
+            {
+                why = Some(format!(
+                    "would read {verdict}, but the {who}'s intervals do not bound another run ({u}); \
+                     repeat the runs (--repeat 3) and check the experiments"
+                ));
+                verdict = CheckVerdict::Undecided;
+            }
             rows.push(CheckRow {
                 point: point.cloned(),
                 view: view.into(),
@@ -497,6 +519,21 @@ pub fn check_runs(
     Ok((check, c))
 }
 
+/// The reasons a single run gives for its intervals not bounding a repeat, except the user
+/// view's own (its stalls make that view invalid, and invalid views are not compared).
+fn unbounded_of(summary: &Value) -> Option<String> {
+    let flags: Vec<&str> = summary
+        .pointer("/reproducibility/flags")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let flags: Vec<&str> = flags
+        .into_iter()
+        .filter(|f| !f.starts_with("user view"))
+        .collect();
+    (!flags.is_empty()).then(|| flags.join("; "))
+}
+
 /// A run's own word that its intervals do not bound a repeat, with its reasons.
 pub fn caveats_of(who: &str, summary: &Value) -> Vec<String> {
     let r = summary.get("reproducibility");
@@ -651,6 +688,7 @@ pub fn check_experiments(
                 let none = Sides {
                     user: Err("no baseline point at this load".into()),
                     server: Err("no baseline point at this load".into()),
+                    unbounded: None,
                 };
                 rows.extend(compare_sides(Some(&key), &sides, &none, tol));
             }
@@ -725,6 +763,31 @@ mod tests {
     }
 
     #[test]
+    fn a_run_whose_intervals_do_not_bound_a_repeat_leaves_its_rows_undecided() {
+        let mut noisy = summary(50.0, true);
+        noisy["reproducibility"] = json!({"single_run_bounds_repeats": false,
+            "flags": ["host noisy: 60 % of time lost", "user view counts the generator's stalls"]});
+        let c = Sides::of_run(&summary(80.0, true));
+        let rows = compare_sides(None, &c, &Sides::of_run(&noisy), 0.1);
+        assert_eq!(rows.len(), 2);
+        for r in &rows {
+            assert_eq!(r.verdict, CheckVerdict::Undecided);
+            let why = r.why.as_deref().unwrap_or("");
+            assert!(
+                why.contains("would read worse") && why.contains("host noisy"),
+                "{why}"
+            );
+            assert!(!why.contains("user view counts"), "{why}");
+        }
+        // The user view's own flag alone does not: that view is judged by its validity.
+        let mut stalled = summary(50.0, true);
+        stalled["reproducibility"] = json!({"single_run_bounds_repeats": false,
+            "flags": ["user view counts the generator's stalls"]});
+        let rows = compare_sides(None, &c, &Sides::of_run(&stalled), 0.1);
+        assert!(rows.iter().all(|r| r.verdict == CheckVerdict::Worse));
+    }
+
+    #[test]
     fn differences_list_host_and_configuration_keys_but_not_names_or_seeds() {
         let a = json!({"target": "nullrpc://h:1", "rate_rps": 4000.0, "seed": 1, "label": "a",
                        "run": {"connections": 4, "seed": 3}});
@@ -739,6 +802,53 @@ mod tests {
         let h2 = json!({"hostname": "y", "kernel": "6.1", "cpu_model": "m"});
         assert_eq!(host_differences(&h1, &h2).len(), 1);
         assert!(host_differences(&h1, &h1).is_empty());
+    }
+
+    fn stored(st: &Store, rate: f64, label: &str, p50: f64) -> i64 {
+        let id = st
+            .begin_run(&store::NewRun {
+                kind: "run".into(),
+                target: "nullrpc://127.0.0.1:7".into(),
+                started_at: "2026-01-01T00:00:00Z".into(),
+                config: json!({"target": "nullrpc://127.0.0.1:7", "rate_rps": rate,
+                               "label": label, "seed": label.len()}),
+                host: json!({"hostname": "h", "kernel": "k", "cpu_model": "m"}),
+            })
+            .unwrap();
+        st.finish_run(id, "ok", &summary(p50, true)).unwrap();
+        id
+    }
+
+    #[test]
+    fn stored_runs_resolve_their_baseline_and_read_a_regression() {
+        let st = Store::open_in_memory().unwrap();
+        let a = stored(&st, 4000.0, "base", 50.0);
+        let other = stored(&st, 2000.0, "slow-rate", 50.0);
+        let c = stored(&st, 4000.0, "cand", 80.0);
+        for b in [
+            BaselineRef::Id(a),
+            BaselineRef::Label("base".into()),
+            BaselineRef::Latest,
+        ] {
+            let (check, _) = check_runs(&st, c, &b, 0.1, false).unwrap();
+            assert_eq!(check.baseline, a, "{b:?}");
+            assert!(check.regression);
+            assert!(check.rows.iter().all(|r| r.verdict == CheckVerdict::Worse));
+        }
+        let e = check_runs(&st, c, &BaselineRef::Id(other), 0.1, false).unwrap_err();
+        assert!(e.is_usage() && e.to_string().contains("rate_rps"), "{e}");
+        let (forced, _) = check_runs(&st, c, &BaselineRef::Id(other), 0.1, true).unwrap();
+        assert_eq!(forced.differences.len(), 1);
+        for (b, want) in [
+            (BaselineRef::Id(99), "no run with id 99"),
+            (BaselineRef::Label("x".into()), "no run labelled 'x'"),
+            (BaselineRef::Id(c), "candidate itself"),
+        ] {
+            let e = check_runs(&st, c, &b, 0.1, false).unwrap_err();
+            assert!(e.is_usage() && e.to_string().contains(want), "{e}");
+        }
+        let e = check_runs(&st, a, &BaselineRef::Latest, 0.1, false).unwrap_err();
+        assert!(e.to_string().contains("no earlier run"), "{e}");
     }
 
     #[test]

@@ -113,10 +113,36 @@ fn a_slower_server_reads_worse_at_p50_and_p99_and_exits_3() {
         );
         ("server", server)
     };
+    // A run on a noisy host (or whose tail moved) says its intervals do not bound another
+    // run; its rows are then undecided, saying what they would read. The evidence for that
+    // outcome is the runs' own flags, stored beside them.
+    let flagged = [base, cand].iter().any(|id| {
+        let out = bin()
+            .args(["runs", "show", &id.to_string(), "--json", "--db"])
+            .arg(&db)
+            .output()
+            .unwrap();
+        let flags = &json_of(&out)["summary"]["reproducibility"]["flags"];
+        flags.as_array().is_some_and(|f| {
+            f.iter()
+                .any(|x| x.as_str().is_some_and(|x| !x.starts_with("user view")))
+        })
+    });
     for p in ["p50", "p99"] {
-        assert_eq!(verdict_at(&rows, p), "worse", "{name} {p}: {v}");
+        let row = rows.iter().find(|r| r["percentile"] == p).unwrap();
+        if flagged && row["verdict"] == "undecided" {
+            let why = row["why"].as_str().unwrap_or("");
+            assert!(why.starts_with("would read worse"), "{name} {p}: {v}");
+            eprintln!("{name} {p}: {why}");
+        } else {
+            assert_eq!(verdict_at(&rows, p), "worse", "{name} {p}: {v}");
+        }
     }
-    assert_eq!(v["regression"], true);
+    if v["regression"] == false {
+        assert!(flagged, "{v}");
+        assert_eq!(out.status.code(), Some(0), "{v}");
+        return;
+    }
     assert_eq!(out.status.code(), Some(3), "{v}");
     assert_eq!(v["exit_code"], 3);
 
