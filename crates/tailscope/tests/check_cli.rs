@@ -181,7 +181,15 @@ fn two_runs_of_one_server_are_never_worse() {
             .iter()
             .filter_map(|r| r["verdict"].as_str())
             .collect();
-        eprintln!("try {t}: {verdicts:?} caveats {}", v["caveats"]);
+        // What the intervals alone would read where the runs' flags made a row undecided.
+        let would: Vec<&str> = v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|r| r["why"].as_str()?.strip_prefix("would read "))
+            .filter_map(|w| w.split(',').next())
+            .collect();
+        eprintln!("try {t}: {verdicts:?}; intervals alone: {would:?}");
         if v["regression"] == true {
             assert_eq!(out.status.code(), Some(3));
             worse.push(v);
