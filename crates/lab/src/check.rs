@@ -14,8 +14,6 @@ use serde::Serialize;
 use serde_json::Value;
 use store::{ExperimentRow, RunRow, Store, StoreError};
 
-use crate::repeat::Repeated;
-
 /// The percentiles a check compares (those a summary holds).
 pub const CHECK_PERCENTILES: [&str; 5] = ["p50", "p90", "p99", "p99.9", "p99.99"];
 
@@ -140,17 +138,19 @@ impl Sides {
         }
     }
 
-    /// The views of an experiment's point: its repeats combined when there are two or more,
-    /// else the one run's own (`run_summary`).
-    pub fn of_point(r: &Repeated, run_summary: Option<&Value>) -> Sides {
-        if r.repeats >= 2 {
-            let of = |c: &Option<crate::repeat::Combined>, name: &str| match c {
-                Some(c) => Ok(c.intervals_json()),
-                None => Err(format!("{name} view: fewer than two valid repeats")),
+    /// The views of an experiment's point (a `lab::Repeated` as stored, read by field): its
+    /// repeats combined when there are two or more, else the one run's own (`run_summary`).
+    pub fn of_point(r: &Value, run_summary: Option<&Value>) -> Sides {
+        let repeats = r.get("repeats").and_then(Value::as_u64).unwrap_or(0);
+        if repeats >= 2 {
+            let of = |name: &str| match r.get(name).and_then(|c| c.get("summary")) {
+                Some(s) if !s.is_null() => intervals_of_summary(s)
+                    .ok_or_else(|| format!("{name} view: no intervals stored")),
+                _ => Err(format!("{name} view: fewer than two valid repeats")),
             };
             return Sides {
-                user: of(&r.user, "user"),
-                server: of(&r.server, "server"),
+                user: of("user"),
+                server: of("server"),
                 unbounded: None,
             };
         }
@@ -166,6 +166,24 @@ impl Sides {
             }
         }
     }
+}
+
+/// `{"p50": {"value", "lo", "hi"}, …}` in µs from a stored `stats::Summary` (ns).
+fn intervals_of_summary(s: &Value) -> Option<Value> {
+    let mut m = serde_json::Map::new();
+    for q in s.get("quantiles")?.as_array()? {
+        let (Some(key), Some(est)) = (q.get("key").and_then(Value::as_str), q.get("est")) else {
+            continue;
+        };
+        let f = |k: &str| est.get(k).and_then(Value::as_f64).map(|x| x / 1e3);
+        if let (Some(value), Some(lo), Some(hi)) = (f("value"), f("lo"), f("hi")) {
+            m.insert(
+                key.to_string(),
+                serde_json::json!({"value": value, "lo": lo, "hi": hi}),
+            );
+        }
+    }
+    (!m.is_empty()).then_some(Value::Object(m))
 }
 
 /// One row of a check.
@@ -574,11 +592,7 @@ fn points_of(store: &Store, e: &ExperimentRow) -> Result<Vec<(PointKey, Sides)>,
         .as_ref()
         .is_some_and(|s| s.get("points").is_none())
     {
-        if let Some(r) = e
-            .summary
-            .as_ref()
-            .and_then(|s| serde_json::from_value::<Repeated>(s.clone()).ok())
-        {
+        if let Some(r) = e.summary.as_ref().filter(|s| s.get("repeats").is_some()) {
             let key = PointKey {
                 params: BTreeMap::new(),
                 offered_rps: e
@@ -588,14 +602,11 @@ fn points_of(store: &Store, e: &ExperimentRow) -> Result<Vec<(PointKey, Sides)>,
                     .unwrap_or(0.0),
                 load_pct: None,
             };
-            out.push((key, Sides::of_point(&r, None)));
+            out.push((key, Sides::of_point(r, None)));
         }
     }
     for p in points {
-        let Some(r) = p
-            .get("result")
-            .and_then(|r| serde_json::from_value::<Repeated>(r.clone()).ok())
-        else {
+        let Some(r) = p.get("result").filter(|r| r.is_object()) else {
             continue;
         };
         let params: BTreeMap<String, String> = p
@@ -607,11 +618,13 @@ fn points_of(store: &Store, e: &ExperimentRow) -> Result<Vec<(PointKey, Sides)>,
             offered_rps: p.get("offered_rps").and_then(Value::as_f64).unwrap_or(0.0),
             load_pct: p.get("load_pct").and_then(Value::as_f64),
         };
-        let run = match r.run_ids.first().copied().flatten() {
-            Some(id) if r.repeats < 2 => store.get_run(id)?.and_then(|row| row.summary),
+        let repeats = r.get("repeats").and_then(Value::as_u64).unwrap_or(0);
+        let first = r.pointer("/run_ids/0").and_then(Value::as_i64);
+        let run = match first {
+            Some(id) if repeats < 2 => store.get_run(id)?.and_then(|row| row.summary),
             _ => None,
         };
-        out.push((key, Sides::of_point(&r, run.as_ref())));
+        out.push((key, Sides::of_point(r, run.as_ref())));
     }
     Ok(out)
 }
