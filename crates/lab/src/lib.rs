@@ -16,6 +16,7 @@
 
 pub mod agents;
 mod calibrate;
+pub mod check;
 mod colocate;
 pub mod converge;
 mod db;

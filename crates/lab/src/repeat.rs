@@ -266,7 +266,7 @@ pub fn measure_repeated(
     let experiment = db.store.begin_experiment(&store::NewExperiment {
         kind: "repeat".into(),
         started_at: store::now_rfc3339(),
-        config: json!({"repeat": n, "run": plan.config}),
+        config: json!({"repeat": n, "run": plan.config, "label": plan.config.get("label")}),
     })?;
     let mut runs = Vec::new();
     let mut failure = None;

@@ -602,6 +602,7 @@ pub fn sweep(
                 "axes": plan.axes, "loads": plan.loads, "repeat": plan.repeat,
                 "slo": plan.slo, "find_max": plan.find_max, "max_steps": plan.max_steps,
                 "run": plan.template.config,
+                "label": plan.template.config.get("label"),
             }),
         })?,
     };

@@ -42,6 +42,9 @@ pub enum Command {
     Runs(RunsCmd),
     /// A self-contained HTML report (and PNG figures) of stored runs or of an experiment.
     Report(ReportArgs),
+    /// A run or experiment against a stored baseline, per percentile and view: better, worse,
+    /// same or undecided (exit code 3 when any is worse).
+    Check(CheckArgs),
     /// Check the host for the known sources of tail latency; --apply the safe mitigations.
     Doctor(DoctorArgs),
     /// TSC-gap probe of OS and hardware noise (Where Has My Time Gone?).
@@ -440,6 +443,10 @@ pub struct RunArgs {
     /// host drifts between runs.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub repeat: u32,
+    /// A name stored with the run (config `label`), shown by `runs list` and usable as a
+    /// baseline: `tailscope check ID --baseline label:NAME`. Letters, digits and . _ - + / @.
+    #[arg(long, value_name = "NAME")]
+    pub label: Option<String>,
     /// The view the run is judged by: user (intended send → received; valid when the
     /// generator kept its schedule), server (sent → kernel receive; valid when the offered
     /// load was sent), or auto (the user view if valid, else the server view). Exit code 1
@@ -620,6 +627,31 @@ pub enum RunsSub {
 }
 
 #[derive(Args, Debug, Clone)]
+pub struct CheckArgs {
+    /// The candidate: a run id (or an experiment id with --experiment).
+    pub candidate: i64,
+    /// The candidate and the baseline are experiments (sweeps), compared point by point.
+    #[arg(long)]
+    pub experiment: bool,
+    /// The baseline: an id, label:NAME (the latest run or experiment with that --label), or
+    /// latest (the latest earlier one of the same target and configuration).
+    #[arg(long, value_name = "ID|label:NAME|latest")]
+    pub baseline: String,
+    /// How far the ratio candidate ÷ baseline may lie from 1 and still be the same, e.g.
+    /// 10% or 0.1.
+    #[arg(long, default_value = "10%", allow_hyphen_values = true)]
+    pub tolerance: String,
+    /// Compare with a baseline from another host or configuration anyway.
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Print exactly one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug, Clone)]
 pub struct ReportArgs {
     /// Runs to report (ids from `tailscope runs list`).
     #[arg(required_unless_present = "experiment", conflicts_with = "experiment")]
@@ -774,6 +806,10 @@ pub struct SweepArgs {
     /// Skip the short host-noise probe made before the sweep.
     #[arg(long)]
     pub no_noise_probe: bool,
+    /// A name stored with the experiment and its runs (config `label`), shown by `runs list` and usable as a
+    /// baseline: `tailscope check ID --baseline label:NAME`. Letters, digits and . _ - + / @.
+    #[arg(long, value_name = "NAME")]
+    pub label: Option<String>,
     /// Search the highest offered load meeting the SLO (bracket, then bisect to 2 %), and the
     /// highest rate with achieved >= 99 % of offered and no timeouts.
     #[arg(long)]

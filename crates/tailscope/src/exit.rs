@@ -1,14 +1,19 @@
-//! Mapping of errors to exit codes: 2 for bad usage or input, 1 for everything else.
+//! Mapping of errors to exit codes: 2 for bad usage or input, 1 for everything else; and the
+//! one documented code for "measured fine, but what it found fails a criterion".
 //!
 //! The exit codes of tailscope: 0 success; 1 the measurement itself failed or no view asked
-//! for was valid; 2 bad usage or input (nothing run, nothing written); 3 measured fine but
-//! the SLO is violated (or undecided under `--slo-undecided fail`).
+//! for was valid; 2 bad usage or input (nothing run, nothing written); 3 measured fine but the
+//! SLO is violated (or undecided under `--slo-undecided fail`), or `check` found a regression.
 
 use std::fmt;
 
-/// Exit code: measured fine, the SLO (`--slo`) violated — or undecided with
+/// Exit code 3: measured fine, the SLO (`--slo`) violated — or undecided with
 /// `--slo-undecided fail`.
 pub const SLO_VIOLATED: i32 = 3;
+
+/// Exit code 3 too: a `check` row reads `worse` than its baseline (a regression). One code
+/// for "measured fine, but it fails a criterion", distinct from 1 and 2.
+pub const REGRESSION: i32 = SLO_VIOLATED;
 
 /// An error in what the user asked for (arguments, input files). Exit code 2.
 #[derive(Debug)]

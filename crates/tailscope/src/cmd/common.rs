@@ -73,3 +73,16 @@ pub fn open_existing_store(a: &DbArgs) -> anyhow::Result<(PathBuf, Option<store:
         .map_err(|e| usage(format!("cannot open results store {}: {e}", p.display())))?;
     Ok((p, st))
 }
+
+/// `--label NAME`: 1 to 64 letters, digits or `. _ - + / @` (a name scripts can pass around,
+/// and that `check --baseline label:NAME` finds).
+pub fn check_label(label: Option<&str>) -> anyhow::Result<()> {
+    let Some(l) = label else { return Ok(()) };
+    let ok = |c: char| c.is_ascii_alphanumeric() || "._-+/@".contains(c);
+    if l.is_empty() || l.len() > 64 || !l.chars().all(ok) {
+        return Err(usage(format!(
+            "--label must be 1 to 64 letters, digits or . _ - + / @, got '{l}'"
+        )));
+    }
+    Ok(())
+}

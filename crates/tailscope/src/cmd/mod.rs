@@ -3,6 +3,7 @@
 mod agent;
 mod bursty;
 mod calibrate;
+mod check;
 mod colocate;
 mod common;
 mod compare;
@@ -43,6 +44,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Colocate(a) => colocate::run(&a),
         Command::Runs(c) => runs::run(&c),
         Command::Report(a) => report::run(&a),
+        Command::Check(a) => check::run(&a),
         Command::Doctor(a) => doctor::run(&a),
         Command::Noise(a) => noise::run(&a),
         Command::Stress(a) => stress::run(&a),

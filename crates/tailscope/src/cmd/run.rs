@@ -262,6 +262,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
             a.repeat
         )));
     }
+    super::common::check_label(a.label.as_deref())?;
     let db = db_path(&a.db)?;
     let known = known_service(a, &db)?;
     if matches!(rate, Rate::OfCapacity(_)) && known.is_none() && !tplan.owns_server() {
@@ -537,6 +538,7 @@ fn plan_ready(
             "ideal": ideal, "server": ready.server_json(), "alpha": la.alpha,
             "workload": format!("{:?}", ready.workload), "churn": ready.churn,
             "stages": a.stages, "view": view, "host_noise": host_noise,
+            "label": a.label,
         }),
         experiment: None,
         stages: check_stages(a)?,

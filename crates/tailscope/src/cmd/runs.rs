@@ -73,6 +73,7 @@ fn list(db: &DbArgs, json: bool, experiment: Option<i64>) -> anyhow::Result<i32>
                     "id": r.id, "kind": r.kind, "status": r.status, "target": r.target,
                     "started_at": r.started_at, "finished_at": r.finished_at, "requests": r.requests,
                     "p99_us": r.summary.as_ref().and_then(|s| s.pointer("/measured/p99")).cloned(),
+                    "label": r.config.get("label").and_then(|l| l.as_str()),
                 })
             })
             .collect();
@@ -80,12 +81,13 @@ fn list(db: &DbArgs, json: bool, experiment: Option<i64>) -> anyhow::Result<i32>
         return Ok(0);
     }
     outln!(
-        "{:>5}  {:<10} {:<12} {:<22} {:>10}  target",
+        "{:>5}  {:<10} {:<12} {:<22} {:>10}  {:<16} target",
         "id",
         "kind",
         "status",
         "started",
-        "p99"
+        "p99",
+        "label"
     )?;
     for r in runs {
         let p99 = r
@@ -95,13 +97,19 @@ fn list(db: &DbArgs, json: bool, experiment: Option<i64>) -> anyhow::Result<i32>
             .and_then(|v| v.as_f64())
             .map(|v| format!("{v:.1} µs"))
             .unwrap_or_default();
+        let label = r
+            .config
+            .get("label")
+            .and_then(|l| l.as_str())
+            .unwrap_or("-");
         outln!(
-            "{:>5}  {:<10} {:<12} {:<22} {:>10}  {}",
+            "{:>5}  {:<10} {:<12} {:<22} {:>10}  {:<16} {}",
             r.id,
             r.kind,
             r.status,
             r.started_at,
             p99,
+            label,
             r.target
         )?;
     }

@@ -177,6 +177,7 @@ pub fn args_after(word: &str) -> Vec<String> {
 /// The validated plan of a sweep's arguments (a URL target).
 pub fn sweep_plan(a: &SweepArgs) -> anyhow::Result<SweepPlan> {
     let (server_cpus, spec) = super::target::side_spec(&a.target, &a.side, nullrpc(&a.load))?;
+    super::common::check_label(a.label.as_deref())?;
     let p = plan(&a.load)?;
     let loads = match &a.loads {
         Some(l) => parse_loads(l)?,
@@ -222,7 +223,7 @@ pub fn sweep_plan(a: &SweepArgs) -> anyhow::Result<SweepPlan> {
                 "requests": la.requests, "warmup": la.warmup, "connections": la.connections,
                 "threads": la.threads, "cpus": p.cpus, "max_outstanding": la.max_outstanding,
                 "timeout": la.timeout, "seed": la.seed, "service": a.side.service,
-                "slo": a.slo, "slo_view": view,
+                "slo": a.slo, "slo_view": view, "label": a.label,
             }),
         },
         loads,

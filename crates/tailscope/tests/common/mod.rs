@@ -89,9 +89,15 @@ impl Drop for Served {
 
 /// Starts `tailscope serve --listen 127.0.0.1:0 ARGS` and waits for its bound address.
 pub fn serve(args: &[&str]) -> Served {
+    serve_at("127.0.0.1:0", args)
+}
+
+/// Starts `tailscope serve --listen LISTEN ARGS` (a loopback address; port 0 for any) and
+/// waits for its bound address.
+pub fn serve_at(listen: &str, args: &[&str]) -> Served {
     let mut child = bin()
         .arg("serve")
-        .args(["--listen", "127.0.0.1:0"])
+        .args(["--listen", listen])
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

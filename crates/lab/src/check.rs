@@ -1,0 +1,882 @@
+//! `check`: a stored run or experiment (the candidate) against a stored baseline, per
+//! percentile, per view and, for experiments, per load point. Each row reads the ratio
+//! candidate ÷ baseline with a conservative interval made from the two stored intervals,
+//! `[c.lo / b.hi, c.hi / b.lo]`, against a tolerance: `worse` when the whole interval lies
+//! above 1 + tol, `better` when it lies below 1 / (1 + tol), `same` when it lies within
+//! [1 / (1 + tol), 1 + tol], `undecided` otherwise. Only views valid in both are compared.
+//!
+//! A baseline from another host or another configuration is refused unless forced: the
+//! differences are listed ([`host_differences`], [`config_differences`]).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+use store::{ExperimentRow, RunRow, Store, StoreError};
+
+/// The percentiles a check compares (those a summary holds).
+pub const CHECK_PERCENTILES: [&str; 5] = ["p50", "p90", "p99", "p99.9", "p99.99"];
+
+/// The host facts that must agree for two runs to be compared.
+pub const HOST_KEYS: [&str; 5] = ["hostname", "kernel", "cpu_model", "arch", "cpus_online"];
+
+/// Configuration keys that do not change what is measured (names, seeds, judgements, the
+/// ideal and the probes beside the run); every other key must agree.
+pub const IGNORED_CONFIG_KEYS: [&str; 15] = [
+    "label",
+    "seed",
+    "host_noise",
+    "ideal",
+    "slo",
+    "slo_view",
+    "slos",
+    "view",
+    "find_max",
+    "max_steps",
+    "percentiles",
+    "pids",
+    "address",
+    "role",
+    "stages",
+];
+
+/// A check's verdict for one row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CheckVerdict {
+    Better,
+    Worse,
+    Same,
+    Undecided,
+}
+
+impl std::fmt::Display for CheckVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CheckVerdict::Better => "better",
+            CheckVerdict::Worse => "worse",
+            CheckVerdict::Same => "same",
+            CheckVerdict::Undecided => "undecided",
+        })
+    }
+}
+
+/// A value with its interval.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Interval {
+    pub value: f64,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+/// The verdict of a ratio interval `[lo, hi]` against tolerance `tol` (0.1 for 10 %).
+pub fn verdict_of(lo: f64, hi: f64, tol: f64) -> CheckVerdict {
+    let up = 1.0 + tol;
+    let down = 1.0 / up;
+    if lo > up {
+        CheckVerdict::Worse
+    } else if hi < down {
+        CheckVerdict::Better
+    } else if lo >= down && hi <= up {
+        CheckVerdict::Same
+    } else {
+        CheckVerdict::Undecided
+    }
+}
+
+/// The ratio candidate ÷ baseline with its conservative interval; None when the baseline's
+/// interval reaches zero or a bound is not finite.
+pub fn ratio_of(c: Interval, b: Interval) -> Option<Interval> {
+    if !(b.lo > 0.0 && b.value > 0.0 && b.hi > 0.0) {
+        return None;
+    }
+    let r = Interval {
+        value: c.value / b.value,
+        lo: c.lo / b.hi,
+        hi: c.hi / b.lo,
+    };
+    (r.value.is_finite() && r.lo.is_finite() && r.hi.is_finite()).then_some(r)
+}
+
+/// The two views of one side (a run, or a point of an experiment): each its intervals per
+/// percentile (µs, the shape of a run's `measured_ci`), or why it cannot be compared.
+#[derive(Clone, Debug)]
+pub struct Sides {
+    pub user: Result<Value, String>,
+    pub server: Result<Value, String>,
+    /// Why this side's intervals cannot bound another run (a single run on a noisy host or
+    /// with a tail that moved, in its own words): its verdicts are then `undecided`, for the
+    /// difference between two such runs can exceed both intervals without any regression.
+    pub unbounded: Option<String>,
+}
+
+impl Sides {
+    /// The views of a stored run's summary (`lab::Run::to_json`).
+    pub fn of_run(summary: &Value) -> Sides {
+        let status = summary.get("status").and_then(Value::as_str).unwrap_or("");
+        let view = |name: &str, ci: Option<&Value>| -> Result<Value, String> {
+            if status == "failed" || status.is_empty() {
+                return Err(format!("the run's status is '{status}'"));
+            }
+            let v = summary.pointer(&format!("/views/{name}"));
+            match v {
+                None | Some(Value::Null) => Err(format!("no {name} view")),
+                Some(v) if v.get("valid").and_then(Value::as_bool) != Some(true) => {
+                    let why = v.get("why").and_then(Value::as_str).unwrap_or("not valid");
+                    Err(format!("{name} view invalid: {why}"))
+                }
+                Some(_) => match ci {
+                    Some(c) if c.is_object() => Ok(c.clone()),
+                    _ => Err(format!("no {name} intervals stored")),
+                },
+            }
+        };
+        Sides {
+            user: view("user", summary.get("measured_ci")),
+            server: view("server", summary.pointer("/server_view/measured_ci")),
+            unbounded: unbounded_of(summary),
+        }
+    }
+
+    /// The views of an experiment's point (a `lab::Repeated` as stored, read by field): its
+    /// repeats combined when there are two or more, else the one run's own (`run_summary`).
+    pub fn of_point(r: &Value, run_summary: Option<&Value>) -> Sides {
+        let repeats = r.get("repeats").and_then(Value::as_u64).unwrap_or(0);
+        if repeats >= 2 {
+            let of = |name: &str| match r.get(name).and_then(|c| c.get("summary")) {
+                Some(s) if !s.is_null() => intervals_of_summary(s)
+                    .ok_or_else(|| format!("{name} view: no intervals stored")),
+                _ => Err(format!("{name} view: fewer than two valid repeats")),
+            };
+            return Sides {
+                user: of("user"),
+                server: of("server"),
+                unbounded: None,
+            };
+        }
+        match run_summary {
+            Some(s) => Sides::of_run(s),
+            None => {
+                let why = "the point's run is not stored".to_string();
+                Sides {
+                    user: Err(why.clone()),
+                    server: Err(why),
+                    unbounded: None,
+                }
+            }
+        }
+    }
+}
+
+/// `{"p50": {"value", "lo", "hi"}, …}` in µs from a stored `stats::Summary` (ns).
+fn intervals_of_summary(s: &Value) -> Option<Value> {
+    let mut m = serde_json::Map::new();
+    for q in s.get("quantiles")?.as_array()? {
+        let (Some(key), Some(est)) = (q.get("key").and_then(Value::as_str), q.get("est")) else {
+            continue;
+        };
+        let f = |k: &str| est.get(k).and_then(Value::as_f64).map(|x| x / 1e3);
+        if let (Some(value), Some(lo), Some(hi)) = (f("value"), f("lo"), f("hi")) {
+            m.insert(
+                key.to_string(),
+                serde_json::json!({"value": value, "lo": lo, "hi": hi}),
+            );
+        }
+    }
+    (!m.is_empty()).then_some(Value::Object(m))
+}
+
+/// One row of a check.
+#[derive(Clone, Debug, Serialize)]
+pub struct CheckRow {
+    /// The load point (experiments only): its params, offered load and % of capacity.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub point: Option<PointKey>,
+    /// "user" or "server".
+    pub view: String,
+    pub percentile: String,
+    pub baseline_us: Option<Interval>,
+    pub candidate_us: Option<Interval>,
+    /// Candidate ÷ baseline, its interval conservative from the two intervals.
+    pub ratio: Option<Interval>,
+    pub verdict: CheckVerdict,
+    /// Why a row is undecided without a ratio (a view invalid, a percentile missing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+/// Where a point of an experiment lies: matched between candidate and baseline.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PointKey {
+    pub params: BTreeMap<String, String>,
+    pub offered_rps: f64,
+    pub load_pct: Option<f64>,
+}
+
+impl PointKey {
+    /// The same point: the same params and the same load (by % of capacity when both have
+    /// one, else by offered rate, within 0.5 %).
+    pub fn matches(&self, o: &PointKey) -> bool {
+        let close = |a: f64, b: f64| (a - b).abs() <= 0.005 * a.abs().max(b.abs()).max(1e-9);
+        self.params == o.params
+            && match (self.load_pct, o.load_pct) {
+                (Some(a), Some(b)) => close(a, b),
+                _ => close(self.offered_rps, o.offered_rps),
+            }
+    }
+
+    /// "conns=4 · 4000 req/s (60 %)".
+    pub fn label(&self) -> String {
+        let mut s: String = self
+            .params
+            .iter()
+            .map(|(k, v)| format!("{k}={v} · "))
+            .collect();
+        s.push_str(&format!("{:.0} req/s", self.offered_rps));
+        if let Some(p) = self.load_pct {
+            s.push_str(&format!(" ({p:.0} %)"));
+        }
+        s
+    }
+}
+
+fn interval(ci: &Value, key: &str) -> Option<Interval> {
+    let e = ci.get(key)?;
+    let f = |k: &str| e.get(k).and_then(Value::as_f64);
+    Some(Interval {
+        value: f("value")?,
+        lo: f("lo")?,
+        hi: f("hi")?,
+    })
+}
+
+/// The rows of one pair of sides: per view, per percentile.
+pub fn compare_sides(
+    point: Option<&PointKey>,
+    candidate: &Sides,
+    baseline: &Sides,
+    tol: f64,
+) -> Vec<CheckRow> {
+    let mut rows = Vec::new();
+    for (view, c, b) in [
+        ("user", &candidate.user, &baseline.user),
+        ("server", &candidate.server, &baseline.server),
+    ] {
+        for p in CHECK_PERCENTILES {
+            let (cv, bv) = (
+                c.as_ref().ok().and_then(|ci| interval(ci, p)),
+                b.as_ref().ok().and_then(|ci| interval(ci, p)),
+            );
+            let why = match (c, b) {
+                (Err(e), _) => Some(format!("candidate: {e}")),
+                (_, Err(e)) => Some(format!("baseline: {e}")),
+                _ => None,
+            };
+            // A percentile neither side stored (p99.99 of a short run) is not a row.
+            if why.is_none() && cv.is_none() && bv.is_none() {
+                continue;
+            }
+            let ratio = match (cv, bv, &why) {
+                (Some(cv), Some(bv), None) => ratio_of(cv, bv),
+                _ => None,
+            };
+            let why = why.or_else(|| match (cv, bv, ratio) {
+                (None, _, _) => Some(format!("candidate has no {p} interval")),
+                (_, None, _) => Some(format!("baseline has no {p} interval")),
+                (_, _, None) => Some("the baseline's interval reaches zero".into()),
+                _ => None,
+            });
+            let mut verdict = match ratio {
+                Some(r) => verdict_of(r.lo, r.hi, tol),
+                None => CheckVerdict::Undecided,
+            };
+            let mut why = why;
+            let unbounded = [("candidate", candidate), ("baseline", baseline)]
+                .into_iter()
+                .find_map(|(who, s)| s.unbounded.as_ref().map(|u| (who, u)));
+            if let (
+                Some((who, u)),
+                CheckVerdict::Better | CheckVerdict::Worse | CheckVerdict::Same,
+            ) = (unbounded, verdict)
+            {
+                why = Some(format!(
+                    "would read {verdict}, but the {who}'s intervals do not bound another run ({u}); \
+                     repeat the runs (--repeat 3) and check the experiments"
+                ));
+                verdict = CheckVerdict::Undecided;
+            }
+            rows.push(CheckRow {
+                point: point.cloned(),
+                view: view.into(),
+                percentile: p.into(),
+                baseline_us: bv,
+                candidate_us: cv,
+                ratio,
+                verdict,
+                why,
+            });
+        }
+    }
+    rows
+}
+
+/// A check's result.
+#[derive(Clone, Debug, Serialize)]
+pub struct Check {
+    /// "run" or "experiment".
+    pub kind: String,
+    pub candidate: i64,
+    pub baseline: i64,
+    /// As a fraction (0.1 for 10 %).
+    pub tolerance: f64,
+    /// What differs between the two (host facts, configuration): empty unless forced.
+    pub differences: Vec<String>,
+    pub rows: Vec<CheckRow>,
+    /// Rows per verdict.
+    pub counts: BTreeMap<String, usize>,
+    /// True when any row is `worse`.
+    pub regression: bool,
+    /// What a side says of its own intervals when they cannot bound another run (a noisy
+    /// host, a tail not steady): single runs compared on such a host can differ by more than
+    /// their intervals; repeat them (`run --repeat`, `sweep --repeat`) and check the
+    /// experiments.
+    pub caveats: Vec<String>,
+}
+
+impl Check {
+    fn new(
+        kind: &str,
+        candidate: i64,
+        baseline: i64,
+        tol: f64,
+        differences: Vec<String>,
+        rows: Vec<CheckRow>,
+    ) -> Check {
+        let mut counts = BTreeMap::new();
+        for v in ["better", "worse", "same", "undecided"] {
+            counts.insert(v.to_string(), 0);
+        }
+        for r in &rows {
+            *counts.entry(r.verdict.to_string()).or_insert(0) += 1;
+        }
+        Check {
+            kind: kind.into(),
+            candidate,
+            baseline,
+            tolerance: tol,
+            differences,
+            regression: rows.iter().any(|r| r.verdict == CheckVerdict::Worse),
+            rows,
+            counts,
+            caveats: Vec::new(),
+        }
+    }
+}
+
+/// The host facts that differ: "kernel: 6.1.0 ≠ 6.8.0".
+pub fn host_differences(candidate: &Value, baseline: &Value) -> Vec<String> {
+    HOST_KEYS
+        .iter()
+        .filter_map(|k| {
+            let (c, b) = (
+                candidate.get(*k).unwrap_or(&Value::Null),
+                baseline.get(*k).unwrap_or(&Value::Null),
+            );
+            (c != b).then(|| format!("host {k}: {b} (baseline) vs {c} (candidate)"))
+        })
+        .collect()
+}
+
+fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, Value>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                if IGNORED_CONFIG_KEYS.contains(&k.as_str()) {
+                    continue;
+                }
+                let p = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&p, x, out);
+            }
+        }
+        _ => {
+            out.insert(prefix.to_string(), v.clone());
+        }
+    }
+}
+
+/// The configuration keys (dotted paths) whose values differ, outside
+/// [`IGNORED_CONFIG_KEYS`]: "rate_rps: 4000 (baseline) vs 2000 (candidate)".
+pub fn config_differences(candidate: &Value, baseline: &Value) -> Vec<String> {
+    let (mut c, mut b) = (BTreeMap::new(), BTreeMap::new());
+    flatten("", candidate, &mut c);
+    flatten("", baseline, &mut b);
+    let keys: std::collections::BTreeSet<&String> = c.keys().chain(b.keys()).collect();
+    keys.into_iter()
+        .filter_map(|k| {
+            let (cv, bv) = (
+                c.get(k).unwrap_or(&Value::Null),
+                b.get(k).unwrap_or(&Value::Null),
+            );
+            (cv != bv).then(|| format!("{k}: {bv} (baseline) vs {cv} (candidate)"))
+        })
+        .collect()
+}
+
+/// What a check is asked to compare.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BaselineRef {
+    Id(i64),
+    Label(String),
+    /// The latest earlier run (experiment) of the same target and configuration.
+    Latest,
+}
+
+/// Why a check cannot be made.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    #[error("no {0} with id {1}")]
+    NotFound(&'static str, i64),
+    #[error("no {0} labelled '{1}'")]
+    NoLabel(&'static str, String),
+    #[error("no earlier {0} of the same target and configuration as {0} {1}")]
+    NoLatest(&'static str, i64),
+    #[error("the baseline cannot be the candidate itself ({0} {1})")]
+    SameAsCandidate(&'static str, i64),
+    #[error("{0} {1} has no stored result (status '{2}')")]
+    Unfinished(&'static str, i64, String),
+    #[error("baseline {kind} {id} differs from the candidate (use --force to compare anyway): {}", .differences.join("; "))]
+    Differs {
+        kind: &'static str,
+        id: i64,
+        differences: Vec<String>,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl CheckError {
+    /// True for what the user asked wrong (exit 2), false for the store failing.
+    pub fn is_usage(&self) -> bool {
+        !matches!(self, CheckError::Store(_))
+    }
+}
+
+fn label_of(config: &Value) -> Option<&str> {
+    config
+        .get("label")
+        .or_else(|| config.pointer("/run/label"))
+        .and_then(Value::as_str)
+}
+
+/// The differences that refuse a baseline: host facts and configuration.
+fn differences(c_host: &Value, b_host: &Value, c_cfg: &Value, b_cfg: &Value) -> Vec<String> {
+    let mut d = host_differences(c_host, b_host);
+    d.extend(config_differences(c_cfg, b_cfg));
+    d
+}
+
+/// Checks run `candidate` against the baseline `baseline` names, in the read-only `store`.
+/// Err(CheckError::Differs) when host or configuration differ and `force` is not set.
+pub fn check_runs(
+    store: &Store,
+    candidate: i64,
+    baseline: &BaselineRef,
+    tol: f64,
+    force: bool,
+) -> Result<(Check, RunRow), CheckError> {
+    let c = store
+        .get_run(candidate)?
+        .ok_or(CheckError::NotFound("run", candidate))?;
+    let b = match baseline {
+        BaselineRef::Id(id) => store
+            .get_run(*id)?
+            .ok_or(CheckError::NotFound("run", *id))?,
+        BaselineRef::Label(l) => store
+            .list_runs()?
+            .into_iter()
+            .filter(|r| r.id != c.id && label_of(&r.config) == Some(l.as_str()))
+            .max_by_key(|r| r.id)
+            .ok_or_else(|| CheckError::NoLabel("run", l.clone()))?,
+        BaselineRef::Latest => store
+            .list_runs()?
+            .into_iter()
+            .filter(|r| {
+                r.id < c.id
+                    && r.kind == c.kind
+                    && r.target == c.target
+                    && r.summary.is_some()
+                    && differences(&c.host, &r.host, &c.config, &r.config).is_empty()
+            })
+            .max_by_key(|r| r.id)
+            .ok_or(CheckError::NoLatest("run", c.id))?,
+    };
+    if b.id == c.id {
+        return Err(CheckError::SameAsCandidate("run", c.id));
+    }
+    let Some(bs) = &b.summary else {
+        return Err(CheckError::Unfinished("run", b.id, b.status.clone()));
+    };
+    let diffs = differences(&c.host, &b.host, &c.config, &b.config);
+    if !diffs.is_empty() && !force {
+        return Err(CheckError::Differs {
+            kind: "run",
+            id: b.id,
+            differences: diffs,
+        });
+    }
+    let cs = c.summary.clone().unwrap_or(Value::Null);
+    let rows = compare_sides(None, &Sides::of_run(&cs), &Sides::of_run(bs), tol);
+    let mut check = Check::new("run", c.id, b.id, tol, diffs, rows);
+    for (who, s) in [("candidate", &cs), ("baseline", bs)] {
+        check.caveats.extend(caveats_of(who, s));
+    }
+    Ok((check, c))
+}
+
+/// The reasons a single run gives for its intervals not bounding a repeat, except the user
+/// view's own (its stalls make that view invalid, and invalid views are not compared).
+fn unbounded_of(summary: &Value) -> Option<String> {
+    let flags: Vec<&str> = summary
+        .pointer("/reproducibility/flags")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let flags: Vec<&str> = flags
+        .into_iter()
+        .filter(|f| !f.starts_with("user view"))
+        .collect();
+    (!flags.is_empty()).then(|| flags.join("; "))
+}
+
+/// A run's own word that its intervals do not bound a repeat, with its reasons.
+pub fn caveats_of(who: &str, summary: &Value) -> Vec<String> {
+    let r = summary.get("reproducibility");
+    if r.and_then(|r| r.get("single_run_bounds_repeats"))
+        .and_then(Value::as_bool)
+        != Some(false)
+    {
+        return Vec::new();
+    }
+    let flags: Vec<&str> = r
+        .and_then(|r| r.get("flags"))
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    vec![format!(
+        "{who}'s intervals do not bound a repeat ({})",
+        if flags.is_empty() {
+            "no reason stored".to_string()
+        } else {
+            flags.join("; ")
+        }
+    )]
+}
+
+/// One experiment's points, read back: key, combined result, and the summary of the point's
+/// single run (for a point of one repeat).
+fn points_of(store: &Store, e: &ExperimentRow) -> Result<Vec<(PointKey, Sides)>, CheckError> {
+    let points = e
+        .summary
+        .as_ref()
+        .and_then(|s| s.get("points"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    // A `run --repeat N` experiment keeps its one point's combined result as its summary.
+    if e.summary
+        .as_ref()
+        .is_some_and(|s| s.get("points").is_none())
+    {
+        if let Some(r) = e.summary.as_ref().filter(|s| s.get("repeats").is_some()) {
+            let key = PointKey {
+                params: BTreeMap::new(),
+                offered_rps: e
+                    .config
+                    .pointer("/run/rate_rps")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(0.0),
+                load_pct: None,
+            };
+            out.push((key, Sides::of_point(r, None)));
+        }
+    }
+    for p in points {
+        let Some(r) = p.get("result").filter(|r| r.is_object()) else {
+            continue;
+        };
+        let params: BTreeMap<String, String> = p
+            .get("params")
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_default();
+        let key = PointKey {
+            params,
+            offered_rps: p.get("offered_rps").and_then(Value::as_f64).unwrap_or(0.0),
+            load_pct: p.get("load_pct").and_then(Value::as_f64),
+        };
+        let repeats = r.get("repeats").and_then(Value::as_u64).unwrap_or(0);
+        let first = r.pointer("/run_ids/0").and_then(Value::as_i64);
+        let run = match first {
+            Some(id) if repeats < 2 => store.get_run(id)?.and_then(|row| row.summary),
+            _ => None,
+        };
+        out.push((key, Sides::of_point(r, run.as_ref())));
+    }
+    Ok(out)
+}
+
+/// The host facts of an experiment: its first run's.
+fn host_of(store: &Store, e: i64) -> Result<Value, CheckError> {
+    Ok(store
+        .experiment_runs(e)?
+        .first()
+        .map(|r| r.host.clone())
+        .unwrap_or(Value::Null))
+}
+
+/// Checks experiment `candidate` against a baseline experiment, point by point (matched by
+/// params and load). A candidate point with no baseline point is undecided.
+pub fn check_experiments(
+    store: &Store,
+    candidate: i64,
+    baseline: &BaselineRef,
+    tol: f64,
+    force: bool,
+) -> Result<(Check, ExperimentRow), CheckError> {
+    let c = store
+        .get_experiment(candidate)?
+        .ok_or(CheckError::NotFound("experiment", candidate))?;
+    let c_host = host_of(store, c.id)?;
+    let b = match baseline {
+        BaselineRef::Id(id) => store
+            .get_experiment(*id)?
+            .ok_or(CheckError::NotFound("experiment", *id))?,
+        BaselineRef::Label(l) => store
+            .list_experiments()?
+            .into_iter()
+            .filter(|e| e.id != c.id && label_of(&e.config) == Some(l.as_str()))
+            .max_by_key(|e| e.id)
+            .ok_or_else(|| CheckError::NoLabel("experiment", l.clone()))?,
+        BaselineRef::Latest => {
+            let mut found = None;
+            let mut all = store.list_experiments()?;
+            all.sort_by_key(|e| std::cmp::Reverse(e.id));
+            for e in all {
+                if e.id < c.id
+                    && e.kind == c.kind
+                    && e.summary.is_some()
+                    && differences(&c_host, &host_of(store, e.id)?, &c.config, &e.config).is_empty()
+                {
+                    found = Some(e);
+                    break;
+                }
+            }
+            found.ok_or(CheckError::NoLatest("experiment", c.id))?
+        }
+    };
+    if b.id == c.id {
+        return Err(CheckError::SameAsCandidate("experiment", c.id));
+    }
+    if b.summary.is_none() {
+        return Err(CheckError::Unfinished("experiment", b.id, b.status.clone()));
+    }
+    let diffs = differences(&c_host, &host_of(store, b.id)?, &c.config, &b.config);
+    if !diffs.is_empty() && !force {
+        return Err(CheckError::Differs {
+            kind: "experiment",
+            id: b.id,
+            differences: diffs,
+        });
+    }
+    let base = points_of(store, &b)?;
+    let mut rows = Vec::new();
+    for (key, sides) in points_of(store, &c)? {
+        match base.iter().find(|(k, _)| k.matches(&key)) {
+            Some((_, bs)) => rows.extend(compare_sides(Some(&key), &sides, bs, tol)),
+            None => {
+                let none = Sides {
+                    user: Err("no baseline point at this load".into()),
+                    server: Err("no baseline point at this load".into()),
+                    unbounded: None,
+                };
+                rows.extend(compare_sides(Some(&key), &sides, &none, tol));
+            }
+        }
+    }
+    Ok((Check::new("experiment", c.id, b.id, tol, diffs, rows), c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn iv(value: f64, lo: f64, hi: f64) -> Interval {
+        Interval { value, lo, hi }
+    }
+
+    #[test]
+    fn the_verdict_reads_the_whole_ratio_interval_against_the_tolerance() {
+        let tol = 0.1;
+        // 80 vs 50 µs, tight intervals: worse.
+        let r = ratio_of(iv(80.0, 78.0, 82.0), iv(50.0, 49.0, 51.0)).unwrap();
+        assert!((r.lo - 78.0 / 51.0).abs() < 1e-12 && (r.hi - 82.0 / 49.0).abs() < 1e-12);
+        assert_eq!(verdict_of(r.lo, r.hi, tol), CheckVerdict::Worse);
+        // The reverse: better.
+        let r = ratio_of(iv(50.0, 49.0, 51.0), iv(80.0, 78.0, 82.0)).unwrap();
+        assert_eq!(verdict_of(r.lo, r.hi, tol), CheckVerdict::Better);
+        // Same within 10 %.
+        let r = ratio_of(iv(50.0, 49.0, 51.0), iv(50.5, 49.5, 51.5)).unwrap();
+        assert_eq!(verdict_of(r.lo, r.hi, tol), CheckVerdict::Same);
+        // A wide interval straddling 1 + tol: undecided.
+        let r = ratio_of(iv(52.0, 40.0, 70.0), iv(50.0, 49.0, 51.0)).unwrap();
+        assert_eq!(verdict_of(r.lo, r.hi, tol), CheckVerdict::Undecided);
+        // Edges: lo exactly 1 + tol is not worse.
+        assert_eq!(verdict_of(1.1, 1.2, 0.1), CheckVerdict::Undecided);
+        assert_eq!(verdict_of(1.0 / 1.1, 1.1, 0.1), CheckVerdict::Same);
+        // A baseline interval reaching zero has no ratio.
+        assert_eq!(ratio_of(iv(1.0, 1.0, 1.0), iv(1.0, 0.0, 2.0)), None);
+    }
+
+    fn summary(p50: f64, user_valid: bool) -> Value {
+        json!({
+            "status": "ok",
+            "views": {"user": {"valid": user_valid, "why": "generator late"},
+                      "server": {"valid": true, "why": ""}},
+            "measured_ci": {"p50": {"value": p50, "lo": p50 * 0.98, "hi": p50 * 1.02}},
+            "server_view": {"measured_ci": {"p50": {"value": p50, "lo": p50 * 0.98, "hi": p50 * 1.02}}},
+        })
+    }
+
+    #[test]
+    fn an_invalid_view_is_undecided_with_why_and_the_valid_one_is_compared() {
+        let rows = compare_sides(
+            None,
+            &Sides::of_run(&summary(80.0, false)),
+            &Sides::of_run(&summary(50.0, true)),
+            0.1,
+        );
+        let user: Vec<_> = rows.iter().filter(|r| r.view == "user").collect();
+        let server: Vec<_> = rows.iter().filter(|r| r.view == "server").collect();
+        assert!(!user.is_empty() && !server.is_empty());
+        for r in user {
+            assert_eq!(r.verdict, CheckVerdict::Undecided);
+            let why = r.why.as_deref().unwrap_or("");
+            assert!(why.contains("generator late"), "{why}");
+        }
+        assert_eq!(server.len(), 1, "only p50 is stored");
+        assert_eq!(server[0].verdict, CheckVerdict::Worse);
+        // A failed candidate has no view to compare.
+        let failed = Sides::of_run(&json!({"status": "failed"}));
+        assert!(failed.user.is_err() && failed.server.is_err());
+    }
+
+    #[test]
+    fn a_run_whose_intervals_do_not_bound_a_repeat_leaves_its_rows_undecided() {
+        let mut noisy = summary(50.0, true);
+        noisy["reproducibility"] = json!({"single_run_bounds_repeats": false,
+            "flags": ["host noisy: 60 % of time lost", "user view counts the generator's stalls"]});
+        let c = Sides::of_run(&summary(80.0, true));
+        let rows = compare_sides(None, &c, &Sides::of_run(&noisy), 0.1);
+        assert_eq!(rows.len(), 2);
+        for r in &rows {
+            assert_eq!(r.verdict, CheckVerdict::Undecided);
+            let why = r.why.as_deref().unwrap_or("");
+            assert!(
+                why.contains("would read worse") && why.contains("host noisy"),
+                "{why}"
+            );
+            assert!(!why.contains("user view counts"), "{why}");
+        }
+        // The user view's own flag alone does not: that view is judged by its validity.
+        let mut stalled = summary(50.0, true);
+        stalled["reproducibility"] = json!({"single_run_bounds_repeats": false,
+            "flags": ["user view counts the generator's stalls"]});
+        let rows = compare_sides(None, &c, &Sides::of_run(&stalled), 0.1);
+        assert!(rows.iter().all(|r| r.verdict == CheckVerdict::Worse));
+    }
+
+    #[test]
+    fn differences_list_host_and_configuration_keys_but_not_names_or_seeds() {
+        let a = json!({"target": "nullrpc://h:1", "rate_rps": 4000.0, "seed": 1, "label": "a",
+                       "run": {"connections": 4, "seed": 3}});
+        let b = json!({"target": "nullrpc://h:1", "rate_rps": 2000.0, "seed": 2, "label": "b",
+                       "run": {"connections": 8, "seed": 4}});
+        let d = config_differences(&a, &b);
+        assert_eq!(d.len(), 2, "{d:?}");
+        assert!(d[0].starts_with("rate_rps: 2000.0 (baseline) vs 4000.0 (candidate)"));
+        assert!(d[1].starts_with("run.connections"));
+        assert!(config_differences(&a, &a).is_empty());
+        let h1 = json!({"hostname": "x", "kernel": "6.1", "cpu_model": "m"});
+        let h2 = json!({"hostname": "y", "kernel": "6.1", "cpu_model": "m"});
+        assert_eq!(host_differences(&h1, &h2).len(), 1);
+        assert!(host_differences(&h1, &h1).is_empty());
+    }
+
+    fn stored(st: &Store, rate: f64, label: &str, p50: f64) -> i64 {
+        let id = st
+            .begin_run(&store::NewRun {
+                kind: "run".into(),
+                target: "nullrpc://127.0.0.1:7".into(),
+                started_at: "2026-01-01T00:00:00Z".into(),
+                config: json!({"target": "nullrpc://127.0.0.1:7", "rate_rps": rate,
+                               "label": label, "seed": label.len()}),
+                host: json!({"hostname": "h", "kernel": "k", "cpu_model": "m"}),
+            })
+            .unwrap();
+        st.finish_run(id, "ok", &summary(p50, true)).unwrap();
+        id
+    }
+
+    #[test]
+    fn stored_runs_resolve_their_baseline_and_read_a_regression() {
+        let st = Store::open_in_memory().unwrap();
+        let a = stored(&st, 4000.0, "base", 50.0);
+        let other = stored(&st, 2000.0, "slow-rate", 50.0);
+        let c = stored(&st, 4000.0, "cand", 80.0);
+        for b in [
+            BaselineRef::Id(a),
+            BaselineRef::Label("base".into()),
+            BaselineRef::Latest,
+        ] {
+            let (check, _) = check_runs(&st, c, &b, 0.1, false).unwrap();
+            assert_eq!(check.baseline, a, "{b:?}");
+            assert!(check.regression);
+            assert!(check.rows.iter().all(|r| r.verdict == CheckVerdict::Worse));
+        }
+        let e = check_runs(&st, c, &BaselineRef::Id(other), 0.1, false).unwrap_err();
+        assert!(e.is_usage() && e.to_string().contains("rate_rps"), "{e}");
+        let (forced, _) = check_runs(&st, c, &BaselineRef::Id(other), 0.1, true).unwrap();
+        assert_eq!(forced.differences.len(), 1);
+        for (b, want) in [
+            (BaselineRef::Id(99), "no run with id 99"),
+            (BaselineRef::Label("x".into()), "no run labelled 'x'"),
+            (BaselineRef::Id(c), "candidate itself"),
+        ] {
+            let e = check_runs(&st, c, &b, 0.1, false).unwrap_err();
+            assert!(e.is_usage() && e.to_string().contains(want), "{e}");
+        }
+        let e = check_runs(&st, a, &BaselineRef::Latest, 0.1, false).unwrap_err();
+        assert!(e.to_string().contains("no earlier run"), "{e}");
+    }
+
+    #[test]
+    fn points_match_by_params_and_load() {
+        let k = |rps: f64, pct: Option<f64>| PointKey {
+            params: BTreeMap::new(),
+            offered_rps: rps,
+            load_pct: pct,
+        };
+        assert!(k(4000.0, None).matches(&k(4001.0, None)));
+        assert!(!k(4000.0, None).matches(&k(4200.0, None)));
+        // By % of capacity when both have one, whatever the calibrated rate.
+        assert!(k(4000.0, Some(60.0)).matches(&k(4300.0, Some(60.0))));
+        let mut p = k(4000.0, None);
+        p.params.insert("conns".into(), "4".into());
+        assert!(!p.matches(&k(4000.0, None)));
+    }
+}

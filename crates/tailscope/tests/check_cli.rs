@@ -1,0 +1,405 @@
+//! Issue 23, item 2: `tailscope check` reads a regression against a stored baseline. The
+//! built-in server at det:50us is the baseline; the same port then served at det:80us, at the
+//! same absolute rate, is the candidate: `worse` at p50 and p99 in a view valid in both runs,
+//! exit 3. Two runs of one det:50us server are never `worse`. Bad input exits 2 with one line
+//! and writes nothing. Servers on CPU 1, the generator on CPU 0, loopback. No wall-clock time
+//! is asserted.
+
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+use std::sync::Mutex;
+
+use common::{bin, json_of, serve_at};
+use serde_json::Value;
+
+/// The tests share two CPUs: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn server(listen: &str, work: &str) -> common::Served {
+    serve_at(listen, &["--cpus", "1", "--arch", "epoll", "--work", work])
+}
+
+/// One stored 3 s run at 4000 req/s against `addr`; returns its id and JSON.
+fn measure(addr: &str, label: &str, db: &Path) -> (i64, Value) {
+    let url = format!("nullrpc://{addr}");
+    let out = bin()
+        .args(["run", &url, "--rate", "4000", "--duration", "3s"])
+        .args(["--warmup", "500ms", "--cpus", "0", "--label", label])
+        .args(["--json", "--db"])
+        .arg(db)
+        .output()
+        .unwrap();
+    let v = json_of(&out);
+    let id = v["run_id"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("no run_id: {v}"));
+    (id, v)
+}
+
+fn check(args: &[&str], db: &Path) -> Output {
+    bin()
+        .arg("check")
+        .args(args)
+        .arg("--db")
+        .arg(db)
+        .output()
+        .unwrap()
+}
+
+/// The rows of `view` in a check's JSON.
+fn rows_of<'a>(v: &'a Value, view: &str) -> Vec<&'a Value> {
+    v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["view"] == view)
+        .collect()
+}
+
+/// A view is compared when its rows have ratios (it is valid in both runs).
+fn compared(rows: &[&Value]) -> bool {
+    !rows.is_empty() && rows.iter().all(|r| r["ratio"].is_object())
+}
+
+fn verdict_at<'a>(rows: &[&'a Value], p: &str) -> &'a str {
+    rows.iter()
+        .find(|r| r["percentile"] == p)
+        .and_then(|r| r["verdict"].as_str())
+        .unwrap_or_else(|| panic!("no {p} row"))
+}
+
+#[test]
+fn a_slower_server_reads_worse_at_p50_and_p99_and_exits_3() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let addr;
+    let (base, _) = {
+        let s = server("127.0.0.1:0", "det:50us");
+        addr = s.addr.clone();
+        measure(&s.addr, "base", &db)
+    };
+    // The same address (so the same target and configuration), a slower server.
+    let s = server(&addr, "det:80us");
+    let (cand, _) = measure(&s.addr, "cand", &db);
+    drop(s);
+
+    let list = common::runs_list(&db);
+    let labels: Vec<_> = list["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["id"].as_i64().unwrap(), r["label"].clone()))
+        .collect();
+    assert!(labels.contains(&(base, Value::from("base"))), "{labels:?}");
+    assert!(labels.contains(&(cand, Value::from("cand"))), "{labels:?}");
+
+    let out = check(
+        &[&cand.to_string(), "--baseline", "label:base", "--json"],
+        &db,
+    );
+    let v = json_of(&out);
+    assert_eq!(v["baseline"], base, "label:base is run {base}: {v}");
+    let (user, server) = (rows_of(&v, "user"), rows_of(&v, "server"));
+    // The user view when it is valid in both runs, else the server view; one must be.
+    let (name, rows) = if compared(&user) {
+        ("user", user)
+    } else {
+        assert!(
+            compared(&server),
+            "no view valid in both runs, nothing to read: {v}"
+        );
+        ("server", server)
+    };
+    // A run on a noisy host (or whose tail moved) says its intervals do not bound another
+    // run; its rows are then undecided, saying what they would read. The evidence for that
+    // outcome is the runs' own flags, stored beside them.
+    let flagged = [base, cand].iter().any(|id| {
+        let out = bin()
+            .args(["runs", "show", &id.to_string(), "--json", "--db"])
+            .arg(&db)
+            .output()
+            .unwrap();
+        let flags = &json_of(&out)["summary"]["reproducibility"]["flags"];
+        flags.as_array().is_some_and(|f| {
+            f.iter()
+                .any(|x| x.as_str().is_some_and(|x| !x.starts_with("user view")))
+        })
+    });
+    for p in ["p50", "p99"] {
+        let row = rows.iter().find(|r| r["percentile"] == p).unwrap();
+        if flagged && row["verdict"] == "undecided" {
+            // The runs' flags say their intervals are not to be trusted across runs: the row
+            // may read worse by its intervals alone, or be too wide to tell, never the other
+            // way.
+            let why = row["why"].as_str().unwrap_or("");
+            assert!(
+                !why.starts_with("would read better") && !why.starts_with("would read same"),
+                "{name} {p}: {v}"
+            );
+            let hi = row["ratio"]["hi"].as_f64().unwrap_or(f64::INFINITY);
+            assert!(
+                hi > 1.0,
+                "a slower server's ratio interval reaches above 1: {v}"
+            );
+            eprintln!("{name} {p}: undecided, ratio {} ({why})", row["ratio"]);
+        } else {
+            assert_eq!(verdict_at(&rows, p), "worse", "{name} {p}: {v}");
+        }
+    }
+    if v["regression"] == false {
+        assert!(flagged, "{v}");
+        assert_eq!(out.status.code(), Some(0), "{v}");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(3), "{v}");
+    assert_eq!(v["exit_code"], 3);
+
+    // The terminal table says so too.
+    let out = check(&[&cand.to_string(), "--baseline", &base.to_string()], &db);
+    assert_eq!(out.status.code(), Some(3));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("worse") && text.contains("regression (exit 3)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn two_runs_of_one_server_are_never_worse() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // TAILSCOPE_CHECK_TRIES=10 for the issue's 9-of-10 figure; 3 by default.
+    let tries: usize = std::env::var("TAILSCOPE_CHECK_TRIES")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(3);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let s = server("127.0.0.1:0", "det:50us");
+    let mut worse = Vec::new();
+    for t in 0..tries {
+        let (a, _) = measure(&s.addr, "same", &db);
+        let (b, _) = measure(&s.addr, "same", &db);
+        // latest: the previous run of the same target and configuration, i.e. `a`.
+        let out = check(&[&b.to_string(), "--baseline", "latest", "--json"], &db);
+        let v = json_of(&out);
+        assert_eq!(v["baseline"], a, "{v}");
+        let verdicts: Vec<&str> = v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|r| r["verdict"].as_str())
+            .collect();
+        // What the intervals alone would read where the runs' flags made a row undecided.
+        let would: Vec<&str> = v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|r| r["why"].as_str()?.strip_prefix("would read "))
+            .filter_map(|w| w.split(',').next())
+            .collect();
+        eprintln!("try {t}: {verdicts:?}; intervals alone: {would:?}");
+        if v["regression"] == true {
+            assert_eq!(out.status.code(), Some(3));
+            worse.push(v);
+        } else {
+            assert!(verdicts.iter().all(|x| *x != "worse"), "{v}");
+            assert_eq!(out.status.code(), Some(0), "{v}");
+        }
+    }
+    assert!(
+        worse.is_empty(),
+        "{} of {tries} checks of one server against itself read worse: {worse:?}",
+        worse.len()
+    );
+}
+
+/// Every file under `dir`, for checking that nothing was written.
+fn files(dir: &Path) -> Vec<(String, u64)> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| {
+            let len = e.metadata().map(|m| m.len()).unwrap_or(0);
+            (e.file_name().to_string_lossy().into_owned(), len)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn usage_error(out: &Output, mentions: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(err.contains(mentions), "'{mentions}' in: {err}");
+    assert!(out.stdout.is_empty(), "nothing on stdout");
+}
+
+#[test]
+fn bad_input_exits_2_and_writes_nothing() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+
+    // No store: refused, and none created.
+    usage_error(&check(&["1", "--baseline", "2"], &db), "no results store");
+    assert!(files(dir.path()).is_empty());
+
+    // A bad label is refused before anything runs or is stored.
+    let out = bin()
+        .args([
+            "run",
+            "nullrpc://127.0.0.1:9",
+            "--rate",
+            "100",
+            "--label",
+            "a b",
+        ])
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    usage_error(&out, "--label");
+    assert!(files(dir.path()).is_empty());
+
+    // Two short runs at different rates: different configurations.
+    let s = server("127.0.0.1:0", "det:50us");
+    let url = format!("nullrpc://{}", s.addr);
+    let mut ids = Vec::new();
+    for rate in ["1000", "2000"] {
+        let out = bin()
+            .args(["run", &url, "--rate", rate, "--duration", "1s"])
+            .args(["--warmup", "200ms", "--cpus", "0", "--label", "short"])
+            .args(["--no-noise-probe", "--json", "--db"])
+            .arg(&db)
+            .output()
+            .unwrap();
+        ids.push(json_of(&out)["run_id"].as_i64().unwrap());
+    }
+    drop(s);
+    let (a, b) = (ids[0].to_string(), ids[1].to_string());
+    let before = files(dir.path());
+
+    usage_error(
+        &check(&[&b, "--baseline", "999"], &db),
+        "no run with id 999",
+    );
+    usage_error(
+        &check(&["999", "--baseline", &a], &db),
+        "no run with id 999",
+    );
+    usage_error(
+        &check(&[&b, "--baseline", "label:nope"], &db),
+        "no run labelled 'nope'",
+    );
+    usage_error(&check(&[&b, "--baseline", "sideways"], &db), "--baseline");
+    usage_error(
+        &check(&[&b, "--baseline", &a, "--tolerance", "-5%"], &db),
+        "--tolerance",
+    );
+    usage_error(&check(&[&b, "--baseline", &b], &db), "candidate itself");
+    usage_error(
+        &check(&[&b, "--baseline", "latest"], &db),
+        "no earlier run of the same target and configuration",
+    );
+    usage_error(
+        &check(&["1", "--experiment", "--baseline", "2"], &db),
+        "no experiment with id 1",
+    );
+    // Different configuration: the differing keys are listed.
+    let out = check(&[&b, "--baseline", &a], &db);
+    usage_error(&out, "--force");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("rate_rps") && err.contains("rate:"), "{err}");
+
+    // Forced, it compares and lists what differed.
+    let out = check(&[&b, "--baseline", &a, "--force", "--json"], &db);
+    let v = json_of(&out);
+    assert_ne!(out.status.code(), Some(2), "{v}");
+    let diffs: Vec<&str> = v["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(diffs.iter().any(|d| d.starts_with("rate_rps")), "{diffs:?}");
+
+    // The checks read the store and wrote nothing.
+    assert_eq!(files(dir.path()), before);
+}
+
+#[test]
+fn repeated_runs_are_checked_as_experiments_point_by_point() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let s = server("127.0.0.1:0", "det:50us");
+    let url = format!("nullrpc://{}", s.addr);
+    let mut experiments = Vec::new();
+    for label in ["rep-a", "rep-b"] {
+        let out = bin()
+            .args([
+                "run",
+                &url,
+                "--rate",
+                "2000",
+                "--duration",
+                "1s",
+                "--repeat",
+                "2",
+            ])
+            .args(["--warmup", "200ms", "--cpus", "0", "--label", label])
+            .args(["--no-noise-probe", "--json", "--db"])
+            .arg(&db)
+            .output()
+            .unwrap();
+        let v = json_of(&out);
+        let id = v["experiment_id"].as_i64().unwrap_or_else(|| panic!("{v}"));
+        experiments.push(id);
+    }
+    drop(s);
+    let (a, b) = (experiments[0], experiments[1]);
+    let out = check(
+        &[
+            &b.to_string(),
+            "--experiment",
+            "--baseline",
+            "latest",
+            "--json",
+        ],
+        &db,
+    );
+    let v = json_of(&out);
+    assert_eq!(v["kind"], "experiment");
+    assert_eq!(v["baseline"], a, "{v}");
+    let rows = v["rows"].as_array().unwrap();
+    assert!(!rows.is_empty(), "{v}");
+    for r in rows {
+        assert_eq!(r["point"]["offered_rps"], 2000.0, "{r}");
+        // One server against itself, intervals from the repeats' spread: never worse.
+        assert_ne!(r["verdict"], "worse", "{v}");
+    }
+    assert_eq!(out.status.code(), Some(0), "{v}");
+    // By label too; and a run id is not an experiment's.
+    let out = check(
+        &[
+            &b.to_string(),
+            "--experiment",
+            "--baseline",
+            "label:rep-a",
+            "--json",
+        ],
+        &db,
+    );
+    assert_eq!(json_of(&out)["baseline"], a);
+    usage_error(
+        &check(
+            &[&b.to_string(), "--experiment", "--baseline", "label:nope"],
+            &db,
+        ),
+        "no experiment labelled 'nope'",
+    );
+}
