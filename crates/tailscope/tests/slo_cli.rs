@@ -91,10 +91,18 @@ fn a_loose_bound_meets_and_an_impossible_one_violates_with_exit_3() {
     let o = run(&s, &db, &["--slo", "p50<=1us,errors<=100%"]);
     if let Some(v) = measured(&o).filter(|v| !saturated(&o, v)) {
         assert_eq!(o.status.code(), Some(3), "{}", err(&o));
-        assert_eq!(v["slo"]["verdict"], "violates");
         let c = condition(&v, 0);
-        assert_eq!(c["verdict"], "violates");
-        assert!(c["lo"].as_f64().unwrap() > 1.0, "{c}");
+        // Violated, unless the run's interval is so wide (a short run on a loaded host) that
+        // its lower end reaches the bound: then undecided — exit 3 all the same under the
+        // default --slo-undecided fail.
+        if c["verdict"] == "undecided" {
+            assert!(c["lo"].as_f64().unwrap() <= 1.0, "{c}");
+            assert_eq!(v["slo"]["verdict"], "undecided");
+        } else {
+            assert_eq!(c["verdict"], "violates");
+            assert!(c["lo"].as_f64().unwrap() > 1.0, "{c}");
+            assert_eq!(v["slo"]["verdict"], "violates");
+        }
         assert_eq!(condition(&v, 1)["verdict"], "meets");
     }
 }
@@ -251,10 +259,24 @@ print([f.get("message") for c in cases if c.get("name") == "p50<=1us" for f in c
     };
     assert_eq!(lines.next(), Some(want), "{text}");
     let msg = lines.next().unwrap_or_default();
-    assert!(
-        msg.starts_with("p50 ") && msg.contains(" view ") && msg.contains("> 1.0 µs"),
-        "{msg}"
-    );
+    assert!(msg.starts_with("p50 ") && msg.contains(" view "), "{msg}");
+    // p50 <= 1 µs is violated, unless the run's interval is so wide (a short run on a loaded
+    // host) that its lower end reaches the bound: then undecided, a failure under the default
+    // --slo-undecided fail all the same.
+    let p50 = v["slo"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["condition"] == "p50<=1us")
+        .unwrap();
+    match p50["verdict"].as_str().unwrap() {
+        "violates" => assert!(msg.contains("> 1.0 µs"), "{msg}"),
+        "undecided" => {
+            assert!(p50["lo"].as_f64().unwrap() <= 1.0, "{p50}");
+            assert!(msg.contains("undecided"), "{msg}");
+        }
+        other => panic!("p50<=1us reads {other}: {p50}"),
+    }
     let table = std::fs::read_to_string(&md).unwrap();
     assert!(table.contains("| condition | view | measured [interval] | bound | verdict |"));
     assert_eq!(table.matches("\n| `").count(), 3, "{table}");
