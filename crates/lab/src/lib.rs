@@ -63,8 +63,8 @@ pub use simulate::{
     check_not_saturated, simulate, SimResult, CI_BATCH_MEANS, CI_ORDER_STAT, CI_REPLICATIONS,
 };
 pub use slo::{
-    parse_percentile, parse_percentiles, Bound, Condition, ConditionResult, Slo, SloReport,
-    Verdict, View, ViewChoice, What,
+    fmt_unit, parse_percentile, parse_percentiles, Bound, Condition, ConditionResult, Slo,
+    SloReport, Verdict, View, ViewChoice, What,
 };
 pub use stages::StagesMode;
 pub use sweep::{

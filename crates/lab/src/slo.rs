@@ -238,7 +238,9 @@ impl ConditionResult {
     }
 }
 
-fn fmt_unit(v: f64, unit: &str) -> String {
+/// A condition's figure in its unit ("us", "%", req/s), as the terminal, JUnit and
+/// Markdown outputs print it.
+pub fn fmt_unit(v: f64, unit: &str) -> String {
     match unit {
         "us" if v >= 1e6 => format!("{:.3} s", v / 1e6),
         "us" if v >= 1e3 => format!("{:.3} ms", v / 1e3),

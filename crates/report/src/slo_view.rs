@@ -114,7 +114,7 @@ pub fn markdown(suites: &[(String, SloReport)]) -> String {
         s.push_str("| condition | view | measured [interval] | bound | verdict |\n");
         s.push_str("|---|---|---|---|---|\n");
         for c in &r.conditions {
-            let f = |v: f64| fmt(v, c.unit);
+            let f = |v: f64| lab::fmt_unit(v, c.unit);
             let measured = match (c.measured, c.lo, c.hi) {
                 (Some(m), Some(lo), Some(hi)) => format!("{} [{}, {}]", f(m), f(lo), f(hi)),
                 (Some(m), _, _) => f(m),
@@ -138,16 +138,6 @@ pub fn markdown(suites: &[(String, SloReport)]) -> String {
         s.push('\n');
     }
     s
-}
-
-fn fmt(v: f64, unit: &str) -> String {
-    match unit {
-        "us" if v >= 1e6 => format!("{:.3} s", v / 1e6),
-        "us" if v >= 1e3 => format!("{:.3} ms", v / 1e3),
-        "us" => format!("{v:.1} µs"),
-        "%" => format!("{v:.3} %"),
-        _ => format!("{v:.0} req/s"),
-    }
 }
 
 #[cfg(test)]
