@@ -41,12 +41,6 @@ pub struct Precision {
     pub check_every: Duration,
 }
 
-/// The percentile key `p99.5` → 0.995 (any percentile strictly between 0 and 100).
-pub fn percentile_of(key: &str) -> Option<f64> {
-    let p: f64 = key.strip_prefix('p')?.parse().ok()?;
-    (p > 0.0 && p < 100.0).then_some(p / 100.0)
-}
-
 impl Precision {
     /// `p99=5%`, `server:p99=5%`, several joined by commas; `view` is the default view.
     pub fn parse(text: &str, view: View, max_duration: Duration) -> Result<Precision, LabError> {
@@ -73,11 +67,17 @@ impl Precision {
                 ))
             })?;
             let key = key.trim().to_ascii_lowercase();
-            let q = percentile_of(&key).ok_or_else(|| {
-                invalid(format!(
-                    "--precision: '{key}' is not a percentile like p50, p99 or p99.9"
-                ))
-            })?;
+            // The key as `--slo` reads it, but always with its `p` (a bare 99 is refused here).
+            let q = key
+                .starts_with('p')
+                .then(|| crate::slo::parse_percentile(&key).ok())
+                .flatten()
+                .map(|(_, q)| q)
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "--precision: '{key}' is not a percentile like p50, p99 or p99.9"
+                    ))
+                })?;
             let r = rel.trim();
             let rel: f64 = r
                 .strip_suffix('%')
