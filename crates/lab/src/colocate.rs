@@ -16,7 +16,7 @@ use crate::db::Db;
 use crate::error::{invalid, LabError};
 use crate::measure::{measure, RunPlan};
 use crate::run::RunStatus;
-use crate::slo::Verdict;
+use crate::slo::{SloReport, Verdict};
 use crate::sweep::{Load, SweepPlan};
 use crate::target::{Ready, TargetPlan};
 use crate::Observer;
@@ -36,6 +36,12 @@ pub struct Cell {
     pub p99_b_us: Option<f64>,
     pub slo_a: Option<Verdict>,
     pub slo_b: Option<Verdict>,
+    /// Each side's judgement by its SLO, condition by condition (none for a run that never
+    /// started).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub report_a: Option<SloReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub report_b: Option<SloReport>,
     /// "both", "a", "b" or "neither" meet their SLO (the paper's cell shading).
     pub meets: String,
 }
@@ -203,19 +209,24 @@ pub fn colocate(
                     (join(ha), join(hb))
                 });
                 let side = |x: &Result<crate::Run, LabError>, slo: &Option<crate::Slo>| match x {
-                    Ok(r) => (
-                        r.run_id,
-                        Some(r.status),
-                        r.analysis.measured.get("p99").map(|e| e.value / 1e3),
-                        slo.as_ref().map(|s| s.verdict(r)),
-                    ),
+                    Ok(r) => {
+                        let report = slo.as_ref().map(|s| s.evaluate(r));
+                        (
+                            r.run_id,
+                            Some(r.status),
+                            r.analysis.measured.get("p99").map(|e| e.value / 1e3),
+                            report.as_ref().map(|x| x.verdict),
+                            report,
+                        )
+                    }
                     Err(LabError::RunFailed { run_id, .. }) => (
                         Some(*run_id),
                         Some(RunStatus::Failed),
                         None,
                         slo.as_ref().map(|_| Verdict::Violates),
+                        None,
                     ),
-                    Err(_) => (None, None, None, None),
+                    Err(_) => (None, None, None, None, None),
                 };
                 for x in [&xa, &xb] {
                     if let Err(e) = x {
@@ -224,8 +235,8 @@ pub fn colocate(
                         }
                     }
                 }
-                let (run_a, status_a, p99_a_us, slo_a) = side(&xa, &a.slo);
-                let (run_b, status_b, p99_b_us, slo_b) = side(&xb, &b.slo);
+                let (run_a, status_a, p99_a_us, slo_a, report_a) = side(&xa, &a.slo);
+                let (run_b, status_b, p99_b_us, slo_b, report_b) = side(&xb, &b.slo);
                 let ok = |v: Option<Verdict>| v == Some(Verdict::Meets);
                 let meets = match (ok(slo_a), ok(slo_b)) {
                     (true, true) => "both",
@@ -246,6 +257,8 @@ pub fn colocate(
                     p99_b_us,
                     slo_a,
                     slo_b,
+                    report_a,
+                    report_b,
                     meets: meets.into(),
                 });
                 k += 1;

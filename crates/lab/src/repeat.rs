@@ -28,7 +28,10 @@ use crate::db::Db;
 use crate::error::LabError;
 use crate::measure::{measure, RunPlan};
 use crate::run::{Run, RunStatus};
-use crate::slo::{Slo, Verdict, View, ViewChoice};
+use crate::slo::{
+    judge_latency, latency_bound, Condition, ConditionResult, Slo, SloReport, Verdict, View,
+    ViewChoice,
+};
 use crate::target::Ready;
 use crate::Observer;
 
@@ -312,32 +315,120 @@ pub fn measure_repeated(
 }
 
 impl Slo {
-    /// The verdict of a repeated point: failed and saturated points violate; otherwise the
-    /// combined interval of the SLO's view decides (`undecided` when no repeat's view was
-    /// valid).
-    pub fn verdict_repeated(&self, p: &Repeated) -> Verdict {
-        match p.status {
-            RunStatus::Failed | RunStatus::Saturated => return Verdict::Violates,
-            RunStatus::Interrupted => return Verdict::Undecided,
-            RunStatus::Ok | RunStatus::Invalid => {}
-        }
+    /// The judgement of a repeated point (`runs` are its repeats), per condition:
+    /// - failed and saturated points violate, an interrupted one is undecided;
+    /// - a latency condition reads its view's combination (the median of the valid repeats,
+    ///   with the interval from their spread), undecided when fewer than two repeats measured
+    ///   that view validly;
+    /// - the error and rate conditions are not combined into one interval: each repeat is
+    ///   judged, and the point meets when every repeat does, violates when more than half
+    ///   do, else is undecided; the figure is the repeats' median, the interval the range of
+    ///   their intervals.
+    pub fn evaluate_repeated(&self, p: &Repeated, runs: &[&Run]) -> SloReport {
+        let forced = match p.status {
+            RunStatus::Failed | RunStatus::Saturated => Some(Verdict::Violates),
+            RunStatus::Interrupted => Some(Verdict::Undecided),
+            RunStatus::Ok | RunStatus::Invalid => None,
+        };
         let default = match self.view {
             ViewChoice::User => View::User,
             ViewChoice::Server => View::Server,
             ViewChoice::Auto => p.headline,
         };
-        // Each condition from its own view's combination; errors and rate are not combined
-        // across repeats: undecided.
-        Verdict::all(self.conditions.iter().map(|c| {
-            let view = match c.view.unwrap_or(default) {
-                View::User => &p.user,
-                View::Server => &p.server,
-            };
-            match view {
-                Some(comb) => crate::slo::judge_latency(&c.what, &comb.summary).0,
-                None => Verdict::Undecided,
-            }
-        }))
+        let each: Vec<SloReport> = runs.iter().map(|r| self.evaluate(r)).collect();
+        let conditions: Vec<ConditionResult> = self
+            .conditions
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let mut r = if c.is_latency() {
+                    let view = c.view.unwrap_or(default);
+                    let comb = match view {
+                        View::User => p.user.as_ref(),
+                        View::Server => p.server.as_ref(),
+                    };
+                    let (verdict, est, bound) = match comb {
+                        Some(comb) => judge_latency(&c.what, &comb.summary),
+                        None => (Verdict::Undecided, None, latency_bound(&c.what)),
+                    };
+                    ConditionResult {
+                        condition: c.text.clone(),
+                        view: view.as_str().into(),
+                        measured: est.map(|e| e.0 / 1e3),
+                        lo: est.map(|e| e.1 / 1e3),
+                        hi: est.map(|e| e.2 / 1e3),
+                        bound: bound / 1e3,
+                        unit: "us",
+                        verdict,
+                        note: Some(match comb {
+                            Some(comb) => {
+                                format!("median of {} valid of {} repeats", comb.counted, p.repeats)
+                            }
+                            None => format!(
+                                "fewer than 2 of {} repeats measured the {view} view validly",
+                                p.repeats
+                            ),
+                        }),
+                    }
+                } else {
+                    by_repeats(&each, i, c)
+                };
+                if let Some(f) = forced {
+                    if r.verdict != f {
+                        r.verdict = f;
+                        r.note = Some(format!("the point is {}", p.status));
+                    }
+                }
+                r
+            })
+            .collect();
+        SloReport {
+            text: self.text.clone(),
+            view: self.view,
+            verdict: Verdict::all(conditions.iter().map(|c| c.verdict)),
+            conditions,
+        }
+    }
+
+    /// The verdict of a repeated point ([`Slo::evaluate_repeated`]).
+    pub fn verdict_repeated(&self, p: &Repeated, runs: &[&Run]) -> Verdict {
+        self.evaluate_repeated(p, runs).verdict
+    }
+}
+
+/// Condition `i` (errors or rate) of a repeated point from its repeats' own judgements.
+fn by_repeats(each: &[SloReport], i: usize, c: &Condition) -> ConditionResult {
+    let own: Vec<&ConditionResult> = each.iter().filter_map(|r| r.conditions.get(i)).collect();
+    let n = own.len();
+    let meets = own.iter().filter(|r| r.verdict == Verdict::Meets).count();
+    let violates = own
+        .iter()
+        .filter(|r| r.verdict == Verdict::Violates)
+        .count();
+    let verdict = if n > 0 && meets == n {
+        Verdict::Meets
+    } else if 2 * violates > n {
+        Verdict::Violates
+    } else {
+        Verdict::Undecided
+    };
+    let mut values: Vec<f64> = own.iter().filter_map(|r| r.measured).collect();
+    values.sort_by(f64::total_cmp);
+    let lo = own.iter().filter_map(|r| r.lo).min_by(f64::total_cmp);
+    let hi = own.iter().filter_map(|r| r.hi).max_by(f64::total_cmp);
+    let first = own.first();
+    ConditionResult {
+        condition: c.text.clone(),
+        view: first.map_or_else(|| "requests".into(), |r| r.view.clone()),
+        measured: values.get(values.len() / 2).copied(),
+        lo,
+        hi,
+        bound: first.map_or(f64::NAN, |r| r.bound),
+        unit: first.map_or("%", |r| r.unit),
+        verdict,
+        note: Some(format!(
+            "judged per repeat: {meets} of {n} meet, {violates} violate"
+        )),
     }
 }
 

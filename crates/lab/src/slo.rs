@@ -133,6 +133,13 @@ pub struct Condition {
     pub what: What,
 }
 
+impl Condition {
+    /// Whether it bounds a latency (a percentile or the mean), read from a view.
+    pub fn is_latency(&self) -> bool {
+        matches!(self.what, What::Quantile { .. } | What::Mean { .. })
+    }
+}
+
 /// An SLO: every condition must hold, read from `view` (`auto`: each run's headline view)
 /// unless a condition names its own.
 #[derive(Clone, Debug, Serialize)]
@@ -605,7 +612,7 @@ impl Slo {
     }
 }
 
-fn latency_bound(w: &What) -> f64 {
+pub(crate) fn latency_bound(w: &What) -> f64 {
     match w {
         What::Quantile { max_ns, .. } | What::Mean { max_ns } => *max_ns,
         _ => f64::NAN,

@@ -26,7 +26,7 @@ use crate::knob::Axis;
 use crate::measure::{check_load, measure, RunPlan};
 use crate::repeat::{repeated, Repeated};
 use crate::run::{Run, RunStatus};
-use crate::slo::{Slo, Verdict};
+use crate::slo::{Slo, SloReport, Verdict};
 use crate::target::{Ready, TargetPlan, TargetSpec};
 use crate::Observer;
 
@@ -98,6 +98,10 @@ pub struct Row {
     pub ideal: Value,
     pub excess: Value,
     pub slo: Option<Verdict>,
+    /// The SLO's judgement, condition by condition (of the run; for a search step measured
+    /// several times, of its repeats combined). Not serialised: `slo` is the row's verdict.
+    #[serde(skip)]
+    pub slo_report: Option<SloReport>,
     pub seed: u64,
     pub repeat: u32,
 }
@@ -114,6 +118,10 @@ pub struct Point {
     pub achieved_rps: f64,
     pub result: Repeated,
     pub slo: Option<Verdict>,
+    /// The SLO's judgement of the combined point, condition by condition (not serialised:
+    /// `slo` is its verdict).
+    #[serde(skip)]
+    pub slo_report: Option<SloReport>,
 }
 
 /// The result of a search for the highest load meeting a criterion.
@@ -400,6 +408,7 @@ impl Ctx<'_> {
                     ideal: Value::Null,
                     excess: Value::Null,
                     slo: self.plan.slo.as_ref().map(|_| Verdict::Violates),
+                    slo_report: None,
                     seed,
                     repeat,
                 },
@@ -433,12 +442,18 @@ impl Ctx<'_> {
         }
         let mut achieved: Vec<f64> = rows.iter().map(|r| r.achieved_rps).collect();
         achieved.sort_by(f64::total_cmp);
+        let report = self
+            .plan
+            .slo
+            .as_ref()
+            .map(|s| s.evaluate_repeated(&result, &refs));
         Point {
             params: combo.params.clone(),
             load_pct,
             offered_rps: rate,
             achieved_rps: achieved.get(achieved.len() / 2).copied().unwrap_or(0.0),
-            slo: self.plan.slo.as_ref().map(|s| s.verdict_repeated(&result)),
+            slo: report.as_ref().map(|r| r.verdict),
+            slo_report: report,
             result,
         }
     }
@@ -465,6 +480,7 @@ impl Ctx<'_> {
             let p = self.combine(combo, rate, row.load_pct, &rows, &runs);
             row.status = p.result.status;
             row.slo = p.slo;
+            row.slo_report = p.slo_report;
             row.achieved_rps = p.achieved_rps;
             row.timeouts = rows.iter().map(|r| r.timeouts).sum();
         }
@@ -473,6 +489,7 @@ impl Ctx<'_> {
 
     fn row(&self, run: &Run, combo: &Combo, role: &str, load_pct: Option<f64>, repeat: u32) -> Row {
         let a = &run.analysis;
+        let report = self.plan.slo.as_ref().map(|s| s.evaluate(run));
         Row {
             run_id: run.run_id,
             params: combo.params.clone(),
@@ -488,7 +505,8 @@ impl Ctx<'_> {
                 .as_ref()
                 .map_or(Value::Null, |s| s.distribution_json()),
             excess: a.excess_json(),
-            slo: self.plan.slo.as_ref().map(|s| s.verdict(run)),
+            slo: report.as_ref().map(|r| r.verdict),
+            slo_report: report,
             seed: run.seed,
             repeat,
         }

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use crate::db::Db;
 use crate::error::{invalid, LabError};
-use crate::slo::Slo;
+use crate::slo::{Slo, SloReport};
 use crate::sweep::{sweep, Load, RunTemplate, SweepPlan};
 use crate::Observer;
 
@@ -107,6 +107,16 @@ pub struct TuneStep {
     pub excess: Value,
     pub max_load_rps: Option<f64>,
     pub max_load_pct: Option<f64>,
+    /// The SLO's judgement of this step at the walk's load, condition by condition.
+    pub slo: Option<SloReport>,
+}
+
+impl TuneResult {
+    /// The configuration the walk ends with (every step that ran applied): its last measured
+    /// step. The gate of `tune --slo` reads it.
+    pub fn tuned(&self) -> Option<&TuneStep> {
+        self.steps.iter().rev().find(|s| s.skipped.is_none())
+    }
 }
 
 /// The walk.
@@ -332,6 +342,7 @@ fn walk(
                         excess: Value::Null,
                         max_load_rps: None,
                         max_load_pct: None,
+                        slo: None,
                     });
                     continue;
                 }
@@ -390,6 +401,7 @@ fn walk(
             excess: row.map_or(Value::Null, |r| r.excess.clone()),
             max_load_rps: max.and_then(|m| m.offered_rps),
             max_load_pct: max.and_then(|m| m.load_pct),
+            slo: row.and_then(|r| r.slo_report.clone()),
         });
     }
     Ok(())

@@ -551,6 +551,11 @@ pub struct DemoArgs {
     /// Skip the short host-noise probe made before the runs.
     #[arg(long)]
     pub no_noise_probe: bool,
+    /// A name stored with the demo's experiment and runs (config `label`), shown by `runs
+    /// list` and usable as a baseline (`tailscope check ID --experiment --baseline
+    /// label:NAME`). Letters, digits and . _ - + / @.
+    #[arg(long, value_name = "NAME")]
+    pub label: Option<String>,
     #[command(flatten)]
     pub db: DbArgs,
     /// Print exactly one JSON object on stdout.
@@ -842,6 +847,25 @@ pub struct ColocateArgs {
     /// Overrides each run's warm-up in both files.
     #[arg(long)]
     pub warmup: Option<String>,
+    /// Service-level objective of both services (as for `run --slo`), in place of their
+    /// files' `slo`. Exit 3 when a side of a cell violates its SLO.
+    #[arg(long)]
+    pub slo: Option<String>,
+    /// The first service's SLO (in place of --slo and its file's).
+    #[arg(long, value_name = "SLO")]
+    pub slo_a: Option<String>,
+    /// The second service's SLO (in place of --slo and its file's).
+    #[arg(long, value_name = "SLO")]
+    pub slo_b: Option<String>,
+    /// The view an SLO condition without a prefix reads (auto: each run's headline view).
+    #[arg(long, value_enum, default_value_t = ViewArg::Auto)]
+    pub slo_view: ViewArg,
+    #[command(flatten)]
+    pub gate: GateArgs,
+    /// A name stored with the matrix and its runs (config `label`), shown by `runs list`.
+    /// Letters, digits and . _ - + / @.
+    #[arg(long, value_name = "NAME")]
+    pub label: Option<String>,
     #[command(flatten)]
     pub db: DbArgs,
     /// Print exactly one JSON object on stdout.
@@ -861,9 +885,20 @@ pub struct TuneArgs {
     /// The mitigations, in order (each adds to the ones before).
     #[arg(long, default_value = "rt,udp,irq,numa,cstate,governor")]
     pub steps: String,
-    /// With an SLO, each step also searches the highest load meeting it.
+    /// Service-level objective (as for `run --slo`): a verdict per step at --rate, and each
+    /// step also searches the highest load meeting it. Exit 3 when the tuned configuration
+    /// (the last step measured) violates it at --rate.
     #[arg(long)]
     pub slo: Option<String>,
+    /// The view an SLO condition without a prefix reads (auto: each run's headline view).
+    #[arg(long, value_enum, default_value_t = ViewArg::Auto)]
+    pub slo_view: ViewArg,
+    #[command(flatten)]
+    pub gate: GateArgs,
+    /// A name stored with the walk and its runs (config `label`), shown by `runs list`.
+    /// Letters, digits and . _ - + / @.
+    #[arg(long, value_name = "NAME")]
+    pub label: Option<String>,
     /// Most runs per search.
     #[arg(long, default_value_t = 8)]
     pub max_steps: u32,

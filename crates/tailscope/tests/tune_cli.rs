@@ -138,3 +138,65 @@ fn the_walk_runs_or_skips_every_step_and_reverts_the_host() {
     );
     assert_eq!(listed["runs"].as_array().unwrap().len(), 4);
 }
+
+#[test]
+fn an_slo_judges_every_step_and_the_tuned_configuration_gates() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    fixture(&root);
+    let (junit, md) = (dir.path().join("t.xml"), dir.path().join("t.md"));
+    let db = dir.path().join("runs.db");
+    // An SLO far below the truth: every step falls short, so the tuned one does: exit 3.
+    let out = bin()
+        .args([
+            "tune",
+            "nullrpc://",
+            "--spawn",
+            "--server-work",
+            "det:100us",
+        ])
+        .args(["--server-cpus", "1", "--cpus", "0", "--service", "110us"])
+        .args(["--rate", "30%", "--steps", "rt", "--max-steps", "2"])
+        .args(["--duration", "1500ms", "--warmup", "300ms"])
+        .args(["--lateness-threshold", "1s", "--slo", "p50<=1us"])
+        .args(["--label", "t1", "--junit", junit.to_str().unwrap()])
+        .args(["--markdown", md.to_str().unwrap()])
+        .args(["--root", root.to_str().unwrap(), "--state-dir"])
+        .arg(dir.path().join("state"))
+        .args(["--db", db.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    let v = json_of(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(v["status"], "ok", "{v}\n{stderr}");
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert_eq!(v["tuned"], "rt");
+    for s in v["steps"].as_array().unwrap() {
+        // Each step judged at the walk's load; 1 µs is below any p50 a view can measure, so
+        // the verdict is violates (or undecided when the view read was not valid).
+        let verdict = s["slo"]["verdict"].as_str().unwrap();
+        assert_ne!(verdict, "meets", "{s}");
+        assert_eq!(s["slo"]["conditions"][0]["bound"], 1.0, "{s}");
+    }
+    // The JUnit file holds what the exit code reads: the tuned configuration, failed; the
+    // Markdown every step.
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert_eq!(xml.matches("<testsuite ").count(), 1, "{xml}");
+    assert!(xml.contains("tuned configuration: step rt"), "{xml}");
+    assert_eq!(xml.matches("<failure ").count(), 1, "{xml}");
+    let table = std::fs::read_to_string(&md).unwrap();
+    assert!(
+        table.contains("step baseline") && table.contains("step rt"),
+        "{table}"
+    );
+    // The label is stored with the walk's runs.
+    let listed = common::runs_list(&db);
+    assert!(
+        listed["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["label"] == "t1"),
+        "{listed}"
+    );
+}

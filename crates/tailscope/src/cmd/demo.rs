@@ -229,6 +229,7 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
             "--loads must be percentages in (0, 100), e.g. 30,60,85",
         ));
     }
+    super::common::check_label(a.label.as_deref())?;
     let work = super::model::parse_service(&a.work)?;
     let sched = parse_sched(a.sched.as_deref())?;
     let duration = parse_duration("--duration", &a.duration)?;
@@ -292,7 +293,8 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
             extra_pids: Vec::new(),
             calibrate: lab::CalibrateSpec::default(),
             config: json!({"demo": true, "duration": a.duration, "connections": 8,
-                           "client_cpu": client_cpu, "server_cpu": server_cpu, "work": a.work}),
+                           "client_cpu": client_cpu, "server_cpu": server_cpu, "work": a.work,
+                           "label": a.label}),
         },
         loads: a
             .loads

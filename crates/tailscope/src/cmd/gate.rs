@@ -28,11 +28,19 @@ impl Gate {
             .map(|s| Slo::parse(s, view))
             .transpose()
             .map_err(lab_err)?;
+        let mut gate = Gate::judging(&[slo.as_ref()], g)?;
+        gate.slo = slo;
+        Ok(gate)
+    }
+
+    /// The options for outputs judged by several SLOs (`colocate`'s two services); `slo` is
+    /// left empty, `extra` holds every SLO's percentiles.
+    pub fn judging(slos: &[Option<&Slo>], g: &GateArgs) -> anyhow::Result<Gate> {
         let mut extra = match &g.percentiles {
             Some(p) => lab::parse_percentiles(p).map_err(lab_err)?,
             None => Vec::new(),
         };
-        if let Some(s) = &slo {
+        for s in slos.iter().flatten() {
             for (k, q) in s.extra_quantiles() {
                 if !extra.iter().any(|(e, _)| *e == k) {
                     extra.push((k, q));
@@ -41,7 +49,7 @@ impl Gate {
         }
         for (flag, p) in [("--junit", &g.junit), ("--markdown", &g.markdown)] {
             if let Some(p) = p {
-                if slo.is_none() {
+                if slos.iter().all(Option::is_none) {
                     return Err(usage(format!(
                         "{flag} writes the SLO's verdicts: give --slo (e.g. --slo 'p99<=1ms')"
                     )));
@@ -58,7 +66,7 @@ impl Gate {
             }
         }
         Ok(Gate {
-            slo,
+            slo: None,
             extra,
             undecided_fails: g.slo_undecided == UndecidedArg::Fail,
             junit: g.junit.clone(),
@@ -78,14 +86,24 @@ impl Gate {
 
     /// Writes the JUnit and Markdown files asked for; returns the paths written.
     pub fn write(&self, suites: &[(String, SloReport)]) -> anyhow::Result<Vec<String>> {
+        self.write_split(suites, suites)
+    }
+
+    /// Writes `gated` as JUnit (the test cases the exit code is made of) and `all` as
+    /// Markdown (a report, which may hold more).
+    pub fn write_split(
+        &self,
+        gated: &[(String, SloReport)],
+        all: &[(String, SloReport)],
+    ) -> anyhow::Result<Vec<String>> {
         let mut written = Vec::new();
         if let Some(p) = &self.junit {
-            std::fs::write(p, report::slo_view::junit(suites, self.undecided_fails))
+            std::fs::write(p, report::slo_view::junit(gated, self.undecided_fails))
                 .map_err(|e| anyhow::anyhow!("--junit {}: {e}", p.display()))?;
             written.push(p.display().to_string());
         }
         if let Some(p) = &self.markdown {
-            std::fs::write(p, report::slo_view::markdown(suites))
+            std::fs::write(p, report::slo_view::markdown(all))
                 .map_err(|e| anyhow::anyhow!("--markdown {}: {e}", p.display()))?;
             written.push(p.display().to_string());
         }

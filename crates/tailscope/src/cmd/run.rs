@@ -382,19 +382,18 @@ fn print_repeated(
     experiment: i64,
     gate: &super::gate::Gate,
 ) -> anyhow::Result<i32> {
-    let verdict = gate.slo.as_ref().map(|s| s.verdict_repeated(p));
-    let reports: Vec<(String, lab::SloReport)> = match &gate.slo {
-        Some(s) => runs
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (format!("repeat {} of {}", i + 1, runs.len()), s.evaluate(r)))
-            .collect(),
+    // The combined point is judged (as the exit code is); each repeat's own judgement is
+    // listed beside it in the JSON.
+    let refs: Vec<&lab::Run> = runs.iter().collect();
+    let combined = gate.slo.as_ref().map(|s| s.evaluate_repeated(p, &refs));
+    let verdict = combined.as_ref().map(|r| r.verdict);
+    let each: Vec<lab::SloReport> = match &gate.slo {
+        Some(s) => runs.iter().map(|r| s.evaluate(r)).collect(),
         None => Vec::new(),
     };
-    let written = if gate.slo.is_some() {
-        gate.write(&reports)?
-    } else {
-        Vec::new()
+    let written = match &combined {
+        Some(r) => gate.write(&[(format!("{} repeats combined", runs.len()), r.clone())])?,
+        None => Vec::new(),
     };
     let us = |c: &Option<lab::Combined>| c.as_ref().map(|c| c.intervals_json());
     if a.out.json {
@@ -417,21 +416,18 @@ fn print_repeated(
             },
             "result": p,
             "runs": runs.iter().map(lab::Run::to_json).collect::<Vec<_>>(),
-            "slo": gate.slo.as_ref().map(|s| json!({
-                "text": s.text, "view": s.view, "verdict": verdict,
-                "repeats": reports.iter().map(|(_, r)| r).collect::<Vec<_>>(),
-            })),
+            "slo": combined.as_ref().map(|c| {
+                let mut v = json!(c);
+                v["repeats"] = json!(each);
+                v
+            }),
             "written": written,
         }))?;
     } else {
         output::print_with(|w| report::repeat_view::repeated(w, runs, p))?;
-        if let (Some(s), Some(v)) = (&gate.slo, verdict) {
-            outln!(
-                "SLO {} (view {}) of the combined repeats: {}",
-                s.text,
-                s.view,
-                v.as_str()
-            )?;
+        if let Some(c) = &combined {
+            outln!("of the combined repeats:")?;
+            output::print_with(|w| report::slo_view::lines(w, c))?;
         }
         for w in written {
             outln!("wrote {w}")?;

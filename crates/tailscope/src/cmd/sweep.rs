@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Mutex;
 
-use lab::{Axis, Db, Load, RunTemplate, Slo, SweepPlan, View, ViewChoice};
+use lab::{Axis, Db, Load, RunTemplate, SweepPlan, View, ViewChoice};
 
 use super::common::{db_path, shutdown_flag};
 use super::progress::Progress;
@@ -241,9 +241,6 @@ pub fn sweep_plan(a: &SweepArgs) -> anyhow::Result<SweepPlan> {
 pub struct Headlines<'a> {
     pub inner: &'a dyn lab::Observer,
     pub views: Mutex<BTreeMap<i64, lab::Views>>,
-    /// The SLO each run is judged by, and each run's judgement (by run id).
-    pub slo: Option<Slo>,
-    pub reports: Mutex<BTreeMap<i64, lab::SloReport>>,
 }
 
 impl<'a> Headlines<'a> {
@@ -251,8 +248,6 @@ impl<'a> Headlines<'a> {
         Headlines {
             inner,
             views: Mutex::new(BTreeMap::new()),
-            slo: None,
-            reports: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -294,9 +289,6 @@ impl lab::Observer for Headlines<'_> {
     fn run_done(&self, run: &lab::Run) {
         if let (Some(id), Ok(mut m)) = (run.run_id, self.views.lock()) {
             m.insert(id, run.views.clone());
-        }
-        if let (Some(id), Some(slo), Ok(mut m)) = (run.run_id, &self.slo, self.reports.lock()) {
-            m.insert(id, slo.evaluate(run));
         }
         self.inner.run_done(run)
     }
@@ -343,26 +335,40 @@ pub fn gate_code(result: &lab::SweepResult, gate: &super::gate::Gate) -> i32 {
         .unwrap_or(0)
 }
 
-/// The JUnit / Markdown suites of a sweep: one per point of the grid (its run's judgement).
-fn suites(result: &lab::SweepResult, obs: &Headlines) -> Vec<(String, lab::SloReport)> {
-    let reports = obs.reports.lock().map(|m| m.clone()).unwrap_or_default();
+/// The JUnit / Markdown suites of a sweep: one per point of the grid, the judgement its exit
+/// code reads (of its repeats combined when repeated, else of its run).
+pub fn suites(result: &lab::SweepResult) -> Vec<(String, lab::SloReport)> {
+    let name = |rps: f64, pct: Option<f64>, params: &BTreeMap<String, String>| {
+        let mut name = format!("point {rps:.0} req/s");
+        if let Some(l) = pct {
+            name.push_str(&format!(" ({l:.0} %)"));
+        }
+        for (k, v) in params {
+            name.push_str(&format!(" {k}={v}"));
+        }
+        name
+    };
+    if result.rows.iter().any(|r| r.repeat > 0) {
+        return result
+            .points
+            .iter()
+            .filter_map(|p| {
+                let rep = p.slo_report.clone()?;
+                let mut n = name(p.offered_rps, p.load_pct, &p.params);
+                n.push_str(&format!(", {} repeats combined", p.result.repeats));
+                Some((n, rep))
+            })
+            .collect();
+    }
     result
         .rows
         .iter()
         .filter(|r| r.role == "load")
         .filter_map(|r| {
-            let rep = reports.get(&r.run_id?)?;
-            let mut name = format!("point {:.0} req/s", r.offered_rps);
-            if let Some(l) = r.load_pct {
-                name.push_str(&format!(" ({l:.0} %)"));
-            }
-            for (k, v) in &r.params {
-                name.push_str(&format!(" {k}={v}"));
-            }
-            if result.rows.iter().any(|x| x.repeat > 0) {
-                name.push_str(&format!(" repeat {}", r.repeat + 1));
-            }
-            Some((name, rep.clone()))
+            Some((
+                name(r.offered_rps, r.load_pct, &r.params),
+                r.slo_report.clone()?,
+            ))
         })
         .collect()
 }
@@ -376,8 +382,7 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<i32> {
     splan.check(&db).map_err(lab_err)?;
     let gate = super::gate::Gate::new(a.slo.as_deref(), a.slo_view.into(), &a.gate)?;
     let progress = Progress::new(a.json);
-    let mut obs = Headlines::new(&progress);
-    obs.slo = gate.slo.clone();
+    let obs = Headlines::new(&progress);
     let db = Db::open(&db)
         .map_err(|e| usage(format!("cannot open results store {}: {e}", db.display())))?;
     let stop = shutdown_flag()?;
@@ -395,7 +400,7 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<i32> {
     );
     splan.template.config["host_noise"] = serde_json::json!(host_noise);
     let result = lab::sweep(&splan, &db, &stop, &obs).map_err(lab_err)?;
-    let suites = suites(&result, &obs);
+    let suites = suites(&result);
     let written = if gate.slo.is_some() {
         gate.write(&suites)?
     } else {

@@ -1,7 +1,7 @@
 //! `tailscope tune`: parse the options into a `lab::TunePlan`, walk, print.
 
 use host::mitigate::Journal;
-use lab::{Db, Load, RunTemplate, Slo, TunePlan, TuneStepKind, View};
+use lab::{Db, Load, RunTemplate, SloReport, TunePlan, TuneStepKind};
 
 use super::common::{db_path, parse_cpus_flag, shutdown_flag};
 use super::progress::Progress;
@@ -27,12 +27,9 @@ pub fn run(a: &TuneArgs) -> anyhow::Result<i32> {
         .map(|s| s.parse::<TuneStepKind>())
         .collect::<Result<Vec<_>, _>>()
         .map_err(lab_err)?;
-    let slo = a
-        .slo
-        .as_deref()
-        .map(|s| Slo::parse(s, View::User))
-        .transpose()
-        .map_err(lab_err)?;
+    super::common::check_label(a.label.as_deref())?;
+    let gate = super::gate::Gate::new(a.slo.as_deref(), a.slo_view.into(), &a.gate)?;
+    let slo = gate.slo.clone();
     if !a.root.is_dir() {
         return Err(usage(format!(
             "--root {} is not a directory",
@@ -42,7 +39,7 @@ pub fn run(a: &TuneArgs) -> anyhow::Result<i32> {
     let la = &a.load;
     let template = RunTemplate {
         precision: p.precision.clone(),
-        extra_quantiles: slo.as_ref().map(Slo::extra_quantiles).unwrap_or_default(),
+        extra_quantiles: gate.extra.clone(),
         target: spec,
         load: load_config(la, &p, 1.0)?,
         service_ns: a
@@ -61,6 +58,7 @@ pub fn run(a: &TuneArgs) -> anyhow::Result<i32> {
         config: serde_json::json!({
             "target": a.target, "rate": a.rate, "duration": la.duration, "warmup": la.warmup,
             "connections": la.connections, "cpus": p.cpus, "seed": la.seed, "slo": a.slo,
+            "slo_view": lab::ViewChoice::from(a.slo_view), "label": a.label,
         }),
     };
     lab::check_tunable(&template).map_err(lab_err)?;
@@ -93,10 +91,147 @@ pub fn run(a: &TuneArgs) -> anyhow::Result<i32> {
         .map_err(|e| usage(format!("cannot open results store {}: {e}", db.display())))?;
     let stop = shutdown_flag()?;
     let result = lab::tune(&tplan, &db, &stop, &obs).map_err(lab_err)?;
+    let (gated, all) = suites(&result);
+    let written = if gate.slo.is_some() {
+        gate.write_split(&gated, &all)?
+    } else {
+        Vec::new()
+    };
     if a.json {
-        output::print_json(&serde_json::to_value(&result)?)?;
+        let mut v = serde_json::to_value(&result)?;
+        v["tuned"] = serde_json::json!(result.tuned().map(|t| &t.name));
+        v["written"] = serde_json::json!(written);
+        output::print_json(&v)?;
     } else {
         output::print_with(|w| report::sweep_view::tune(w, &result))?;
+        if let (Some(t), Some(rep)) = (result.tuned(), result.tuned().and_then(|t| t.slo.as_ref()))
+        {
+            output::outln!("the tuned configuration (through step {}):", t.name)?;
+            output::print_with(|w| report::slo_view::lines(w, rep))?;
+        }
+        for w in written {
+            output::outln!("wrote {w}")?;
+        }
     }
-    Ok(if result.status == "ok" { 0 } else { 1 })
+    Ok(exit_code(&result, &gate))
+}
+
+/// 1 when the walk failed or was interrupted, or its tuned configuration (the last step
+/// measured) did not measure; else, with an SLO, the gate's code of that configuration's
+/// verdict at the walk's load: earlier steps are expected to fall short (that is why one
+/// tunes), the configuration the walk ends with is the one to ship.
+fn exit_code(result: &lab::TuneResult, gate: &super::gate::Gate) -> i32 {
+    if result.status != "ok" {
+        return 1;
+    }
+    let Some(t) = result.tuned() else { return 1 };
+    if matches!(t.status.as_deref(), Some("failed" | "interrupted") | None) {
+        return 1;
+    }
+    t.slo.as_ref().map_or(0, |r| gate.code(r.verdict))
+}
+
+/// Named SLO judgements: what the JUnit and Markdown files hold.
+type Suites = Vec<(String, SloReport)>;
+
+/// The JUnit suites (the tuned configuration: what the exit code reads) and the Markdown
+/// ones (every step measured, in order).
+fn suites(result: &lab::TuneResult) -> (Suites, Suites) {
+    let name = |t: &lab::TuneStep| {
+        if t.changes.is_empty() {
+            format!("step {}", t.name)
+        } else {
+            format!("step {} ({})", t.name, t.changes.join("; "))
+        }
+    };
+    let all = result
+        .steps
+        .iter()
+        .filter_map(|t| Some((name(t), t.slo.clone()?)))
+        .collect();
+    let gated = result
+        .tuned()
+        .and_then(|t| Some((format!("tuned configuration: {}", name(t)), t.slo.clone()?)))
+        .into_iter()
+        .collect();
+    (gated, all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{GateArgs, UndecidedArg};
+    use lab::{TuneResult, TuneStep, Verdict, ViewChoice};
+
+    fn step(name: &str, verdict: Option<Verdict>) -> TuneStep {
+        TuneStep {
+            name: name.into(),
+            changes: Vec::new(),
+            skipped: verdict.is_none().then(|| "not on this host".into()),
+            run_id: verdict.map(|_| 1),
+            status: verdict.map(|_| "ok".into()),
+            measured: serde_json::Value::Null,
+            ideal: serde_json::Value::Null,
+            excess: serde_json::Value::Null,
+            max_load_rps: None,
+            max_load_pct: None,
+            slo: verdict.map(|verdict| SloReport {
+                text: "p99<=1ms".into(),
+                view: ViewChoice::Auto,
+                conditions: Vec::new(),
+                verdict,
+            }),
+        }
+    }
+
+    fn code(steps: Vec<TuneStep>, undecided: UndecidedArg) -> i32 {
+        let g = GateArgs {
+            percentiles: None,
+            slo_undecided: undecided,
+            junit: None,
+            markdown: None,
+        };
+        let gate = super::super::gate::Gate::new(Some("p99<=1ms"), ViewChoice::Auto, &g).unwrap();
+        let r = TuneResult {
+            experiment_id: 1,
+            status: "ok".into(),
+            steps,
+        };
+        exit_code(&r, &gate)
+    }
+
+    #[test]
+    fn the_last_measured_step_decides() {
+        use Verdict::*;
+        let f = UndecidedArg::Fail;
+        // The baseline falling short is why one tunes; the tuned configuration decides.
+        assert_eq!(
+            code(
+                vec![step("baseline", Some(Violates)), step("rt", Some(Meets))],
+                f
+            ),
+            0
+        );
+        assert_eq!(
+            code(
+                vec![step("baseline", Some(Meets)), step("rt", Some(Violates))],
+                f
+            ),
+            3
+        );
+        // A skipped last step changed nothing: the step before it is the tuned one.
+        let skipped = vec![
+            step("baseline", Some(Violates)),
+            step("rt", Some(Meets)),
+            step("numa", None),
+        ];
+        assert_eq!(code(skipped, f), 0);
+        assert_eq!(code(vec![step("baseline", Some(Undecided))], f), 3);
+        assert_eq!(
+            code(vec![step("baseline", Some(Undecided))], UndecidedArg::Pass),
+            0
+        );
+        // Nothing measured: the walk gave no configuration to judge.
+        assert_eq!(code(vec![step("numa", None)], f), 1);
+    }
 }
