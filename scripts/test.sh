@@ -17,14 +17,15 @@ if command -v rustup >/dev/null 2>&1; then
   rustup component list --installed | grep -q '^clippy' || rustup component add clippy
 fi
 
-# The reference HdrHistogram reader (PyPI's hdrhistogram) and OpenMetrics parser (PyPI's
-# prometheus_client) in a throwaway virtual environment, made when either is missing; the
-# report and export tests find it through TAILSCOPE_TEST_PYTHON.
+# The reference HdrHistogram reader (PyPI's hdrhistogram), OpenMetrics parser (PyPI's
+# prometheus_client) and JSON Schema validator (PyPI's jsonschema) in a throwaway virtual
+# environment, made when one is missing; the report, export and schema tests find it through
+# TAILSCOPE_TEST_PYTHON.
 venv="${CARGO_TARGET_DIR:-target}/test-venv"
-if ! "$venv/bin/python" -c 'import hdrh.log, prometheus_client.openmetrics.parser' >/dev/null 2>&1; then
-  echo "making $venv with PyPI's hdrhistogram and prometheus_client" >&2
+if ! "$venv/bin/python" -c 'import hdrh.log, prometheus_client.openmetrics.parser, jsonschema' >/dev/null 2>&1; then
+  echo "making $venv with PyPI's hdrhistogram, prometheus_client and jsonschema" >&2
   python3 -m venv --clear "$venv"
-  "$venv/bin/pip" install -q hdrhistogram prometheus_client
+  "$venv/bin/pip" install -q hdrhistogram prometheus_client jsonschema
 fi
 TAILSCOPE_TEST_PYTHON="$(cd "$venv" && pwd)/bin/python"
 export TAILSCOPE_TEST_PYTHON

@@ -1,7 +1,7 @@
 //! `check`: a stored run or experiment (the candidate) against a stored baseline, per
 //! percentile, per view and, for experiments, per load point. Each row reads the ratio
-//! candidate ÷ baseline with a conservative interval made from the two stored intervals,
-//! `[c.lo / b.hi, c.hi / b.lo]`, against a tolerance: `worse` when the whole interval lies
+//! candidate ÷ baseline with an interval made from the two stored intervals (their log
+//! half-widths added in quadrature, [`ratio_of`]), against a tolerance: `worse` when the whole interval lies
 //! above 1 + tol, `better` when it lies below 1 / (1 + tol), `same` when it lies within
 //! [1 / (1 + tol), 1 + tol], `undecided` otherwise. Only views valid in both are compared.
 //!
@@ -84,16 +84,32 @@ pub fn verdict_of(lo: f64, hi: f64, tol: f64) -> CheckVerdict {
     }
 }
 
-/// The ratio candidate ÷ baseline with its conservative interval; None when the baseline's
-/// interval reaches zero or a bound is not finite.
+/// The ratio candidate ÷ baseline with its interval; None when an interval reaches zero or a
+/// bound is not finite.
+///
+/// The two sides are independent measurements (made at different times), each interval a 95 %
+/// interval of its own estimate, and latencies vary multiplicatively; so on the log scale the
+/// ratio's errors are the sum of two independent errors and the half-widths add in quadrature:
+/// `ln r ± sqrt(h_c² + h_b²)`, each side of the interval from the matching sides of the two
+/// (`c.hi` with `b.lo` above, `c.lo` with `b.hi` below). Adding them outright,
+/// `[c.lo / b.hi, c.hi / b.lo]`, assumes both err to their limits at once and is √2 wider for
+/// equal widths: 3 repeats per side could then not tell a 1.6× slower server from noise on
+/// this host. Each side's interval keeps its own floors (a repeated point's is never narrower
+/// than its median repeat's own interval), and `tests::quadrature_ratio_covers_the_truth`
+/// checks the coverage on simulated repeats.
 pub fn ratio_of(c: Interval, b: Interval) -> Option<Interval> {
-    if !(b.lo > 0.0 && b.value > 0.0 && b.hi > 0.0) {
+    let positive = |i: &Interval| i.lo > 0.0 && i.value > 0.0 && i.hi > 0.0;
+    if !(positive(&c) && positive(&b)) {
         return None;
     }
+    let ln = f64::ln;
+    let centre = ln(c.value) - ln(b.value);
+    let below = ln(c.value / c.lo).hypot(ln(b.hi / b.value));
+    let above = ln(c.hi / c.value).hypot(ln(b.value / b.lo));
     let r = Interval {
-        value: c.value / b.value,
-        lo: c.lo / b.hi,
-        hi: c.hi / b.lo,
+        value: centre.exp(),
+        lo: (centre - below).exp(),
+        hi: (centre + above).exp(),
     };
     (r.value.is_finite() && r.lo.is_finite() && r.hi.is_finite()).then_some(r)
 }
@@ -197,7 +213,7 @@ pub struct CheckRow {
     pub percentile: String,
     pub baseline_us: Option<Interval>,
     pub candidate_us: Option<Interval>,
-    /// Candidate ÷ baseline, its interval conservative from the two intervals.
+    /// Candidate ÷ baseline, its interval from the two intervals ([`ratio_of`]).
     pub ratio: Option<Interval>,
     pub verdict: CheckVerdict,
     /// Why a row is undecided without a ratio (a view invalid, a percentile missing).
@@ -724,7 +740,11 @@ mod tests {
         let tol = 0.1;
         // 80 vs 50 µs, tight intervals: worse.
         let r = ratio_of(iv(80.0, 78.0, 82.0), iv(50.0, 49.0, 51.0)).unwrap();
-        assert!((r.lo - 78.0 / 51.0).abs() < 1e-12 && (r.hi - 82.0 / 49.0).abs() < 1e-12);
+        // Within the outright bounds, beyond either side's own width.
+        assert!(r.lo > 78.0 / 51.0 && r.hi < 82.0 / 49.0, "{r:?}");
+        assert!(r.lo < 78.0 / 50.0 && r.hi > 82.0 / 50.0, "{r:?}");
+        let h = (82.0f64 / 80.0).ln().hypot((50.0f64 / 49.0).ln());
+        assert!((r.hi - 1.6 * h.exp()).abs() < 1e-12, "{r:?}");
         assert_eq!(verdict_of(r.lo, r.hi, tol), CheckVerdict::Worse);
         // The reverse: better.
         let r = ratio_of(iv(50.0, 49.0, 51.0), iv(80.0, 78.0, 82.0)).unwrap();
@@ -740,6 +760,46 @@ mod tests {
         assert_eq!(verdict_of(1.0 / 1.1, 1.1, 0.1), CheckVerdict::Same);
         // A baseline interval reaching zero has no ratio.
         assert_eq!(ratio_of(iv(1.0, 1.0, 1.0), iv(1.0, 0.0, 2.0)), None);
+    }
+
+    /// Against exact truth: two sides of n repeats each, every repeat's estimate lognormal
+    /// around the same true value (the true ratio is 1), each side's interval made as a
+    /// repeated point's is (`repeat::spread_interval`); the ratio's interval must contain 1 in
+    /// at least 95 % of trials — and not in (nearly) all of them, which is what the outright
+    /// sum of the two widths gave.
+    #[test]
+    fn quadrature_ratio_covers_the_truth() {
+        use rand::SeedableRng;
+        use rand_distr::{Distribution, Normal};
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(23);
+        let noise = Normal::new(0.0f64, 0.3).unwrap();
+        for n in [3usize, 5] {
+            let trials = 4000;
+            let (mut covered, mut covered_sum) = (0, 0);
+            for _ in 0..trials {
+                let mut side = || {
+                    let v: Vec<f64> = (0..n)
+                        .map(|_| 100.0 * noise.sample(&mut rng).exp())
+                        .collect();
+                    // Each repeat's own interval: ±2 %, narrower than the spread.
+                    let own: Vec<(f64, f64)> = v.iter().map(|x| (x * 0.98, x * 1.02)).collect();
+                    let e = crate::repeat::spread_interval(&v, &own, 0.95).unwrap();
+                    iv(e.value, e.lo, e.hi)
+                };
+                let (c, b) = (side(), side());
+                let r = ratio_of(c, b).unwrap();
+                covered += usize::from(r.lo <= 1.0 && 1.0 <= r.hi);
+                covered_sum += usize::from(c.lo / b.hi <= 1.0 && 1.0 <= c.hi / b.lo);
+            }
+            let rate = covered as f64 / trials as f64;
+            let rate_sum = covered_sum as f64 / trials as f64;
+            assert!(rate >= 0.95, "n = {n}: quadrature covers {rate}");
+            assert!(
+                rate < rate_sum,
+                "n = {n}: {rate} vs the outright sum's {rate_sum}"
+            );
+            eprintln!("n = {n}: quadrature covers {rate:.4}, the outright sum {rate_sum:.4}");
+        }
     }
 
     fn summary(p50: f64, user_valid: bool) -> Value {

@@ -56,6 +56,14 @@ pub fn openmetrics_python() -> Option<PathBuf> {
     )
 }
 
+/// The same Python with PyPI's `jsonschema` (a JSON Schema 2020-12 validator) importable.
+pub fn schema_python() -> Option<PathBuf> {
+    venv_python(
+        "jsonschema",
+        "the test virtual environment with PyPI's jsonschema",
+    )
+}
+
 /// The test virtual environment's Python when `module` imports in it.
 fn venv_python(module: &str, what: &str) -> Option<PathBuf> {
     let candidate = std::env::var_os("TAILSCOPE_TEST_PYTHON")
