@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use crate::config::LoadConfig;
 use crate::conn::Conn;
-use crate::engine::{note_error, Engine, Shared, SlackTask, Slot, ThreadOutput};
+use crate::engine::{note_error, Engine, Shared, SlackTask, Slot, ThreadOutput, ToWriter};
 use crate::error::LoadError;
 use crate::protocol::Protocol;
 use crate::record::{BacklogSample, RequestRecord, RunRecords, RunSummary, WriterStats};
@@ -52,17 +52,6 @@ pub trait RecordSink: Send {
     /// The local port is what the server sees as its peer's (an observer of the server
     /// matches its sockets to the run's connections with it). Default: ignored.
     fn connected(&mut self, _conn: u32, _local: SocketAddr, _at_mono_ns: u64) {}
-}
-
-/// What the generator threads hand the writer thread, in order.
-pub(crate) enum ToWriter {
-    Chunk(usize, Vec<RequestRecord>),
-    Started(u64),
-    Connected {
-        conn: u32,
-        local: SocketAddr,
-        at_mono_ns: u64,
-    },
 }
 
 /// Keeps every record in memory (tests, short runs).

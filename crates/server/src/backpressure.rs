@@ -16,8 +16,7 @@ use std::sync::{Condvar, Mutex};
 
 use nix::sys::epoll::{Epoll, EpollEvent, EpollFlags};
 
-use crate::common::{AtomicCounters, Stop};
-use crate::epoll_arch::READ_EVENTS;
+use crate::common::{AtomicCounters, Stop, READ_EVENTS};
 use crate::tcp_buf::OutBuf;
 use crate::{Limits, Shared};
 

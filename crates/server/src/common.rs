@@ -5,11 +5,14 @@ use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use host::tstamp::mono_now_ns;
+use std::net::TcpStream;
+
+use host::tstamp::{self, mono_now_ns};
+use nix::sys::epoll::EpollFlags;
 use nix::sys::eventfd::{EfdFlags, EventFd};
 use wire::nullrpc::{self, Header, Stamps};
 
-use crate::{ServerConfig, ServerError};
+use crate::{ServerConfig, ServerError, Shared};
 
 /// What the server has done so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -274,6 +277,22 @@ impl Work {
         let t4 = self.do_work(pre.is_some());
         self.respond(h, payload, pre, t4, out)
     }
+}
+
+/// The events a connection is registered for while it is read: data, and the peer's
+/// half-close.
+pub(crate) const READ_EVENTS: EpollFlags = EpollFlags::EPOLLIN.union(EpollFlags::EPOLLRDHUP);
+
+/// Sets up an accepted connection the way every TCP architecture wants it.
+pub(crate) fn setup_conn(s: &TcpStream, shared: &Shared) -> io::Result<()> {
+    s.set_nodelay(true)?;
+    if shared.cfg.stamps {
+        // Receive stamps only; transmit stamps are switched on by the first request that
+        // wants T6 (see `OutBuf`). Best effort: a socket that refuses is served without T1.
+        let _ = tstamp::enable(s.as_raw_fd(), true, false);
+    }
+    AtomicCounters::add(&shared.counters.connections_accepted, 1);
+    Ok(())
 }
 
 #[cfg(test)]

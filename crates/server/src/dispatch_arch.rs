@@ -15,9 +15,9 @@ use wire::nullrpc::{Header, HEADER_LEN};
 
 use crate::backpressure::{paused_and_hung_up, sync_interest, Backlog};
 use crate::common::{accept_backoff, place, AtomicCounters, Pre, Work, STOP_TOKEN};
-use crate::epoll_arch::{new_epoll, READ_EVENTS};
+use crate::common::{setup_conn, READ_EVENTS};
+use crate::epoll_arch::new_epoll;
 use crate::tcp_buf::{InBuf, OutBuf};
-use crate::thread_arch::setup_conn;
 use crate::{spawn, ServerError, Shared, Started};
 
 pub(crate) const LISTENER_TOKEN: u64 = u64::MAX - 1;

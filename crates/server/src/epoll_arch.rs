@@ -12,15 +12,14 @@ use nix::errno::Errno;
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 
 use crate::backpressure::{paused_and_hung_up, sync_interest};
-use crate::common::{accept_backoff, place, AtomicCounters, Pre, Work, STOP_TOKEN};
+use crate::common::{
+    accept_backoff, place, setup_conn, AtomicCounters, Pre, Work, READ_EVENTS, STOP_TOKEN,
+};
 use crate::tcp_buf::{InBuf, OutBuf};
-use crate::thread_arch::setup_conn;
 use crate::{spawn, ServerError, Shared, Started};
 
 /// Connections accepted for a worker but not yet taken into its table.
 type Inbox = Arc<Mutex<Vec<TcpStream>>>;
-
-pub(crate) const READ_EVENTS: EpollFlags = EpollFlags::EPOLLIN.union(EpollFlags::EPOLLRDHUP);
 
 /// A new epoll instance with the stop eventfd registered.
 pub(crate) fn new_epoll(shared: &Shared) -> Result<Epoll, ServerError> {

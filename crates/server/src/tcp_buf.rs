@@ -147,7 +147,7 @@ impl OutBuf {
             tx_base: 0,
             pending_tx: VecDeque::new(),
             paused: false,
-            registered: crate::epoll_arch::READ_EVENTS,
+            registered: crate::common::READ_EVENTS,
         }
     }
 

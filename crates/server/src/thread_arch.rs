@@ -14,7 +14,7 @@ use std::thread::JoinHandle;
 
 use host::tstamp::{self, mono_now_ns};
 
-use crate::common::{accept_backoff, place, AtomicCounters, Pre, Work};
+use crate::common::{accept_backoff, place, setup_conn, AtomicCounters, Pre, Work};
 use crate::tcp_buf::{InBuf, OutBuf};
 use crate::{spawn, ServerError, Shared, Started};
 
@@ -32,18 +32,6 @@ pub(crate) fn start(listener: TcpListener, shared: &Arc<Shared>) -> Result<Start
         // The acceptor polls the stop eventfd and closes the connections itself.
         wake: Box::new(|| {}),
     })
-}
-
-/// Sets up an accepted connection the way every TCP architecture wants it.
-pub(crate) fn setup_conn(s: &TcpStream, shared: &Shared) -> io::Result<()> {
-    s.set_nodelay(true)?;
-    if shared.cfg.stamps {
-        // Receive stamps only; transmit stamps are switched on by the first request that
-        // wants T6 (see `OutBuf`). Best effort: a socket that refuses is served without T1.
-        let _ = tstamp::enable(s.as_raw_fd(), true, false);
-    }
-    AtomicCounters::add(&shared.counters.connections_accepted, 1);
-    Ok(())
 }
 
 fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {

@@ -25,9 +25,19 @@ use crate::config::LoadConfig;
 use crate::conn::{Conn, ConnFail};
 use crate::protocol::Reply;
 use crate::record::{Outcome, RequestRecord};
-use crate::run::ToWriter;
 use crate::schedule::ThreadSchedule;
 use crate::sys::Epoll;
+
+/// What the generator threads hand the writer thread, in order.
+pub(crate) enum ToWriter {
+    Chunk(usize, Vec<RequestRecord>),
+    Started(u64),
+    Connected {
+        conn: u32,
+        local: SocketAddr,
+        at_mono_ns: u64,
+    },
+}
 
 mod churn;
 mod faults;
