@@ -323,16 +323,9 @@ pub fn analyse(
 pub fn analyse_records(
     src: &mut dyn Records,
     cfg: &AnalysisConfig,
-    mut on_slow: Option<&mut dyn FnMut(u64, u64)>,
+    on_slow: Option<&mut dyn FnMut(u64, u64)>,
 ) -> Result<RunAnalysis, AnalysisError> {
-    if let Some(spec) = &cfg.ideal {
-        if !(spec.service_ns.is_finite() && spec.service_ns > 0.0) {
-            return Err(AnalysisError::Service(spec.service_ns));
-        }
-        if spec.workers == 0 {
-            return Err(AnalysisError::Workers);
-        }
-    }
+    check_ideal_spec(cfg.ideal.as_ref())?;
     let mut f = First::new(
         cfg.warmup_ns,
         cfg.ideal.as_ref(),
@@ -347,16 +340,7 @@ pub fn analyse_records(
     let conf = cfg.confidence;
     let mut measured_s = f.measured.summarize_with(conf, &cfg.extra_quantiles)?;
     f.measured_blk.section_summary(&mut measured_s)?;
-    let mut classes = Vec::new();
-    if f.per_class.len() > 1 {
-        for (class, mut rec) in std::mem::take(&mut f.per_class) {
-            classes.push(ClassMeasured {
-                class,
-                requests: rec.len(),
-                measured: rec.summarize(conf)?,
-            });
-        }
-    }
+    let classes = classes_of(&mut f, conf)?;
     let measured_ccdf_us = to_us(f.measured.ccdf(10));
     let mut lateness_s = summary_or_zero(&mut f.lateness, conf)?;
     if !f.lateness_blk.is_empty() {
@@ -379,36 +363,7 @@ pub fn analyse_records(
         (Some(i), Some(oi)) => excess(&measured_s, i, &f.measured_blk, &oi.blocked)?,
         _ => Vec::new(),
     };
-    let server_view = if f.network_server.is_empty() {
-        None
-    } else {
-        let mut measured = f
-            .network_server
-            .summarize_with(conf, &cfg.extra_quantiles)?;
-        f.network_server_blk.section_summary(&mut measured)?;
-        let IdealOutcome {
-            stable: ideal,
-            note: ideal_note,
-            ccdf_us: ideal_ccdf_us,
-            ..
-        } = match f.server_ideal.as_mut() {
-            Some(i) => ideal_of(i, conf, "the sent requests")?,
-            None => IdealOutcome::default(),
-        };
-        let excess = match (&ideal, &f.server_ideal) {
-            (Some(i), Some(oi)) => excess(&measured, i, &f.network_server_blk, &oi.blocked)?,
-            _ => Vec::new(),
-        };
-        Some(ServerView {
-            excess,
-            measured,
-            ideal,
-            ideal_note,
-            kernel_stamped_fraction: f.kernel_rx as f64 / f.outcomes.ok.max(1) as f64,
-            measured_ccdf_us: to_us(f.network_server.ccdf(10)),
-            ideal_ccdf_us,
-        })
-    };
+    let server_view = server_view_of(&mut f, cfg)?;
     let client_wakeup = (!f.wake.is_empty())
         .then(|| f.wake.summarize(conf))
         .transpose()?;
@@ -420,94 +375,10 @@ pub fn analyse_records(
         }),
         _ => None,
     };
-    let held_in_client = if f.held.is_empty() {
-        None
-    } else {
-        Some(HeldInClient {
-            requests: f.held_requests,
-            fraction: f.held_requests as f64 / f.held.len() as f64,
-            held: f.held.summarize(conf)?,
-        })
-    };
-
-    // Second pass: the stage groups, the slowest 1 % for the attribution, and the scheduled
-    // gaps shorter than the shortest achieved one.
-    let groups = stages::StageGroups::from_latencies(&mut f.stamped);
-    let n = f.measured.len();
-    let slow_from = value_at_rank(&mut f.measured, n - n.div_ceil(100));
-    let poisson = matches!(cfg.arrival, ArrivalSpec::Poisson) && f.sent_count > 20;
-    let mut acc = groups.map(|g| stages::StageAcc::new(g, EXACT_LIMIT));
-    let window_ns = window_width(
-        cfg.window_ns,
-        f.span.map_or(0, |(a, b)| b.saturating_sub(a)),
-    );
-    let mut win = windows::WindowAcc::new(window_ns, cfg.warmup_ns, cfg.ideal.as_ref())?;
-    let mut short_gaps = 0u64;
-    let mut completed = 0u64;
-    let mut completed_end = 0u64;
-    {
-        let (warmup, start) = (cfg.warmup_ns, cfg.same_host_start_mono_ns);
-        let min_gap = f.min_sent_gap.unwrap_or(0);
-        let span = (f.first_intended.unwrap_or(0), f.last_intended.unwrap_or(0));
-        let mut last: Option<u64> = None;
-        src.visit(&mut |r| {
-            win.add(r);
-            if r.outcome == load::Outcome::Ok && (span.0..span.1).contains(&r.received_ns) {
-                completed += 1;
-                if r.received_ns >= span.1 - (span.1 - span.0) / 3 {
-                    completed_end += 1;
-                }
-            }
-            if r.intended_ns < warmup {
-                return;
-            }
-            if let Some(p) = last.replace(r.intended_ns) {
-                short_gaps += u64::from(r.intended_ns - p < min_gap);
-            }
-            let Some(l) = r.latency_ns() else {
-                return;
-            };
-            if let (Some(acc), Some(iv)) = (acc.as_mut(), stages::intervals(r, start)) {
-                acc.add(l, &iv);
-            }
-            if let (Some(cb), Some(thr)) = (on_slow.as_deref_mut(), slow_from) {
-                if l as f64 >= thr {
-                    cb(r.intended_ns, l);
-                }
-            }
-        })
-        .map_err(AnalysisError::Read)?;
-    }
-    let throughput = match (f.first_intended, f.last_intended) {
-        (Some(a), Some(b)) if b > a && f.intended_count > 1 => {
-            let span_s = (b - a) as f64 / 1e9;
-            let n = (f.intended_count - 1) as f64;
-            Some(Throughput {
-                offered_rps: n / span_s,
-                offered_lo_rps: (n - 1.96 * n.sqrt()).max(0.0) / span_s,
-                offered_hi_rps: (n + 1.96 * n.sqrt()) / span_s,
-                completed_rps: completed as f64 / span_s,
-                completed_end_rps: completed_end as f64 * 3.0 / span_s,
-                span_s,
-            })
-        }
-        _ => None,
-    };
-    let stamped_service_ns = {
-        let mut sum = 0.0;
-        let mut any = false;
-        for (k, r) in f.server_stages.iter_mut().enumerate() {
-            // The read's own cost is its lower decile: a request later in a batch (several
-            // read by one recv) also waits in T2→T3 for the ones before it to be served.
-            let q = if k == 0 { 0.1 } else { 0.5 };
-            let rank = ((r.len().max(1) - 1) as f64 * q) as u64;
-            if let Some(m) = value_at_rank(r, rank) {
-                sum += m;
-                any = true;
-            }
-        }
-        any.then_some(sum)
-    };
+    let held_in_client = held_of(&mut f, conf)?;
+    let second = second_pass(src, &mut f, cfg, on_slow)?;
+    let throughput = throughput_of(&f, &second);
+    let stamped_service_ns = stamped_service_ns(&mut f);
     let ideal_check = ideal_check(
         &measured_s,
         ideal.as_ref(),
@@ -525,14 +396,13 @@ pub fn analyse_records(
         ) => excess_split(&measured_s, i, sm, si),
         _ => Vec::new(),
     };
-    let windows = win.finish();
     let stationarity = stationarity::stationarity(
         &f.measured_blk,
         (!f.network_server_blk.is_empty()).then_some(&f.network_server_blk),
-        &windows,
+        &second.windows,
     );
-    let arrival_check = if poisson {
-        arrival_check(&f, short_gaps)
+    let arrival_check = if second.poisson {
+        arrival_check(&f, second.short_gaps)
     } else {
         None
     };
@@ -558,17 +428,210 @@ pub fn analyse_records(
         stamped_service_ns,
         ideal_check,
         arrival_check,
-        stages: acc.map(stages::StageAcc::finish),
+        stages: second.stages,
         client_wakeup,
         why: None,
         span_ns: f.span,
-        slow_from_ns: slow_from,
+        slow_from_ns: second.slow_from,
         measured_ccdf_us,
         ideal_ccdf_us,
         interval_method: measured_s_method,
-        windows,
+        windows: second.windows,
         stationarity,
     })
+}
+
+/// The ideal's parameters must make a queue: a positive, finite service time and a worker.
+fn check_ideal_spec(spec: Option<&IdealSpec>) -> Result<(), AnalysisError> {
+    let Some(spec) = spec else { return Ok(()) };
+    if !(spec.service_ns.is_finite() && spec.service_ns > 0.0) {
+        return Err(AnalysisError::Service(spec.service_ns));
+    }
+    if spec.workers == 0 {
+        return Err(AnalysisError::Workers);
+    }
+    Ok(())
+}
+
+/// The measured distribution per request class, when the run has more than one.
+fn classes_of(f: &mut First, conf: f64) -> Result<Vec<ClassMeasured>, AnalysisError> {
+    let mut classes = Vec::new();
+    if f.per_class.len() > 1 {
+        for (class, mut rec) in std::mem::take(&mut f.per_class) {
+            classes.push(ClassMeasured {
+                class,
+                requests: rec.len(),
+                measured: rec.summarize(conf)?,
+            });
+        }
+    }
+    Ok(classes)
+}
+
+/// The requests the client held back (its window full), and for how long.
+fn held_of(f: &mut First, conf: f64) -> Result<Option<HeldInClient>, AnalysisError> {
+    if f.held.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(HeldInClient {
+        requests: f.held_requests,
+        fraction: f.held_requests as f64 / f.held.len() as f64,
+        held: f.held.summarize(conf)?,
+    }))
+}
+
+/// The server's view (sent → kernel receive) with its own ideal, from the first pass; None
+/// when no request carried a send stamp.
+fn server_view_of(
+    f: &mut First,
+    cfg: &AnalysisConfig,
+) -> Result<Option<ServerView>, AnalysisError> {
+    if f.network_server.is_empty() {
+        return Ok(None);
+    }
+    let conf = cfg.confidence;
+    let mut measured = f
+        .network_server
+        .summarize_with(conf, &cfg.extra_quantiles)?;
+    f.network_server_blk.section_summary(&mut measured)?;
+    let IdealOutcome {
+        stable: ideal,
+        note: ideal_note,
+        ccdf_us: ideal_ccdf_us,
+        ..
+    } = match f.server_ideal.as_mut() {
+        Some(i) => ideal_of(i, conf, "the sent requests")?,
+        None => IdealOutcome::default(),
+    };
+    let excess = match (&ideal, &f.server_ideal) {
+        (Some(i), Some(oi)) => excess(&measured, i, &f.network_server_blk, &oi.blocked)?,
+        _ => Vec::new(),
+    };
+    Ok(Some(ServerView {
+        excess,
+        measured,
+        ideal,
+        ideal_note,
+        kernel_stamped_fraction: f.kernel_rx as f64 / f.outcomes.ok.max(1) as f64,
+        measured_ccdf_us: to_us(f.network_server.ccdf(10)),
+        ideal_ccdf_us,
+    }))
+}
+
+/// What the second pass over the records finds.
+struct SecondPass {
+    /// The stage breakdown (None when no request carried the server's stamps).
+    stages: Option<StageBreakdown>,
+    windows: Vec<Window>,
+    /// Scheduled gaps shorter than the shortest achieved one (for the arrival check).
+    short_gaps: u64,
+    /// Whether the schedule is Poisson with enough sends for the arrival check.
+    poisson: bool,
+    /// Successful replies received within the intended span, and within its last third.
+    completed: u64,
+    completed_end: u64,
+    /// The latency from which a request is among the slowest 1 %.
+    slow_from: Option<f64>,
+}
+
+/// Second pass: the stage groups, the slowest 1 % for the attribution (`on_slow`), the
+/// windows, the completions, and the scheduled gaps shorter than the shortest achieved one.
+fn second_pass(
+    src: &mut dyn Records,
+    f: &mut First,
+    cfg: &AnalysisConfig,
+    mut on_slow: Option<&mut dyn FnMut(u64, u64)>,
+) -> Result<SecondPass, AnalysisError> {
+    let groups = stages::StageGroups::from_latencies(&mut f.stamped);
+    let n = f.measured.len();
+    let slow_from = value_at_rank(&mut f.measured, n - n.div_ceil(100));
+    let poisson = matches!(cfg.arrival, ArrivalSpec::Poisson) && f.sent_count > 20;
+    let mut acc = groups.map(|g| stages::StageAcc::new(g, EXACT_LIMIT));
+    let window_ns = window_width(
+        cfg.window_ns,
+        f.span.map_or(0, |(a, b)| b.saturating_sub(a)),
+    );
+    let mut win = windows::WindowAcc::new(window_ns, cfg.warmup_ns, cfg.ideal.as_ref())?;
+    let mut short_gaps = 0u64;
+    let mut completed = 0u64;
+    let mut completed_end = 0u64;
+    let (warmup, start) = (cfg.warmup_ns, cfg.same_host_start_mono_ns);
+    let min_gap = f.min_sent_gap.unwrap_or(0);
+    let span = (f.first_intended.unwrap_or(0), f.last_intended.unwrap_or(0));
+    let mut last: Option<u64> = None;
+    src.visit(&mut |r| {
+        win.add(r);
+        if r.outcome == load::Outcome::Ok && (span.0..span.1).contains(&r.received_ns) {
+            completed += 1;
+            if r.received_ns >= span.1 - (span.1 - span.0) / 3 {
+                completed_end += 1;
+            }
+        }
+        if r.intended_ns < warmup {
+            return;
+        }
+        if let Some(p) = last.replace(r.intended_ns) {
+            short_gaps += u64::from(r.intended_ns - p < min_gap);
+        }
+        let Some(l) = r.latency_ns() else {
+            return;
+        };
+        if let (Some(acc), Some(iv)) = (acc.as_mut(), stages::intervals(r, start)) {
+            acc.add(l, &iv);
+        }
+        if let (Some(cb), Some(thr)) = (on_slow.as_deref_mut(), slow_from) {
+            if l as f64 >= thr {
+                cb(r.intended_ns, l);
+            }
+        }
+    })
+    .map_err(AnalysisError::Read)?;
+    Ok(SecondPass {
+        stages: acc.map(stages::StageAcc::finish),
+        windows: win.finish(),
+        short_gaps,
+        poisson,
+        completed,
+        completed_end,
+        slow_from,
+    })
+}
+
+/// Offered and completed rates over the intended span, with the offered rate's interval.
+fn throughput_of(f: &First, second: &SecondPass) -> Option<Throughput> {
+    match (f.first_intended, f.last_intended) {
+        (Some(a), Some(b)) if b > a && f.intended_count > 1 => {
+            let span_s = (b - a) as f64 / 1e9;
+            let n = (f.intended_count - 1) as f64;
+            Some(Throughput {
+                offered_rps: n / span_s,
+                offered_lo_rps: (n - 1.96 * n.sqrt()).max(0.0) / span_s,
+                offered_hi_rps: (n + 1.96 * n.sqrt()) / span_s,
+                completed_rps: second.completed as f64 / span_s,
+                completed_end_rps: second.completed_end as f64 * 3.0 / span_s,
+                span_s,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The server's own time per request from its stamps (the sum of its stages' typical
+/// durations), None without stamps.
+fn stamped_service_ns(f: &mut First) -> Option<f64> {
+    let mut sum = 0.0;
+    let mut any = false;
+    for (k, r) in f.server_stages.iter_mut().enumerate() {
+        // The read's own cost is its lower decile: a request later in a batch (several
+        // read by one recv) also waits in T2→T3 for the ones before it to be served.
+        let q = if k == 0 { 0.1 } else { 0.5 };
+        let rank = ((r.len().max(1) - 1) as f64 * q) as u64;
+        if let Some(m) = value_at_rank(r, rank) {
+            sum += m;
+            any = true;
+        }
+    }
+    any.then_some(sum)
 }
 
 /// The value at 0-based rank `r` of a non-empty recorder (type-7 quantile r / (n − 1)).
