@@ -180,3 +180,48 @@ pub(crate) fn writer_instrument(w: &load::WriterStats) -> Instrument {
         detail: None,
     }
 }
+
+/// The load generator itself as an instrument: what its loop's work costs per request, the
+/// rate one core could send at that cost, and how it recovered from the host's stalls
+/// (`load::GeneratorCost`). `cpus` are the generator's CPUs.
+pub(crate) fn generator_instrument(g: &load::GeneratorCost, cpus: &[usize]) -> Instrument {
+    let per_request = g.busy_per_request_ns().unwrap_or(0.0);
+    let ms = |ns: u64| ns as f64 / 1e6;
+    Instrument {
+        name: "load generator".into(),
+        mode: format!("{} open-loop thread(s)", g.threads),
+        cpus: cpus.to_vec(),
+        cost_per_sample_ns: per_request,
+        max_cost_ns: 0,
+        samples: g.sends,
+        skipped: 0,
+        cpu_ns: Some(g.thread_cpu_ns),
+        note: (g.stalls > 0).then(|| {
+            format!(
+                "host stalls: {} over {:.0} µs (longest {:.1} ms, {:.1} ms in all), {} requests due during them; catch-up: longest {:.2} ms",
+                g.stalls,
+                load::STALL_NS as f64 / 1e3,
+                ms(g.longest_stall_ns),
+                ms(g.stalled_ns),
+                g.due_in_stalls,
+                ms(g.longest_catch_up_ns),
+            )
+        }),
+        detail: Some(serde_json::json!({
+            "busy_ns": g.busy_ns,
+            "busy_per_request_ns": g.busy_per_request_ns(),
+            "ceiling_per_core_rps": g.ceiling_per_core_rps(),
+            "sends": g.sends,
+            "replies": g.replies,
+            "thread_cpu_ns": g.thread_cpu_ns,
+            "stall_threshold_ns": load::STALL_NS,
+            "stalls": g.stalls,
+            "stalled_ns": g.stalled_ns,
+            "longest_stall_ns": g.longest_stall_ns,
+            "due_in_stalls": g.due_in_stalls,
+            "catch_ups": g.catch_ups,
+            "catch_up_ns": g.catch_up_ns,
+            "longest_catch_up_ns": g.longest_catch_up_ns,
+        })),
+    }
+}

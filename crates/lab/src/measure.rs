@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use crate::db::{free_bytes, host_facts, Db};
 use crate::error::{invalid, LabError};
-use crate::instruments::{writer_instrument, Attribution, ServerInfo};
+use crate::instruments::{generator_instrument, writer_instrument, Attribution, ServerInfo};
 use crate::records::{StoreSink, StoredRecords};
 use crate::run::{asked_of, judge, JudgeInput, LoadFacts, Run};
 use crate::target::Ready;
@@ -218,7 +218,11 @@ pub fn measure(
     let server_json = beside.finish(ready, obs);
     let (series, sampler) = attribution.finish();
     let summary = result.map_err(|e| fail(e.into()))?;
-    let mut instruments = vec![sampler, writer_instrument(&summary.writer)];
+    let mut instruments = vec![
+        generator_instrument(&summary.generator, &cfg.cpus),
+        sampler,
+        writer_instrument(&summary.writer),
+    ];
     instruments.extend(stages.finish(&summary.writer));
     let same_host = cfg.target.addr.ip().is_loopback();
     let acfg = AnalysisConfig {

@@ -92,8 +92,22 @@ fn a_measured_run_is_stored_whole_and_reads_back() {
     assert!(a.stages.is_some());
     // Instruments say where they ran.
     let names: Vec<&str> = run.instruments.iter().map(|i| i.name.as_str()).collect();
-    assert_eq!(names, ["attribution sampler", "record writer"]);
-    assert!(run.instruments[1].samples >= 1);
+    assert_eq!(
+        names,
+        ["load generator", "attribution sampler", "record writer"]
+    );
+    assert!(run.instruments[2].samples >= 1);
+    // The generator reports its own cost: every request it sent, its work per request
+    // (within its thread's CPU time), and its stalls' figures.
+    let g = &run.instruments[0];
+    // (The outcomes count the measured requests; the sends include the warm-up's too.)
+    let o = &a.outcomes;
+    assert!(g.samples >= o.ok + o.error + o.timeout, "{g:?}");
+    let d = g.detail.as_ref().unwrap();
+    let busy = d["busy_ns"].as_u64().unwrap();
+    assert!(busy > 0 && g.cost_per_sample_ns > 0.0, "{g:?}");
+    assert!(d["ceiling_per_core_rps"].as_f64().unwrap() > 0.0, "{g:?}");
+    assert!(d["longest_stall_ns"].as_u64().unwrap() <= d["stalled_ns"].as_u64().unwrap());
     // The stored summary is the run's JSON.
     let stored = db.store.get_run(id).unwrap().unwrap();
     let s = stored.summary.unwrap();

@@ -56,6 +56,7 @@ mod workload;
 
 pub use calibrate::{calibrate, Calibration};
 pub use config::{LoadConfig, StopAt, MAX_RATE};
+pub use engine::cost::{GeneratorCost, STALL_NS};
 pub use engine::SlackTask;
 pub use error::{LoadError, ProtoError};
 pub use preload::{preload, PreloadStats};

@@ -146,6 +146,8 @@ pub struct RunSummary {
     /// was answered, timed out or dropped (a saturated server's backlog draining), ns.
     pub drain_ns: u64,
     pub writer: WriterStats,
+    /// What the generator's loops cost and how they caught up after the host's stalls.
+    pub generator: crate::engine::cost::GeneratorCost,
 }
 
 /// Everything one open-loop run produced, records kept in memory (see [`crate::run_open_loop`];

@@ -319,6 +319,7 @@ pub fn run_open_loop_into(
         out.connects += o.connects;
         out.misses += o.misses;
         out.records += o.records;
+        out.generator.add(&o.cost);
         for e in o.errors {
             note_error(&mut out.errors, e);
         }

@@ -768,3 +768,73 @@ fn partial_chunks_reach_the_sink_when_asked_to_flush() {
     assert!(partial.0.len() >= 5, "{:?}", partial.0);
     assert_eq!(partial.0.iter().sum::<usize>(), whole.0[0]);
 }
+
+/// Null-RPC whose `encode` of request `stall_at` sleeps `stall`: a stall of the generator's
+/// loop in the middle of a send, as a host that takes the CPU makes one.
+struct Stalling {
+    inner: NullRpc,
+    stall_at: u64,
+    stall: Duration,
+}
+
+impl Protocol for Stalling {
+    fn transport(&self) -> Transport {
+        self.inner.transport()
+    }
+    fn encode(&mut self, id: u64, class: u8, out: &mut Vec<u8>) {
+        if id == self.stall_at {
+            std::thread::sleep(self.stall);
+        }
+        self.inner.encode(id, class, out)
+    }
+    fn decode(&mut self, buf: &[u8]) -> Result<Option<(usize, load::Reply)>, load::ProtoError> {
+        self.inner.decode(buf)
+    }
+    fn carries_id(&self) -> bool {
+        self.inner.carries_id()
+    }
+}
+
+#[test]
+fn a_stall_of_the_loop_is_counted_with_its_backlog_and_catch_up() {
+    let server = TcpEcho::start(Behaviour::default());
+    // 10k req/s deterministic for 400 ms, one thread, one connection: a 20 ms stall at
+    // request 1000 (t = 100 ms) leaves about 200 requests due.
+    let mut cfg = det_cfg(target(server.addr, false), 10_000.0, 400);
+    cfg.connections = 4;
+    cfg.yield_when_far = false;
+    let stall = Duration::from_millis(20);
+    let factory = move || {
+        Box::new(Stalling {
+            inner: NullRpc::new(Transport::Tcp, 64, false, false),
+            stall_at: 1000,
+            stall,
+        }) as Box<dyn Protocol>
+    };
+    let stop = AtomicBool::new(false);
+    let out = run_open_loop(&cfg, &factory, &stop, &|_, _| {}).unwrap();
+    let g = &out.summary.generator;
+    eprintln!("{g:?}");
+    assert_eq!(g.threads, 1);
+    assert_eq!(g.sends, out.records.len() as u64, "{g:?}");
+    assert_eq!(g.replies, out.count(Outcome::Ok) as u64, "{g:?}");
+    // The injected stall is one of them (the host may add its own), and the longest.
+    assert!(g.stalls >= 1, "{g:?}");
+    assert!(g.longest_stall_ns >= stall.as_nanos() as u64, "{g:?}");
+    // The requests scheduled during it fell due in it: 20 ms at one per 100 µs.
+    assert!(g.due_in_stalls >= 190, "{g:?}");
+    assert!(g.catch_ups >= 1 && g.longest_catch_up_ns > 0, "{g:?}");
+    // The work's running time is part of the thread's CPU time, which includes spinning.
+    assert!(
+        g.busy_ns > 0 && g.busy_ns < g.thread_cpu_ns + stall.as_nanos() as u64,
+        "{g:?}"
+    );
+    // The requests due in the stall were sent late by up to its length; the ones before it
+    // were not held by it.
+    let late = out
+        .records
+        .iter()
+        .filter(|r| r.sent_ns.saturating_sub(r.intended_ns) > 10_000_000)
+        .count();
+    assert!(late >= 90, "{late} requests more than 10 ms late");
+}

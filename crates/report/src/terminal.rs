@@ -150,6 +150,11 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
         }
     }
     lateness(w, a)?;
+    if a.lateness_flagged {
+        if let Some(g) = run.instruments.iter().find(|i| i.name == "load generator") {
+            generator_catch_up(w, g)?;
+        }
+    }
     writeln!(
         w,
         "  lateness verdict: {} — {}",
@@ -301,6 +306,33 @@ fn table(
         )?;
     }
     Ok(())
+}
+
+/// When the lateness is high, what it came from: the host's stalls of the generator's loop
+/// (and the requests due during them), and how long sending each stall's backlog took.
+fn generator_catch_up(w: &mut dyn Write, g: &lab::Instrument) -> io::Result<()> {
+    let Some(d) = &g.detail else { return Ok(()) };
+    let n = |k: &str| d.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+    let ms = |k: &str| n(k) as f64 / 1e6;
+    let per_request = d
+        .get("busy_per_request_ns")
+        .and_then(serde_json::Value::as_f64);
+    let ceiling = d
+        .get("ceiling_per_core_rps")
+        .and_then(serde_json::Value::as_f64);
+    writeln!(
+        w,
+        "  host stalls {} (longest {:.1} ms, {:.1} ms in all; {} requests due during them), catch-up longest {:.2} ms ({} catch-ups, {:.1} ms in all); the generator's work {} per request (ceiling {} per core)",
+        n("stalls"),
+        ms("longest_stall_ns"),
+        ms("stalled_ns"),
+        n("due_in_stalls"),
+        ms("longest_catch_up_ns"),
+        n("catch_ups"),
+        ms("catch_up_ns"),
+        per_request.map_or("-".into(), |c| format!("{:.1} µs", c / 1e3)),
+        ceiling.map_or("-".into(), |c| format!("{:.0} req/s", c)),
+    )
 }
 
 fn lateness(w: &mut dyn Write, a: &RunAnalysis) -> io::Result<()> {

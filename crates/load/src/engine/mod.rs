@@ -40,6 +40,7 @@ pub(crate) enum ToWriter {
 }
 
 mod churn;
+pub(crate) mod cost;
 mod faults;
 pub(crate) mod window;
 
@@ -165,6 +166,19 @@ pub(crate) struct ThreadOutput {
     /// was done with everything (its drain after the schedule ended).
     pub last_intended_ns: u64,
     pub done_ns: u64,
+    /// The loop's cost and catch-up.
+    pub cost: cost::GeneratorCost,
+}
+
+/// Where an iteration of the loop started: the time, the deliberate waits and stalls so far,
+/// and the sends and replies so far.
+#[derive(Clone, Copy)]
+struct IterMark {
+    at: u64,
+    waited: u64,
+    stalled: u64,
+    sends: u64,
+    replies: u64,
 }
 
 pub(crate) struct Engine<'a> {
@@ -217,6 +231,11 @@ pub(crate) struct Engine<'a> {
     /// Requests the server never answered because it announced a close before them
     /// (pipelined behind the last reply): sent again, first, on another connection.
     retry: VecDeque<u64>,
+    /// The loop's clock (stall detection) and what its cost and catch-up came to.
+    clock: cost::LoopClock,
+    cost: cost::GeneratorCost,
+    /// A stall's backlog being sent: the stall's end (run-relative ns).
+    catching_up: Option<u64>,
 }
 
 impl<'a> Engine<'a> {
@@ -282,6 +301,9 @@ impl<'a> Engine<'a> {
             connects: 0,
             misses: 0,
             retry: VecDeque::new(),
+            clock: cost::LoopClock::new(),
+            cost: cost::GeneratorCost::default(),
+            catching_up: None,
         };
         engine.start_churn();
         Ok(engine)
@@ -289,7 +311,7 @@ impl<'a> Engine<'a> {
 
     #[inline]
     fn now(&self) -> u64 {
-        host::tstamp::mono_now_ns().saturating_sub(self.start)
+        self.clock.read()
     }
 
     /// Runs the thread's schedule from the absolute CLOCK_MONOTONIC instant `start`.
@@ -308,11 +330,15 @@ impl<'a> Engine<'a> {
                 std::hint::spin_loop();
             }
         }
+        let cpu_at_start = host::tstamp::thread_cpu_ns();
+        self.clock.start_at(start);
+        let mut mark = self.mark(self.now());
         let mut interrupted = false;
         let mut drain_deadline: Option<u64> = None;
         let mut last_maintenance = 0u64;
         loop {
             let now = self.now();
+            mark = self.account(now, mark);
             if !interrupted && self.stop.load(Ordering::Relaxed) {
                 interrupted = true;
                 self.cut_schedule(now);
@@ -356,6 +382,9 @@ impl<'a> Engine<'a> {
                 }
             }
             self.emit(false);
+            // Maintenance and handing records on are the loop's own work, with no clock read
+            // inside: their time is not taken for a stall.
+            self.clock.own();
             if finished && self.retry.is_empty() && self.slots.iter().all(|s| s.live == 0) {
                 break;
             }
@@ -375,6 +404,10 @@ impl<'a> Engine<'a> {
         self.shared.in_flight.store(0, Ordering::Relaxed);
         self.shared.held.store(0, Ordering::Relaxed);
         let done_ns = self.now();
+        self.account(done_ns, mark);
+        self.cost.threads = 1;
+        self.cost.thread_cpu_ns = host::tstamp::thread_cpu_ns().saturating_sub(cpu_at_start);
+        self.clock.fill(&mut self.cost);
         ThreadOutput {
             records: self.emitted,
             errors: self.errors,
@@ -383,7 +416,31 @@ impl<'a> Engine<'a> {
             misses: self.misses,
             last_intended_ns: self.last_intended,
             done_ns,
+            cost: self.cost,
         }
+    }
+
+    /// Where an iteration of the loop starts, for [`Engine::account`].
+    fn mark(&self, at: u64) -> IterMark {
+        let (waited, stalled) = self.clock.excluded();
+        IterMark {
+            at,
+            waited,
+            stalled,
+            sends: self.cost.sends,
+            replies: self.cost.replies,
+        }
+    }
+
+    /// Adds the iteration since `m` to the loop's work when it sent or read something (less
+    /// its deliberate waits and stalls); returns the next iteration's mark.
+    fn account(&mut self, now: u64, m: IterMark) -> IterMark {
+        let next = self.mark(now);
+        if next.sends > m.sends || next.replies > m.replies {
+            let excluded = (next.waited - m.waited) + (next.stalled - m.stalled);
+            self.cost.busy_ns += now.saturating_sub(m.at).saturating_sub(excluded);
+        }
+        next
     }
 
     /// The intended time of the next request not yet taken from the schedule.
@@ -471,6 +528,8 @@ impl<'a> Engine<'a> {
             if let Some(task) = self.slack.as_deref_mut() {
                 task.run(abs);
             }
+            // The slack task ran in a gap the schedule left: not a stall.
+            self.clock.resume();
         }
     }
 
@@ -489,10 +548,17 @@ impl<'a> Engine<'a> {
     /// Takes every request whose intended time has come from the schedule into the window,
     /// stamping when the loop saw it due.
     fn take_due(&mut self, now: u64) {
+        let stall = self.clock.take_open();
         while self.sched.peek().is_some_and(|it| it.intended_ns <= now) {
             let Some(it) = self.sched.next_item() else {
                 break;
             };
+            if let Some((from, to)) = stall {
+                if it.intended_ns > from && it.intended_ns <= to {
+                    self.cost.due_in_stalls += 1;
+                    self.catching_up = Some(to);
+                }
+            }
             self.last_intended = it.intended_ns;
             let mut rec = RequestRecord::scheduled(it.intended_ns, it.class);
             rec.seen_ns = now.max(1);
@@ -541,12 +607,31 @@ impl<'a> Engine<'a> {
                         self.next += 1;
                     } else {
                         // Backlog: wait (in order) for a connection to free up. Everything
-                        // due so far is now held in the client.
+                        // due so far is now held in the client (its own figure): the loop has
+                        // done what it could.
                         self.blocked_end = self.win.end();
+                        self.caught_up();
                         return;
                     }
                 }
             }
+        }
+        self.caught_up();
+    }
+
+    /// Everything due has been sent (or is held for a connection): a stall's backlog, if any,
+    /// is caught up — unless the loop stalled again meanwhile: then the catch-up runs from
+    /// that stall's end (its backlog is taken with the next requests due).
+    fn caught_up(&mut self) {
+        if let (Some(_), Some(later)) = (self.catching_up, self.clock.open_until()) {
+            self.catching_up = Some(later);
+            return;
+        }
+        if let Some(stall_end) = self.catching_up.take() {
+            let took = self.now().saturating_sub(stall_end);
+            self.cost.catch_ups += 1;
+            self.cost.catch_up_ns += took;
+            self.cost.longest_catch_up_ns = self.cost.longest_catch_up_ns.max(took);
         }
     }
 
@@ -628,6 +713,7 @@ impl<'a> Engine<'a> {
 
     fn send(&mut self, i: u64, s: usize) {
         self.next += 1;
+        self.cost.sends += 1;
         if let Some(e) = self.win.get_mut(i) {
             e.st = St::InFlight;
         }
@@ -749,6 +835,10 @@ impl<'a> Engine<'a> {
     fn poll(&mut self, budget_ns: u64) -> std::io::Result<()> {
         self.ready.clear();
         self.ready.extend(self.epoll.wait(budget_ns)?);
+        if budget_ns > 0 {
+            // A wait the loop asked for is not a stall.
+            self.clock.resume();
+        }
         for k in 0..self.ready.len() {
             let s = self.ready[k] as usize;
             if s < self.slots.len() && self.slots[s].conn.is_open() {
@@ -759,13 +849,12 @@ impl<'a> Engine<'a> {
     }
 
     fn read(&mut self, s: usize) {
-        let start = self.start;
+        let clock = &self.clock;
         let replies = &mut self.replies;
         replies.clear();
-        let res = self.slots[s].conn.read_replies(
-            || host::tstamp::mono_now_ns().saturating_sub(start),
-            |r, t, k| replies.push((r, t, k)),
-        );
+        let res = self.slots[s]
+            .conn
+            .read_replies(|| clock.read(), |r, t, k| replies.push((r, t, k)));
         for k in 0..self.replies.len() {
             let (reply, t, krx) = self.replies[k];
             self.on_reply(s, reply, t, krx);
@@ -787,6 +876,7 @@ impl<'a> Engine<'a> {
     }
 
     fn on_reply(&mut self, s: usize, reply: Reply, t: u64, krx: Option<u64>) {
+        self.cost.replies += u64::from(!reply.is_follow_up());
         if reply.is_follow_up() {
             if let Some((id, t6)) = reply.tx_stamp_for {
                 if let Some(r) = self.index_of(id).and_then(|i| self.rec_mut(i)) {
