@@ -29,8 +29,8 @@ use crate::error::LabError;
 use crate::measure::{measure, RunPlan};
 use crate::run::{Run, RunStatus};
 use crate::slo::{
-    judge_latency, latency_bound, Condition, ConditionResult, Slo, SloReport, Verdict, View,
-    ViewChoice,
+    forced_by, judge_latency, latency_bound, Condition, ConditionResult, Slo, SloReport, Verdict,
+    View, ViewChoice,
 };
 use crate::target::Ready;
 use crate::Observer;
@@ -325,11 +325,7 @@ impl Slo {
     ///   do, else is undecided; the figure is the repeats' median, the interval the range of
     ///   their intervals.
     pub fn evaluate_repeated(&self, p: &Repeated, runs: &[&Run]) -> SloReport {
-        let forced = match p.status {
-            RunStatus::Failed | RunStatus::Saturated => Some(Verdict::Violates),
-            RunStatus::Interrupted => Some(Verdict::Undecided),
-            RunStatus::Ok | RunStatus::Invalid => None,
-        };
+        let forced = forced_by(p.status);
         let default = match self.view {
             ViewChoice::User => View::User,
             ViewChoice::Server => View::Server,
@@ -347,47 +343,28 @@ impl Slo {
                         View::User => p.user.as_ref(),
                         View::Server => p.server.as_ref(),
                     };
-                    let (verdict, est, bound) = match comb {
+                    let judged = match comb {
                         Some(comb) => judge_latency(&c.what, &comb.summary),
                         None => (Verdict::Undecided, None, latency_bound(&c.what)),
                     };
-                    ConditionResult {
-                        condition: c.text.clone(),
-                        view: view.as_str().into(),
-                        measured: est.map(|e| e.0 / 1e3),
-                        lo: est.map(|e| e.1 / 1e3),
-                        hi: est.map(|e| e.2 / 1e3),
-                        bound: bound / 1e3,
-                        unit: "us",
-                        verdict,
-                        note: Some(match comb {
-                            Some(comb) => {
-                                format!("median of {} valid of {} repeats", comb.counted, p.repeats)
-                            }
-                            None => format!(
-                                "fewer than 2 of {} repeats measured the {view} view validly",
-                                p.repeats
-                            ),
-                        }),
-                    }
+                    let note = Some(match comb {
+                        Some(comb) => {
+                            format!("median of {} valid of {} repeats", comb.counted, p.repeats)
+                        }
+                        None => format!(
+                            "fewer than 2 of {} repeats measured the {view} view validly",
+                            p.repeats
+                        ),
+                    });
+                    ConditionResult::latency(c, view, judged, note)
                 } else {
                     by_repeats(&each, i, c)
                 };
-                if let Some(f) = forced {
-                    if r.verdict != f {
-                        r.verdict = f;
-                        r.note = Some(format!("the point is {}", p.status));
-                    }
-                }
+                r.force(forced, || format!("the point is {}", p.status));
                 r
             })
             .collect();
-        SloReport {
-            text: self.text.clone(),
-            view: self.view,
-            verdict: Verdict::all(conditions.iter().map(|c| c.verdict)),
-            conditions,
-        }
+        self.report(conditions)
     }
 
     /// The verdict of a repeated point ([`Slo::evaluate_repeated`]).

@@ -202,6 +202,36 @@ pub struct ConditionResult {
 }
 
 impl ConditionResult {
+    /// A latency condition's result from its judgement ([`judge_latency`]: the verdict, the
+    /// estimate and its interval, and the bound, in ns), in µs.
+    pub(crate) fn latency(
+        c: &Condition,
+        view: View,
+        (verdict, est, bound): (Verdict, Option<(f64, f64, f64)>, f64),
+        note: Option<String>,
+    ) -> ConditionResult {
+        ConditionResult {
+            condition: c.text.clone(),
+            view: view.as_str().into(),
+            measured: est.map(|e| e.0 / 1e3),
+            lo: est.map(|e| e.1 / 1e3),
+            hi: est.map(|e| e.2 / 1e3),
+            bound: bound / 1e3,
+            unit: "us",
+            verdict,
+            note,
+        }
+    }
+
+    /// The verdict a run's or point's status forces (failed and saturated violate,
+    /// interrupted is undecided), with why, in place of the interval's.
+    pub(crate) fn force(&mut self, forced: Option<Verdict>, why: impl FnOnce() -> String) {
+        if let Some(f) = forced.filter(|f| *f != self.verdict) {
+            self.verdict = f;
+            self.note = Some(why());
+        }
+    }
+
     /// "p99 user view 1.8 ms [1.6, 2.0] > 1 ms": what was measured against what.
     pub fn line(&self) -> String {
         let name = self
@@ -488,11 +518,7 @@ impl Slo {
     /// every condition, an interrupted one leaves them undecided; a latency condition read
     /// from a view that is not valid for the run (or missing) is undecided, never meets.
     pub fn evaluate(&self, run: &Run) -> SloReport {
-        let forced = match run.status {
-            RunStatus::Saturated | RunStatus::Failed => Some(Verdict::Violates),
-            RunStatus::Interrupted => Some(Verdict::Undecided),
-            RunStatus::Ok | RunStatus::Invalid => None,
-        };
+        let forced = forced_by(run.status);
         let a = &run.analysis;
         let conditions: Vec<ConditionResult> = self
             .conditions
@@ -576,28 +602,18 @@ impl Slo {
                         } else {
                             verdict
                         };
-                        ConditionResult {
-                            condition: c.text.clone(),
-                            view: view.as_str().into(),
-                            measured: est.map(|e| e.0 / 1e3),
-                            lo: est.map(|e| e.1 / 1e3),
-                            hi: est.map(|e| e.2 / 1e3),
-                            bound: bound / 1e3,
-                            unit: "us",
-                            verdict,
-                            note,
-                        }
+                        ConditionResult::latency(c, view, (verdict, est, bound), note)
                     }
                 };
-                if let Some(f) = forced {
-                    if r.verdict != f {
-                        r.verdict = f;
-                        r.note = Some(format!("the run is {}", run.status));
-                    }
-                }
+                r.force(forced, || format!("the run is {}", run.status));
                 r
             })
             .collect();
+        self.report(conditions)
+    }
+
+    /// The report of these conditions' results: the SLO's verdict is all of theirs.
+    pub(crate) fn report(&self, conditions: Vec<ConditionResult>) -> SloReport {
         SloReport {
             text: self.text.clone(),
             view: self.view,
@@ -609,6 +625,16 @@ impl Slo {
     /// The verdict of a run ([`Slo::evaluate`], all conditions together).
     pub fn verdict(&self, run: &Run) -> Verdict {
         self.evaluate(run).verdict
+    }
+}
+
+/// The verdict a status forces on every condition: a saturated or failed run (or point)
+/// violates, an interrupted one is undecided; the others are judged by their intervals.
+pub(crate) fn forced_by(status: RunStatus) -> Option<Verdict> {
+    match status {
+        RunStatus::Saturated | RunStatus::Failed => Some(Verdict::Violates),
+        RunStatus::Interrupted => Some(Verdict::Undecided),
+        RunStatus::Ok | RunStatus::Invalid => None,
     }
 }
 
