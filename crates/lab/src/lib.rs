@@ -21,6 +21,7 @@ mod colocate;
 pub mod converge;
 mod db;
 mod error;
+pub mod experiment;
 pub mod figures;
 pub mod instruments;
 mod interference;
@@ -47,6 +48,7 @@ pub use calibrate::{
 pub use colocate::{colocate, Cell, Colocation};
 pub use db::{host_facts, Db};
 pub use error::LabError;
+pub use experiment::{clip, read_bounded, ExperimentFile, ExperimentSpec};
 pub use instruments::{Instrument, ServerInfo};
 pub use interference::stress_cpus;
 pub use knob::{Axis, Knob, KNOBS};

@@ -460,12 +460,18 @@ impl Slo {
     /// optionally prefixed by a view (`server:p99<=1ms`); read from `view` otherwise.
     pub fn parse(text: &str, view: impl Into<ViewChoice>) -> Result<Slo, LabError> {
         let view = view.into();
-        let mut conditions = Vec::new();
-        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            conditions.push(parse_condition(part)?);
-        }
-        if conditions.is_empty() {
+        if text.trim().is_empty() {
             return Err(invalid("--slo: no condition given (e.g. p99<=1ms)"));
+        }
+        let mut conditions = Vec::new();
+        for part in text.split(',').map(str::trim) {
+            if part.is_empty() {
+                return Err(invalid(format!(
+                    "--slo: an empty condition in '{}' (conditions are joined by single commas, e.g. p99<=1ms,p99.9<=5ms)",
+                    crate::clip(text.trim())
+                )));
+            }
+            conditions.push(parse_condition(part)?);
         }
         let bounds = conditions
             .iter()
@@ -755,6 +761,10 @@ mod tests {
             "rate<=5",
             "disk:p99<=1ms",
             "mean>=1ms",
+            "p99<=1ms,",
+            ",p99<=1ms",
+            "p99<=1ms,,p50<=1ms",
+            " , ",
         ] {
             assert!(Slo::parse(bad, View::User).is_err(), "{bad}");
         }

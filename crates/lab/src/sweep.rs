@@ -226,6 +226,15 @@ impl SweepPlan {
         if self.repeat == 0 {
             return Err(invalid("--repeat must be at least 1"));
         }
+        for (i, a) in self.axes.iter().enumerate() {
+            if self.axes[..i].iter().any(|b| b.name == a.name) {
+                return Err(invalid(format!(
+                    "--param {} is given twice: give its values once, --param {}=V1,V2,…",
+                    crate::clip(&a.name),
+                    crate::clip(&a.name)
+                )));
+            }
+        }
         if self.loads.is_empty() && !self.find_max {
             return Err(invalid("give --loads, --find-max or both"));
         }

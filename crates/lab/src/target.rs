@@ -209,13 +209,35 @@ fn placeholder(url: &str) -> String {
     }
 }
 
+/// A spawned server's URL names only the protocol (and, for http, the path): the server
+/// listens where tailscope starts it. An address there would be ignored, and the run stored
+/// under it, so it is refused.
+fn check_no_address(url: &str) -> Result<(), LabError> {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Ok(());
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    if authority.is_empty() {
+        return Ok(());
+    }
+    Err(invalid(format!(
+        "--spawn starts the server itself: give the URL without an address, {}://{} (got '{}')",
+        crate::clip(scheme),
+        crate::clip(path),
+        crate::clip(url)
+    )))
+}
+
 impl TargetPlan {
     /// Validates the target and its options (no process started, nothing sent).
     pub fn new(spec: &TargetSpec) -> Result<TargetPlan, LabError> {
-        // With a spawned server the address is the spawned server's: `memcached://` (or any
-        // host:port) names only the protocol, so the URL is checked with a placeholder.
+        // With a spawned server the address is the spawned server's: `memcached://` names
+        // only the protocol (an address is refused), so the URL is checked with a placeholder.
         let url = match spec.spawn {
-            Some(_) => placeholder(&spec.url),
+            Some(_) => {
+                check_no_address(&spec.url)?;
+                placeholder(&spec.url)
+            }
             None => spec.url.clone(),
         };
         let target: Target = url.parse().map_err(|e| invalid(format!("target: {e}")))?;

@@ -72,7 +72,8 @@ impl std::str::FromStr for TuneStepKind {
             .find(|x| x.name() == s.trim())
             .ok_or_else(|| {
                 invalid(format!(
-                    "--steps: unknown step '{s}' (one of rt, udp, irq, numa, cstate, governor)"
+                    "--steps: unknown step '{}' (one of rt, udp, irq, numa, cstate, governor)",
+                    crate::clip(s)
                 ))
             })
     }

@@ -56,9 +56,33 @@ impl<T, E: fmt::Display> OrUsage<T> for Result<T, E> {
     }
 }
 
+/// The most characters of one error line.
+const MAX_LINE_CHARS: usize = 2_000;
+
+/// An error message as the one line tailscope prints: line breaks become spaces, any run of
+/// characters without a space longer than [`lab::experiment::QUOTE_CHARS`] (a pasted
+/// 100,000-character URL, quoted in the message once or twice) is cut with "…", and the
+/// whole line is at most [`MAX_LINE_CHARS`] characters.
+pub fn one_line(msg: &str) -> String {
+    let flat = msg.trim().replace(['\n', '\r'], " ");
+    let words: Vec<String> = flat.split(' ').map(|w| lab::clip(w).into_owned()).collect();
+    lab::experiment::clip_to(&words.join(" "), MAX_LINE_CHARS).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn error_lines_are_one_line_and_bounded() {
+        assert_eq!(one_line("a\nb  c "), "a b  c");
+        let long = format!("bad URL 'x{}': '{}'", "y".repeat(100_000), "z".repeat(300));
+        let line = one_line(&long);
+        assert!(line.chars().count() < 500, "{}", line.len());
+        assert!(line.starts_with("bad URL 'xyyy") && line.contains('…'));
+        let many = "word ".repeat(10_000);
+        assert!(one_line(&many).chars().count() <= MAX_LINE_CHARS + 1);
+    }
 
     #[test]
     fn usage_errors_map_to_2_and_others_to_1() {

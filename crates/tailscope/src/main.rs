@@ -26,6 +26,13 @@ fn refuse_command_line(e: clap::Error) -> ! {
     ) {
         e.exit()
     }
+    if e.kind() == ErrorKind::InvalidUtf8 {
+        eprintln!(
+            "tailscope: {}",
+            exit::one_line(&not_utf8(std::env::args_os()))
+        );
+        std::process::exit(2)
+    }
     let text = e.render().to_string();
     // "the following required arguments were not provided:" lists them on indented lines.
     let listed: Vec<&str> = text
@@ -44,8 +51,44 @@ fn refuse_command_line(e: clap::Error) -> ! {
     for tip in lines.filter(|l| l.starts_with("tip:")) {
         line.push_str(&format!(" ({tip})"));
     }
-    eprintln!("tailscope: {line}");
+    eprintln!("tailscope: {}", exit::one_line(&line));
     std::process::exit(2)
+}
+
+/// Which arguments are not UTF-8 (clap only says that one is): each by its position, as
+/// its bytes (escaped), and the flag it is the value of.
+fn not_utf8(args: impl Iterator<Item = std::ffi::OsString>) -> String {
+    let args: Vec<std::ffi::OsString> = args.collect();
+    let named: Vec<String> = args
+        .iter()
+        .enumerate()
+        .skip(1)
+        .filter(|(_, a)| a.to_str().is_none())
+        .map(|(i, a)| {
+            let bytes = a.as_encoded_bytes();
+            let shown = bytes.escape_ascii().to_string();
+            let shown = lab::clip(&shown);
+            let flag = args
+                .get(i - 1)
+                .and_then(|p| p.to_str())
+                .filter(|p| p.starts_with('-') && !bytes.starts_with(b"-"));
+            match flag {
+                Some(f) => format!("argument {i} ('{shown}', the value of {})", lab::clip(f)),
+                None => format!("argument {i} ('{shown}')"),
+            }
+        })
+        .collect();
+    if named.is_empty() {
+        return "an argument is not valid UTF-8".into();
+    }
+    format!(
+        "{} not valid UTF-8 text: give it as UTF-8",
+        if named.len() == 1 {
+            format!("{} is", named[0])
+        } else {
+            format!("{} are", named.join(", "))
+        }
+    )
 }
 
 fn main() {
@@ -60,7 +103,7 @@ fn main() {
         Err(e) => {
             let code = exit::code_of(&e);
             // One clear line naming the problem (the chain of causes joined on that line).
-            eprintln!("tailscope: {e:#}");
+            eprintln!("tailscope: {}", exit::one_line(&format!("{e:#}")));
             code
         }
     };

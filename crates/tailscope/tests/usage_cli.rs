@@ -171,3 +171,340 @@ fn negative_numbers_reach_the_range_checks() {
         (&["doctor", "--pid", "-1"], &["--pid"]),
     ]);
 }
+
+/// Issue 22: an experiment file with a bad key or value, `/dev/zero`, a directory or a huge
+/// file as an experiment file; a doubled `--param`; an empty SLO condition; `tune --steps`
+/// empty, with an empty item or a step twice, `--state-dir` a file; `--spawn` with an
+/// address; a 100,000-character URL; an argument that is not UTF-8. Each: exit 2, one line
+/// naming what is wrong, no store and no output file created (`--db`, `--junit` and `--plot`
+/// point into the empty working directory).
+mod issue_22 {
+    use super::*;
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+
+    /// `refused`, with owned arguments.
+    fn refused_owned(cases: &[(Vec<String>, Vec<String>)]) {
+        for (args, needles) in cases {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let needles: Vec<&str> = needles.iter().map(String::as_str).collect();
+            refused(&[(&args, &needles)]);
+        }
+    }
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// A valid side of an experiment, then `extra` lines.
+    const GOOD: &str = "target = \"nullrpc://\"\nspawn = true\nserver-work = \"det:50us\"\n\
+                        loads = \"1000\"\nduration = \"1s\"\nwarmup = \"200ms\"\n";
+
+    #[test]
+    fn experiment_files_are_checked_key_by_key_in_our_words() {
+        let inputs = tempfile::tempdir().unwrap();
+        let file = |name: &str, text: &str| {
+            let p = inputs.path().join(name);
+            std::fs::write(&p, text).unwrap();
+            p.to_str().unwrap().to_string()
+        };
+        let good = file("good.toml", GOOD);
+        let bogus = file("bogus.toml", &format!("{GOOD}bogus-key = 1\n"));
+        let boolean = file(
+            "bool.toml",
+            "target = \"nullrpc://\"\nspawn = true\nduration = true\n",
+        );
+        let dup = file("dup.toml", &format!("{GOOD}duration = \"2s\"\n"));
+        let param = file(
+            "param.toml",
+            &format!("{GOOD}[param]\nconnections = [1, \"x\"]\n"),
+        );
+        let view = file("view.toml", &format!("{GOOD}slo-view = \"both\"\n"));
+        let neg = file(
+            "neg.toml",
+            "target = \"nullrpc://\"\nspawn = true\nloads = \"1000\"\nduration = \"-1s\"\n",
+        );
+        let zero = inputs.path().join("zero.toml");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let zero = zero.to_str().unwrap().to_string();
+        let dir = inputs.path().join("dir.toml");
+        std::fs::create_dir(&dir).unwrap();
+        let dir = dir.to_str().unwrap().to_string();
+        let big = file(
+            "big.toml",
+            &format!("description = \"{}\"\n", "x".repeat(2 << 20)),
+        );
+        let sweep = |f: &str| strings(&["sweep", f, "--db", "runs.db", "--junit", "j.xml"]);
+        let cases = vec![
+            (
+                sweep(&bogus),
+                strings(&["bogus.toml line 7", "unknown key 'bogus-key'"]),
+            ),
+            (sweep(&boolean), strings(&["line 3", "duration", "boolean"])),
+            (
+                sweep(&dup),
+                strings(&["line 7", "duplicate key", "duration"]),
+            ),
+            (sweep(&param), strings(&["line 8", "connections", "x"])),
+            (sweep(&view), strings(&["line 7", "slo-view", "both"])),
+            // A value that starts with '-' reaches our own check of it.
+            (sweep(&neg), strings(&["--duration"])),
+            (sweep(&zero), strings(&["zero.toml", "not a regular file"])),
+            (sweep(&dir), strings(&["dir.toml", "a directory"])),
+            (sweep(&big), strings(&["big.toml", "1 MiB"])),
+            (
+                strings(&["colocate", &good, &bogus, "--db", "runs.db"]),
+                strings(&["bogus.toml line 7", "bogus-key"]),
+            ),
+            (
+                strings(&["colocate", &zero, &good, "--db", "runs.db"]),
+                strings(&["not a regular file"]),
+            ),
+        ];
+        refused_owned(&cases);
+        for (args, _) in &cases {
+            let out = common::bin().args(args).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            for clap_words in [
+                "tip:",
+                "unexpected argument",
+                "a value is required",
+                "Usage:",
+            ] {
+                assert!(!err.contains(clap_words), "{args:?}: {err}");
+            }
+        }
+    }
+
+    #[test]
+    fn doubled_axes_and_empty_conditions_are_refused() {
+        let sweep = [
+            "sweep",
+            "nullrpc://",
+            "--spawn",
+            "--loads",
+            "1000",
+            "--db",
+            "runs.db",
+        ];
+        let with = |more: &[&str]| {
+            let mut v = strings(&sweep);
+            v.extend(strings(more));
+            v
+        };
+        refused_owned(&[
+            (
+                with(&["--param", "connections=4", "--param", "connections=8"]),
+                strings(&["--param connections", "twice"]),
+            ),
+            (
+                with(&["--param", "server-threads=1", "--param", "server_threads=2"]),
+                strings(&["server-threads", "twice"]),
+            ),
+            (
+                with(&["--slo", "p99<=1ms,", "--junit", "j.xml"]),
+                strings(&["--slo", "empty condition"]),
+            ),
+            (
+                with(&["--slo", ",p99<=1ms"]),
+                strings(&["--slo", "empty condition"]),
+            ),
+            (
+                strings(&[
+                    "run",
+                    "nullrpc://",
+                    "--spawn",
+                    "--rate",
+                    "1000",
+                    "--slo",
+                    "p99<=1ms,,p50<=1ms",
+                    "--db",
+                    "runs.db",
+                ]),
+                strings(&["--slo", "empty condition"]),
+            ),
+        ]);
+    }
+
+    #[test]
+    fn tune_refuses_bad_steps_and_a_state_dir_that_is_a_file() {
+        let inputs = tempfile::tempdir().unwrap();
+        let state = inputs.path().join("state");
+        std::fs::write(&state, "").unwrap();
+        let state = state.to_str().unwrap().to_string();
+        let tune = |more: &[&str]| {
+            let mut v = strings(&[
+                "tune",
+                "nullrpc://",
+                "--spawn",
+                "--rate",
+                "1000",
+                "--db",
+                "runs.db",
+            ]);
+            v.extend(strings(more));
+            v
+        };
+        refused_owned(&[
+            (tune(&["--steps", ""]), strings(&["--steps", "no step"])),
+            (tune(&["--steps", " "]), strings(&["--steps", "no step"])),
+            (
+                tune(&["--steps", "rt,"]),
+                strings(&["--steps", "empty item"]),
+            ),
+            (
+                tune(&["--steps", "rt,rt"]),
+                strings(&["--steps", "'rt'", "twice"]),
+            ),
+            (
+                tune(&["--steps", "rt", "--state-dir", &state]),
+                strings(&["--state-dir", "not a directory"]),
+            ),
+            (
+                tune(&["--steps", "rt", "--state-dir", &format!("{state}/sub")]),
+                strings(&["--state-dir", "not a directory"]),
+            ),
+        ]);
+    }
+
+    #[test]
+    fn spawn_with_an_address_is_refused() {
+        refused_owned(&[
+            (
+                strings(&[
+                    "run",
+                    "memcached://127.0.0.1:11211",
+                    "--spawn",
+                    "--rate",
+                    "10",
+                    "--db",
+                    "runs.db",
+                ]),
+                strings(&[
+                    "--spawn starts the server itself",
+                    "memcached://",
+                    "127.0.0.1:11211",
+                ]),
+            ),
+            (
+                strings(&[
+                    "run",
+                    "nullrpc://127.0.0.1:7000",
+                    "--spawn",
+                    "--rate",
+                    "10",
+                    "--db",
+                    "runs.db",
+                ]),
+                strings(&["--spawn", "nullrpc://"]),
+            ),
+            (
+                strings(&[
+                    "sweep",
+                    "http://localhost/f0",
+                    "--spawn",
+                    "--loads",
+                    "10",
+                    "--db",
+                    "runs.db",
+                ]),
+                strings(&["--spawn", "http:///f0"]),
+            ),
+        ]);
+    }
+
+    #[test]
+    fn runs_compare_refuses_a_calibration() {
+        let stores = tempfile::tempdir().unwrap();
+        let db = stores.path().join("runs.db");
+        let st = store::Store::open(&db).unwrap();
+        let mut ids = Vec::new();
+        for kind in ["calibrate", "run"] {
+            let id = st
+                .begin_run(&store::NewRun {
+                    kind: kind.into(),
+                    target: "nullrpc://".into(),
+                    started_at: "2026-11-21T21:00:00.000Z".into(),
+                    config: serde_json::json!({}),
+                    host: serde_json::json!({}),
+                })
+                .unwrap();
+            st.finish_run(id, "ok", &serde_json::json!({"measured": {"p99": 12.5}}))
+                .unwrap();
+            ids.push(id.to_string());
+        }
+        drop(st);
+        let db = db.to_str().unwrap();
+        refused_owned(&[
+            (
+                strings(&["runs", "compare", &ids[0], &ids[1], "--db", db]),
+                vec![
+                    format!("run {} is a calibration", ids[0]),
+                    "not a load run".into(),
+                ],
+            ),
+            (
+                strings(&[
+                    "runs", "compare", &ids[1], &ids[0], "--db", db, "--plot", "c.svg",
+                ]),
+                vec![format!("run {} is a calibration", ids[0])],
+            ),
+        ]);
+    }
+
+    #[test]
+    fn long_values_are_quoted_clipped() {
+        let inputs = tempfile::tempdir().unwrap();
+        let url = format!("nullrpc://{}:1", "a".repeat(100_000));
+        let long = inputs.path().join("long.toml");
+        std::fs::write(
+            &long,
+            format!(
+                "target = \"gopher://{}\"\nloads = \"10\"\n",
+                "b".repeat(500_000)
+            ),
+        )
+        .unwrap();
+        let long = long.to_str().unwrap().to_string();
+        for args in [
+            strings(&["run", &url, "--rate", "10", "--db", "runs.db"]),
+            strings(&["run", &url, "--spawn", "--rate", "10", "--db", "runs.db"]),
+            strings(&["sweep", &url, "--loads", "10", "--db", "runs.db"]),
+            strings(&["sweep", &long, "--db", "runs.db"]),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let out = run_in(
+                dir.path(),
+                &args.iter().map(String::as_str).collect::<Vec<_>>(),
+            );
+            assert_usage_error(&out, &["…"]);
+            assert!(
+                out.stderr.len() < 2_500,
+                "{} bytes of stderr",
+                out.stderr.len()
+            );
+            assert!(names(dir.path()).is_empty());
+        }
+    }
+
+    #[test]
+    fn an_argument_that_is_not_utf8_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = common::bin()
+            .current_dir(dir.path())
+            .args(["run", "nullrpc://127.0.0.1:1", "--db", "runs.db", "--rate"])
+            .arg(OsStr::from_bytes(b"10\xff"))
+            .output()
+            .unwrap();
+        assert_usage_error(&out, &["argument 6", "10\\xff", "--rate", "UTF-8"]);
+        let out = common::bin()
+            .current_dir(dir.path())
+            .arg("run")
+            .arg(OsStr::from_bytes(b"nullrpc://\xfe"))
+            .args(["--rate", "10", "--db", "runs.db"])
+            .output()
+            .unwrap();
+        assert_usage_error(&out, &["argument 2", "\\xfe", "UTF-8"]);
+        assert!(names(dir.path()).is_empty());
+    }
+}

@@ -127,10 +127,16 @@ struct FileAgent {
 /// The agents listed in a TOML file, each checked as [`AgentCommand::parse`] checks one.
 pub fn agents_file(path: &Path, self_exe: &Path) -> Result<Vec<AgentCommand>, LabError> {
     let p = path.display();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| invalid(format!("--agents {p}: cannot read it: {e}")))?;
-    let file: AgentsFile =
-        toml::from_str(&text).map_err(|e| invalid(format!("--agents {p}: {}", e.message())))?;
+    let text =
+        crate::experiment::read_bounded(path, crate::experiment::MAX_EXPERIMENT_BYTES, "--agents")?;
+    let file: AgentsFile = toml::from_str(&text).map_err(|e| {
+        invalid(crate::experiment::toml_message(
+            &format!("--agents {p}"),
+            &text,
+            &e,
+            None,
+        ))
+    })?;
     file.agent
         .into_iter()
         .map(|a| {

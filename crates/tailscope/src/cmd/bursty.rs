@@ -230,8 +230,8 @@ fn run_validate(a: &BurstyArgs) -> anyhow::Result<i32> {
 }
 
 fn run_fit(a: &BurstyArgs, path: &std::path::Path) -> anyhow::Result<i32> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
+    // A JSON array of basic tests: a few kilobytes; 16 MiB is far above any real one.
+    let text = lab::read_bounded(path, 16 << 20, "--fit").map_err(super::target::lab_err)?;
     let rows: Vec<TestRow> = serde_json::from_str(&text).map_err(|e| {
         usage(format!(
             "{}: not a JSON array of basic tests: {e}",

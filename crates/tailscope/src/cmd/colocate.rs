@@ -14,20 +14,20 @@ use crate::output;
 fn side(file: &str, a: &ColocateArgs) -> anyhow::Result<lab::SweepPlan> {
     if !file.ends_with(".toml") {
         return Err(usage(format!(
-            "colocate takes two experiment files (.toml), got '{file}'"
+            "colocate takes two experiment files (.toml), got '{}'",
+            lab::clip(file)
         )));
     }
     let mut extra = Vec::new();
     for (flag, v) in [("--duration", &a.duration), ("--warmup", &a.warmup)] {
         if let Some(v) = v {
-            extra.push(flag.to_string());
-            extra.push(v.clone());
+            extra.push(std::ffi::OsString::from(format!("{flag}={v}")));
         }
     }
     let args = expand(file, &extra)?;
     let plan = sweep_plan(&args)?;
     if plan.loads.is_empty() {
-        return Err(usage(format!("{file}: no loads")));
+        return Err(usage(format!("{}: no loads", lab::clip(file))));
     }
     Ok(plan)
 }

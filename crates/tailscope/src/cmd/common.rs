@@ -86,3 +86,26 @@ pub fn check_label(label: Option<&str>) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// A directory flag (`--state-dir`) that may not exist yet: refused when it, or the nearest
+/// of its parents that exists, is not a directory (it could never be created).
+pub fn check_dir_flag(flag: &str, dir: &std::path::Path) -> anyhow::Result<()> {
+    for d in dir.ancestors().filter(|d| !d.as_os_str().is_empty()) {
+        if let Ok(m) = std::fs::metadata(d) {
+            if m.is_dir() {
+                return Ok(());
+            }
+            let shown = d.display().to_string();
+            return Err(usage(if d == dir {
+                format!("{flag} {} is not a directory", lab::clip(&shown))
+            } else {
+                format!(
+                    "{flag} {}: {} is not a directory",
+                    lab::clip(&dir.display().to_string()),
+                    lab::clip(&shown)
+                )
+            }));
+        }
+    }
+    Ok(())
+}

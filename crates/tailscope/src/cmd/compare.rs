@@ -28,6 +28,18 @@ pub fn run(ids: &[i64], plot: Option<&PathBuf>, db: &DbArgs, json: bool) -> anyh
     let Some(st) = st else {
         return Err(usage(format!("no results store at {}", db_path.display())));
     };
+    // Every id a stored load run, checked before any curve is computed.
+    for &id in ids {
+        let row = st
+            .get_run(id)?
+            .ok_or_else(|| usage(format!("no run with id {id}")))?;
+        if row.kind == "calibrate" {
+            return Err(usage(format!(
+                "run {id} is a calibration of {}, not a load run: runs compare takes load runs (see tailscope runs list)",
+                lab::clip(&row.target)
+            )));
+        }
+    }
     let mut runs = Vec::new();
     for &id in ids {
         let r = match plot {

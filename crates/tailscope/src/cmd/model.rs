@@ -29,8 +29,14 @@ pub struct Built {
     pub exact_limit: u64,
 }
 
-fn read_input(path: &str) -> anyhow::Result<String> {
-    std::fs::read_to_string(path).map_err(|e| usage(format!("cannot read {path}: {e}")))
+/// The most a trace or samples file may hold: some 50 million lines, more than the simulator
+/// and the generator take from a file in reasonable time; `/dev/zero` is refused outright.
+const MAX_INPUT_BYTES: u64 = 1 << 30;
+
+/// A trace or samples file (`what` names it in errors), read with a bound.
+fn read_input(path: &str, what: &str) -> anyhow::Result<String> {
+    lab::read_bounded(std::path::Path::new(path), MAX_INPUT_BYTES, what)
+        .map_err(super::target::lab_err)
 }
 
 pub fn parse_unit(s: &str) -> anyhow::Result<TimeUnit> {
@@ -47,7 +53,7 @@ pub fn parse_unit(s: &str) -> anyhow::Result<TimeUnit> {
 pub fn parse_arrival(text: &str, unit: TimeUnit) -> anyhow::Result<ArrivalSpec> {
     match text.split_once(':') {
         Some((kind, path)) if kind.eq_ignore_ascii_case("trace") => {
-            let body = read_input(path)?;
+            let body = read_input(path, "trace file")?;
             let t = model::parse_trace(&body, unit).or_usage_ctx(&format!("trace {path}"))?;
             Ok(ArrivalSpec::Trace(t))
         }
@@ -61,7 +67,7 @@ pub fn parse_service(text: &str) -> anyhow::Result<ServiceSpec> {
         Some((kind, path))
             if kind.eq_ignore_ascii_case("empirical") || kind.eq_ignore_ascii_case("trace") =>
         {
-            let body = read_input(path)?;
+            let body = read_input(path, "service samples file")?;
             model::parse_empirical(&body).or_usage_ctx(&format!("service samples {path}"))
         }
         _ => text.parse::<ServiceSpec>().or_usage(),

@@ -2,6 +2,7 @@
 //! check it, run it, print the rows.
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -83,92 +84,87 @@ pub fn parse_loads(s: &str) -> anyhow::Result<Vec<Load>> {
         .collect())
 }
 
-/// A TOML experiment file as command-line arguments: `target` becomes the positional
-/// argument, `param` (a table of knob = [values]) becomes `--param`s, every other key
-/// `--key value` (true booleans a bare `--key`, arrays joined by commas).
-pub fn toml_args(path: &Path) -> anyhow::Result<Vec<String>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
-    let doc: toml::Table = text
-        .parse()
-        .map_err(|e| usage(format!("{}: {e}", path.display())))?;
-    let scalar = |k: &str, v: &toml::Value| -> anyhow::Result<String> {
-        Ok(match v {
-            toml::Value::String(s) => s.clone(),
-            toml::Value::Integer(i) => i.to_string(),
-            toml::Value::Float(f) => f.to_string(),
-            toml::Value::Boolean(b) => b.to_string(),
-            other => {
-                return Err(usage(format!(
-                    "{}: '{k}' must be a string, number or boolean, got {other}",
-                    path.display()
-                )))
-            }
-        })
-    };
-    let mut target = None;
-    let mut args = Vec::new();
-    for (k, v) in &doc {
-        match (k.as_str(), v) {
-            ("target", v) => target = Some(scalar(k, v)?),
-            ("description" | "figure" | "paper", _) => {}
-            ("param", toml::Value::Table(t)) => {
-                for (name, vals) in t {
-                    let vals: Vec<String> = match vals {
-                        toml::Value::Array(a) => a
-                            .iter()
-                            .map(|x| scalar(name, x))
-                            .collect::<Result<_, _>>()?,
-                        one => vec![scalar(name, one)?],
-                    };
-                    let sep = if vals.iter().any(|v| v.contains(',')) {
-                        ";"
-                    } else {
-                        ","
-                    };
-                    args.push("--param".to_string());
-                    args.push(format!("{name}={}", vals.join(sep)));
-                }
-            }
-            (_, toml::Value::Boolean(true)) => args.push(format!("--{k}")),
-            (_, toml::Value::Boolean(false)) => {}
-            (_, toml::Value::Array(a)) => {
-                let vals = a
-                    .iter()
-                    .map(|x| scalar(k, x))
-                    .collect::<Result<Vec<_>, _>>()?;
-                args.push(format!("--{k}"));
-                args.push(vals.join(","));
-            }
-            (_, v) => {
-                args.push(format!("--{k}"));
-                args.push(scalar(k, v)?);
-            }
+/// A checked experiment file as `sweep`'s arguments: `target` the positional argument,
+/// every option `--key=value` (so that a value starting with `-` stays a value; a switch that
+/// is on is a bare `--key`), every `[param]` axis a `--param` (values joined by ',', or by ';'
+/// when one holds a comma). Options and knobs named in `skip` are left out.
+pub fn file_args(file: &lab::ExperimentFile, skip: &[String]) -> Vec<String> {
+    let mut out = vec![file.target.clone()];
+    for (k, v) in &file.options {
+        if skip.contains(k) {
+            continue;
+        }
+        match v {
+            Some(v) => out.push(format!("--{k}={v}")),
+            None => out.push(format!("--{k}")),
         }
     }
-    let target = target.ok_or_else(|| usage(format!("{}: no 'target'", path.display())))?;
-    let mut out = vec![target];
-    out.extend(args);
-    Ok(out)
+    for (name, vals) in &file.axes {
+        if skip.contains(&format!("param {}", name.replace('_', "-"))) {
+            continue;
+        }
+        let sep = if vals.iter().any(|v| v.contains(',')) {
+            ";"
+        } else {
+            ","
+        };
+        out.push(format!("--param={name}={}", vals.join(sep)));
+    }
+    out
 }
 
 /// A sweep's arguments with an experiment file expanded: the file's options, then whatever
-/// followed the file on the command line (later options override earlier ones).
-pub fn expand(file: &str, after: &[String]) -> anyhow::Result<SweepArgs> {
-    let mut full = vec!["tailscope".to_string(), "sweep".to_string()];
-    full.extend(toml_args(Path::new(file))?);
+/// followed the file on the command line (later options override earlier ones). The file is
+/// read and checked by `lab::ExperimentFile` first (every key and value, naming the line),
+/// so clap only ever sees options it accepts.
+pub fn expand(file: &str, after: &[OsString]) -> anyhow::Result<SweepArgs> {
+    let spec = lab::ExperimentFile::read(Path::new(file)).map_err(lab_err)?;
+    // The command line's --duration or --requests replaces the file's either, and its
+    // `--param NAME=…` the file's axis of that knob.
+    let after_text: Vec<&str> = after.iter().map(|a| a.to_str().unwrap_or("")).collect();
+    let given = |flag: &str| {
+        after_text
+            .iter()
+            .any(|a| *a == flag || a.starts_with(&format!("{flag}=")))
+    };
+    let mut skip = Vec::new();
+    if given("--requests") {
+        skip.push("duration".to_string());
+    }
+    if given("--duration") {
+        skip.push("requests".to_string());
+    }
+    for (i, a) in after_text.iter().enumerate() {
+        let axis = match a.strip_prefix("--param=") {
+            Some(v) => Some(v),
+            None if *a == "--param" => after_text.get(i + 1).copied(),
+            None => None,
+        };
+        if let Some((name, _)) = axis.and_then(|v| v.split_once('=')) {
+            skip.push(format!("param {}", name.trim().replace('_', "-")));
+        }
+    }
+    let mut full: Vec<OsString> = vec!["tailscope".into(), "sweep".into()];
+    full.extend(file_args(&spec, &skip).into_iter().map(OsString::from));
     full.extend(after.iter().cloned());
-    let cli = <Cli as clap::Parser>::try_parse_from(&full)
-        .map_err(|e| usage(format!("{file}: {}", e.to_string().trim())))?;
+    let cli = <Cli as clap::Parser>::try_parse_from(&full).map_err(|e| {
+        let text = e.to_string();
+        let first = text.lines().next().unwrap_or("bad options").trim();
+        let first = first.strip_prefix("error: ").unwrap_or(first);
+        usage(format!("{}: {}", lab::clip(file), lab::clip(first)))
+    })?;
     match cli.command {
         Command::Sweep(b) if !b.target.ends_with(".toml") => Ok(b),
-        _ => Err(usage(format!("{file}: its target must be a URL"))),
+        _ => Err(usage(format!(
+            "{}: its target must be a URL",
+            lab::clip(file)
+        ))),
     }
 }
 
-/// What followed `word` on this process's command line.
-pub fn args_after(word: &str) -> Vec<String> {
-    let argv: Vec<String> = std::env::args().collect();
+/// What followed `word` on this process's command line (as given: not necessarily UTF-8).
+pub fn args_after(word: &str) -> Vec<OsString> {
+    let argv: Vec<OsString> = std::env::args_os().collect();
     argv.iter()
         .position(|x| x == word)
         .map_or(Vec::new(), |i| argv[i + 1..].to_vec())
@@ -446,5 +442,68 @@ mod tests {
         for bad in ["", "x", "10,...", "-5", "10,5,...,100"] {
             assert!(parse_loads(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn every_option_of_sweep_is_a_key_of_an_experiment_file() {
+        let cmd = <Cli as clap::CommandFactory>::command();
+        let sweep = cmd.find_subcommand("sweep").unwrap();
+        let mut n = 0;
+        for arg in sweep.get_arguments() {
+            let Some(long) = arg.get_long() else { continue };
+            if ["db", "json", "param", "help", "version"].contains(&long) {
+                continue;
+            }
+            // A value of no option's type: refused for its type, not as an unknown key.
+            let text = format!("target = \"nullrpc://\"\n{long} = {{ x = 1 }}\n");
+            let e = lab::ExperimentFile::parse("e.toml", &text)
+                .unwrap_err()
+                .to_string();
+            assert!(!e.contains("unknown key"), "--{long}: {e}");
+            n += 1;
+        }
+        assert!(n > 50, "{n} options");
+    }
+
+    #[test]
+    fn the_command_line_overrides_a_file_option_by_option_and_axis_by_axis() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("e.toml");
+        std::fs::write(
+            &file,
+            "target = \"nullrpc://\"\nspawn = true\nduration = \"5s\"\nwarmup = \"-1s\"\n\
+             loads = [1000, 2000]\nkey-size = 30\n[param]\nconnections = [1, 2]\n\
+             server-cpus = [\"0\", \"0,1\"]\n",
+        )
+        .unwrap();
+        let file = file.to_str().unwrap();
+        let a = expand(file, &[]).unwrap();
+        assert_eq!(a.target, "nullrpc://");
+        assert!(a.side.server.spawn);
+        assert_eq!(a.load.duration, "5s");
+        assert_eq!(
+            a.load.warmup, "-1s",
+            "a value starting with '-' stays a value"
+        );
+        assert_eq!(a.loads.as_deref(), Some("1000,2000"));
+        assert_eq!(a.side.server.key_size, "30");
+        assert_eq!(a.params, ["connections=1,2", "server-cpus=0;0,1"]);
+        let after: Vec<OsString> = [
+            "--param",
+            "connections=4",
+            "--requests",
+            "1k",
+            "--loads=5",
+            "--warmup",
+            "200ms",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        let a = expand(file, &after).unwrap();
+        assert_eq!(a.params, ["server-cpus=0;0,1", "connections=4"]);
+        assert_eq!(a.load.requests.as_deref(), Some("1k"));
+        assert_eq!(a.loads.as_deref(), Some("5"));
+        assert!(sweep_plan(&a).is_ok());
     }
 }

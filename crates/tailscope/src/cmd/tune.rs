@@ -19,14 +19,10 @@ pub fn run(a: &TuneArgs) -> anyhow::Result<i32> {
         Rate::PerSecond(r) => Load::Rps(r),
         Rate::OfCapacity(f) => Load::OfCapacity(f),
     };
-    let steps = a
-        .steps
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| s.parse::<TuneStepKind>())
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(lab_err)?;
+    let steps = parse_steps(&a.steps)?;
+    if let Some(dir) = &a.state_dir {
+        super::common::check_dir_flag("--state-dir", dir)?;
+    }
     super::common::check_label(a.label.as_deref())?;
     let gate = super::gate::Gate::new(a.slo.as_deref(), a.slo_view.into(), &a.gate)?;
     let slo = gate.slo.clone();
@@ -116,6 +112,33 @@ pub fn run(a: &TuneArgs) -> anyhow::Result<i32> {
     Ok(exit_code(&result, &gate))
 }
 
+/// `--steps rt,udp,…`: at least one step, no empty item, none twice.
+fn parse_steps(text: &str) -> anyhow::Result<Vec<TuneStepKind>> {
+    const ALL: &str = "rt, udp, irq, numa, cstate, governor";
+    if text.trim().is_empty() {
+        return Err(usage(format!(
+            "--steps: no step given (one or more of {ALL}, joined by commas)"
+        )));
+    }
+    let mut steps: Vec<TuneStepKind> = Vec::new();
+    for item in text.split(',').map(str::trim) {
+        if item.is_empty() {
+            return Err(usage(format!(
+                "--steps: an empty item in '{}' (steps are joined by single commas, e.g. rt,udp)",
+                lab::clip(text)
+            )));
+        }
+        let step = item.parse::<TuneStepKind>().map_err(lab_err)?;
+        if steps.contains(&step) {
+            return Err(usage(format!(
+                "--steps: '{item}' is given twice (each mitigation is a step once)"
+            )));
+        }
+        steps.push(step);
+    }
+    Ok(steps)
+}
+
 /// 1 when the walk failed or was interrupted, or its tuned configuration (the last step
 /// measured) did not measure; else, with an SLO, the gate's code of that configuration's
 /// verdict at the walk's load: earlier steps are expected to fall short (that is why one
@@ -198,6 +221,19 @@ mod tests {
             steps,
         };
         exit_code(&r, &gate)
+    }
+
+    #[test]
+    fn steps_are_given_once_each() {
+        assert_eq!(
+            parse_steps(" rt, udp ").unwrap(),
+            vec![TuneStepKind::Rt, TuneStepKind::Udp]
+        );
+        for bad in ["", " ", "rt,", ",rt", "rt,,udp", "rt,rt", "rt,bogus"] {
+            let e = parse_steps(bad).unwrap_err();
+            assert_eq!(crate::exit::code_of(&e), 2, "{bad}");
+            assert!(e.to_string().contains("--steps"), "{bad}: {e}");
+        }
     }
 
     #[test]
