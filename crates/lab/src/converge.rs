@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use stats::{BlockedRecorder, Quantile};
 
 use crate::error::{invalid, LabError};
-use crate::slo::View;
+use crate::view::View;
 
 /// One asked precision: the half-width of `view`'s `key` interval within `rel` of its
 /// estimate.
@@ -70,7 +70,7 @@ impl Precision {
             // The key as `--slo` reads it, but always with its `p` (a bare 99 is refused here).
             let q = key
                 .starts_with('p')
-                .then(|| crate::slo::parse_percentile(&key).ok())
+                .then(|| crate::percentile::parse_percentile(&key).ok())
                 .flatten()
                 .map(|(_, q)| q)
                 .ok_or_else(|| {

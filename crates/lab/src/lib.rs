@@ -28,6 +28,7 @@ mod interference;
 mod knob;
 mod measure;
 mod observer;
+mod percentile;
 mod placement;
 pub mod records;
 pub mod repeat;
@@ -38,8 +39,10 @@ mod slo;
 mod stages;
 mod sweep;
 mod target;
+mod target_spec;
 pub mod timeline;
 mod tune;
+mod view;
 
 pub use agents::{agents_file, AgentCommand, AgentReport, Agents, AgentsReport};
 pub use calibrate::{

@@ -11,7 +11,7 @@ use host::topology::{choose, Topology};
 use load::Target;
 
 use crate::error::{invalid, LabError};
-use crate::target::{SpawnSpec, WorkloadSpec};
+use crate::target_spec::{SpawnSpec, WorkloadSpec};
 use crate::Observer;
 
 /// Most instances of one server (each a process on its own port).

@@ -5,99 +5,14 @@
 //! server's view of one whose offered load was not sent) is `undecided`, never `meets`; a
 //! saturated or failed run violates.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use stats::Summary;
 
 use crate::error::{invalid, LabError};
+use crate::percentile::KEYS;
+pub use crate::percentile::{parse_percentile, parse_percentiles};
 use crate::run::{Run, RunStatus};
-
-/// Which latency a run's figures (and an SLO) are read from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum View {
-    /// Intended send → received: what a user behind the arrival process sees.
-    User,
-    /// Sent → the client kernel's receive: what the network and the server did.
-    Server,
-}
-
-impl View {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            View::User => "user",
-            View::Server => "server",
-        }
-    }
-}
-
-impl std::fmt::Display for View {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for View {
-    type Err = LabError;
-    fn from_str(s: &str) -> Result<View, LabError> {
-        match s.trim() {
-            "user" => Ok(View::User),
-            "server" => Ok(View::Server),
-            other => Err(invalid(format!(
-                "--slo-view must be user or server, got '{other}'"
-            ))),
-        }
-    }
-}
-
-/// The view the user asks for: one of the two, or `auto` — each run's headline view (the
-/// user's when it is valid, else the server's).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ViewChoice {
-    #[default]
-    Auto,
-    User,
-    Server,
-}
-
-impl ViewChoice {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ViewChoice::Auto => "auto",
-            ViewChoice::User => "user",
-            ViewChoice::Server => "server",
-        }
-    }
-}
-
-impl std::fmt::Display for ViewChoice {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl From<View> for ViewChoice {
-    fn from(v: View) -> ViewChoice {
-        match v {
-            View::User => ViewChoice::User,
-            View::Server => ViewChoice::Server,
-        }
-    }
-}
-
-impl std::str::FromStr for ViewChoice {
-    type Err = LabError;
-    fn from_str(s: &str) -> Result<ViewChoice, LabError> {
-        match s.trim() {
-            "auto" => Ok(ViewChoice::Auto),
-            "user" => Ok(ViewChoice::User),
-            "server" => Ok(ViewChoice::Server),
-            other => Err(invalid(format!(
-                "a view must be auto, user or server, got '{other}'"
-            ))),
-        }
-    }
-}
+pub use crate::view::{View, ViewChoice};
 
 /// One percentile bound: a percentile key (`p99`) at most `max_us`.
 #[derive(Clone, Debug, Serialize)]
@@ -294,41 +209,6 @@ pub struct SloReport {
     pub view: ViewChoice,
     pub conditions: Vec<ConditionResult>,
     pub verdict: Verdict,
-}
-
-const KEYS: [&str; 5] = ["p50", "p90", "p99", "p99.9", "p99.99"];
-
-/// `p95` → ("p95", 0.95), `p99.50` → ("p99.5", 0.995): a percentile strictly between 0 and
-/// 100, its key written canonically.
-pub fn parse_percentile(text: &str) -> Result<(String, f64), LabError> {
-    let t = text.trim().to_ascii_lowercase();
-    let num = t.strip_prefix('p').unwrap_or(&t);
-    let v: f64 = num
-        .parse()
-        .map_err(|_| invalid(format!("not a percentile: '{text}' (e.g. p95, p99.5)")))?;
-    if !(v > 0.0 && v < 100.0) {
-        return Err(invalid(format!(
-            "a percentile must be strictly between 0 and 100, got '{text}'"
-        )));
-    }
-    Ok((format!("p{v}"), v / 100.0))
-}
-
-/// `--percentiles 50,95,99.5`: the keys beyond the standard five, with their probabilities.
-pub fn parse_percentiles(text: &str) -> Result<Vec<(String, f64)>, LabError> {
-    let mut out: Vec<(String, f64)> = Vec::new();
-    for part in text.split(',').map(str::trim) {
-        if part.is_empty() {
-            return Err(invalid(format!(
-                "--percentiles: an empty item in '{text}' (e.g. 50,95,99.5)"
-            )));
-        }
-        let (k, q) = parse_percentile(part).map_err(|e| invalid(format!("--percentiles: {e}")))?;
-        if !KEYS.contains(&k.as_str()) && !out.iter().any(|(o, _)| *o == k) {
-            out.push((k, q));
-        }
-    }
-    Ok(out)
 }
 
 fn positive_duration(part: &str, t: &str) -> Result<f64, LabError> {

@@ -1,7 +1,7 @@
 //! Small pieces shared by the measuring commands: signal flag, CPU lists, scheduling policy,
 //! durations, the results store, host facts.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,6 +11,7 @@ use host::placement::{self, SchedSpec};
 
 use crate::cli::DbArgs;
 use crate::exit::{usage, OrUsage};
+use crate::output;
 
 /// A flag set by SIGINT or SIGTERM (the first one; a second SIGINT kills as usual).
 pub fn shutdown_flag() -> anyhow::Result<Arc<AtomicBool>> {
@@ -108,4 +109,38 @@ pub fn check_dir_flag(flag: &str, dir: &std::path::Path) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Refuses an output file that is the store itself or one of SQLite's files beside it:
+/// writing the export there would destroy the runs being exported.
+pub fn check_not_the_store(flag: &str, out: &Path, db: &Path) -> anyhow::Result<()> {
+    let mut names = vec![db.to_path_buf()];
+    // SQLite names its side files after the path it opened and, for a symbolic link, after
+    // the link's target: check both spellings.
+    let real = output::resolved(db);
+    for base in [db.as_os_str(), real.as_os_str()] {
+        for suffix in ["-wal", "-shm", "-journal"] {
+            let mut n = base.to_owned();
+            n.push(suffix);
+            names.push(n.into());
+        }
+    }
+    if names.iter().any(|n| output::same_file(out, n)) {
+        return Err(usage(format!(
+            "{flag} {} is the results store {} (or a file SQLite keeps beside it); \
+             write to another file",
+            out.display(),
+            db.display()
+        )));
+    }
+    Ok(())
+}
+
+/// A `lab` error as the CLI reports it: bad input is a usage error (exit 2).
+pub fn lab_err(e: lab::LabError) -> anyhow::Error {
+    if e.is_invalid() {
+        usage(e)
+    } else {
+        anyhow::Error::new(e)
+    }
 }

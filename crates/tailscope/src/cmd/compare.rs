@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
+use super::common::check_not_the_store;
 use super::common::open_existing_store;
-use super::runs::check_not_the_store;
 use crate::cli::{DbArgs, OutputArgs};
 use crate::exit::usage;
 use crate::output::{self, outln};

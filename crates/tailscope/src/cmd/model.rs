@@ -36,7 +36,7 @@ const MAX_INPUT_BYTES: u64 = 1 << 30;
 /// A trace or samples file (`what` names it in errors), read with a bound.
 fn read_input(path: &str, what: &str) -> anyhow::Result<String> {
     lab::read_bounded(std::path::Path::new(path), MAX_INPUT_BYTES, what)
-        .map_err(super::target::lab_err)
+        .map_err(super::common::lab_err)
 }
 
 pub fn parse_unit(s: &str) -> anyhow::Result<TimeUnit> {
@@ -336,7 +336,7 @@ pub fn run(a: &ModelArgs) -> anyhow::Result<i32> {
         &label,
         &obs,
     )
-    .map_err(super::target::lab_err)?;
+    .map_err(super::common::lab_err)?;
     // The exact distribution beside the simulation, when theory has one for this discipline.
     let exact = exact_form(&forms, &b.cfg.discipline);
     let mut series = vec![report::Series::new(

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde_json::json;
 
+use super::common::check_not_the_store;
 use super::common::open_existing_store;
-use super::runs::check_not_the_store;
 use crate::cli::ReportArgs;
 use crate::exit::usage;
 use crate::output::{self, outln};

@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::Context;
 use serde_json::json;
 
-use super::common::open_existing_store;
+use super::common::{check_not_the_store, open_existing_store};
 use crate::cli::{DbArgs, RunsCmd, RunsSub};
 use crate::exit::usage;
 use crate::output::{self, outln};
@@ -145,31 +145,6 @@ fn show(id: i64, db: &DbArgs, json: bool) -> anyhow::Result<i32> {
         outln!("summary: {}", serde_json::to_string_pretty(s)?)?;
     }
     Ok(0)
-}
-
-/// Refuses an output file that is the store itself or one of SQLite's files beside it:
-/// writing the export there would destroy the runs being exported.
-pub(super) fn check_not_the_store(flag: &str, out: &Path, db: &Path) -> anyhow::Result<()> {
-    let mut names = vec![db.to_path_buf()];
-    // SQLite names its side files after the path it opened and, for a symbolic link, after
-    // the link's target: check both spellings.
-    let real = output::resolved(db);
-    for base in [db.as_os_str(), real.as_os_str()] {
-        for suffix in ["-wal", "-shm", "-journal"] {
-            let mut n = base.to_owned();
-            n.push(suffix);
-            names.push(n.into());
-        }
-    }
-    if names.iter().any(|n| output::same_file(out, n)) {
-        return Err(usage(format!(
-            "{flag} {} is the results store {} (or a file SQLite keeps beside it); \
-             write to another file",
-            out.display(),
-            db.display()
-        )));
-    }
-    Ok(())
 }
 
 /// What `runs export` reads: one run, or an experiment's runs.

@@ -184,11 +184,4 @@ pub fn check_beside(
     Ok(())
 }
 
-/// A `lab` error as the CLI reports it: bad input is a usage error (exit 2).
-pub fn lab_err(e: lab::LabError) -> anyhow::Error {
-    if e.is_invalid() {
-        usage(e)
-    } else {
-        anyhow::Error::new(e)
-    }
-}
+pub use super::common::lab_err;
