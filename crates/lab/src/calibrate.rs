@@ -146,17 +146,18 @@ const STEP_TIMEOUT: Duration = Duration::from_millis(500);
 /// An open-loop overload: offered `rate` with `connections` × `depth` in flight for
 /// `warm + time`; returns the completion rate in the window after the warm-up and the
 /// replies counted there.
-#[allow(clippy::too_many_arguments)]
 fn overload(
     ready: &Ready,
     spec: &CalibrateSpec,
-    connections: usize,
-    depth: usize,
-    rate: f64,
-    warm: Duration,
-    time: Duration,
+    at: Step,
+    (warm, time): (Duration, Duration),
     stop: &AtomicBool,
 ) -> Result<(f64, u64), LabError> {
+    let Step {
+        connections,
+        depth,
+        rate_rps: rate,
+    } = at;
     let mut cfg = LoadConfig::new(ready.target.clone(), rate.min(load::MAX_RATE));
     cfg.warmup = warm;
     cfg.stop = StopAt::Duration(time);
@@ -239,7 +240,12 @@ fn search(
         // An offer the server nearly keeps up with is no overload: offer more.
         let mut r = 0.0;
         for _ in 0..4 {
-            let (rate, n) = overload(ready, spec, c, d, offer, spec.step_warmup, spec.step, stop)?;
+            let at = Step {
+                connections: c,
+                depth: d,
+                rate_rps: offer,
+            };
+            let (rate, n) = overload(ready, spec, at, (spec.step_warmup, spec.step), stop)?;
             requests += n;
             duration_ns += spec.step.as_nanos() as u64;
             r = rate;
@@ -309,17 +315,11 @@ fn search(
         0.0
     } else {
         let warm = spec.overload_time / 4;
-        overload(
-            ready,
-            spec,
-            best.connections,
-            best.depth,
-            offered,
-            warm,
-            spec.overload_time - warm,
-            stop,
-        )?
-        .0
+        let at = Step {
+            rate_rps: offered,
+            ..best
+        };
+        overload(ready, spec, at, (warm, spec.overload_time - warm), stop)?.0
     };
     if best.rate_rps <= 0.0 {
         return Err(LabError::Failed(

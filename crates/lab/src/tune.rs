@@ -261,17 +261,16 @@ pub fn tune(
     })?;
     let mut applied: Vec<Applied> = Vec::new();
     let mut steps = Vec::new();
-    let outcome = walk(
+    let ctx = Walk {
         plan,
         db,
         stop,
         obs,
-        &root,
-        &journal,
+        root: &root,
+        journal: &journal,
         experiment,
-        &mut applied,
-        &mut steps,
-    );
+    };
+    let outcome = walk(&ctx, &mut applied, &mut steps);
     // Every host change is undone, newest first, whatever happened.
     let mut revert_error = None;
     while let Some(a) = applied.pop() {
@@ -303,18 +302,34 @@ pub fn tune(
     Ok(result)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn walk(
-    plan: &TunePlan,
-    db: &Db,
-    stop: &AtomicBool,
-    obs: &dyn Observer,
-    root: &HostRoot,
-    journal: &Journal,
+/// What the walk reads: the plan, the store, the stop flag, the observer, the host it
+/// changes (and the journal of those changes), and its experiment.
+struct Walk<'a> {
+    plan: &'a TunePlan,
+    db: &'a Db,
+    stop: &'a AtomicBool,
+    obs: &'a dyn Observer,
+    root: &'a HostRoot,
+    journal: &'a Journal,
     experiment: i64,
+}
+
+/// The steps in order, each measured (or skipped, with why); the host changes applied so far
+/// are kept in `applied` for the caller to revert whatever happens.
+fn walk(
+    ctx: &Walk<'_>,
     applied: &mut Vec<Applied>,
     out: &mut Vec<TuneStep>,
 ) -> Result<(), LabError> {
+    let Walk {
+        plan,
+        db,
+        stop,
+        obs,
+        root,
+        journal,
+        experiment,
+    } = *ctx;
     let mut template = plan.template.clone();
     let server_cpus: Vec<usize> = match template.target.spawn.as_ref() {
         Some(s) if !s.cpus.is_empty() => s.cpus.clone(),

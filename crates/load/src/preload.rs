@@ -78,9 +78,15 @@ pub fn preload(
         let handles: Vec<_> = (0..connections)
             .map(|c| {
                 let (values, done) = (&values, &done);
-                scope.spawn(move || {
-                    preload_conn(target, w, proto, c, connections, values, stop, done)
-                })
+                let job = Job {
+                    target,
+                    w,
+                    proto,
+                    values,
+                    stop,
+                    done,
+                };
+                scope.spawn(move || preload_conn(&job, c, connections))
             })
             .collect();
         let mut last = Instant::now();
@@ -113,18 +119,27 @@ pub fn preload(
     Ok(stats)
 }
 
-/// One connection's share: items c, c + C, c + 2C, ...; returns (stored, failed, bytes).
-#[allow(clippy::too_many_arguments)]
-fn preload_conn(
-    target: &Target,
-    w: &KvWorkload,
+/// What every connection of a preload shares: the target, the workload and its value bytes,
+/// the protocol, the stop flag and the count of items done.
+struct Job<'a> {
+    target: &'a Target,
+    w: &'a KvWorkload,
     proto: Proto,
-    c: usize,
-    conns: usize,
-    values: &[u8],
-    stop: &AtomicBool,
-    done: &AtomicU64,
-) -> Result<(u64, u64, u64), LoadError> {
+    values: &'a [u8],
+    stop: &'a AtomicBool,
+    done: &'a AtomicU64,
+}
+
+/// One connection's share: items c, c + C, c + 2C, ...; returns (stored, failed, bytes).
+fn preload_conn(job: &Job<'_>, c: usize, conns: usize) -> Result<(u64, u64, u64), LoadError> {
+    let Job {
+        target,
+        w,
+        proto,
+        values,
+        stop,
+        done,
+    } = *job;
     let io = |e: std::io::Error| LoadError::Connection(format!("preload: {e}"));
     let mut sock = TcpStream::connect_timeout(&target.addr, IO_TIMEOUT).map_err(|source| {
         LoadError::Connect {

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use crate::config::LoadConfig;
 use crate::conn::Conn;
-use crate::engine::{note_error, Engine, Shared, SlackTask, Slot, ThreadOutput, ToWriter};
+use crate::engine::{note_error, Engine, Links, Shared, SlackTask, Slot, ThreadOutput, ToWriter};
 use crate::error::LoadError;
 use crate::protocol::Protocol;
 use crate::record::{BacklogSample, RequestRecord, RunRecords, RunSummary, WriterStats};
@@ -183,12 +183,13 @@ pub fn run_open_loop_into(
         for (t, (sched, slots)) in plan.threads.into_iter().zip(per_thread).enumerate() {
             let (shared, ready, start) = (&shared[t], &ready, &start);
             let cpu = (!cfg.cpus.is_empty()).then(|| cfg.cpus[t % cfg.cpus.len()]);
-            let out = CountingSender {
-                tx: tx.clone(),
+            let links = Links {
+                stop: &halt,
+                shared,
+                out: tx.clone(),
                 queued: &queued,
             };
             let task = if t == 0 { slack.take() } else { None };
-            let halt = &halt;
             let spawned = std::thread::Builder::new()
                 .name(format!("tailscope-gen-{t}"))
                 .spawn_scoped(scope, move || {
@@ -197,9 +198,7 @@ pub fn run_open_loop_into(
                             .err()
                             .map(|e| format!("pinning generator thread {t} to cpu {c}: {e}"))
                     });
-                    let engine = Engine::new(
-                        cfg, t, threads, slots, sched, halt, shared, out.tx, out.queued, task,
-                    );
+                    let engine = Engine::new(cfg, t, threads, slots, sched, links, task);
                     ready.fetch_add(1, Ordering::Release);
                     let at = wait_for_start(start);
                     let mut engine = engine.map_err(|e| LoadError::io("creating epoll", e))?;
@@ -330,12 +329,6 @@ pub fn run_open_loop_into(
     }
     progress(out.records, out.records);
     Ok(out)
-}
-
-/// A generator's end of the channel to the writer, with the shared count of queued chunks.
-struct CountingSender<'a> {
-    tx: mpsc::Sender<ToWriter>,
-    queued: &'a AtomicUsize,
 }
 
 /// The writer thread: hands every chunk to the sink; returns its cost and the sink's first

@@ -101,20 +101,15 @@ fn probe_all(
         let mut handles = Vec::new();
         for &cpu in &cfg.cpus {
             let abort = &abort;
-            let sched = cfg.sched.clone();
+            let timing = Timing {
+                kind,
+                threshold_ticks,
+                duration_ticks,
+            };
             let h = thread::Builder::new()
                 .name(format!("noise-cpu{cpu}"))
                 .spawn_scoped(s, move || {
-                    let r = probe_thread(
-                        cpu,
-                        cfg,
-                        sched.as_ref(),
-                        proc_dir,
-                        kind,
-                        threshold_ticks,
-                        duration_ticks,
-                        [stop, abort],
-                    );
+                    let r = probe_thread(cpu, cfg, proc_dir, timing, [stop, abort]);
                     if r.is_err() {
                         abort.store(true, Ordering::Relaxed);
                     }
@@ -244,21 +239,30 @@ fn thread_error_handle<'scope>(
     s.spawn(move || Err(NoiseError::Thread { cpu, reason }))
 }
 
-/// The body of one probe thread: place it, prepare the buffer, spin, read its switches.
-#[allow(clippy::too_many_arguments)]
-fn probe_thread(
-    cpu: usize,
-    cfg: &NoiseConfig,
-    sched: Option<&SchedSpec>,
-    proc_dir: &Path,
+/// The clock a probe thread reads, and its gap threshold and run length in its ticks.
+#[derive(Clone, Copy)]
+struct Timing {
     kind: ClockKind,
     threshold_ticks: u64,
     duration_ticks: u64,
+}
+
+/// The body of one probe thread: place it, prepare the buffer, spin, read its switches.
+fn probe_thread(
+    cpu: usize,
+    cfg: &NoiseConfig,
+    proc_dir: &Path,
+    timing: Timing,
     flags: [&AtomicBool; 2],
 ) -> Result<ThreadResult, NoiseError> {
+    let Timing {
+        kind,
+        threshold_ticks,
+        duration_ticks,
+    } = timing;
     let placement = |source| NoiseError::Placement { cpu, source };
     host::placement::pin_current_thread(&[cpu]).map_err(placement)?;
-    if let Some(s) = sched {
+    if let Some(s) = cfg.sched.as_ref() {
         host::placement::apply_sched_current_thread(s).map_err(placement)?;
     }
     let buffer = prefaulted_buffer(cfg.max_gaps);

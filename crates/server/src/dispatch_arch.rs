@@ -310,36 +310,38 @@ fn worker(index: u64, queue: &Queue, ep: &Epoll, shared: &Shared) {
         };
         queue.backlog.remove(frame_bytes(&job.payload));
         let t4 = work.do_work(job.pre.is_some());
-        if !reply(
-            &job.conn,
-            &job.header,
-            &job.payload,
-            job.pre,
-            t4,
-            &work,
-            ep,
-            shared,
-        ) {
+        let req = Request {
+            conn: &job.conn,
+            header: &job.header,
+            payload: &job.payload,
+            pre: job.pre,
+        };
+        if !reply(req, t4, &work, ep, shared) {
             return;
         }
     }
+}
+
+/// A request a worker answers: its connection, header and payload, and the server's stamps
+/// taken before the work.
+pub(crate) struct Request<'a> {
+    pub conn: &'a DConn,
+    pub header: &'a Header,
+    pub payload: &'a [u8],
+    pub pre: Option<Pre>,
 }
 
 /// A worker's answer: encodes the response (T5 taken there), writes it, forwards any transmit
 /// stamps already there, and leaves EPOLLOUT armed if output is left (pausing the
 /// connection's reads if too much is). False if a lock was poisoned (another server thread
 /// panicked).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn reply(
-    conn: &DConn,
-    header: &Header,
-    payload: &[u8],
-    pre: Option<Pre>,
-    t4: u64,
-    work: &Work,
-    ep: &Epoll,
-    shared: &Shared,
-) -> bool {
+pub(crate) fn reply(req: Request<'_>, t4: u64, work: &Work, ep: &Epoll, shared: &Shared) -> bool {
+    let Request {
+        conn,
+        header,
+        payload,
+        pre,
+    } = req;
     let Ok(mut out) = conn.out.lock() else {
         return false;
     };

@@ -66,7 +66,7 @@ use wire::nullrpc::Header;
 use crate::backpressure::Backlog;
 use crate::common::{place, spin_until, AtomicCounters, Pre, Work};
 use crate::dispatch_arch::{
-    close_all, frame_bytes, on_events, reply, Conns, DConn, LISTENER_TOKEN,
+    close_all, frame_bytes, on_events, reply, Conns, DConn, Request, LISTENER_TOKEN,
 };
 use crate::epoll_arch::new_epoll;
 use crate::{spawn, ServerError, Shared, StagedConfig, Started};
@@ -373,7 +373,13 @@ fn worker(input: &Link, ep: &Epoll, backlog: &Backlog, shared: &Shared) {
         } else {
             spin_until(mono_now_ns(), cost)
         };
-        if !reply(&j.conn, &j.header, &j.payload, j.pre, t4, &work, ep, shared) {
+        let req = Request {
+            conn: &j.conn,
+            header: &j.header,
+            payload: &j.payload,
+            pre: j.pre,
+        };
+        if !reply(req, t4, &work, ep, shared) {
             return;
         }
     }

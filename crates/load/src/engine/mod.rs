@@ -170,6 +170,15 @@ pub(crate) struct ThreadOutput {
     pub cost: cost::GeneratorCost,
 }
 
+/// What ties a generator thread to the run: the stop flag, the counters it publishes, and
+/// its end of the channel to the record writer with the shared count of queued chunks.
+pub(crate) struct Links<'a> {
+    pub stop: &'a AtomicBool,
+    pub shared: &'a Shared,
+    pub out: Sender<ToWriter>,
+    pub queued: &'a AtomicUsize,
+}
+
 /// Where an iteration of the loop started: the time, the deliberate waits and stalls so far,
 /// and the sends and replies so far.
 #[derive(Clone, Copy)]
@@ -239,19 +248,21 @@ pub(crate) struct Engine<'a> {
 }
 
 impl<'a> Engine<'a> {
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         cfg: &LoadConfig,
         thread: usize,
         threads: usize,
         slots: Vec<Slot>,
         sched: ThreadSchedule,
-        stop: &'a AtomicBool,
-        shared: &'a Shared,
-        out: Sender<ToWriter>,
-        queued: &'a AtomicUsize,
+        links: Links<'a>,
         slack: Option<&'a mut (dyn SlackTask + 'a)>,
     ) -> std::io::Result<Self> {
+        let Links {
+            stop,
+            shared,
+            out,
+            queued,
+        } = links;
         let epoll = Epoll::new(slots.len())?;
         for (i, s) in slots.iter().enumerate() {
             if let Some(fd) = s.conn.fd() {

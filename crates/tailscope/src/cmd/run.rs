@@ -283,22 +283,25 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
         .map_err(|e| usage(format!("cannot open results store {}: {e}", db.display())))?;
     let stop = shutdown_flag()?;
     let ready = tplan.start(&stop, &obs).map_err(lab_err)?;
+    let sizing = Sizing {
+        rate,
+        known,
+        queues,
+    };
     if a.repeat > 1 {
-        let result = plan_ready(a, &p, rate, known, queues, &ready, &db, &stop, &obs).and_then(
-            |mut plan| {
-                plan.extra_quantiles = gate.extra.clone();
-                Ok(lab::measure_repeated(
-                    &plan, a.repeat, &ready, &db, &stop, &obs,
-                )?)
-            },
-        );
+        let result = plan_ready(a, &p, sizing, &ready, &db, &stop, &obs).and_then(|mut plan| {
+            plan.extra_quantiles = gate.extra.clone();
+            Ok(lab::measure_repeated(
+                &plan, a.repeat, &ready, &db, &stop, &obs,
+            )?)
+        });
         let stopped = ready.stop();
         let (runs, combined, experiment) = result?;
         stopped.map_err(lab_err)?;
         return print_repeated(a, &runs, &combined, experiment, &gate);
     }
     let result =
-        plan_ready(a, &p, rate, known, queues, &ready, &db, &stop, &obs).and_then(|mut plan| {
+        plan_ready(a, &p, sizing, &ready, &db, &stop, &obs).and_then(|mut plan| {
             plan.extra_quantiles = gate.extra.clone();
             Ok(lab::measure(&plan, &ready, &db, &stop, &obs)?)
         });
@@ -446,20 +449,30 @@ fn print_repeated(
     })
 }
 
-/// The ideal's service time (calibrating a server tailscope started when nothing else gives
-/// it), the rate, then the plan of the measurement.
-#[allow(clippy::too_many_arguments)]
-fn plan_ready(
-    a: &RunArgs,
-    p: &LoadPlan,
+/// What sizes a run: the rate asked for, the ideal's service time when already known (given
+/// or stored) and where it came from, and the queue structure asked for.
+struct Sizing {
     rate: Rate,
     known: Option<(f64, lab::IdealSource)>,
     queues: Option<QueueStructure>,
+}
+
+/// The ideal's service time (calibrating a server tailscope started when nothing else gives
+/// it), the rate, then the plan of the measurement.
+fn plan_ready(
+    a: &RunArgs,
+    p: &LoadPlan,
+    sizing: Sizing,
     ready: &lab::Ready,
     db: &Db,
     stop: &std::sync::atomic::AtomicBool,
     obs: &Progress,
 ) -> anyhow::Result<RunPlan> {
+    let Sizing {
+        rate,
+        known,
+        queues,
+    } = sizing;
     let (workers, queues) = ready.ideal_shape(a.side.workers, queues).map_err(lab_err)?;
     let service = match known {
         Some(s) => Some(s),
