@@ -113,8 +113,24 @@ fn a_saturated_run_with_stages_and_notes_reads_the_same_by_field_and_by_path() {
             tradeoff: "cost".into(),
         });
     }
+    // The host's time lost in the first windows (the timeline's third panel).
+    run.window_host = run
+        .analysis
+        .windows
+        .iter()
+        .take(3)
+        .enumerate()
+        .map(|(i, w)| lab::timeline::WindowHost {
+            start_s: w.start_s,
+            end_s: w.end_s,
+            lost_us: [("steal time".to_string(), 100.0 * (i + 1) as f64)]
+                .into_iter()
+                .collect(),
+        })
+        .collect();
     let (a, b) = pages(&run);
     assert_same(&a, &b);
+    assert!(a.contains("Latency over time"), "the timeline");
     assert!(a.contains("SATURATED: offered 16,000 req/s"), "{a}");
     assert!(a.contains("generator also late: &lt;stalls&gt; &amp; more"));
     assert!(a.contains("Where the time goes: stages"));
