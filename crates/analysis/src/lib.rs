@@ -72,7 +72,7 @@ pub enum AnalysisError {
 
 /// How the target's workers take requests: from one shared queue, or each from the connections
 /// statically assigned to it (connection j → worker j mod c), as memcached and nginx do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum QueueStructure {
     Single,
@@ -80,7 +80,7 @@ pub enum QueueStructure {
 }
 
 /// What the ideal is computed from.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct IdealSpec {
     /// Per-request service time, ns (from calibration or given).
     pub service_ns: f64,
@@ -131,7 +131,7 @@ impl Default for AnalysisConfig {
 }
 
 /// Counts of request outcomes after the warm-up.
-#[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Outcomes {
     pub ok: u64,
     pub error: u64,
@@ -155,7 +155,7 @@ pub struct Excess {
 }
 
 /// The exponential check of the achieved inter-arrival times.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ArrivalCheck {
     /// Gaps tested (a random subsample: with millions of gaps any test rejects the tiniest
     /// deviation, such as the clock's granularity, so a fixed-size subsample keeps the test's
@@ -177,7 +177,7 @@ pub struct ArrivalCheck {
 }
 
 /// The measured latency of one request label (class 0 = delay-sensitive in bursty runs).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ClassMeasured {
     pub class: u8,
     pub requests: u64,
@@ -187,7 +187,7 @@ pub struct ClassMeasured {
 /// The server's view of a run: sent → the client kernel's receive stamp (or the user-space
 /// receive when the kernel gave none), against the ideal for the arrivals the server saw
 /// (the actual send times), with the same service time, workers and queues.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ServerView {
     pub measured: Summary,
     pub ideal: Option<Summary>,
@@ -202,7 +202,7 @@ pub struct ServerView {
 }
 
 /// Where each request's time went, client and server apart.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Decomposition {
     /// Intended → sent: the generator's own lateness plus the time held for a free slot.
     pub lateness: Summary,
@@ -215,7 +215,7 @@ pub struct Decomposition {
 /// The excess time at one percentile split between client and server: the user's view's
 /// excess (measured − ideal) less the server view's (measured − its ideal) is what the
 /// client added (its lateness, time held, wake-up, and the bunching its stalls caused).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ExcessSplit {
     pub key: String,
     pub total_us: f64,
@@ -225,7 +225,7 @@ pub struct ExcessSplit {
 
 /// Offered against completed: what the schedule asked of the server and what it did, over
 /// the measured schedule's span (first to last intended send after the warm-up).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Throughput {
     pub offered_rps: f64,
     /// 95 % interval of the offered rate as a Poisson count over the span (its own noise).
@@ -240,7 +240,7 @@ pub struct Throughput {
 }
 
 /// Requests held in the client because every connection had its maximum in flight.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct HeldInClient {
     /// Requests that waited for a free connection at all.
     pub requests: u64,
@@ -251,7 +251,7 @@ pub struct HeldInClient {
 }
 
 /// Everything the analysis says about a run.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunAnalysis {
     pub requests: u64,
     pub outcomes: Outcomes,

@@ -9,7 +9,7 @@
 //! "slowest 1 %" or "around the median" ([`StageAcc`]).
 
 use load::RequestRecord;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use stats::{Quantile, Recorder};
 
 /// The intervals, in order, with the timestamps that bound them.
@@ -28,7 +28,7 @@ pub const STAGE_NAMES: [&str; 8] = [
 const MIN_STAMPED: u64 = 100;
 
 /// Median and p99 of one stage for one group of requests.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct StageRow {
     pub stage: String,
     pub slow_p50_us: f64,
@@ -38,7 +38,7 @@ pub struct StageRow {
 }
 
 /// The breakdown of the slowest 1 % versus the requests around the median.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct StageBreakdown {
     pub slow_requests: u64,
     pub median_requests: u64,

@@ -20,13 +20,13 @@
 use crate::table::mitigation_of;
 use crate::{Series, SourceKind};
 use analysis::StageBreakdown;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Most rotations tried per source.
 pub const PERMUTATION_SHIFTS: usize = 999;
 
 /// Why the slow requests are slow.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Why {
     /// Stages, the most grown (in added time) first.
     pub stages: Vec<StageFinding>,
@@ -40,7 +40,7 @@ pub struct Why {
 }
 
 /// One source's coincidence with slow requests.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SourceFinding {
     pub source: String,
     pub kind: SourceKind,
@@ -53,7 +53,7 @@ pub struct SourceFinding {
 }
 
 /// One stage of the breakdown: its median among the slowest 1 % and among median requests.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct StageFinding {
     pub stage: String,
     pub slow_p50_us: f64,

@@ -45,7 +45,7 @@ mod rows;
 mod sampler;
 mod table;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 pub use config::{mono_now_ns, SampleCost, SamplerConfig};
@@ -103,7 +103,7 @@ pub enum AttribError {
 /// The family a sampled source belongs to; it selects the mitigation. `Concurrency`, `Numa` and
 /// `PowerSaving` have no sampled series (they come from the host check and the run's
 /// configuration) but are in the table so that all of Table 1 is here.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SourceKind {
     /// Other processes on the server's CPUs, and time stolen by the hypervisor.

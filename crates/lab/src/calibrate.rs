@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use load::{LoadConfig, RecordSink, RequestRecord, StopAt};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::db::{host_facts, Db};
@@ -357,7 +357,7 @@ fn search(
 }
 
 /// What a run's ideal service time came from.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct IdealSource {
     /// "given" (--service), "stored calibration" or "calibration" (made for this run).
     pub from: String,

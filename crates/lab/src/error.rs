@@ -22,6 +22,9 @@ pub enum LabError {
     /// A host mechanism (isolation) failed after the checks passed.
     #[error(transparent)]
     Host(#[from] host::HostError),
+    /// A run's typed form could not be encoded, or a stored one decoded.
+    #[error("typed run: {0}")]
+    Encoding(String),
     /// The measurement itself failed (what was measured is stored).
     #[error("{0}")]
     Failed(String),

@@ -9,10 +9,10 @@
 //! the load generator's own idle-class thread (see `load::run_open_loop_into`). Each run
 //! reports, per instrument, where it ran, what a sample cost, and how many it took or skipped.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One instrument's placement and cost in one run.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Instrument {
     /// "attribution sampler", "record writer".
     pub name: String,

@@ -44,7 +44,7 @@ pub mod timeline;
 mod tune;
 mod view;
 
-pub use agents::{agents_file, AgentCommand, AgentReport, Agents, AgentsReport};
+pub use agents::{agents_file, AgentClock, AgentCommand, AgentReport, Agents, AgentsReport};
 pub use calibrate::{
     calibrate, stored_calibration, CalibrateSpec, Calibration, IdealSource, Step, StoredCalibration,
 };
@@ -60,9 +60,9 @@ pub use observer::{Observer, Quiet};
 pub use placement::{parse_bytes, MAX_INSTANCES};
 pub use repeat::{measure_repeated, Combined, Repeated};
 pub use run::{
-    asked_of, judge, lateness_verdict_of, saturation_of, status_of, views_of, JudgeInput,
-    Judgement, LatenessCause, LatenessVerdict, LoadFacts, Run, RunStatus, Saturation, ViewValidity,
-    Views,
+    asked_of, judge, lateness_verdict_of, load_run, saturation_of, status_of, store_run, views_of,
+    JudgeInput, Judgement, LatenessCause, LatenessVerdict, LoadFacts, Run, RunStatus, Saturation,
+    ViewValidity, Views, RUN_ENCODING_VERSION,
 };
 pub use simulate::{
     check_not_saturated, simulate, SimResult, CI_BATCH_MEANS, CI_ORDER_STAT, CI_REPLICATIONS,

@@ -356,6 +356,6 @@ pub fn measure(
         convergence,
         window_host,
     };
-    st.finish_run(run_id, status.as_str(), &run.to_json())?;
+    crate::run::store_run(st, &run)?;
     Ok(run)
 }

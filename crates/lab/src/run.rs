@@ -1,11 +1,30 @@
 //! [`Run`]: one measured run, the type every view consumes — the terminal printer, `--json`,
-//! the store's summary, exports and (later) reports.
+//! the store's summary, exports and reports.
+//!
+//! A run has two serialised forms:
+//!
+//! - [`Run::to_json`]: the documented JSON shape that `--json` prints and the store keeps as
+//!   the run's summary (distributions as `{p50, …}` in µs, units in key names; keys are only
+//!   ever added). It is written for people and scripts, not read back into a `Run`.
+//! - [`Run::encode`]: the serde form of the whole `Run` (every field, as derived), which the
+//!   store keeps beside the summary ([`store::Store::finish_run_typed`]) and [`load_run`]
+//!   reads back, so that views read a stored run by field.
+//!
+//! The serde form is CBOR, not JSON, for one reason: floats. A run holds floats that can be
+//! NaN or infinite (a stage's growth over a median of 0, the figures of an empty
+//! distribution), and JSON has no such numbers: serde_json writes them as `null`, which does
+//! not read back into an `f64`. CBOR keeps every `f64` bit for bit (NaN, ±inf, −0), for every
+//! field, present and future, without a helper on each float; `--json` keeps serde_json's
+//! `null` for them, as before. [`RUN_ENCODING_VERSION`] names the encoding: a field added to
+//! a type inside `Run` later needs `#[serde(default)]` (older stored runs lack it) or a new
+//! version.
 
 use analysis::RunAnalysis;
 use load::{BacklogSample, WriterStats};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use crate::error::LabError;
 use crate::instruments::Instrument;
 use crate::view::{View, ViewChoice};
 
@@ -59,7 +78,7 @@ impl std::fmt::Display for RunStatus {
 }
 
 /// What the load generator reported beside the records.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct LoadFacts {
     pub start_mono_ns: u64,
     pub warmup_ns: u64,
@@ -74,7 +93,7 @@ pub struct LoadFacts {
 }
 
 /// Why a run counts as saturated, and what is true of it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Saturation {
     /// Offered (with its 95 % interval) and completed rates: the completion rate is the
     /// capacity measured.
@@ -414,8 +433,16 @@ pub fn judge(a: &RunAnalysis, i: &JudgeInput<'_>) -> Judgement {
     }
 }
 
-/// One measured run.
-#[derive(Clone, Debug, Serialize)]
+/// The version of [`Run::encode`]'s form this build writes and reads (stored with it).
+pub const RUN_ENCODING_VERSION: i64 = 1;
+
+/// Largest nesting [`Run::decode`] follows (a run nests a handful of levels, plus the JSON
+/// values it carries: its configuration and the server's facts).
+const DECODE_DEPTH: usize = 128;
+
+/// One measured run. `Serialize + Deserialize`: its serde form is what the store keeps
+/// ([`Run::encode`]); `--json` prints [`Run::to_json`], the documented shape.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Run {
     pub run_id: Option<i64>,
     pub status: RunStatus,
@@ -553,7 +580,50 @@ pub fn status_of(interrupted: bool, a: &RunAnalysis, saturated: bool, views: &Vi
     }
 }
 
+/// Stores a finished run: its status, its summary ([`Run::to_json`]) and its typed form
+/// ([`Run::encode`]), in one transaction. The run must have been begun in `st` (its
+/// `run_id`).
+pub fn store_run(st: &store::Store, run: &Run) -> Result<(), LabError> {
+    let id = run
+        .run_id
+        .ok_or_else(|| LabError::Failed("a run without an id cannot be stored".into()))?;
+    st.finish_run_typed(id, run.status.as_str(), &run.to_json(), &run.encode()?)?;
+    Ok(())
+}
+
+/// Stored run `id` as a [`Run`]; `Ok(None)` when it has no typed form this build reads: it
+/// was stored before typed runs, never finished, failed before it was analysed, or a newer
+/// build encoded it (its JSON summary is then all there is). A typed form that does not
+/// decode is an error.
+pub fn load_run(st: &store::Store, id: i64) -> Result<Option<Run>, LabError> {
+    match st.typed_run(id)? {
+        Some(blob) => Run::decode(&blob),
+        None => Ok(None),
+    }
+}
+
 impl Run {
+    /// The serde form of the whole run, as the store keeps it (see the module doc: CBOR,
+    /// [`RUN_ENCODING_VERSION`]).
+    pub fn encode(&self) -> Result<store::RunBlob, LabError> {
+        let mut data = Vec::new();
+        ciborium::into_writer(self, &mut data).map_err(|e| LabError::Encoding(e.to_string()))?;
+        Ok(store::RunBlob {
+            version: RUN_ENCODING_VERSION,
+            data,
+        })
+    }
+
+    /// A run from [`Run::encode`]'s form; `Ok(None)` for another version's (a newer build's).
+    pub fn decode(blob: &store::RunBlob) -> Result<Option<Run>, LabError> {
+        if blob.version != RUN_ENCODING_VERSION {
+            return Ok(None);
+        }
+        ciborium::de::from_reader_with_recursion_limit(blob.data.as_slice(), DECODE_DEPTH)
+            .map(Some)
+            .map_err(|e| LabError::Encoding(e.to_string()))
+    }
+
     /// The JSON object of a run (DESIGN.md's shapes; keys are only ever added).
     pub fn to_json(&self) -> Value {
         let a = &self.analysis;

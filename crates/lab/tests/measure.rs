@@ -250,3 +250,72 @@ fn overload_is_saturated_not_failed() {
     assert_eq!(v["status"], "saturated");
     assert!(v["saturation"]["completed_rps"].as_f64().unwrap() > 0.0);
 }
+
+/// The bits of a float, so that NaN compares equal to itself.
+fn bits(x: f64) -> u64 {
+    x.to_bits()
+}
+
+#[test]
+fn a_measured_run_loads_back_as_the_same_typed_run() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(&dir.path().join("runs.db")).unwrap();
+    let stop = AtomicBool::new(false);
+    let (target, plan) = plan_at(4_000.0, 1_000);
+    let ready = target.start(&stop, &Quiet).unwrap();
+    let run = lab::measure(&plan, &ready, &db, &stop, &Quiet).unwrap();
+    ready.stop().unwrap();
+    let id = run.run_id.unwrap();
+    // Read back through a reader's connection, as `report` does.
+    let reader = store::Store::open_existing(&db.path).unwrap().unwrap();
+    let back = lab::load_run(&reader, id).unwrap().expect("a typed run");
+    // Equal as serialised: the typed form bit for bit (every field, floats exactly: a
+    // PartialEq over the run would call a NaN unequal to itself), and the documented JSON.
+    assert_eq!(back.encode().unwrap(), run.encode().unwrap());
+    assert_eq!(back.to_json(), run.to_json());
+    // And by field, where the types compare.
+    assert_eq!(back.status, run.status);
+    assert_eq!(back.views, run.views);
+    assert_eq!(back.analysis.measured, run.analysis.measured);
+    assert_eq!(back.analysis.ideal, run.analysis.ideal);
+    assert_eq!(back.analysis.windows, run.analysis.windows);
+    assert_eq!(
+        back.analysis.measured_ccdf_us,
+        run.analysis.measured_ccdf_us
+    );
+    assert_eq!(back.load.backlog, run.load.backlog);
+    assert_eq!(back.window_host, run.window_host);
+    assert!(back.analysis.measured.count > 0);
+
+    // Floats JSON cannot hold survive the typed form, each as it was.
+    let mut odd = back;
+    odd.rate_rps = f64::INFINITY;
+    odd.analysis.achieved_rate_rps = f64::NEG_INFINITY;
+    odd.analysis.measured.stdev_ns = f64::NAN;
+    odd.analysis.measured.min_ns = -0.0;
+    let blob = odd.encode().unwrap();
+    let again = lab::Run::decode(&blob).unwrap().unwrap();
+    assert_eq!(bits(again.rate_rps), bits(f64::INFINITY));
+    assert_eq!(
+        bits(again.analysis.achieved_rate_rps),
+        bits(f64::NEG_INFINITY)
+    );
+    assert!(again.analysis.measured.stdev_ns.is_nan());
+    assert_eq!(bits(again.analysis.measured.min_ns), bits(-0.0));
+    assert_eq!(again.encode().unwrap(), blob);
+    // `--json` keeps writing them as null.
+    assert!(odd.to_json()["rate_rps"].is_null());
+
+    // Another version's form is not read as this one's; a damaged one is an error.
+    let newer = store::RunBlob {
+        version: lab::RUN_ENCODING_VERSION + 1,
+        data: blob.data.clone(),
+    };
+    assert!(lab::Run::decode(&newer).unwrap().is_none());
+    let cut = store::RunBlob {
+        version: lab::RUN_ENCODING_VERSION,
+        data: blob.data[..blob.data.len() / 2].to_vec(),
+    };
+    assert!(lab::Run::decode(&cut).is_err());
+}

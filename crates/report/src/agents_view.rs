@@ -34,7 +34,7 @@ pub fn agents(w: &mut dyn Write, a: &AgentsReport) -> io::Result<()> {
             .map(|x| format!("{x:.1} µs"))
             .unwrap_or_else(|| "-".into());
         let clock = match (r.clock, r.offset_ns, r.uncertainty_ns) {
-            ("shared", _, _) => "shared".to_string(),
+            (lab::AgentClock::Shared, _, _) => "shared".to_string(),
             // A time namespace or another host's boot: seconds; a wall clock's drift: ms.
             (_, Some(o), Some(u)) if o.unsigned_abs() >= 1_000_000_000 => {
                 format!("{:+.6} s ±{:.0} µs", o as f64 / 1e9, u as f64 / 1e3)

@@ -1,8 +1,10 @@
 //! A stored run read back for the reports: its row (configuration, host facts, and the summary
-//! that [`lab::Run::to_json`] wrote — the JSON shapes of DESIGN.md, which only ever grow) and
-//! what the summary does not keep: the CCDF curves of both views. Those are recomputed by the
-//! same analysis over the stored records, streamed (bounded memory), so that a figure and the
-//! stored percentiles beside it come from one computation; the page says when they differ.
+//! that [`lab::Run::to_json`] wrote — the JSON shapes of DESIGN.md, which only ever grow), its
+//! typed form ([`lab::Run`], when it was stored with one) and the CCDF curves of both views.
+//! A typed run carries its curves. For a run stored without one the summary does not keep
+//! them: they are recomputed by the same analysis over the stored records, streamed (bounded
+//! memory), so that a figure and the stored percentiles beside it come from one computation;
+//! the page says when they differ.
 
 use analysis::{AnalysisConfig, IdealSpec, QueueStructure};
 use serde_json::Value;
@@ -34,6 +36,12 @@ pub struct Curves {
 #[derive(Clone, Debug)]
 pub struct StoredRun {
     pub row: RunRow,
+    /// The run by field, when it was stored with a typed form this build reads; else the
+    /// views read [`StoredRun::summary`] (runs stored before typed runs, or that failed
+    /// before their analysis).
+    pub run: Option<lab::Run>,
+    /// Why a typed form that was stored could not be read (the views then read the summary).
+    pub typed_error: Option<String>,
     /// The curves, or why there are none (no records kept, nothing answered, …).
     pub curves: Result<Curves, String>,
 }
@@ -72,15 +80,40 @@ impl StoredRun {
         let Some(row) = store.get_run(id)? else {
             return Ok(None);
         };
-        let curves = curves_of(store, &row);
-        Ok(Some(StoredRun { row, curves }))
+        let (run, typed_error) = match lab::load_run(store, id) {
+            Ok(run) => (run, None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        let curves = match &run {
+            Some(run) => curves_of_run(run),
+            None => curves_of(store, &row),
+        };
+        Ok(Some(StoredRun {
+            row,
+            run,
+            typed_error,
+            curves,
+        }))
     }
 
-    /// A run without curves (tests; runs that kept no records).
+    /// A run without curves (tests; runs that kept no records), read from its summary.
     pub fn without_curves(row: RunRow, why: &str) -> StoredRun {
         StoredRun {
             row,
+            run: None,
+            typed_error: None,
             curves: Err(why.to_string()),
+        }
+    }
+
+    /// A run with its typed form, its curves the ones the run carries (tests).
+    pub fn typed(row: RunRow, run: lab::Run) -> StoredRun {
+        let curves = curves_of_run(&run);
+        StoredRun {
+            row,
+            run: Some(run),
+            typed_error: None,
+            curves,
         }
     }
 
@@ -95,6 +128,9 @@ impl StoredRun {
 
     /// The run's status: the summary's, else the row's ("running" for one never finished).
     pub fn status(&self) -> &str {
+        if let Some(run) = &self.run {
+            return run.status.as_str();
+        }
         text(self.summary(), "/status").unwrap_or(&self.row.status)
     }
 }
@@ -133,6 +169,29 @@ fn config_of(s: &Value) -> Result<AnalysisConfig, String> {
         lateness_threshold_ns: f64::INFINITY,
         seed: num(s, "/seed").map_or(1, |v| v as u64),
         same_host_start_mono_ns: start.filter(|_| loopback),
+    })
+}
+
+/// The curves a typed run carries: its analysis' own, nothing recomputed.
+fn curves_of_run(run: &lab::Run) -> Result<Curves, String> {
+    let a = &run.analysis;
+    if a.measured_ccdf_us.is_empty() {
+        return Err("the run kept no latency curve".into());
+    }
+    Ok(Curves {
+        user: ViewCurves {
+            measured: a.measured_ccdf_us.clone(),
+            measured_n: a.measured.count,
+            ideal: a.ideal_ccdf_us.clone(),
+            ideal_n: a.ideal.as_ref().map_or(0, |i| i.count),
+        },
+        server: a.server_view.as_ref().map(|sv| ViewCurves {
+            measured: sv.measured_ccdf_us.clone(),
+            measured_n: sv.measured.count,
+            ideal: sv.ideal_ccdf_us.clone(),
+            ideal_n: sv.ideal.as_ref().map_or(0, |i| i.count),
+        }),
+        agrees: true,
     })
 }
 

@@ -21,7 +21,7 @@ use crate::StoreError;
 
 /// zstd level: 3 is zstd's default, fast to write and within a few percent of level 9 on
 /// these pre-transformed streams.
-const ZSTD_LEVEL: i32 = 3;
+pub(crate) const ZSTD_LEVEL: i32 = 3;
 
 /// The body layout inside the zstd frame; the first payload byte.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

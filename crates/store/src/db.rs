@@ -1,5 +1,6 @@
 //! `Store`: the SQLite file, its schema and migrations, and the run/column operations.
 
+use std::io::Read as _;
 use std::path::Path;
 use std::time::Duration;
 
@@ -10,7 +11,15 @@ use crate::{codec, time, Columns, StoreError};
 
 /// The schema this build writes, kept in SQLite's `user_version`. Version 0 is an empty
 /// file. The migration step `n -> n + 1` is the `n`-th entry of the private `MIGRATIONS`.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
+
+/// The oldest schema [`Store::open_existing`] reads as it is (what it lacks reads as absent:
+/// a schema-3 file has no typed runs). Older files must be migrated by a command that writes.
+pub const OLDEST_READABLE_SCHEMA: i64 = 3;
+
+/// Largest typed run [`Store::typed_run`] inflates (a damaged or foreign blob must not
+/// exhaust memory).
+const MAX_TYPED_RUN_BYTES: u64 = 1 << 30;
 
 const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
     // 0 -> 1: runs and their raw-record columns.
@@ -54,6 +63,14 @@ const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
         summary     TEXT
     );
     ALTER TABLE runs ADD COLUMN experiment_id INTEGER REFERENCES experiments(id);",
+    // 3 -> 4: a finished run's typed form, as its producer (lab) encoded it: `version` is
+    // that encoding's version, `data` its bytes compressed with zstd. Runs stored before
+    // have none, and keep their JSON summary.
+    "CREATE TABLE typed_runs (
+        run_id  INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+        version INTEGER NOT NULL,
+        data    BLOB NOT NULL
+    );",
 ];
 
 /// How long a writer waits for another process's transaction before giving up.
@@ -95,9 +112,21 @@ pub struct RunRow {
     pub requests: Option<i64>,
 }
 
+/// A run's typed form as stored: opaque bytes and the version of their encoding. The store
+/// does not read them; the crate that owns the type (lab) encodes and decodes them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunBlob {
+    /// The encoding's version, chosen by the producer.
+    pub version: i64,
+    pub data: Vec<u8>,
+}
+
 /// The results store: one SQLite database (WAL mode), shared safely between processes.
 pub struct Store {
     pub(crate) conn: Connection,
+    /// The schema of the open file: [`SCHEMA_VERSION`], or older when opened read-only by
+    /// [`Store::open_existing`].
+    schema: i64,
 }
 
 impl std::fmt::Debug for Store {
@@ -201,7 +230,9 @@ impl Store {
         conn.pragma_update(None, "query_only", true)?;
         match found {
             0 => Ok(None),
-            SCHEMA_VERSION => Ok(Some(Store { conn })),
+            f if (OLDEST_READABLE_SCHEMA..=SCHEMA_VERSION).contains(&f) => {
+                Ok(Some(Store { conn, schema: f }))
+            }
             f if f > SCHEMA_VERSION => Err(StoreError::SchemaTooNew {
                 found: f,
                 supported: SCHEMA_VERSION,
@@ -224,7 +255,10 @@ impl Store {
         // drop the last transactions, never corrupt the file.
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         migrate(&mut conn)?;
-        Ok(Store { conn })
+        Ok(Store {
+            conn,
+            schema: SCHEMA_VERSION,
+        })
     }
 
     /// The schema version of the open file.
@@ -259,6 +293,65 @@ impl Store {
         summary: &serde_json::Value,
     ) -> Result<(), StoreError> {
         self.finish_row("runs", id, status, summary)
+    }
+
+    /// [`Store::finish_run`] and the run's typed form, in one transaction: a reader sees
+    /// both or neither.
+    pub fn finish_run_typed(
+        &self,
+        id: i64,
+        status: &str,
+        summary: &serde_json::Value,
+        typed: &RunBlob,
+    ) -> Result<(), StoreError> {
+        let summary = serde_json::to_string(summary)?;
+        // Compress before taking the write lock.
+        let data = zstd::bulk::compress(&typed.data, codec::ZSTD_LEVEL)?;
+        let tx = self.write_tx()?;
+        let n = tx.execute(
+            "UPDATE runs SET status = ?2, summary = ?3, finished_at = ?4 WHERE id = ?1",
+            params![id, status, summary, time::now_rfc3339()],
+        )?;
+        if n == 0 {
+            return Err(StoreError::UnknownRun(id));
+        }
+        tx.execute(
+            "INSERT OR REPLACE INTO typed_runs (run_id, version, data) VALUES (?1, ?2, ?3)",
+            params![id, typed.version, data],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Run `id`'s typed form; `None` when it has none (stored before schema 4, never
+    /// finished, or finished without one) or the file's schema predates it.
+    pub fn typed_run(&self, id: i64) -> Result<Option<RunBlob>, StoreError> {
+        if self.schema < 4 {
+            return Ok(None);
+        }
+        let row: Option<(i64, Vec<u8>)> = self
+            .conn
+            .query_row(
+                "SELECT version, data FROM typed_runs WHERE run_id = ?1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        let Some((version, blob)) = row else {
+            return Ok(None);
+        };
+        let corrupt =
+            |e: &dyn std::fmt::Display| StoreError::Corrupt(format!("run {id}: typed run: {e}"));
+        let mut data = Vec::new();
+        zstd::stream::read::Decoder::new(blob.as_slice())
+            .and_then(|d| d.take(MAX_TYPED_RUN_BYTES + 1).read_to_end(&mut data))
+            .map_err(|e| corrupt(&e))?;
+        if data.len() as u64 > MAX_TYPED_RUN_BYTES {
+            return Err(corrupt(&format!(
+                "inflates beyond {MAX_TYPED_RUN_BYTES} bytes"
+            )));
+        }
+        Ok(Some(RunBlob { version, data }))
     }
 
     /// Sets the outcome, summary and `finished_at` of row `id` of `table` (runs or
@@ -379,6 +472,7 @@ impl Store {
         let tx = self.write_tx()?;
         tx.execute("DELETE FROM columns WHERE run_id = ?1", [id])?;
         tx.execute("DELETE FROM chunks WHERE run_id = ?1", [id])?;
+        tx.execute("DELETE FROM typed_runs WHERE run_id = ?1", [id])?;
         let n = tx.execute("DELETE FROM runs WHERE id = ?1", [id])?;
         tx.commit()?;
         Ok(n > 0)

@@ -7,7 +7,9 @@
 //! One SQLite file (bundled SQLite, WAL mode, 5 s busy timeout, so concurrent tailscope
 //! processes can share it) holds every run: its kind, target, configuration and host
 //! snapshot as JSON at [`Store::begin_run`]; its status and analysis summary at
-//! [`Store::finish_run`]; and, when kept, its raw per-request records as compressed
+//! [`Store::finish_run`], with the run's typed form beside them at [`Store::finish_run_typed`]
+//! (a [`RunBlob`]: bytes and the version of their encoding, which the crate that owns the type
+//! — `lab` — writes and reads; runs stored before schema 4 have none); and, when kept, its raw per-request records as compressed
 //! columnar blobs: whole ([`Store::put_columns`]) or, as a run streams them, in chunks per
 //! writer stream ([`Store::put_chunk`], read back with [`Store::chunk`]). The crate is generic: columns are named `i64`
 //! vectors and JSON fields are `serde_json::Value`s; the meaning belongs to the callers.
@@ -28,7 +30,7 @@ mod time;
 
 pub use chunks::{decode as decode_chunk, encode as encode_chunk, StreamInfo};
 pub use columns::Columns;
-pub use db::{NewRun, RunRow, Store, SCHEMA_VERSION};
+pub use db::{NewRun, RunBlob, RunRow, Store, OLDEST_READABLE_SCHEMA, SCHEMA_VERSION};
 pub use error::StoreError;
 pub use experiments::{ExperimentRow, NewExperiment};
 pub use export::{export_csv, export_csv_header, export_csv_rows, export_json};

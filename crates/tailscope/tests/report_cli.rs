@@ -542,3 +542,34 @@ fn bad_report_requests_are_refused_before_anything_is_written() {
     assert_usage_error(&out, &["no results store"]);
     assert!(names(dir.path()).is_empty(), "{:?}", names(dir.path()));
 }
+
+#[test]
+fn runs_show_reads_a_typed_run_by_field_and_an_older_row_by_its_summary() {
+    let f = fixture();
+    let st = store::Store::open_existing(&f.db).unwrap().unwrap();
+    // The real run was stored with its typed form: `runs show` prints the run's terminal
+    // view, the one `tailscope run` prints.
+    let run = lab::load_run(&st, f.run).unwrap().expect("a typed run");
+    let out = tailscope(&["runs", "show", &f.run.to_string()], &f.db);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut view = Vec::new();
+    report::terminal::run(&mut view, &run).unwrap();
+    let view = String::from_utf8(view).unwrap();
+    assert!(text.ends_with(&view), "{text}");
+    assert!(view.contains(&format!("run {} · ", f.run)), "{view}");
+    assert!(!text.contains("summary:"), "{text}");
+    // The synthetic points were stored by `finish_run` alone, as before typed runs: their
+    // summary is printed as stored.
+    let old = st
+        .list_runs()
+        .unwrap()
+        .into_iter()
+        .find(|r| r.kind == "sweep-point")
+        .unwrap();
+    assert!(lab::load_run(&st, old.id).unwrap().is_none());
+    let out = tailscope(&["runs", "show", &old.id.to_string()], &f.db);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("summary: {"), "{text}");
+}

@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{invalid, LabError};
 
 pub use clock::ClockOffset;
-pub use report::{AgentReport, AgentsReport};
+pub use report::{AgentClock, AgentReport, AgentsReport};
 pub use serve::serve;
 
 pub(crate) use report::measure;

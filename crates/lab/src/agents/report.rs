@@ -10,7 +10,7 @@ use std::sync::atomic::AtomicBool;
 use analysis::{AnalysisConfig, AnalysisError, Outcomes, RunAnalysis};
 use hdrhistogram::Histogram;
 use load::{BacklogSample, WriterStats};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use stats::{Recorder, Summary};
 
@@ -29,7 +29,7 @@ use crate::{Observer, Ready, RunPlan};
 const WITHOUT_RECORDS: &str = "agents sent histograms only (--agent-records off): the ideal, the excess, the server's view, the per-class and per-stage figures and the arrival check need every request's times";
 
 /// One agent of a run, as the run's JSON shows it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct AgentReport {
     /// 1-based, in the order given.
     pub agent: usize,
@@ -56,13 +56,23 @@ pub struct AgentReport {
     pub measured_offset_ns: Option<i64>,
     pub uncertainty_ns: Option<u64>,
     pub min_rtt_ns: Option<u64>,
-    pub clock: &'static str,
+    pub clock: AgentClock,
     /// Raw records it sent and the coordinator stored.
     pub records: u64,
 }
 
+/// Where an agent's clock offset came from (serialised `shared` or `measured`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentClock {
+    /// It reads this host's very clock: the applied offset is exactly 0.
+    Shared,
+    /// Measured by the pings over the agent's channel.
+    Measured,
+}
+
 /// The agents of a run.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct AgentsReport {
     pub agents: Vec<AgentReport>,
     /// Raw records were streamed and stored (the run's figures come from them).
@@ -150,7 +160,11 @@ fn agent_report(
         measured_offset_ns: a.clock.map(|c| c.offset_ns),
         uncertainty_ns: a.clock.map(|c| if a.shared_clock { 0 } else { c.uncertainty_ns }),
         min_rtt_ns: a.clock.map(|c| c.min_rtt_ns),
-        clock: if a.shared_clock { "shared" } else { "measured" },
+        clock: if a.shared_clock {
+            AgentClock::Shared
+        } else {
+            AgentClock::Measured
+        },
         records: a.stored_records,
     }
 }
@@ -489,6 +503,6 @@ pub(crate) fn measure(
         load,
         agents: Some(report),
     };
-    st.finish_run(run_id, status.as_str(), &run.to_json())?;
+    crate::run::store_run(st, &run)?;
     Ok(run)
 }

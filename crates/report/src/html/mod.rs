@@ -7,6 +7,7 @@
 mod command;
 mod experiment;
 mod run;
+mod run_legacy;
 mod timeline;
 
 use std::fmt::Write as _;

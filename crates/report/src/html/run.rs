@@ -2,14 +2,22 @@
 //! headline, the CCDFs of both views, the excess tables), can it be trusted (status, the
 //! generator's lateness, time held, saturation), where did the time go (stages), why (the
 //! sources with their fixes), on what host, and how to run it again.
+//!
+//! A run stored with its typed form is drawn from the fields of its [`lab::Run`]; one stored
+//! without (older stores, runs that failed before their analysis) from its JSON summary by
+//! [`super::run_legacy`], the one place that reads a run by JSON path. Both draw the same
+//! page (a test holds them to it).
 
 use std::fmt::Write as _;
 
+use analysis::{Excess, RunAnalysis};
+use lab::{Run, RunStatus};
 use serde_json::Value;
+use stats::Summary;
 
 use super::{badge, esc, figure_html, page, thousands, Context, Report};
 use crate::figure::{self, fmt_us, Body, CcdfFigure, Curve, Figure, StageBar, StagesFigure};
-use crate::stored::{ci, dist, num, text, wilson_band, StoredRun, ViewCurves};
+use crate::stored::{wilson_band, StoredRun, ViewCurves};
 use crate::ReportError;
 
 const IDEAL_COLOR: plotters::style::RGBColor = plotters::style::RGBColor(40, 40, 40);
@@ -70,18 +78,40 @@ pub fn runs_page(runs: &[StoredRun], ctx: &Context) -> Result<Report, ReportErro
     })
 }
 
+/// A finite number, or None (JSON writes the others as null: the views print "-" for them).
+fn fin(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
+/// A quantile of a summary in µs.
+fn us(s: &Summary, key: &str) -> Option<f64> {
+    s.get(key).and_then(|e| fin(e.value / 1e3))
+}
+
+/// (value, lo, hi) of a quantile of a summary in µs.
+fn us_ci(s: &Summary, key: &str) -> Option<(f64, f64, f64)> {
+    let e = s.get(key)?;
+    Some((fin(e.value / 1e3)?, fin(e.lo / 1e3)?, fin(e.hi / 1e3)?))
+}
+
+fn excess_of<'a>(e: &'a [Excess], key: &str) -> Option<&'a Excess> {
+    e.iter().find(|x| x.key == key)
+}
+
+/// Why the run failed, when it says (the agents' error).
+fn error_of(run: &Run) -> Option<&str> {
+    run.agents.as_ref().and_then(|a| a.error.as_deref())
+}
+
 /// The headline: p99 measured against ideal, or why there is no comparison.
-pub(crate) fn headline(s: &Value) -> String {
-    let m = num(s, "/measured/p99");
-    let i = num(s, "/ideal/p99");
-    let e = s
-        .get("excess_ci")
-        .and_then(Value::as_array)
-        .and_then(|a| a.iter().find(|e| text(e, "/key") == Some("p99")));
+fn headline(run: &Run) -> String {
+    let a = &run.analysis;
+    let m = us(&a.measured, "p99");
+    let i = a.ideal.as_ref().and_then(|s| us(s, "p99"));
     match (m, i) {
         (Some(m), Some(i)) => {
-            let ci = e
-                .and_then(|e| Some((num(e, "/lo")?, num(e, "/hi")?)))
+            let ci = excess_of(&a.excess, "p99")
+                .and_then(|e| Some((fin(e.lo)?, fin(e.hi)?)))
                 .map(|(lo, hi)| format!(" (95 % CI {lo:.2}–{hi:.2}×)"))
                 .unwrap_or_default();
             format!(
@@ -94,13 +124,14 @@ pub(crate) fn headline(s: &Value) -> String {
         (Some(m), None) => format!(
             "p99 <b>{}</b> measured; no ideal to compare with{}",
             fmt_us(m),
-            text(s, "/ideal_note")
+            a.ideal_note
+                .as_deref()
                 .map(|n| format!(" ({})", esc(n)))
                 .unwrap_or_default()
         ),
         _ => format!(
             "nothing measured{}",
-            text(s, "/error")
+            error_of(run)
                 .map(|e| format!(": {}", esc(e)))
                 .unwrap_or_default()
         ),
@@ -113,36 +144,46 @@ pub(crate) fn run_section(
     r: &StoredRun,
     figures: &mut Vec<Figure>,
 ) -> Result<(), ReportError> {
-    let s = r.summary();
+    let Some(run) = &r.run else {
+        return super::run_legacy::section(out, r, figures);
+    };
+    let a = &run.analysis;
     let id = r.id();
     let _ = writeln!(
         out,
         "<section id=\"run-{id}\"><h2>Run {id} · {} {}</h2>",
         esc(&r.row.target),
-        badge(r.status())
+        badge(run.status.as_str())
     );
-    let _ = writeln!(out, "<p class=\"lede\">{}</p>", headline(s));
-    let o = |k: &str| num(s, &format!("/outcomes/{k}")).unwrap_or(0.0);
+    let _ = writeln!(out, "<p class=\"lede\">{}</p>", headline(run));
+    let o = &a.outcomes;
     let _ = writeln!(
         out,
         "<p class=\"muted\">{} · started {} · {} requests after the warm-up · offered {} req/s, achieved {} req/s · outcomes: ok {}, error {}, timeout {}, dropped {}</p>",
         esc(&r.row.kind),
         esc(&r.row.started_at),
-        thousands(num(s, "/requests").unwrap_or(0.0)),
-        thousands(num(s, "/rate_rps").unwrap_or(f64::NAN)),
-        thousands(num(s, "/achieved_rate_rps").unwrap_or(f64::NAN)),
-        thousands(o("ok")),
-        thousands(o("error")),
-        thousands(o("timeout")),
-        thousands(o("dropped")),
+        thousands(a.requests as f64),
+        thousands(run.rate_rps),
+        thousands(a.achieved_rate_rps),
+        thousands(o.ok as f64),
+        thousands(o.error as f64),
+        thousands(o.timeout as f64),
+        thousands(o.dropped as f64),
     );
-    notes(out, r);
-    views(out, r, figures)?;
+    notes(out, r, run);
+    views(out, r, run, figures)?;
     super::timeline::section(out, r, figures)?;
-    validity(out, s);
-    stages(out, r, figures)?;
-    why(out, s);
-    host(out, r);
+    validity(out, a);
+    stages(out, id, a, figures)?;
+    why(out, run);
+    host(out, r, run);
+    reproduce(out, r);
+    out.push_str("</section>\n");
+    Ok(())
+}
+
+/// How to run it again, and what may differ.
+pub(super) fn reproduce(out: &mut String, r: &StoredRun) {
     let (cmd, caveats) = super::reproduce(&r.row);
     let _ = writeln!(
         out,
@@ -160,56 +201,52 @@ pub(crate) fn run_section(
             )
         }
     );
-    out.push_str("</section>\n");
-    Ok(())
 }
 
 /// What a reader must know before trusting the numbers.
-fn notes(out: &mut String, r: &StoredRun) {
-    let s = r.summary();
+fn notes(out: &mut String, r: &StoredRun, run: &Run) {
+    let a = &run.analysis;
     let mut note = |class: &str, t: String| {
         let _ = writeln!(out, "<p class=\"note {class}\">{t}</p>");
     };
-    match r.status() {
-        "invalid" => note(
+    match run.status {
+        RunStatus::Invalid => note(
             "bad",
             "INVALID: no view asked for is valid — the generator fell behind its schedule (its own lateness p99 above the threshold), so the user's view counts its stalls, and the server's view is missing or its offered load was not sent.".into(),
         ),
-        "saturated" => note(
+        RunStatus::Saturated => note(
             "",
             format!(
                 "SATURATED: offered {} req/s, the server completed {} req/s — the completion rate is the capacity measured; beyond saturation the percentiles grow with the run's length.",
-                thousands(num(s, "/saturation/offered_rps").unwrap_or(f64::NAN)),
-                thousands(num(s, "/saturation/completed_rps").unwrap_or(f64::NAN))
+                thousands(run.saturation.as_ref().map_or(f64::NAN, |s| s.offered_rps)),
+                thousands(run.saturation.as_ref().map_or(f64::NAN, |s| s.completed_rps))
             ),
         ),
-        "failed" | "interrupted" => note(
+        RunStatus::Failed | RunStatus::Interrupted => note(
             "bad",
             format!(
                 "{}: {}",
-                r.status().to_uppercase(),
-                esc(text(s, "/error").unwrap_or("the run did not complete as planned"))
+                run.status.as_str().to_uppercase(),
+                esc(error_of(run).unwrap_or("the run did not complete as planned"))
             ),
         ),
-        _ => {}
+        RunStatus::Ok => {}
     }
-    if let Some(h) = text(s, "/headline_view") {
-        note(
-            "",
-            format!(
-                "headline: {} view — {}",
-                esc(h),
-                esc(text(s, "/views/headline_why").unwrap_or(""))
-            ),
-        );
-    }
-    if let Some(t) = text(s, "/status_note") {
+    note(
+        "",
+        format!(
+            "headline: {} view — {}",
+            esc(run.views.headline.as_str()),
+            esc(&run.views.headline_why)
+        ),
+    );
+    if let Some(t) = &run.status_note {
         note("bad", esc(t));
     }
-    if let Some(t) = text(s, "/ideal_check") {
+    if let Some(t) = &a.ideal_check {
         note("", format!("WARNING: {}", esc(t)));
     }
-    if let Some(t) = text(s, "/ideal_note") {
+    if let Some(t) = &a.ideal_note {
         note("", format!("ideal: {}", esc(t)));
     }
     match &r.curves {
@@ -222,7 +259,7 @@ fn notes(out: &mut String, r: &StoredRun) {
     }
 }
 
-fn view_figure(name: String, title: &str, v: &ViewCurves, ideal_label: &str) -> Figure {
+pub(super) fn view_figure(name: String, title: &str, v: &ViewCurves, ideal_label: &str) -> Figure {
     let mut curves = vec![Curve {
         label: format!("measured (n = {})", thousands(v.measured_n as f64)),
         points: v.measured.clone(),
@@ -249,17 +286,25 @@ fn view_figure(name: String, title: &str, v: &ViewCurves, ideal_label: &str) -> 
 }
 
 /// Both views: their CCDFs side by side, then their tables.
-fn views(out: &mut String, r: &StoredRun, figures: &mut Vec<Figure>) -> Result<(), ReportError> {
-    let s = r.summary();
+fn views(
+    out: &mut String,
+    r: &StoredRun,
+    run: &Run,
+    figures: &mut Vec<Figure>,
+) -> Result<(), ReportError> {
+    let a = &run.analysis;
     let id = r.id();
-    let ideal_label = match s.get("ideal_spec") {
-        Some(v) if !v.is_null() => format!(
+    let ideal_label = match &a.ideal_spec {
+        Some(v) => format!(
             "ideal: {} worker(s), {} queue(s), {}",
-            num(v, "/workers").unwrap_or(1.0),
-            text(v, "/queues").unwrap_or("single"),
-            fmt_us(num(v, "/service_ns").unwrap_or(f64::NAN) / 1e3)
+            v.workers,
+            match v.queues {
+                analysis::QueueStructure::Single => "single",
+                analysis::QueueStructure::PerWorker => "per-worker",
+            },
+            fmt_us(v.service_ns / 1e3)
         ),
-        _ => "ideal".into(),
+        None => "ideal".into(),
     };
     if let Ok(c) = &r.curves {
         out.push_str("<div class=\"figs\">\n");
@@ -293,41 +338,31 @@ fn views(out: &mut String, r: &StoredRun, figures: &mut Vec<Figure>) -> Result<(
     let _ = writeln!(
         out,
         "<p class=\"muted\">The user's view (intended send → received):</p>{}",
-        view_table(s.get("measured_ci"), s.get("ideal_ci"), s.get("excess_ci"))
+        view_table(&a.measured, a.ideal.as_ref(), &a.excess)
     );
-    if let Some(sv) = s.get("server_view").filter(|v| !v.is_null()) {
+    if let Some(sv) = &a.server_view {
         let _ = writeln!(
             out,
             "<p class=\"muted\">The server's view (sent → client kernel receive):</p>{}",
-            view_table(
-                sv.get("measured_ci"),
-                sv.get("ideal_ci"),
-                sv.get("excess_ci")
-            )
+            view_table(&sv.measured, sv.ideal.as_ref(), &sv.excess)
         );
     }
     Ok(())
 }
 
 /// Measured, ideal and excess per percentile, each with its interval.
-fn view_table(m: Option<&Value>, i: Option<&Value>, e: Option<&Value>) -> String {
-    let Some(m) = m.filter(|v| !v.is_null()) else {
-        return "<p class=\"muted\">nothing measured</p>".into();
-    };
+fn view_table(m: &Summary, i: Option<&Summary>, e: &[Excess]) -> String {
     let mut t = String::from(
         "<table><tr><th class=\"l\"></th><th>measured</th><th>95 % CI</th><th>ideal</th><th>95 % CI</th><th>excess</th><th>95 % CI</th></tr>",
     );
     for (key, _) in stats::STANDARD_QUANTILES
         .iter()
-        .filter(|(k, _)| ci(m, k).is_some())
+        .filter(|(k, _)| us_ci(m, k).is_some())
     {
-        let cell = |v: Option<&Value>| v.and_then(|v| ci(v, key));
-        let (mv, ml, mh) = cell(Some(m)).unwrap_or((f64::NAN, f64::NAN, f64::NAN));
-        let iv = cell(i);
-        let ex = e
-            .and_then(Value::as_array)
-            .and_then(|a| a.iter().find(|x| text(x, "/key") == Some(key)));
-        let exv = ex.and_then(|x| num(x, "/value"));
+        let (mv, ml, mh) = us_ci(m, key).unwrap_or((f64::NAN, f64::NAN, f64::NAN));
+        let iv = i.and_then(|i| us_ci(i, key));
+        let ex = excess_of(e, key);
+        let exv = ex.and_then(|x| fin(x.value));
         let class = match exv {
             Some(x) if x >= 10.0 => " class=\"vhi\"",
             Some(x) if x >= 2.0 => " class=\"hi\"",
@@ -342,7 +377,7 @@ fn view_table(m: Option<&Value>, i: Option<&Value>, e: Option<&Value>) -> String
             iv.map_or("-".into(), |v| fmt_us(v.0)),
             iv.map_or(String::new(), |v| format!("[{}, {}]", fmt_us(v.1), fmt_us(v.2))),
             exv.map_or("-".into(), |x| format!("{x:.2}×")),
-            ex.and_then(|x| Some((num(x, "/lo")?, num(x, "/hi")?)))
+            ex.and_then(|x| Some((fin(x.lo)?, fin(x.hi)?)))
                 .map_or(String::new(), |(lo, hi)| format!("[{lo:.2}, {hi:.2}]")),
         );
     }
@@ -351,19 +386,15 @@ fn view_table(m: Option<&Value>, i: Option<&Value>, e: Option<&Value>) -> String
 }
 
 /// Lateness, time held, the path's decomposition, the arrival check, per-class latency.
-fn validity(out: &mut String, s: &Value) {
+fn validity(out: &mut String, a: &RunAnalysis) {
     let _ = writeln!(out, "<h3>Lateness, time held and validity</h3><table><tr><th class=\"l\"></th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>p99.99</th><th class=\"l\"></th></tr>");
-    let mut row = |name: &str, v: Option<&Value>, note: String| {
-        let Some(v) = v.filter(|v| !v.is_null()) else {
+    let mut row = |name: &str, v: Option<&Summary>, note: String| {
+        let Some(v) = v else {
             return;
         };
-        let d = dist(v);
         let cells: String = ["p50", "p90", "p99", "p99.9", "p99.99"]
             .iter()
-            .map(|k| {
-                let x = d.iter().find(|(kk, _)| kk == k).map(|(_, x)| *x);
-                format!("<td>{}</td>", x.map_or("-".into(), fmt_us))
-            })
+            .map(|k| format!("<td>{}</td>", us(v, k).map_or("-".into(), fmt_us)))
             .collect();
         let _ = writeln!(
             out,
@@ -371,114 +402,113 @@ fn validity(out: &mut String, s: &Value) {
             esc(name)
         );
     };
-    let flagged = s.get("lateness_flagged").and_then(Value::as_bool) == Some(true);
     row(
         "generator lateness (due → seen by its loop)",
-        s.get("lateness"),
-        if flagged {
+        Some(&a.lateness),
+        if a.lateness_flagged {
             "<b>FLAGGED</b>: the generator fell behind".into()
         } else {
             "within the threshold".into()
         },
     );
-    if let Some(h) = s.get("held_in_client").filter(|v| !v.is_null()) {
+    if let Some(h) = &a.held_in_client {
         row(
             "held in the client (all connections busy)",
-            h.get("held"),
+            Some(&h.held),
             format!(
                 "{} requests ({:.1} %)",
-                thousands(num(h, "/requests").unwrap_or(0.0)),
-                100.0 * num(h, "/fraction").unwrap_or(0.0)
+                thousands(h.requests as f64),
+                100.0 * fin(h.fraction).unwrap_or(0.0)
             ),
         );
     }
-    if let Some(d) = s.get("decomposition").filter(|v| !v.is_null()) {
+    if let Some(d) = &a.decomposition {
         row(
             "path: generator (intended → sent)",
-            d.get("lateness"),
+            Some(&d.lateness),
             String::new(),
         );
         row(
             "path: network + server (sent → kernel)",
-            d.get("network_server"),
+            Some(&d.network_server),
             String::new(),
         );
         row(
             "path: client wake-up (kernel → user)",
-            d.get("client_wakeup"),
+            d.client_wakeup.as_ref(),
             String::new(),
         );
     }
-    if let Some(classes) = s.get("classes").and_then(Value::as_array) {
-        for c in classes {
-            row(
-                &format!(
-                    "class {} ({})",
-                    num(c, "/class").unwrap_or(0.0),
-                    text(c, "/label").unwrap_or("")
-                ),
-                c.get("measured"),
-                format!("{} requests", thousands(num(c, "/requests").unwrap_or(0.0))),
-            );
-        }
+    for c in &a.classes {
+        row(
+            &format!(
+                "class {} ({})",
+                c.class,
+                if c.class == 0 {
+                    "delay-sensitive"
+                } else {
+                    "other"
+                }
+            ),
+            Some(&c.measured),
+            format!("{} requests", thousands(c.requests as f64)),
+        );
     }
     out.push_str("</table>\n");
-    if let Some(a) = s.get("arrival_check").filter(|v| !v.is_null()) {
+    if let Some(c) = &a.arrival_check {
         let _ = writeln!(
             out,
             "<p class=\"muted\">Arrivals as sent: Anderson–Darling on {} inter-arrival gaps: A² = {:.3}, p = {:.3} → {} (the schedule's own gaps: p = {:.3}).</p>",
-            num(a, "/n").unwrap_or(0.0),
-            num(a, "/statistic").unwrap_or(f64::NAN),
-            num(a, "/p_value").unwrap_or(f64::NAN),
-            if a.get("exponential").and_then(Value::as_bool) == Some(true) {
+            c.n,
+            c.statistic,
+            c.p_value,
+            if c.exponential {
                 "consistent with exponential"
             } else {
                 "NOT exponential"
             },
-            num(a, "/schedule_p_value").unwrap_or(f64::NAN)
+            c.schedule_p_value
         );
     }
 }
 
 /// The stage breakdown as bars.
-fn stages(out: &mut String, r: &StoredRun, figures: &mut Vec<Figure>) -> Result<(), ReportError> {
-    let Some(st) = r.summary().get("stages").filter(|v| !v.is_null()) else {
+fn stages(
+    out: &mut String,
+    id: i64,
+    a: &RunAnalysis,
+    figures: &mut Vec<Figure>,
+) -> Result<(), ReportError> {
+    let Some(st) = &a.stages else {
         return Ok(());
     };
     let rows: Vec<StageBar> = st
-        .get("rows")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .map(|x| StageBar {
-                    stage: text(x, "/stage").unwrap_or("?").to_string(),
-                    slow_p50: num(x, "/slow_p50_us").unwrap_or(0.0),
-                    slow_p99: num(x, "/slow_p99_us").unwrap_or(0.0),
-                    median_p50: num(x, "/median_p50_us").unwrap_or(0.0),
-                    median_p99: num(x, "/median_p99_us").unwrap_or(0.0),
-                })
-                .collect()
+        .rows
+        .iter()
+        .map(|x| StageBar {
+            stage: x.stage.clone(),
+            slow_p50: fin(x.slow_p50_us).unwrap_or(0.0),
+            slow_p99: fin(x.slow_p99_us).unwrap_or(0.0),
+            median_p50: fin(x.median_p50_us).unwrap_or(0.0),
+            median_p99: fin(x.median_p99_us).unwrap_or(0.0),
         })
-        .unwrap_or_default();
+        .collect();
     let n = rows.len();
     let _ = writeln!(out, "<h3>Where the time goes: stages</h3>");
     let f = Figure {
-        name: format!("run-{}-stages", r.id()),
-        title: format!(
-            "run {}: stages of the slowest 1 % against median requests",
-            r.id()
-        ),
+        name: format!("run-{id}-stages"),
+        title: format!("run {id}: stages of the slowest 1 % against median requests"),
         width: 1000,
         height: figure::bars_height(n),
         body: Body::Stages(StagesFigure {
             rows,
             slow_label: format!(
                 "slowest 1 % ({} requests): median, whisker to p99",
-                thousands(num(st, "/slow_requests").unwrap_or(0.0))
+                thousands(st.slow_requests as f64)
             ),
             median_label: format!(
                 "median requests ({}): median, whisker to p99",
-                thousands(num(st, "/median_requests").unwrap_or(0.0))
+                thousands(st.median_requests as f64)
             ),
         }),
     };
@@ -491,35 +521,34 @@ fn stages(out: &mut String, r: &StoredRun, figures: &mut Vec<Figure>) -> Result<
 }
 
 /// The "why": whose the excess is, then each sampled source with its fix and trade-off.
-fn why(out: &mut String, s: &Value) {
+fn why(out: &mut String, run: &Run) {
+    let a = &run.analysis;
     let _ = writeln!(out, "<h3>Why</h3>");
-    if let Some(split) = s
-        .get("excess_split")
-        .and_then(Value::as_array)
-        .filter(|a| !a.is_empty())
-    {
+    if !a.excess_split.is_empty() {
         let _ = writeln!(out, "<table><tr><th class=\"l\">excess time</th><th>total</th><th>client</th><th>server</th></tr>");
-        for e in split {
+        for e in &a.excess_split {
             let _ = writeln!(
                 out,
                 "<tr><th class=\"l\">{}</th><td>{:.1} µs</td><td>{:.1} µs</td><td>{:.1} µs</td></tr>",
-                esc(text(e, "/key").unwrap_or("")),
-                num(e, "/total_us").unwrap_or(f64::NAN),
-                num(e, "/client_us").unwrap_or(f64::NAN),
-                num(e, "/server_us").unwrap_or(f64::NAN)
+                esc(&e.key),
+                fin(e.total_us).unwrap_or(f64::NAN),
+                fin(e.client_us).unwrap_or(f64::NAN),
+                fin(e.server_us).unwrap_or(f64::NAN)
             );
         }
         out.push_str("</table>\n");
     }
-    if let (Some(g), Some(u)) = (
-        num(s, "/ideal_source/batching_gain"),
-        num(s, "/ideal_source/unbatched_per_worker_service_ns"),
-    ) {
+    if let Some((g, u)) = run.ideal_source.as_ref().and_then(|s| {
+        Some((
+            s.batching_gain.and_then(fin)?,
+            s.unbatched_per_worker_service_ns.and_then(fin)?,
+        ))
+    }) {
         if g > 1.02 {
             let _ = writeln!(out, "<p>Batching: the ideal uses the server's batched cost ({g:.2}× the rate with one request in flight); a request that arrives alone costs {} — up to {g:.2}× of excess at low load is this.</p>", fmt_us(u / 1e3));
         }
     }
-    let Some(w) = s.get("why").filter(|v| !v.is_null()) else {
+    let Some(w) = &run.why else {
         let _ = writeln!(
             out,
             "<p class=\"muted\">No sources were sampled for this run (attribution off).</p>"
@@ -529,46 +558,39 @@ fn why(out: &mut String, s: &Value) {
     let _ = writeln!(
         out,
         "<p class=\"muted\">{} slowest requests; {} of {} sampled intervals held one. Sources ranked by significance (Holm-adjusted p of a circular-shift test), then lift.</p>",
-        thousands(num(w, "/slow_requests").unwrap_or(0.0)),
-        thousands(num(w, "/slow_intervals").unwrap_or(0.0)),
-        thousands(num(w, "/intervals").unwrap_or(0.0))
+        thousands(w.slow_requests as f64),
+        thousands(w.slow_intervals as f64),
+        thousands(w.intervals as f64)
     );
-    let sources = w
-        .get("sources")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    if sources.is_empty() {
+    let p_of = |x: &attrib::SourceFinding| fin(x.p_value).unwrap_or(1.0);
+    if w.sources.is_empty() {
         let _ = writeln!(out, "<p>No sampled source moved during the run.</p>");
     } else {
         let _ = writeln!(out, "<table><tr><th>#</th><th class=\"l\">source</th><th>lift</th><th>p</th><th class=\"l\">evidence</th><th class=\"l\">fix</th><th class=\"l\">trade-off</th></tr>");
-        for (i, x) in sources.iter().enumerate() {
-            let p = num(x, "/p_value").unwrap_or(1.0);
+        for (i, x) in w.sources.iter().enumerate() {
+            let p = p_of(x);
             let _ = writeln!(
                 out,
                 "<tr{}><td>{}</td><td class=\"l\">{} <span class=\"muted\">({})</span></td><td>{:.1}×</td><td>{p:.3}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
                 if p < 0.05 { "" } else { " class=\"insig\"" },
                 i + 1,
-                esc(text(x, "/source").unwrap_or("")),
-                esc(&x.get("kind").map(|k| k.to_string().trim_matches('"').to_string()).unwrap_or_default()),
-                num(x, "/lift").unwrap_or(f64::NAN),
-                esc(text(x, "/evidence").unwrap_or("")),
-                esc(text(x, "/mitigation").unwrap_or("")),
-                esc(text(x, "/tradeoff").unwrap_or("")),
+                esc(&x.source),
+                esc(x.kind.name()),
+                fin(x.lift).unwrap_or(f64::NAN),
+                esc(&x.evidence),
+                esc(&x.mitigation),
+                esc(&x.tradeoff),
             );
         }
         out.push_str("</table>\n");
-        if sources
-            .iter()
-            .all(|x| num(x, "/p_value").unwrap_or(1.0) >= 0.05)
-        {
+        if w.sources.iter().all(|x| p_of(x) >= 0.05) {
             let _ = writeln!(out, "<p class=\"muted\">No source lines up with the slowest requests at 5 % (all greyed): the table shows what moved, not a cause.</p>");
         }
     }
 }
 
-/// Host facts and the instruments that ran beside the load.
-fn host(out: &mut String, r: &StoredRun) {
+/// The host facts stored with the run (its row, not its analysis).
+pub(super) fn host_facts(out: &mut String, r: &StoredRun) {
     let _ = writeln!(out, "<h3>Host</h3><dl class=\"kv\">");
     if let Some(h) = r.row.host.as_object() {
         for (k, v) in h {
@@ -580,25 +602,29 @@ fn host(out: &mut String, r: &StoredRun) {
             let _ = writeln!(out, "<dt>{}</dt><dd>{}</dd>", esc(k), esc(&v));
         }
     }
-    let s = r.summary();
-    if let Some(server) = s.get("server").filter(|v| !v.is_null()) {
-        let _ = writeln!(out, "<dt>server</dt><dd>{}</dd>", esc(&server.to_string()));
-    }
-    for i in s
-        .get("instruments")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+}
+
+/// Host facts and the instruments that ran beside the load.
+fn host(out: &mut String, r: &StoredRun, run: &Run) {
+    host_facts(out, r);
+    if !run.server.is_null() {
         let _ = writeln!(
             out,
-            "<dt>{}</dt><dd>{} · CPUs {} · {} samples ({} skipped), {} each</dd>",
-            esc(text(i, "/name").unwrap_or("instrument")),
-            esc(text(i, "/mode").unwrap_or("")),
-            i.get("cpus").map_or("-".into(), |c| c.to_string()),
-            thousands(num(i, "/samples").unwrap_or(0.0)),
-            thousands(num(i, "/skipped").unwrap_or(0.0)),
-            fmt_us(num(i, "/cost_per_sample_ns").unwrap_or(f64::NAN) / 1e3)
+            "<dt>server</dt><dd>{}</dd>",
+            esc(&run.server.to_string())
+        );
+    }
+    for i in &run.instruments {
+        let cpus: Vec<String> = i.cpus.iter().map(usize::to_string).collect();
+        let _ = writeln!(
+            out,
+            "<dt>{}</dt><dd>{} · CPUs [{}] · {} samples ({} skipped), {} each</dd>",
+            esc(&i.name),
+            esc(&i.mode),
+            cpus.join(","),
+            thousands(i.samples as f64),
+            thousands(i.skipped as f64),
+            fmt_us(i.cost_per_sample_ns / 1e3)
         );
     }
     out.push_str("</dl>\n");

@@ -5,8 +5,10 @@
 //! window. The windows whose tail moved (the run's stationarity test) are drawn as crosses and
 //! listed below the figure.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use analysis::Window;
 use serde_json::Value;
 
 use super::{esc, figure_html};
@@ -21,14 +23,14 @@ fn seconds(x: f64) -> String {
 }
 
 /// (window centre s, value) of every window with the field.
-fn series(windows: &[Value], key: &str) -> Vec<(f64, f64)> {
+fn series(windows: &[Window], field: impl Fn(&Window) -> Option<f64>) -> Vec<(f64, f64)> {
     windows
         .iter()
         .filter_map(|w| {
-            let a = num(w, "/start_s")?;
-            let b = num(w, "/end_s")?;
-            let v = num(w, &format!("/{key}"))?;
-            (v.is_finite() && v > 0.0).then_some((0.5 * (a + b), v))
+            let (a, b) = (w.start_s, w.end_s);
+            let v = field(w)?;
+            (a.is_finite() && b.is_finite() && v.is_finite() && v > 0.0)
+                .then_some((0.5 * (a + b), v))
         })
         .collect()
 }
@@ -58,15 +60,97 @@ fn line(
     }
 }
 
-fn spans(st: Option<&Value>) -> Vec<(f64, f64)> {
-    st.and_then(|s| s.get("moved"))
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|m| Some((num(m, "/start_s")?, num(m, "/end_s")?)))
-                .collect()
+/// What the section draws: the run's windows, the spans where each view's tail moved, the
+/// stationarity verdict, and the host's time lost per window (start s, end s, µs by source).
+struct Timeline {
+    windows: Vec<Window>,
+    user_spans: Vec<(f64, f64)>,
+    server_spans: Vec<(f64, f64)>,
+    steady: Option<String>,
+    host: Vec<(f64, f64, BTreeMap<String, f64>)>,
+}
+
+/// From a typed run, by field.
+fn of_run(run: &lab::Run) -> Timeline {
+    let a = &run.analysis;
+    let spans = |t: Option<&analysis::TailStationarity>| -> Vec<(f64, f64)> {
+        t.map(|t| t.moved.iter().map(|m| (m.start_s, m.end_s)).collect())
+            .unwrap_or_default()
+    };
+    let st = a.stationarity.as_ref();
+    Timeline {
+        windows: a.windows.clone(),
+        user_spans: spans(st.map(|s| &s.user)),
+        server_spans: spans(st.and_then(|s| s.server.as_ref())),
+        steady: st.map(|s| s.summary.clone()),
+        host: run
+            .window_host
+            .iter()
+            .map(|h| (h.start_s, h.end_s, h.lost_us.clone()))
+            .collect(),
+    }
+}
+
+/// From a summary alone (runs stored without a typed form), by JSON path; None without
+/// windows.
+fn of_summary(s: &Value) -> Option<Timeline> {
+    let windows = s
+        .get("windows")
+        .and_then(Value::as_array)?
+        .iter()
+        .map(|w| {
+            let f = |k: &str| num(w, &format!("/{k}"));
+            Window {
+                start_s: f("start_s").unwrap_or(f64::NAN),
+                end_s: f("end_s").unwrap_or(f64::NAN),
+                count: f("count").map_or(0, |c| c as u64),
+                p50_us: f("p50_us").unwrap_or(f64::NAN),
+                p99_us: f("p99_us").unwrap_or(f64::NAN),
+                max_us: f("max_us").unwrap_or(f64::NAN),
+                server_p50_us: f("server_p50_us"),
+                server_p99_us: f("server_p99_us"),
+                ideal_p99_us: f("ideal_p99_us"),
+                server_ideal_p99_us: f("server_ideal_p99_us"),
+                lateness_p99_us: f("lateness_p99_us").unwrap_or(f64::NAN),
+            }
         })
-        .unwrap_or_default()
+        .collect();
+    let st = s.get("stationarity").filter(|v| !v.is_null());
+    let spans = |t: Option<&Value>| -> Vec<(f64, f64)> {
+        t.and_then(|s| s.get("moved"))
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|m| Some((num(m, "/start_s")?, num(m, "/end_s")?)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let host = s
+        .get("window_host")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|h| {
+            let lost = h
+                .get("lost_us")
+                .and_then(Value::as_object)
+                .map(|m| {
+                    m.iter()
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
+                        .collect()
+                })
+                .unwrap_or_default();
+            Some((num(h, "/start_s")?, num(h, "/end_s")?, lost))
+        })
+        .collect();
+    Some(Timeline {
+        windows,
+        user_spans: spans(st.and_then(|s| s.get("user"))),
+        server_spans: spans(st.and_then(|s| s.get("server"))),
+        steady: st.and_then(|s| text(s, "/summary")).map(str::to_string),
+        host,
+    })
 }
 
 /// The run's latency-over-time section (nothing when the run kept no windows).
@@ -75,43 +159,45 @@ pub(crate) fn section(
     r: &StoredRun,
     figures: &mut Vec<Figure>,
 ) -> Result<(), ReportError> {
-    let s = r.summary();
-    let Some(windows) = s.get("windows").and_then(Value::as_array) else {
-        return Ok(());
+    let t = match &r.run {
+        Some(run) => of_run(run),
+        None => match of_summary(r.summary()) {
+            Some(t) => t,
+            None => return Ok(()),
+        },
     };
+    let windows = &t.windows;
     if windows.len() < 2 {
         return Ok(());
     }
-    let st = s.get("stationarity").filter(|v| !v.is_null());
-    let user_spans = spans(st.and_then(|s| s.get("user")));
-    let server_spans = spans(st.and_then(|s| s.get("server")));
+    let (user_spans, server_spans) = (&t.user_spans, &t.server_spans);
     let mut user = vec![
         line(
             "measured p99",
             0,
             false,
-            series(windows, "p99_us"),
-            &user_spans,
+            series(windows, |w| Some(w.p99_us)),
+            user_spans,
         ),
         line(
             "measured p50",
             2,
             false,
-            series(windows, "p50_us"),
-            &user_spans,
+            series(windows, |w| Some(w.p50_us)),
+            user_spans,
         ),
         line(
             "ideal p99 (same arrivals)",
             usize::MAX,
             true,
-            series(windows, "ideal_p99_us"),
+            series(windows, |w| w.ideal_p99_us),
             &[],
         ),
         line(
             "generator lateness p99",
             3,
             false,
-            series(windows, "lateness_p99_us"),
+            series(windows, |w| Some(w.lateness_p99_us)),
             &[],
         ),
     ];
@@ -121,21 +207,21 @@ pub(crate) fn section(
             "measured p99",
             0,
             false,
-            series(windows, "server_p99_us"),
-            &server_spans,
+            series(windows, |w| w.server_p99_us),
+            server_spans,
         ),
         line(
             "measured p50",
             2,
             false,
-            series(windows, "server_p50_us"),
-            &server_spans,
+            series(windows, |w| w.server_p50_us),
+            server_spans,
         ),
         line(
             "ideal p99 (actual sends)",
             usize::MAX,
             true,
-            series(windows, "server_ideal_p99_us"),
+            series(windows, |w| w.server_ideal_p99_us),
             &[],
         ),
     ];
@@ -153,14 +239,12 @@ pub(crate) fn section(
         });
     }
     // The host's time lost per window, as the sampler saw it (µs of CPU time per window).
-    if let Some(host) = s.get("window_host").and_then(Value::as_array) {
-        let mut names: Vec<String> = Vec::new();
-        for h in host {
-            if let Some(m) = h.get("lost_us").and_then(Value::as_object) {
-                for k in m.keys() {
-                    if !names.contains(k) {
-                        names.push(k.clone());
-                    }
+    if !t.host.is_empty() {
+        let mut names: Vec<&String> = Vec::new();
+        for (_, _, lost) in &t.host {
+            for k in lost.keys() {
+                if !names.contains(&k) {
+                    names.push(k);
                 }
             }
         }
@@ -168,12 +252,11 @@ pub(crate) fn section(
             .iter()
             .enumerate()
             .map(|(i, name)| {
-                let pts = host
+                let pts = t
+                    .host
                     .iter()
-                    .filter_map(|h| {
-                        let a = num(h, "/start_s")?;
-                        let b = num(h, "/end_s")?;
-                        let v = h.get("lost_us")?.get(name)?.as_f64()?;
+                    .filter_map(|(a, b, lost)| {
+                        let v = *lost.get(*name)?;
                         (v > 0.0).then_some((0.5 * (a + b), v))
                     })
                     .collect();
@@ -204,8 +287,9 @@ pub(crate) fn section(
         }),
     };
     let _ = writeln!(out, "<h3>Latency over time</h3>");
-    let steady = st
-        .and_then(|s| text(s, "/summary"))
+    let steady = t
+        .steady
+        .as_deref()
         .map(|t| format!("<p class=\"lede\">{}</p>", esc(t)))
         .unwrap_or_default();
     out.push_str(&steady);

@@ -141,6 +141,13 @@ fn show(id: i64, db: &DbArgs, json: bool) -> anyhow::Result<i32> {
     )?;
     outln!("config: {}", serde_json::to_string(&r.config)?)?;
     outln!("host: {}", serde_json::to_string(&r.host)?)?;
+    // The run by field when it was stored with its typed form; else (older stores, runs that
+    // failed before their analysis) its JSON summary as stored.
+    match lab::load_run(&st, id) {
+        Ok(Some(run)) => return output::print_with(|w| report::terminal::run(w, &run)).map(|()| 0),
+        Ok(None) => {}
+        Err(e) => eprintln!("tailscope: run {id}: {e}; showing its stored summary"),
+    }
     if let Some(s) = &r.summary {
         outln!("summary: {}", serde_json::to_string_pretty(s)?)?;
     }
