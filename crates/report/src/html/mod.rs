@@ -8,6 +8,7 @@ mod command;
 mod experiment;
 mod run;
 mod run_legacy;
+mod run_parts;
 mod timeline;
 
 use std::fmt::Write as _;

@@ -12,15 +12,13 @@ use std::fmt::Write as _;
 
 use analysis::{Excess, RunAnalysis};
 use lab::{Run, RunStatus};
-use serde_json::Value;
 use stats::Summary;
 
+use super::run_parts::{host_facts, reproduce, view_figure};
 use super::{badge, esc, figure_html, page, thousands, Context, Report};
 use crate::figure::{self, fmt_us, Body, CcdfFigure, Curve, Figure, StageBar, StagesFigure};
-use crate::stored::{wilson_band, StoredRun, ViewCurves};
+use crate::stored::{wilson_band, StoredRun};
 use crate::ReportError;
-
-const IDEAL_COLOR: plotters::style::RGBColor = plotters::style::RGBColor(40, 40, 40);
 
 /// The page of one or more stored runs: with several, an overlay of their measured CCDFs
 /// first, then each run's section.
@@ -182,27 +180,6 @@ pub(crate) fn run_section(
     Ok(())
 }
 
-/// How to run it again, and what may differ.
-pub(super) fn reproduce(out: &mut String, r: &StoredRun) {
-    let (cmd, caveats) = super::reproduce(&r.row);
-    let _ = writeln!(
-        out,
-        "<h3>Reproduce</h3><pre>{}</pre>{}",
-        esc(&cmd),
-        if caveats.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "<ul class=\"muted\">{}</ul>",
-                caveats
-                    .iter()
-                    .map(|c| format!("<li>{}</li>", esc(c)))
-                    .collect::<String>()
-            )
-        }
-    );
-}
-
 /// What a reader must know before trusting the numbers.
 fn notes(out: &mut String, r: &StoredRun, run: &Run) {
     let a = &run.analysis;
@@ -256,32 +233,6 @@ fn notes(out: &mut String, r: &StoredRun, run: &Run) {
             "The curves were recomputed from the stored records and their p99 differs from the stored summary's (the analysis changed since the run): the tables show the stored figures.".into(),
         ),
         Ok(_) => {}
-    }
-}
-
-pub(super) fn view_figure(name: String, title: &str, v: &ViewCurves, ideal_label: &str) -> Figure {
-    let mut curves = vec![Curve {
-        label: format!("measured (n = {})", thousands(v.measured_n as f64)),
-        points: v.measured.clone(),
-        band: wilson_band(&v.measured, v.measured_n),
-        color: figure::color(0),
-        dashed: false,
-    }];
-    if !v.ideal.is_empty() {
-        curves.push(Curve {
-            label: ideal_label.to_string(),
-            points: v.ideal.clone(),
-            band: wilson_band(&v.ideal, v.ideal_n),
-            color: IDEAL_COLOR,
-            dashed: true,
-        });
-    }
-    Figure {
-        name,
-        title: title.into(),
-        width: 660,
-        height: 470,
-        body: Body::Ccdf(CcdfFigure { curves }),
     }
 }
 
@@ -585,21 +536,6 @@ fn why(out: &mut String, run: &Run) {
         out.push_str("</table>\n");
         if w.sources.iter().all(|x| p_of(x) >= 0.05) {
             let _ = writeln!(out, "<p class=\"muted\">No source lines up with the slowest requests at 5 % (all greyed): the table shows what moved, not a cause.</p>");
-        }
-    }
-}
-
-/// The host facts stored with the run (its row, not its analysis).
-pub(super) fn host_facts(out: &mut String, r: &StoredRun) {
-    let _ = writeln!(out, "<h3>Host</h3><dl class=\"kv\">");
-    if let Some(h) = r.row.host.as_object() {
-        for (k, v) in h {
-            let v = match v {
-                Value::String(s) => s.clone(),
-                Value::Null => "-".into(),
-                other => other.to_string(),
-            };
-            let _ = writeln!(out, "<dt>{}</dt><dd>{}</dd>", esc(k), esc(&v));
         }
     }
 }

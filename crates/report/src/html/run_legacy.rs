@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::run::view_figure;
+use super::run_parts::view_figure;
 use super::{badge, esc, figure_html, thousands};
 use crate::figure::{self, fmt_us, Body, Figure, StageBar, StagesFigure};
 use crate::stored::{ci, dist, num, text, StoredRun};
@@ -86,7 +86,7 @@ pub(super) fn section(
     stages(out, r, figures)?;
     why(out, s);
     host(out, r);
-    super::run::reproduce(out, r);
+    super::run_parts::reproduce(out, r);
     out.push_str("</section>\n");
     Ok(())
 }
@@ -479,7 +479,7 @@ fn why(out: &mut String, s: &Value) {
 
 /// Host facts and the instruments that ran beside the load.
 fn host(out: &mut String, r: &StoredRun) {
-    super::run::host_facts(out, r);
+    super::run_parts::host_facts(out, r);
     let s = r.summary();
     if let Some(server) = s.get("server").filter(|v| !v.is_null()) {
         let _ = writeln!(out, "<dt>server</dt><dd>{}</dd>", esc(&server.to_string()));

@@ -300,11 +300,10 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
         stopped.map_err(lab_err)?;
         return print_repeated(a, &runs, &combined, experiment, &gate);
     }
-    let result =
-        plan_ready(a, &p, sizing, &ready, &db, &stop, &obs).and_then(|mut plan| {
-            plan.extra_quantiles = gate.extra.clone();
-            Ok(lab::measure(&plan, &ready, &db, &stop, &obs)?)
-        });
+    let result = plan_ready(a, &p, sizing, &ready, &db, &stop, &obs).and_then(|mut plan| {
+        plan.extra_quantiles = gate.extra.clone();
+        Ok(lab::measure(&plan, &ready, &db, &stop, &obs)?)
+    });
     let stopped = ready.stop();
     let run = match result {
         Ok(run) => run,
