@@ -7,7 +7,8 @@
 #   2. no false alarm: TRIES times, two such experiments of one det:50us server, the second
 #      checked against the first: `same` or `undecided`, never `worse` (goal: >= 9 of 10 tries
 #      without a `worse` row at p50 or p99).
-# Prints one line per check: the verdicts at p50 and p99 per view, with the ratios.
+# Prints one line per check: the verdicts at p50 and p99 per view, with the ratios and their
+# intervals (or why a row has none).
 # Usage: [REPEAT=5] [DURATION=3s] bench/check_regression.sh [TRIES]; TS=path/to/tailscope to
 # use another binary.
 set -euo pipefail
@@ -46,7 +47,8 @@ for r in v.get("rows", []):
         continue
     ratio = r.get("ratio") or {}
     x = ratio.get("value")
-    out.append(f'{r["view"]} {r["percentile"]} {r["verdict"]}' + (f" x{x:.2f}" if x else ""))
+    shown = f" x{x:.2f} [{ratio['lo']:.2f}, {ratio['hi']:.2f}]" if x else f" ({r.get('why', '')})"
+    out.append(f'{r["view"]} {r["percentile"]} {r["verdict"]}' + shown)
     worse += r["verdict"] == "worse"
 print("; ".join(out) or v.get("error", "no rows"), f"| exit {v.get('exit_code', '?')}", f"| worse {worse}")
 EOF
