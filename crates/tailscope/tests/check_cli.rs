@@ -149,17 +149,21 @@ fn a_slower_server_reads_worse_at_p50_and_p99_and_exits_3() {
         let row = rows.iter().find(|r| r["percentile"] == p).unwrap();
         if flagged && row["verdict"] == "undecided" {
             // The runs' flags say their intervals are not to be trusted across runs: the row
-            // may read worse by its intervals alone, or be too wide to tell, never the other
-            // way.
+            // claims nothing, and says so. What its intervals alone would read is not
+            // asserted: on such a host a baseline's p99 taken in a stall can exceed the
+            // slower server's (seen: p99 10.5 ms in the baseline's flagged window).
             let why = row["why"].as_str().unwrap_or("");
-            assert!(
-                !why.starts_with("would read better") && !why.starts_with("would read same"),
-                "{name} {p}: {v}"
+            // Either its intervals would decide and the row names the flags instead, or its
+            // interval is undecided by itself (straddling a bound of the 10 % tolerance).
+            let (lo, hi) = (
+                row["ratio"]["lo"].as_f64().unwrap_or(0.0),
+                row["ratio"]["hi"].as_f64().unwrap_or(f64::INFINITY),
             );
-            let hi = row["ratio"]["hi"].as_f64().unwrap_or(f64::INFINITY);
+            let (up, down) = (1.1, 1.0 / 1.1);
+            let undecided_by_itself = lo <= up && hi >= down && !(lo >= down && hi <= up);
             assert!(
-                hi > 1.0,
-                "a slower server's ratio interval reaches above 1: {v}"
+                why.contains("do not bound another run") || undecided_by_itself,
+                "{name} {p}: an undecided row of flagged runs names the flags: {v}"
             );
             eprintln!("{name} {p}: undecided, ratio {} ({why})", row["ratio"]);
         } else {
