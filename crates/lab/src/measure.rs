@@ -351,6 +351,7 @@ pub fn measure(
             backlog: summary.backlog,
             drain_ns: summary.drain_ns,
             writer: summary.writer,
+            generator: summary.generator,
         },
         agents: None,
         convergence,

@@ -90,6 +90,10 @@ pub struct LoadFacts {
     pub backlog: Vec<BacklogSample>,
     pub drain_ns: u64,
     pub writer: WriterStats,
+    /// The generator's loop: its cost and how it caught up after the host's stalls (none
+    /// from agents yet; absent in runs stored before it was measured).
+    #[serde(default)]
+    pub generator: load::GeneratorCost,
 }
 
 /// Why a run counts as saturated, and what is true of it.

@@ -178,7 +178,12 @@ fn curves_of_run(run: &lab::Run) -> Result<Curves, String> {
     if a.measured_ccdf_us.is_empty() {
         return Err("the run kept no latency curve".into());
     }
-    Ok(Curves {
+    Ok(curves_of_analysis(a, true))
+}
+
+/// Both views' measured and ideal curves of an analysis, with their sample counts.
+fn curves_of_analysis(a: &analysis::RunAnalysis, agrees: bool) -> Curves {
+    Curves {
         user: ViewCurves {
             measured: a.measured_ccdf_us.clone(),
             measured_n: a.measured.count,
@@ -191,8 +196,8 @@ fn curves_of_run(run: &lab::Run) -> Result<Curves, String> {
             ideal: sv.ideal_ccdf_us.clone(),
             ideal_n: sv.ideal.as_ref().map_or(0, |i| i.count),
         }),
-        agrees: true,
-    })
+        agrees,
+    }
 }
 
 fn curves_of(store: &Store, row: &RunRow) -> Result<Curves, String> {
@@ -215,21 +220,7 @@ fn curves_of(store: &Store, row: &RunRow) -> Result<Curves, String> {
         (Some(x), Some(y)) => (x - y).abs() <= 1e-6 * x.abs().max(1.0),
         _ => false,
     };
-    Ok(Curves {
-        user: ViewCurves {
-            measured: a.measured_ccdf_us.clone(),
-            measured_n: a.measured.count,
-            ideal: a.ideal_ccdf_us.clone(),
-            ideal_n: a.ideal.as_ref().map_or(0, |i| i.count),
-        },
-        server: a.server_view.as_ref().map(|sv| ViewCurves {
-            measured: sv.measured_ccdf_us.clone(),
-            measured_n: sv.measured.count,
-            ideal: sv.ideal_ccdf_us.clone(),
-            ideal_n: sv.ideal.as_ref().map_or(0, |i| i.count),
-        }),
-        agrees,
-    })
+    Ok(curves_of_analysis(&a, agrees))
 }
 
 /// The pointwise 95 % band of a CCDF estimated from `n` values: at each point, the Wilson

@@ -150,10 +150,8 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
         }
     }
     lateness(w, a)?;
-    if a.lateness_flagged {
-        if let Some(g) = run.instruments.iter().find(|i| i.name == "load generator") {
-            generator_catch_up(w, g)?;
-        }
+    if a.lateness_flagged && run.load.generator.threads > 0 {
+        generator_catch_up(w, &run.load.generator)?;
     }
     writeln!(
         w,
@@ -310,28 +308,22 @@ fn table(
 
 /// When the lateness is high, what it came from: the host's stalls of the generator's loop
 /// (and the requests due during them), and how long sending each stall's backlog took.
-fn generator_catch_up(w: &mut dyn Write, g: &lab::Instrument) -> io::Result<()> {
-    let Some(d) = &g.detail else { return Ok(()) };
-    let n = |k: &str| d.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
-    let ms = |k: &str| n(k) as f64 / 1e6;
-    let per_request = d
-        .get("busy_per_request_ns")
-        .and_then(serde_json::Value::as_f64);
-    let ceiling = d
-        .get("ceiling_per_core_rps")
-        .and_then(serde_json::Value::as_f64);
+fn generator_catch_up(w: &mut dyn Write, g: &load::GeneratorCost) -> io::Result<()> {
+    let ms = |ns: u64| ns as f64 / 1e6;
     writeln!(
         w,
         "  host stalls {} (longest {:.1} ms, {:.1} ms in all; {} requests due during them), catch-up longest {:.2} ms ({} catch-ups, {:.1} ms in all); the generator's work {} per request (ceiling {} per core)",
-        n("stalls"),
-        ms("longest_stall_ns"),
-        ms("stalled_ns"),
-        n("due_in_stalls"),
-        ms("longest_catch_up_ns"),
-        n("catch_ups"),
-        ms("catch_up_ns"),
-        per_request.map_or("-".into(), |c| format!("{:.1} µs", c / 1e3)),
-        ceiling.map_or("-".into(), |c| format!("{:.0} req/s", c)),
+        g.stalls,
+        ms(g.longest_stall_ns),
+        ms(g.stalled_ns),
+        g.due_in_stalls,
+        ms(g.longest_catch_up_ns),
+        g.catch_ups,
+        ms(g.catch_up_ns),
+        g.busy_per_request_ns()
+            .map_or("-".into(), |c| format!("{:.1} µs", c / 1e3)),
+        g.ceiling_per_core_rps()
+            .map_or("-".into(), |c| format!("{c:.0} req/s")),
     )
 }
 
