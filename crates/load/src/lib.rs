@@ -44,6 +44,7 @@ mod config;
 mod conn;
 mod engine;
 mod error;
+pub mod etc;
 mod preload;
 mod protocol;
 mod protocols;
@@ -72,6 +73,7 @@ pub use run::{run_open_loop, run_open_loop_into, RecordSink, VecSink};
 pub fn derive_seed(base: u64, index: u64) -> u64 {
     schedule::mix_seed(base, index)
 }
+pub use etc::EtcSize;
 pub use target::{Target, Transport};
 pub use workload::{
     HttpWorkload, KvOp, KvWorkload, NullRpcWorkload, PathGen, Popularity, SizeDist, Workload,

@@ -3,7 +3,8 @@
 //!
 //! Spec strings (parsed by [`SizeDist::from_str`] and [`Popularity::from_str`]):
 //! - sizes: `64` or `fixed:64` (always 64 bytes), `uniform:4,240` (uniform integer in
-//!   4..=240);
+//!   4..=240), `etc` (Facebook ETC's published key or value size distribution, by which
+//!   option it is given to; see [`crate::etc`]);
 //! - popularity: `uniform` (every item equally likely) or `zipf:S` (item of rank k drawn
 //!   with probability ∝ k^-S, S ≥ 0; rank 1 is item 0).
 //!
@@ -24,6 +25,7 @@ use rand_distr::{Distribution, Zipf};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::error::LoadError;
+use crate::etc::EtcSize;
 use crate::schedule::mix_seed;
 
 /// Largest key memcached accepts (Redis accepts more, but the study stays within this).
@@ -38,6 +40,8 @@ pub enum SizeDist {
     Fixed(usize),
     /// Uniform integer in `lo..=hi`.
     Uniform { lo: usize, hi: usize },
+    /// One of Facebook ETC's published size distributions (keys or values).
+    Etc(EtcSize),
 }
 
 impl SizeDist {
@@ -46,6 +50,7 @@ impl SizeDist {
         match *self {
             SizeDist::Fixed(n) => (n, n),
             SizeDist::Uniform { lo, hi } => (lo, hi),
+            SizeDist::Etc(e) => e.bounds(),
         }
     }
 
@@ -53,13 +58,47 @@ impl SizeDist {
         match *self {
             SizeDist::Fixed(n) => n,
             SizeDist::Uniform { lo, hi } => rng.gen_range(lo..=hi),
+            // `gen` is in [0, 1); 1 − it is in (0, 1], and the quantiles need (0, 1).
+            SizeDist::Etc(e) => e.from_uniform((1.0 - rng.gen::<f64>()).min(1.0 - f64::EPSILON)),
         }
     }
 
-    /// Exact mean of the distribution.
+    /// Mean of the distribution (exact but for ETC values; see [`EtcSize::mean`]).
     pub fn mean(&self) -> f64 {
-        let (lo, hi) = self.bounds();
-        (lo + hi) as f64 / 2.0
+        match *self {
+            SizeDist::Etc(e) => e.mean(),
+            _ => {
+                let (lo, hi) = self.bounds();
+                (lo + hi) as f64 / 2.0
+            }
+        }
+    }
+
+    /// P(size ≤ k), exactly.
+    pub fn cdf(&self, k: usize) -> f64 {
+        match *self {
+            SizeDist::Fixed(n) => f64::from(u8::from(k >= n)),
+            SizeDist::Uniform { lo, hi } => {
+                ((k.min(hi) + 1).saturating_sub(lo)) as f64 / (hi - lo + 1) as f64
+            }
+            SizeDist::Etc(e) => e.cdf(k),
+        }
+    }
+
+    /// This distribution for keys (`etc` means ETC's key sizes).
+    pub fn for_keys(self) -> SizeDist {
+        match self {
+            SizeDist::Etc(_) => SizeDist::Etc(EtcSize::Key),
+            d => d,
+        }
+    }
+
+    /// This distribution for values (`etc` means ETC's value sizes).
+    pub fn for_values(self) -> SizeDist {
+        match self {
+            SizeDist::Etc(_) => SizeDist::Etc(EtcSize::Value),
+            d => d,
+        }
     }
 }
 
@@ -73,6 +112,8 @@ impl FromStr for SizeDist {
         };
         let n = |t: &str| t.trim().parse::<usize>().map_err(|_| bad());
         let d = match s.split_once(':') {
+            // Keys until placed: `for_values` turns it into ETC's value sizes.
+            None if s == "etc" => SizeDist::Etc(EtcSize::Key),
             None => SizeDist::Fixed(n(s)?),
             Some(("fixed", v)) => SizeDist::Fixed(n(v)?),
             Some(("uniform", v)) => {
@@ -94,6 +135,7 @@ impl fmt::Display for SizeDist {
         match self {
             SizeDist::Fixed(n) => write!(f, "fixed:{n}"),
             SizeDist::Uniform { lo, hi } => write!(f, "uniform:{lo},{hi}"),
+            SizeDist::Etc(_) => f.write_str("etc"),
         }
     }
 }
@@ -222,7 +264,7 @@ impl KvWorkload {
         if self.items == 0 {
             return bad("the workload needs at least one item".into());
         }
-        let (klo, khi) = self.key_size.bounds();
+        let (klo, khi) = self.key_size.for_keys().bounds();
         let need = digits(self.items - 1);
         if klo < need || khi > MAX_KEY_SIZE {
             return bad(format!(
@@ -230,7 +272,7 @@ impl KvWorkload {
                 self.items, self.key_size
             ));
         }
-        if self.value_size.bounds().1 > MAX_VALUE_SIZE {
+        if self.value_size.for_values().bounds().1 > MAX_VALUE_SIZE {
             return bad(format!(
                 "value sizes must be at most {MAX_VALUE_SIZE}, got {}",
                 self.value_size
@@ -246,7 +288,7 @@ impl KvWorkload {
 
     /// Key size of `item` (a pure function of the item number).
     pub fn key_size_of(&self, item: u64) -> usize {
-        match self.key_size {
+        match self.key_size.for_keys() {
             SizeDist::Fixed(n) => n,
             d => d.sample(&mut Xoshiro256PlusPlus::seed_from_u64(mix_seed(
                 0x6b6579, item,
@@ -268,7 +310,7 @@ impl KvWorkload {
 
     /// Draws a value size.
     pub fn value_len(&self, rng: &mut impl Rng) -> usize {
-        self.value_size.sample(rng)
+        self.value_size.for_values().sample(rng)
     }
 }
 

@@ -161,3 +161,101 @@ fn paths_follow_popularity() {
     )
     .is_err());
 }
+
+/// The exact quantile of `d` at `p`: the smallest k with P(size ≤ k) ≥ p.
+fn exact_quantile(d: SizeDist, p: f64) -> usize {
+    let (lo, hi) = d.bounds();
+    let (mut a, mut b) = (lo, hi);
+    while a < b {
+        let m = a + (b - a) / 2;
+        if d.cdf(m) >= p {
+            b = m;
+        } else {
+            a = m + 1;
+        }
+    }
+    a
+}
+
+/// Checks drawn sizes against `d`'s exact quantiles and CDF. The empirical p-quantile `got`
+/// of `n` draws is accepted when it is a likely one: the exact CDF reaches p − 5 sd at `got`
+/// and has not passed p + 5 sd one byte below it (sd = √(p(1 − p)/n), the sd of the
+/// empirical CDF at the quantile). Where the density is high that pins `got` to the exact
+/// quantile; in the long value tail it allows the few bytes that n draws do vary by.
+fn assert_sizes_follow(d: SizeDist, mut sizes: Vec<usize>) {
+    let n = sizes.len();
+    sizes.sort_unstable();
+    let (lo, hi) = d.bounds();
+    assert!(sizes.iter().all(|s| (lo..=hi).contains(s)));
+    for p in [0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999] {
+        let sd = (p * (1.0 - p) / n as f64).sqrt();
+        let exact = exact_quantile(d, p);
+        let got = sizes[((p * n as f64).ceil() as usize).max(1) - 1];
+        let reached = d.cdf(got) >= p - 5.0 * sd;
+        let not_past = got == lo || d.cdf(got - 1) <= p + 5.0 * sd;
+        assert!(
+            reached && not_past,
+            "{d} p{p}: drawn {got}, exact {exact} (F({got}) = {})",
+            d.cdf(got)
+        );
+    }
+    for k in [q(&d, 0.2), q(&d, 0.5), q(&d, 0.8), q(&d, 0.99)] {
+        let f = d.cdf(k);
+        let got = sizes.partition_point(|&s| s <= k) as f64 / n as f64;
+        let sd = (f * (1.0 - f) / n as f64).sqrt().max(1.0 / n as f64);
+        assert!(
+            (got - f).abs() < 5.0 * sd,
+            "{d} F({k}): drawn {got}, exact {f}"
+        );
+    }
+}
+
+fn q(d: &SizeDist, p: f64) -> usize {
+    exact_quantile(*d, p)
+}
+
+#[test]
+fn etc_sizes_follow_the_published_distributions() {
+    let etc = KvWorkload {
+        key_size: "etc".parse().unwrap(),
+        value_size: "etc".parse().unwrap(),
+        items: 200_000,
+        get_ratio: 0.0,
+        ..KvWorkload::default()
+    };
+    etc.validate().unwrap();
+    let keys = SizeDist::Etc(EtcSize::Key);
+    let values = SizeDist::Etc(EtcSize::Value);
+    // Hand-computed from the fits: the GEV median is 30.7984 + 8.20449·((ln 2)^-0.078688 − 1)
+    // / 0.078688 = 33.85, so 34 bytes; the value median falls in the Pareto tail at
+    // (0.5 − 0.44155)/0.55845 = 0.10466 of it: 15 + 214.476·(0.89534^-0.348238 − 1)/0.348238
+    // = 39.2, so 39 bytes; sizes 0..=14 hold 0.44155 of the mass.
+    assert_eq!(exact_quantile(keys, 0.5), 34);
+    assert_eq!(exact_quantile(values, 0.5), 39);
+    assert!((values.cdf(14) - 0.44155).abs() < 1e-12);
+    assert!((values.cdf(2) - (0.00536 + 0.00047 + 0.17820)).abs() < 1e-12);
+    assert_eq!(values.cdf(VALUE_MAX_FOR_TEST), 1.0);
+
+    // Keys: one size per item, a pure function of the item number.
+    let key_sizes: Vec<usize> = (0..etc.items).map(|i| etc.key_size_of(i)).collect();
+    assert_eq!(etc.key_size_of(77), key_sizes[77]);
+    let mut k = Vec::new();
+    etc.write_key(77, &mut k);
+    assert_eq!(k.len(), key_sizes[77]);
+    assert_sizes_follow(keys, key_sizes);
+
+    // Values: every op a set (get ratio 0), drawn by the connection's stream.
+    let value_sizes: Vec<usize> = draws(etc.clone(), 21, 1_000_000)
+        .into_iter()
+        .map(|o| match o {
+            KvOp::Set { value_len, .. } => value_len,
+            KvOp::Get { .. } => usize::MAX,
+        })
+        .collect();
+    assert_sizes_follow(values, value_sizes);
+    // Reproducible from the seed.
+    assert_eq!(draws(etc.clone(), 5, 50), draws(etc, 5, 50));
+    assert_eq!("etc".parse::<SizeDist>().unwrap().to_string(), "etc");
+}
+
+const VALUE_MAX_FOR_TEST: usize = crate::etc::VALUE_MAX;
