@@ -264,7 +264,7 @@ impl KvWorkload {
         if self.items == 0 {
             return bad("the workload needs at least one item".into());
         }
-        let (klo, khi) = self.key_size.for_keys().bounds();
+        let (klo, khi) = self.key_dist().bounds();
         let need = digits(self.items - 1);
         if klo < need || khi > MAX_KEY_SIZE {
             return bad(format!(
@@ -272,7 +272,7 @@ impl KvWorkload {
                 self.items, self.key_size
             ));
         }
-        if self.value_size.for_values().bounds().1 > MAX_VALUE_SIZE {
+        if self.value_dist().bounds().1 > MAX_VALUE_SIZE {
             return bad(format!(
                 "value sizes must be at most {MAX_VALUE_SIZE}, got {}",
                 self.value_size
@@ -286,9 +286,19 @@ impl KvWorkload {
         Ok(())
     }
 
+    /// The key sizes' distribution (`etc` read as ETC's key sizes).
+    pub fn key_dist(&self) -> SizeDist {
+        self.key_size.for_keys()
+    }
+
+    /// The value sizes' distribution (`etc` read as ETC's value sizes).
+    pub fn value_dist(&self) -> SizeDist {
+        self.value_size.for_values()
+    }
+
     /// Key size of `item` (a pure function of the item number).
     pub fn key_size_of(&self, item: u64) -> usize {
-        match self.key_size.for_keys() {
+        match self.key_dist() {
             SizeDist::Fixed(n) => n,
             d => d.sample(&mut Xoshiro256PlusPlus::seed_from_u64(mix_seed(
                 0x6b6579, item,
@@ -310,7 +320,7 @@ impl KvWorkload {
 
     /// Draws a value size.
     pub fn value_len(&self, rng: &mut impl Rng) -> usize {
-        self.value_size.for_values().sample(rng)
+        self.value_dist().sample(rng)
     }
 }
 

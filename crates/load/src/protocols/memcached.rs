@@ -125,7 +125,8 @@ pub struct MemcachedUdp {
 impl MemcachedUdp {
     /// Like [`MemcachedTcp::new`]; refuses workloads whose requests exceed one datagram.
     pub fn new(w: Arc<KvWorkload>, values: Arc<[u8]>, seed: u64) -> Result<Self, LoadError> {
-        let longest = udp::UDP_HEADER_LEN + 64 + w.key_size.bounds().1 + w.value_size.bounds().1;
+        let longest =
+            udp::UDP_HEADER_LEN + 64 + w.key_dist().bounds().1 + w.value_dist().bounds().1;
         if w.get_ratio < 1.0 && longest > UDP_MAX_REQUEST {
             return Err(LoadError::Config(format!(
                 "memcached over UDP: a set of up to {longest} bytes does not fit one \

@@ -37,7 +37,7 @@ pub(crate) fn fifo_reply(ok: bool, miss: bool, closes: bool) -> Reply {
 
 /// Value bytes shared by every connection: `set`s send a prefix of this buffer.
 pub(crate) fn value_bytes(w: &KvWorkload) -> Arc<[u8]> {
-    let max = w.value_size.bounds().1;
+    let max = w.value_dist().bounds().1;
     (0..max).map(|i| b'a' + (i % 26) as u8).collect()
 }
 
