@@ -25,6 +25,7 @@ pub mod facts;
 pub mod isolate;
 mod jsonl;
 pub mod mitigate;
+pub mod numa;
 pub mod placement;
 pub mod probe;
 pub mod procfs;

@@ -285,13 +285,17 @@ fn search(
     let powers = |max: usize| -> Vec<usize> {
         std::iter::successors(Some(1usize), |&x| (x * 2 <= max).then_some(x * 2)).collect()
     };
-    phase(
-        powers(spec.max_connections.max(1))
-            .into_iter()
-            .map(|c| (c, 1))
-            .collect(),
-        &mut steps,
-    )?;
+    // Every instance of a scaled-out server needs a connection: the ladder starts at their
+    // count (a connection per address), as a run's load does.
+    let least = ready.spread().len().max(1);
+    let mut ladder: Vec<usize> = powers(spec.max_connections.max(1))
+        .into_iter()
+        .filter(|&c| c >= least)
+        .collect();
+    if ladder.is_empty() {
+        ladder.push(least);
+    }
+    phase(ladder.into_iter().map(|c| (c, 1)).collect(), &mut steps)?;
     let unbatched = steps
         .iter()
         .max_by(|a, b| a.rate_rps.total_cmp(&b.rate_rps))

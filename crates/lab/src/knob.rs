@@ -40,12 +40,13 @@ pub enum Knob {
     OpenFileCache(bool),
     ServerInstances(u32),
     ServerSmt(SmtPolicy),
+    ServerNuma(Option<host::numa::NumaPolicy>),
     /// `none` or a stressor beside each run.
     Stress(Option<stress::StressSpec>),
 }
 
 /// The knob names a sweep accepts (`--param NAME=V1,V2`), with what each turns.
-pub const KNOBS: [(&str, &str); 25] = [
+pub const KNOBS: [(&str, &str); 26] = [
     (
         "server-threads",
         "spawned server's threads / the built-in server's workers",
@@ -110,6 +111,10 @@ pub const KNOBS: [(&str, &str); 25] = [
         "server CPUs by physical core (distinct-cores, siblings)",
     ),
     (
+        "server-numa",
+        "spawned server's memory policy: none, bind:NODE (its CPUs on that node too), interleave:NODES (0-1) or local (each instance on its CPUs' node)",
+    ),
+    (
         "stress",
         "a stressor beside each run: none, cpu, memory or cache [:CPUS][@INTENSITY]",
     ),
@@ -167,6 +172,10 @@ impl Knob {
             }),
             "server-instances" => Knob::ServerInstances(parse(&n, value)?),
             "server-smt" => Knob::ServerSmt(parse(&n, value)?),
+            "server-numa" => Knob::ServerNuma(match value.trim() {
+                "none" | "default" => None,
+                v => Some(parse(&n, v)?),
+            }),
             "stress" => Knob::Stress(match value.trim() {
                 "none" | "off" => None,
                 v => Some(parse(&n, v)?),
@@ -201,6 +210,7 @@ impl Knob {
                 | Knob::OpenFileCache(_)
                 | Knob::ServerInstances(_)
                 | Knob::ServerSmt(_)
+                | Knob::ServerNuma(_)
         )
     }
 
@@ -239,6 +249,7 @@ impl Knob {
             Knob::OpenFileCache(on) => spawn(t)?.open_file_cache = *on,
             Knob::ServerInstances(n) => spawn(t)?.instances = Some(*n),
             Knob::ServerSmt(p) => spawn(t)?.smt = Some(*p),
+            Knob::ServerNuma(p) => spawn(t)?.numa = p.clone(),
             Knob::Stress(s) => t.stress = s.clone(),
         }
         Ok(())

@@ -66,14 +66,23 @@ pub(crate) fn shares(cpus: &[usize], n: usize) -> Vec<Vec<usize>> {
     out
 }
 
-/// The server's CPUs after its SMT policy: `workers` CPUs out of `s.cpus` (all online CPUs
-/// when empty), one per physical core or packed onto siblings. Without a policy, `s.cpus`.
+/// The server's CPUs after its NUMA and SMT policies: `bind:N` keeps those of `s.cpus` on
+/// node N (node N's when `s.cpus` is empty); then `workers` CPUs out of those (all online
+/// CPUs when empty), one per physical core or packed onto siblings. Without either,
+/// `s.cpus`.
 pub(crate) fn server_cpus(s: &SpawnSpec, workers: usize) -> Result<Vec<usize>, LabError> {
+    let root = HostRoot::default();
+    let cpus = match &s.numa {
+        None => s.cpus.clone(),
+        Some(p) => p
+            .server_cpus(&host::numa::Nodes::read(&root), &s.cpus)
+            .map_err(invalid)?,
+    };
     match s.smt {
-        None => Ok(s.cpus.clone()),
+        None => Ok(cpus),
         Some(p) => {
-            let topo = Topology::read(&HostRoot::default());
-            choose(&topo, &s.cpus, workers.max(1), p)
+            let topo = Topology::read(&root);
+            choose(&topo, &cpus, workers.max(1), p)
                 .map_err(|e| invalid(format!("--server-smt {p}: {e}")))
         }
     }
@@ -96,6 +105,7 @@ pub(crate) fn spawn_configs(
     let mut c = targets::SpawnConfig::new(k);
     c.threads = s.threads;
     c.sched = s.sched.clone();
+    c.numa = s.numa.clone();
     c.udp = udp;
     c.memory_mb = s.memory_mb;
     c.open_file_cache = s.open_file_cache;
@@ -109,9 +119,11 @@ pub(crate) fn spawn_configs(
         ));
     }
     let cpus = server_cpus(s, c.worker_threads() as usize * n as usize)?;
+    let nodes = host::numa::Nodes::read(&HostRoot::default());
     let out: Vec<targets::SpawnConfig> = shares(&cpus, n as usize)
         .into_iter()
         .map(|share| targets::SpawnConfig {
+            numa: s.numa.as_ref().map(|p| p.for_cpus(&nodes, &share)),
             cpus: share,
             ..c.clone()
         })

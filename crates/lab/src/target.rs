@@ -158,11 +158,14 @@ impl TargetPlan {
                     )));
                 }
                 let workers = s.threads.map_or(1, |t| t as usize);
+                let cpus = placement::server_cpus(s, workers)?;
+                let nodes = host::numa::Nodes::read(&host::probe::HostRoot::default());
                 let cfg = ServerConfig {
                     arch,
                     workers,
                     work: s.work.clone(),
-                    cpus: placement::server_cpus(s, workers)?,
+                    numa: s.numa.as_ref().map(|p| p.for_cpus(&nodes, &cpus)),
+                    cpus,
                     sched: s.sched.clone(),
                     seed: 1,
                     ..ServerConfig::default()
@@ -512,12 +515,18 @@ impl Ready {
                 if let Some(iso) = &self.isolation {
                     o["isolation"] = json!(iso.mechanisms());
                 }
+                // What the kernel says the server allocates under (`bind:0` once bound).
+                let policies = s.memory_policies();
+                if !policies.is_empty() {
+                    o["memory_policies"] = json!(policies);
+                }
                 o
             }
             Server::Builtin(h, c) => json!({
                 "spawned": false, "builtin": true, "address": h.local_addr().to_string(),
                 "arch": c.arch.name(), "workers": c.workers, "cpus": c.cpus,
                 "sched": c.sched.as_ref().map(|s| s.to_string()),
+                "numa": c.numa.as_ref().map(|p| p.to_string()),
                 "isolation": self.isolation.as_ref().map(|i| i.mechanisms()),
             }),
             Server::External => json!({"spawned": false, "scheme": self.target.scheme}),

@@ -69,6 +69,9 @@ pub struct SpawnSpec {
     /// Choose the CPUs (among `cpus`, or all) by physical core, one per worker thread:
     /// on distinct cores or packed onto SMT siblings.
     pub smt: Option<SmtPolicy>,
+    /// Its memory policy (`bind:N` also takes its CPUs from node N).
+    #[serde(serialize_with = "display_opt")]
+    pub numa: Option<host::numa::NumaPolicy>,
     /// Isolation (`host::isolate`), applied once the server runs and removed before it
     /// stops: a cgroup cpuset, a memory limit, CPU bandwidth (a fraction of one CPU), an
     /// HTB rate in bit/s on `net_dev` (`[NETNS/]DEV`), L3 cache ways through resctrl.

@@ -193,24 +193,28 @@ fn action(
                 from_cpus: server_cpus.to_vec(),
             })
         }
-        TuneStepKind::Numa => {
-            let nodes = root
-                .list("sys/devices/system/node")
-                .into_iter()
-                .filter(|n| n.starts_with("node") && n[4..].parse::<u32>().is_ok())
-                .count();
-            if nodes <= 1 {
-                Action::Skip(format!(
-                    "this host has {} NUMA node(s): nothing to bind",
-                    nodes.max(1)
-                ))
-            } else {
-                Action::Skip(
-                    "binding a spawned server's memory to a node is not supported by tailscope yet"
-                        .into(),
-                )
+        TuneStepKind::Numa => match t.target.spawn.as_mut() {
+            None => Action::Skip("the server is not spawned by tailscope (--spawn)".into()),
+            Some(s) if s.numa.is_some() => {
+                Action::Skip("the server's memory policy is already set (--server-numa)".into())
             }
-        }
+            Some(s) => {
+                // The node of the server's CPUs (node 0 when they are not pinned): memory
+                // local to where it runs. On a one-node host this is real too: the policy
+                // shows in /proc/PID/numa_maps, and allocations can never go remote.
+                let nodes = host::numa::Nodes::read(root);
+                let node = server_cpus
+                    .first()
+                    .and_then(|&c| nodes.node_of_cpu(c))
+                    .or_else(|| nodes.nodes.first().map(|n| n.0))
+                    .unwrap_or(0);
+                s.numa = Some(host::numa::NumaPolicy::Bind(node));
+                Action::Spec(format!(
+                    "server memory bound to NUMA node {node} (set_mempolicy MPOL_BIND) and its CPUs to that node's ({} node(s) on this host)",
+                    nodes.nodes.len()
+                ))
+            }
+        },
         TuneStepKind::Cstate => {
             if root.list("sys/devices/system/cpu/cpu0/cpuidle").is_empty() {
                 Action::Skip(

@@ -150,13 +150,18 @@ pub(crate) fn accept_backoff(e: &io::Error) {
     }
 }
 
-/// Pins the calling thread and applies the scheduling policy of `cfg`.
+/// Pins the calling thread and applies the scheduling and memory policies of `cfg`.
 pub(crate) fn place(cfg: &ServerConfig) -> Result<(), ServerError> {
     if !cfg.cpus.is_empty() {
         host::placement::pin_current_thread(&cfg.cpus)?;
     }
     if let Some(s) = &cfg.sched {
         host::placement::apply_sched_current_thread(s)?;
+    }
+    if let Some(p) = &cfg.numa {
+        let (mode, mask) = p.raw();
+        host::numa::set_mempolicy(mode, &mask)
+            .map_err(|e| ServerError::Config(format!("set_mempolicy({p}): {e}")))?;
     }
     Ok(())
 }

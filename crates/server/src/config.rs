@@ -81,6 +81,9 @@ pub struct ServerConfig {
     pub cpus: Vec<usize>,
     /// Scheduling policy of every server thread (None: inherit).
     pub sched: Option<SchedSpec>,
+    /// Memory policy of every server thread (None: inherit); a `bind` policy's CPUs are
+    /// chosen by the caller (`cpus`).
+    pub numa: Option<host::numa::NumaPolicy>,
     /// Honour `WANT_STAMPS` / `WANT_TX_STAMP` (turns on kernel timestamping on the sockets).
     pub stamps: bool,
     /// Largest request accepted; a longer frame closes its connection.
@@ -246,6 +249,7 @@ impl Default for ServerConfig {
             work: None,
             cpus: Vec::new(),
             sched: None,
+            numa: None,
             stamps: true,
             max_frame: wire::nullrpc::MAX_FRAME,
             seed: 0,

@@ -225,3 +225,46 @@ fn a_stress_axis_changes_the_stressor_but_keeps_the_server() {
     );
     assert!(pids.iter().all(|p| *p == pids[0]), "one server: {pids:?}");
 }
+
+/// Tales §4.5's NUMA binding as a sweep axis: the spawned memcached allocates under
+/// `bind:0` (real on this one-node VM: the kernel's `numa_maps` says so, and the stored run
+/// keeps what it said), and a node the host lacks is refused before anything starts.
+#[test]
+fn a_numa_axis_binds_the_spawned_server_and_numa_maps_shows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let sweep = |numa: &str| {
+        bin()
+            .args(["sweep", "memcached://", "--spawn", "--server-threads", "1"])
+            .args(["--server-cpus", &last_cpu(), "--cpus", "0"])
+            .args(["--loads", "2000", "--service", "20us", "--duration", "1s"])
+            .args(["--warmup", "200ms", "--items", "200", "--param"])
+            .arg(format!("server-numa={numa}"))
+            .arg("--json")
+            .arg("--db")
+            .arg(&db)
+            .env("XDG_STATE_HOME", dir.path().join("state"))
+            .output()
+            .unwrap()
+    };
+    let out = sweep("bind:7");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no node 7"), "{err}");
+    assert!(!db.exists(), "a refused sweep wrote the store");
+
+    let out = sweep("bind:0");
+    let v = json_of(&out);
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{v}");
+    let id = rows[0]["run_id"].as_i64().unwrap().to_string();
+    let shown = json_of(
+        &bin()
+            .args(["runs", "show", &id, "--json", "--db"])
+            .arg(&db)
+            .output()
+            .unwrap(),
+    );
+    let policies = &shown["summary"]["server"]["memory_policies"];
+    assert_eq!(*policies, serde_json::json!(["bind:0"]), "{shown}");
+}

@@ -77,7 +77,7 @@ fn the_walk_runs_or_skips_every_step_and_reverts_the_host() {
         ["baseline", "rt", "udp", "irq", "numa", "cstate", "governor"]
     );
     let step = |n: &str| steps.iter().find(|s| s["name"] == n).unwrap();
-    for run in ["baseline", "rt", "udp", "irq"] {
+    for run in ["baseline", "rt", "udp", "irq", "numa"] {
         assert!(
             step(run)["run_id"].as_i64().is_some(),
             "{run}: {}",
@@ -96,11 +96,13 @@ fn the_walk_runs_or_skips_every_step_and_reverts_the_host() {
         irq.contains("smp_affinity_list") && irq.contains("→ 0"),
         "{irq}"
     );
-    for (skip, why) in [
-        ("numa", "NUMA"),
-        ("cstate", "cpuidle"),
-        ("governor", "cpufreq"),
-    ] {
+    // NUMA binds even on one node (the fixture has no node directory: one node 0).
+    let numa = step("numa")["changes"][0].as_str().unwrap();
+    assert!(
+        numa.contains("NUMA node 0") && numa.contains("MPOL_BIND"),
+        "{numa}"
+    );
+    for (skip, why) in [("cstate", "cpuidle"), ("governor", "cpufreq")] {
         assert!(
             step(skip)["skipped"].as_str().unwrap().contains(why),
             "{skip}: {}",
@@ -120,7 +122,7 @@ fn the_walk_runs_or_skips_every_step_and_reverts_the_host() {
         })
         .unwrap_or(0);
     assert_eq!(leftover, 0, "journal entries left in {}", state.display());
-    // The walk is one experiment holding the four runs.
+    // The walk is one experiment holding the five runs.
     let e = v["experiment_id"].as_i64().unwrap();
     let listed = json_of(
         &bin()
@@ -136,7 +138,7 @@ fn the_walk_runs_or_skips_every_step_and_reverts_the_host() {
             .output()
             .unwrap(),
     );
-    assert_eq!(listed["runs"].as_array().unwrap().len(), 4);
+    assert_eq!(listed["runs"].as_array().unwrap().len(), 5);
 }
 
 #[test]

@@ -7,6 +7,7 @@ use std::sync::mpsc::{channel, Sender};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use host::numa::{NodeMask, NumaPolicy};
 use host::placement::SchedSpec;
 
 /// What the child does before `exec`. Everything is prepared in the parent (the CPU mask is
@@ -18,6 +19,8 @@ struct Setup {
     cpus: Option<libc::cpu_set_t>,
     sched: Option<(libc::c_int, libc::c_int)>,
     nice: Option<libc::c_int>,
+    /// `set_mempolicy`'s mode and node mask.
+    mempolicy: Option<(libc::c_int, NodeMask)>,
 }
 
 fn check(rc: libc::c_int) -> io::Result<()> {
@@ -29,7 +32,7 @@ fn check(rc: libc::c_int) -> io::Result<()> {
 }
 
 impl Setup {
-    fn new(cpus: &[usize], sched: Option<&SchedSpec>) -> Self {
+    fn new(cpus: &[usize], sched: Option<&SchedSpec>, numa: Option<&NumaPolicy>) -> Self {
         let cpus = (!cpus.is_empty()).then(|| {
             // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
             let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
@@ -53,6 +56,7 @@ impl Setup {
             cpus,
             sched,
             nice,
+            mempolicy: numa.map(NumaPolicy::raw),
         }
     }
 
@@ -91,15 +95,24 @@ impl Setup {
                 check(libc::setpriority(libc::PRIO_PROCESS, 0, nice))?;
             }
         }
+        if let Some((mode, mask)) = &self.mempolicy {
+            // Kept across exec: the server's every thread allocates under it.
+            host::numa::set_mempolicy(*mode, mask)?;
+        }
         Ok(())
     }
 }
 
 /// Makes `cmd` start in its own process group (so a stop reaches nginx's workers and the
 /// terminal's Ctrl-C reaches only tailscope, which then stops the server itself) with the
-/// given CPU set and scheduling.
-pub(crate) fn configure(cmd: &mut Command, cpus: &[usize], sched: Option<&SchedSpec>) {
-    let setup = Setup::new(cpus, sched);
+/// given CPU set, scheduling and memory policy.
+pub(crate) fn configure(
+    cmd: &mut Command,
+    cpus: &[usize],
+    sched: Option<&SchedSpec>,
+    numa: Option<&NumaPolicy>,
+) {
+    let setup = Setup::new(cpus, sched, numa);
     cmd.process_group(0);
     // SAFETY: `Setup::apply` only makes async-signal-safe system calls and does not
     // allocate; `setup` is Copy and moved into the closure before the fork.
@@ -198,7 +211,7 @@ mod tests {
     #[test]
     fn sigterm_first_then_sigkill_after_the_grace() {
         let mut c = sh("exec sleep 30");
-        configure(&mut c, &[], None);
+        configure(&mut c, &[], None, None);
         let mut child = spawn(c).unwrap();
         let (status, forced) = terminate(&mut child, Duration::from_secs(30)).unwrap();
         assert!(!forced);
@@ -206,7 +219,7 @@ mod tests {
         assert_eq!(status.signal(), Some(libc::SIGTERM));
 
         let mut c = sh("trap '' TERM; sleep 30");
-        configure(&mut c, &[], None);
+        configure(&mut c, &[], None, None);
         let mut child = spawn(c).unwrap();
         let pid = child.id();
         // Let the shell install its trap first (otherwise SIGTERM would simply work).
@@ -231,7 +244,7 @@ mod tests {
     fn placement_is_applied_before_exec() {
         let mut c = sh("grep -E '^Cpus_allowed_list' /proc/self/status; cat /proc/self/stat");
         c.stdout(std::process::Stdio::piped());
-        configure(&mut c, &[0], Some(&SchedSpec::Other { nice: 3 }));
+        configure(&mut c, &[0], Some(&SchedSpec::Other { nice: 3 }), None);
         let out = spawn(c).unwrap().wait_with_output().unwrap();
         let text = String::from_utf8(out.stdout).unwrap();
         assert!(text.contains("Cpus_allowed_list:\t0\n"), "{text}");

@@ -186,6 +186,9 @@ pub struct SpawnConfig {
     /// every thread. Realtime policies need root or CAP_SYS_NICE
     /// ([`TargetError::SchedPermission`] otherwise).
     pub sched: Option<SchedSpec>,
+    /// Memory policy (`set_mempolicy`), applied in the child before `exec` and kept by the
+    /// server's every thread; a `bind` policy's CPUs are the caller's to choose (`cpus`).
+    pub numa: Option<host::numa::NumaPolicy>,
     /// memcached only: also listen on UDP, on the same port number as TCP.
     pub udp: bool,
     /// memcached `-m` (item memory) or redis `maxmemory`, in MiB. Not for nginx.
@@ -207,6 +210,7 @@ impl SpawnConfig {
             threads: None,
             cpus: Vec::new(),
             sched: None,
+            numa: None,
             udp: false,
             memory_mb: None,
             http_files: None,

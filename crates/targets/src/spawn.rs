@@ -174,7 +174,7 @@ impl Spawned {
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err);
-        child::configure(&mut cmd, &cfg.cpus, cfg.sched.as_ref());
+        child::configure(&mut cmd, &cfg.cpus, cfg.sched.as_ref(), cfg.numa.as_ref());
         let started = Instant::now();
         let child = match child::spawn(cmd) {
             Ok(c) => c,
@@ -362,6 +362,23 @@ impl Spawned {
     /// Every thread of every process of the server, with CPUs and policy from /proc.
     pub fn placement(&self) -> Vec<ThreadPlacement> {
         self.pids().into_iter().flat_map(threads_of).collect()
+    }
+
+    /// The memory policies `/proc/PID/numa_maps` names for the server's processes (e.g.
+    /// `["bind:0"]` after [`SpawnConfig::numa`] bound it), in first-seen order; empty when
+    /// the kernel has no NUMA support (no `numa_maps`).
+    pub fn memory_policies(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for pid in self.pids() {
+            let text =
+                std::fs::read_to_string(format!("/proc/{pid}/numa_maps")).unwrap_or_default();
+            for p in host::numa::policies_in_numa_maps(&text) {
+                if !out.contains(&p) {
+                    out.push(p);
+                }
+            }
+        }
+        out
     }
 
     /// Time from `exec` to the first passing readiness check.

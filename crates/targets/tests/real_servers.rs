@@ -156,6 +156,28 @@ fn redis_ping_set_get_with_nice() {
     assert_gone(&pids, addr);
 }
 
+/// A server bound to node 0 (real on any host with NUMA support, this one-node VM included)
+/// allocates under that policy: `numa_maps` names it on every mapping, where an unbound
+/// server shows `default`.
+#[test]
+fn memcached_bound_to_node_0_shows_it_in_numa_maps() {
+    require(Kind::Memcached);
+    let plain = Spawned::start(&SpawnConfig::new(Kind::Memcached)).unwrap();
+    let before = plain.memory_policies();
+    plain.stop().unwrap();
+    if before.is_empty() {
+        // No numa_maps: a kernel without NUMA support, which CI's host is not.
+        assert!(std::env::var("CI").is_err(), "CI host without numa_maps");
+        return;
+    }
+    assert_eq!(before, vec!["default".to_string()]);
+    let mut cfg = SpawnConfig::new(Kind::Memcached);
+    cfg.numa = Some(host::numa::NumaPolicy::Bind(0));
+    let s = Spawned::start(&cfg).unwrap();
+    assert_eq!(s.memory_policies(), vec!["bind:0".to_string()]);
+    s.stop().unwrap();
+}
+
 /// Reads one HTTP/1.1 response with Content-Length from a kept-alive connection.
 fn http_get(c: &mut BufReader<TcpStream>, path: &str) -> (String, Vec<u8>) {
     send(

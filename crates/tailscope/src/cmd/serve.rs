@@ -38,6 +38,7 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
         work,
         cpus: parse_cpus(a.cpus.as_deref())?,
         sched: parse_sched(a.sched.as_deref())?,
+        numa: None,
         stamps: true,
         max_frame: a.max_frame,
         seed: a.seed,
