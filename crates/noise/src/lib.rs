@@ -43,7 +43,10 @@ pub use clock::{clock_kind, read_ticks, tsc_ns_per_tick, ClockKind};
 pub use error::NoiseError;
 pub use host::placement::SchedSpec;
 pub use quick::{probe_host, CpuNoise, HostNoise, QUICK_PROBE};
-pub use report::{lost_ccdf, snr, ClassShare, CpuReport, Gap, SNR_DEFINITION};
+pub use report::{
+    loop_p999, lost_ccdf, paper_snr, snr, ClassShare, CpuReport, Gap, LoopP999, PaperSnr,
+    PAPER_SNR_DEFINITION, SNR_DEFINITION,
+};
 pub use run::run;
 
 /// The shape of the measuring loop (Where Has My Time Gone?, Listings 1.1 and 1.2).

@@ -25,6 +25,123 @@ pub const SNR_DEFINITION: &str = "snr = useful time / time lost, where time lost
      is the observation window minus time lost minus throttle stalls; infinite (null in JSON) \
      when nothing was lost";
 
+/// The paper's signal-to-noise ratio (Where Has My Time Gone? §5), printed beside ours.
+pub const PAPER_SNR_DEFINITION: &str = "paper snr = time in the loop's iterations at or below \
+     their 99.9th percentile / time in the iterations above it (the slowest 0.1 %), \
+     consecutive-reads loop only, RT-throttle stalls left out; a range when the 99.9th \
+     percentile falls below the gap threshold, since iterations under it are counted, not \
+     listed";
+
+/// [`PAPER_SNR_DEFINITION`] as a range: `low == high` when the slowest 0.1 % of iterations
+/// are all listed gaps.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct PaperSnr {
+    pub low: f64,
+    pub high: f64,
+}
+
+impl PaperSnr {
+    /// Whether the range is one value.
+    pub fn exact(&self) -> bool {
+        self.low == self.high
+    }
+}
+
+/// The paper's SNR from what a consecutive-reads loop keeps: `loops` iterations (each one
+/// event) over `elapsed_ns`, the listed gap lengths above `threshold_ns`, and `dropped`
+/// further gaps of `dropped_ns` in total. The slowest k = ⌊loops/1000⌋ iterations are
+/// "above the 99.9th percentile". When the listed gaps cover them the time above is the sum
+/// of the k longest; otherwise it lies between what the gaps hold plus the rest at
+/// `min_loop_ns` each and plus the rest at `threshold_ns` each. None when k is 0.
+pub fn paper_snr(
+    loops: u64,
+    elapsed_ns: u64,
+    listed: &[u64],
+    dropped: (u64, u64),
+    threshold_ns: u64,
+    min_loop_ns: f64,
+) -> Option<PaperSnr> {
+    let (dropped, dropped_ns) = dropped;
+    let k = loops / 1000;
+    if k == 0 {
+        return None;
+    }
+    let mut sorted = listed.to_vec();
+    sorted.sort_unstable_by(|a, b| b.cmp(a));
+    let gaps = sorted.len() as u64 + dropped;
+    let all_gaps_ns: u64 = sorted.iter().sum::<u64>() + dropped_ns;
+    let top = |n: u64| -> f64 { sorted.iter().take(n as usize).sum::<u64>() as f64 };
+    let (above_lo, above_hi) = if gaps < k {
+        let rest = (k - gaps) as f64;
+        (
+            all_gaps_ns as f64 + rest * min_loop_ns,
+            all_gaps_ns as f64 + rest * threshold_ns as f64,
+        )
+    } else if dropped == 0 {
+        (top(k), top(k))
+    } else {
+        // The k slowest are gaps, some of them unlisted: at least the k longest listed (or all
+        // listed and the rest just above the threshold), at most every gap.
+        let listed_n = sorted.len() as u64;
+        let lo = if listed_n >= k {
+            top(k)
+        } else {
+            top(listed_n) + (k - listed_n) as f64 * threshold_ns as f64
+        };
+        (lo, all_gaps_ns as f64)
+    };
+    let snr = |above: f64| (elapsed_ns as f64 - above).max(0.0) / above.max(f64::MIN_POSITIVE);
+    Some(PaperSnr {
+        low: snr(above_hi),
+        high: snr(above_lo),
+    })
+}
+
+/// The 99.9th percentile of the loop's iteration lengths, as bounds in ns, and the paper's
+/// class of the loop as a latency contributor (§5.1: Good below 1 µs at p99.9, Bad to
+/// 100 µs, Ugly beyond), None when the bounds straddle a class boundary.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct LoopP999 {
+    pub low_ns: f64,
+    pub high_ns: f64,
+    pub class: Option<GoodBadUgly>,
+}
+
+/// [`LoopP999`] from `loops` iterations, the listed gap lengths (all above `threshold_ns`),
+/// `dropped` unlisted gaps and the shortest iteration: exact when the listed gaps reach the
+/// percentile's rank, else between the shortest iteration and the threshold (fewer gaps
+/// than the rank) or from the threshold up (unlisted gaps may hold the rank).
+pub fn loop_p999(
+    loops: u64,
+    listed: &[u64],
+    dropped: u64,
+    threshold_ns: u64,
+    min_loop_ns: f64,
+) -> Option<LoopP999> {
+    if loops == 0 {
+        return None;
+    }
+    // Rank from the top of the value at ceil(0.999·n) from the bottom.
+    let rank = loops - (loops * 999).div_ceil(1000) + 1;
+    let gaps = listed.len() as u64 + dropped;
+    let (low_ns, high_ns) = if gaps < rank {
+        (min_loop_ns, threshold_ns as f64)
+    } else if dropped == 0 {
+        let mut sorted = listed.to_vec();
+        sorted.sort_unstable_by(|a, b| b.cmp(a));
+        let v = sorted[(rank - 1) as usize] as f64;
+        (v, v)
+    } else {
+        (threshold_ns as f64, f64::INFINITY)
+    };
+    let (a, b) = (GoodBadUgly::of_ns(low_ns), GoodBadUgly::of_ns(high_ns));
+    Some(LoopP999 {
+        low_ns,
+        high_ns,
+        class: (a == b).then_some(a),
+    })
+}
+
 /// Number and total length of the gaps in one Good/Bad/Ugly class.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct ClassShare {
@@ -72,6 +189,11 @@ pub struct CpuReport {
     pub throttle_lost_ns: u64,
     /// Signal-to-noise ratio per [`SNR_DEFINITION`].
     pub snr: f64,
+    /// The paper's SNR per [`PAPER_SNR_DEFINITION`] (None for the paired loop, whose
+    /// iterations do not tile the window, or with fewer than 1,000 iterations).
+    pub paper_snr: Option<PaperSnr>,
+    /// The loop's p99.9 and the paper's class of it as a contributor.
+    pub loop_p999: Option<LoopP999>,
     /// Percentiles of the listed non-throttle gap lengths (None without gaps).
     pub gap_summary: Option<stats::Summary>,
     /// CCDF of aggregated time lost (Fig 8 of the paper): points `(x_ns, f)` where `f` is
@@ -113,6 +235,21 @@ pub(crate) fn finish(r: &mut CpuReport, t: &Totals) {
     r.gaps_per_s = (noise.len() as u64 + t.dropped) as f64 / (elapsed / 1e9);
     r.time_lost_fraction = (r.time_lost_ns as f64 / elapsed).clamp(0.0, 1.0);
     r.snr = snr(t.elapsed_ns, r.time_lost_ns, r.throttle_lost_ns);
+    r.paper_snr = match r.loop_kind {
+        LoopKind::Consecutive => {
+            let throttles = r.gaps.iter().filter(|g| g.throttle).count() as u64;
+            paper_snr(
+                r.loops.saturating_sub(throttles),
+                t.elapsed_ns.saturating_sub(r.throttle_lost_ns),
+                &noise,
+                (t.dropped, t.dropped_ns),
+                r.threshold_ns,
+                r.min_loop_ns,
+            )
+        }
+        LoopKind::Paired => None,
+    };
+    r.loop_p999 = loop_p999(r.loops, &noise, t.dropped, r.threshold_ns, r.min_loop_ns);
     r.gap_summary = if noise.is_empty() {
         None
     } else {
@@ -208,6 +345,8 @@ impl CpuReport {
             "rt_throttled": self.rt_throttled,
             "snr": finite(self.snr),
             "snr_definition": SNR_DEFINITION,
+            "loop_p999": self.loop_p999.map(|p| json!({"low_ns": p.low_ns, "high_ns": finite(p.high_ns), "class": p.class.map(GoodBadUgly::name)})),
+            "snr_paper": self.paper_snr.map(|p| json!({"low": finite(p.low), "high": finite(p.high), "exact": p.exact(), "definition": PAPER_SNR_DEFINITION})),
             "gaps": self.gap_summary.as_ref().map(|s| s.distribution_json()),
             "max_gap_us": self.gap_summary.as_ref().map(|s| s.max_ns / 1000.0),
             "lost_ccdf": self.lost_ccdf.iter().map(|&(x, f)| json!({"gap_ns": x, "fraction": f})).collect::<Vec<_>>(),
@@ -233,6 +372,49 @@ mod tests {
         assert_eq!(c[0], (1000.0, 0.3003));
         assert_eq!(c[1].0, 1002.0);
         assert!(lost_ccdf(&[], 10, 20).is_empty());
+    }
+
+    #[test]
+    fn the_papers_snr_is_exact_when_the_slowest_tenth_of_a_percent_are_listed() {
+        // 10,000 iterations over 1 ms: k = 10 slowest. Gaps of 10..=21 µs are listed: the 10
+        // longest are 12..=21 µs, 165 µs in all; SNR = 835/165.
+        let gaps: Vec<u64> = (10..22).map(|us| us * 1_000).collect();
+        let p = paper_snr(10_000, 1_000_000, &gaps, (0, 0), 1_000, 20.0).unwrap();
+        assert!(p.exact());
+        assert!((p.low - 835.0 / 165.0).abs() < 1e-12, "{p:?}");
+        // 3 gaps of 50 µs: the other 7 of the slowest ten are under the 1 µs threshold, so
+        // above ∈ [150 + 7·0.02, 150 + 7·1] µs.
+        let p = paper_snr(10_000, 1_000_000, &[50_000; 3], (0, 0), 1_000, 20.0).unwrap();
+        let (lo_above, hi_above) = (150_140.0, 157_000.0);
+        assert!((p.high - (1e6 - lo_above) / lo_above).abs() < 1e-9, "{p:?}");
+        assert!((p.low - (1e6 - hi_above) / hi_above).abs() < 1e-9, "{p:?}");
+        assert!(!p.exact());
+        // Unlisted gaps widen it up to every gap's time.
+        let p = paper_snr(10_000, 1_000_000, &gaps[..5], (7, 70_000), 1_000, 20.0).unwrap();
+        let lo_above = (10 + 11 + 12 + 13 + 14) as f64 * 1e3 + 5.0 * 1e3;
+        let hi_above = 60_000.0 + 70_000.0;
+        assert!((p.high - (1e6 - lo_above) / lo_above).abs() < 1e-9, "{p:?}");
+        assert!((p.low - (1e6 - hi_above) / hi_above).abs() < 1e-9, "{p:?}");
+        assert!(paper_snr(999, 1_000, &[], (0, 0), 1_000, 1.0).is_none());
+    }
+
+    #[test]
+    fn the_loops_p999_classes_the_cpu_as_the_paper_classes_contributors() {
+        // 10,000 iterations: p99.9 is the 11th slowest. 12 listed gaps of 10..=21 µs: 11 µs,
+        // a Bad contributor.
+        let gaps: Vec<u64> = (10..22).map(|us| us * 1_000).collect();
+        let p = loop_p999(10_000, &gaps, 0, 1_000, 20.0).unwrap();
+        assert_eq!((p.low_ns, p.high_ns), (11_000.0, 11_000.0));
+        assert_eq!(p.class, Some(GoodBadUgly::Bad));
+        // 3 gaps: the 11th slowest is under the 1 µs threshold: Good whatever it is.
+        let p = loop_p999(10_000, &gaps[..3], 0, 1_000, 20.0).unwrap();
+        assert_eq!((p.low_ns, p.high_ns, p.class), (20.0, 1_000.0, None));
+        let p = loop_p999(10_000, &gaps[..3], 0, 900, 20.0).unwrap();
+        assert_eq!(p.class, Some(GoodBadUgly::Good));
+        // Unlisted gaps may hold the rank: at least the threshold, no upper bound.
+        let p = loop_p999(10_000, &gaps[..3], 20, 1_000, 20.0).unwrap();
+        assert_eq!((p.low_ns, p.class), (1_000.0, None));
+        assert!(p.high_ns.is_infinite());
     }
 
     #[test]

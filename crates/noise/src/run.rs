@@ -207,6 +207,8 @@ fn probe_all(
             time_lost_fraction: 0.0,
             throttle_lost_ns: 0,
             snr: f64::INFINITY,
+            paper_snr: None,
+            loop_p999: None,
             gap_summary: None,
             lost_ccdf: Vec::new(),
             gap_classes: Vec::new(),
