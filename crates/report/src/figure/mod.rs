@@ -6,6 +6,7 @@
 mod bars;
 mod ccdf;
 mod load;
+mod noise;
 
 use std::path::Path;
 
@@ -15,6 +16,7 @@ use plotters::prelude::*;
 pub use bars::{height_for as bars_height, StageBar, StagesFigure};
 pub use ccdf::{CcdfFigure, Curve};
 pub use load::{LoadFigure, LoadLine, LoadPanel, MaxLoadMark};
+pub use noise::{gap_cdf, NoiseCurve, NoiseFigure};
 
 use crate::ReportError;
 
@@ -42,6 +44,7 @@ pub enum Body {
     Ccdf(CcdfFigure),
     Load(LoadFigure),
     Stages(StagesFigure),
+    Noise(NoiseFigure),
 }
 
 /// One figure: its file stem (`run-12-ccdf`), its title and size, what it draws.
@@ -63,6 +66,7 @@ impl Figure {
             Body::Ccdf(c) => ccdf::draw(root, &self.title, c)?,
             Body::Load(l) => load::draw(root, &self.title, l)?,
             Body::Stages(s) => bars::draw(root, &self.title, s)?,
+            Body::Noise(n) => noise::draw(root, &self.title, n)?,
         }
         root.present()
     }
@@ -104,6 +108,7 @@ impl Figure {
                 .iter()
                 .all(|p| p.lines.iter().all(|l| l.points.is_empty())),
             Body::Stages(s) => s.rows.is_empty(),
+            Body::Noise(n) => n.is_empty(),
         }
     }
 }
