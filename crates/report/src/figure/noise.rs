@@ -165,7 +165,8 @@ fn draw_lost<DB: DrawingBackend>(
         .y_label_area_size(64)
         .build_cartesian_2d(
             (x0..x1).log_scale(),
-            (y0..y1.min(1.0).max(y0 * 10.0)).log_scale(),
+            // Slightly below the lowest decade so that its tick is labelled.
+            (y0 * 0.98..y1.min(1.0).max(y0 * 10.0)).log_scale(),
         )?;
     chart
         .configure_mesh()
