@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
-# Simulator throughput beside Ciw and SimPy (issue 2's benchmark). Runs the same workloads —
-# M/D/1 at ρ=0.7 and M/M/4 at ρ=0.8, single FIFO queue — in tailscope and in both Python peers,
-# each pinned to CPU 0, REPS times, and prints the median simulated requests/s and the ratios.
+# Simulator throughput beside Ciw and SimPy (issue 2's benchmark) and beside its own limit
+# (issue 24). Runs the same workloads — M/D/1 at ρ=0.7 and M/M/4 at ρ=0.8, single FIFO queue —
+# in tailscope and in both Python peers, each pinned to CPU 0, REPS times, and prints the median
+# simulated requests/s and the ratios. Then the limit: the simulator against a bare
+# Lindley / Kiefer–Wolfowitz loop with the same generator and distributions, measured in the
+# same process (crates/model/examples/sim_limit.rs; thread CPU time, median of REPS): that
+# ratio holds on a busy host, where absolute rates do not.
 # The peers are installed from PyPI into a throwaway virtualenv (deleted on exit).
 #
-# Usage: bench/sim_vs_peers.sh [REPS]   (env: TS_REQUESTS, CIW_REQUESTS, SIMPY_REQUESTS)
+# Usage: bench/sim_vs_peers.sh [REPS]
+#   (env: TS_REQUESTS, CIW_REQUESTS, SIMPY_REQUESTS, LIMIT_REQUESTS)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=${1:-3}
 TS_N=${TS_REQUESTS:-100000000}
 CIW_N=${CIW_REQUESTS:-100000}
 SIMPY_N=${SIMPY_REQUESTS:-300000}
+LIMIT_N=${LIMIT_REQUESTS:-20000000}
 PIN="taskset -c 0"
 command -v taskset >/dev/null || PIN=""
 
@@ -20,6 +26,7 @@ python3 -m venv "$venv" >&2
 "$venv/bin/pip" install -q ciw simpy >&2
 
 cargo build --release -q -p tailscope
+cargo build --release -q -p model --example sim_limit
 TS=target/release/tailscope
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
@@ -48,3 +55,5 @@ echo "simulated requests per second, median of $REPS runs, each pinned to CPU 0"
 echo "(tailscope: $TS_N requests, whole process wall time incl. start-up; Ciw: $CIW_N; SimPy: $SIMPY_N)"
 bench_one "M/D/1 0.7" det 1 0.7
 bench_one "M/M/4 0.8" exp 4 0.8
+echo
+$PIN target/release/examples/sim_limit "$LIMIT_N" "$REPS"

@@ -11,7 +11,7 @@ pub struct SamplerConfig {
     /// Where /proc is mounted (tests point this at a fixture tree).
     pub proc_root: PathBuf,
     /// Server processes: all their threads are sampled (threads that appear later too, from
-    /// the next full sample on).
+    /// the next re-listing of their task directories on).
     pub server_pids: Vec<u32>,
     /// Threads of this very process (an in-process server), read under `proc_root/self/task`.
     pub server_tids: Vec<u32>,
@@ -21,9 +21,10 @@ pub struct SamplerConfig {
     /// there. Empty when the generator runs elsewhere (another host).
     pub avoid_cpus: Vec<usize>,
     pub interval: Duration,
-    /// Every this many samples, one is *full*: it also reads /proc/interrupts, /proc/stat and
-    /// the threads' context switches, and looks for new server threads (see [`Probe`] for the
-    /// costs and how these counters' deltas are spread). 1 makes every sample full.
+    /// The cycle of the slow reads: once every this many samples, /proc/stat, /proc/interrupts
+    /// and each thread's context switches are read and new server threads looked for, each
+    /// in its own sample of the cycle (see [`Probe`] for the costs, the schedule and how these
+    /// counters' deltas are spread). 1 makes every sample read everything.
     ///
     /// [`Probe`]: crate::Probe
     pub slow_every: u32,

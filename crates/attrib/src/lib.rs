@@ -7,7 +7,7 @@
 //! that coincide with slow requests, and attaches each one's mitigation and trade-off
 //! ([`mitigation_table`], after Tales of the Tail Table 1).
 //!
-//! The instrument must not disturb what it measures (DESIGN.md): a sample costs tens of µs
+//! The instrument must not disturb what it measures (DESIGN.md): a sample costs 5–20 µs
 //! ([`probe`](crate::Probe) has the figures) and its cost is measured and returned
 //! ([`SampleCost`]). It runs either on a thread of its own pinned to a CPU that is neither the
 //! server's nor the load generator's ([`Sampler`], which refuses to start when the host has no
@@ -43,6 +43,7 @@ mod procfile;
 pub use host::procfs;
 mod rows;
 mod sampler;
+mod schedule;
 mod table;
 
 use serde::{Deserialize, Serialize};
@@ -77,7 +78,7 @@ pub enum AttribError {
     UnknownCpu { cpu: usize, known: Vec<usize> },
     #[error("the sampling interval must be positive")]
     Interval,
-    #[error("slow_every must be at least 1 (every sample full)")]
+    #[error("slow_every must be at least 1 (every sample reads everything)")]
     SlowEvery,
     /// Every CPU is the server's or the load generator's: sample from the generator's loop
     /// ([`PacedProbe`]) instead.

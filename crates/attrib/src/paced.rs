@@ -6,7 +6,9 @@
 //! sample is due and the next send is further away than the bound, it calls
 //! [`PacedProbe::sample`]; otherwise it sends and asks again. Intervals that pass without a
 //! sample for want of slack are counted as skipped: a run at a high rate gets a coarser series,
-//! never a late generator.
+//! never a late generator. To keep such skips rare, the probe runs on its lean schedule (see
+//! [`Probe`]): no sample reads more than one slow file, /proc/interrupts only at the first and
+//! last sample.
 
 use crate::config::{mono_now_ns, SampleCost};
 use crate::probe::Probe;
@@ -14,7 +16,7 @@ use crate::sampler::Pace;
 use crate::Series;
 use std::time::Duration;
 
-/// How many recent durations of each kind of sample (light, full) the bound looks at.
+/// How many recent durations of each kind of sample (light, with a slow read) the bound looks at.
 const RECENT: usize = 32;
 /// Headroom on the bound: ×1.25 plus this (the clock reads and the generator's own check).
 const MARGIN_NS: u64 = 5_000;
@@ -69,24 +71,29 @@ impl Recent {
 pub struct PacedProbe {
     probe: Probe,
     pace: Pace,
-    baseline_ns: u64,
+    /// Stand-ins for the two kinds before any sample of that kind was timed.
+    first_light_ns: u64,
+    first_slow_ns: u64,
     light: Recent,
-    full: Recent,
+    slow: Recent,
 }
 
 impl PacedProbe {
-    /// Take the baseline sample at `now_mono_ns` (a full one; its duration is the first cost
-    /// bound). The first sample is then due one `interval` later. An interval under 1 µs is
-    /// taken as 1 µs.
+    /// Put the probe on its lean schedule (see [`Probe`]: every sample cheap) and take the
+    /// baseline sample at `now_mono_ns` (it reads everything; the durations of its reads give
+    /// the first cost bounds). The first sample is then due one `interval` later. An interval
+    /// under 1 µs is taken as 1 µs.
     pub fn new(mut probe: Probe, interval: Duration, now_mono_ns: u64) -> Self {
+        probe.set_lean();
         probe.sample(now_mono_ns);
-        let (baseline_ns, _) = probe.last_sample();
+        let (first_light_ns, first_slow_ns) = probe.first_bounds();
         PacedProbe {
             probe,
             pace: Pace::new(interval, now_mono_ns),
-            baseline_ns,
+            first_light_ns,
+            first_slow_ns,
             light: Recent::new(),
-            full: Recent::new(),
+            slow: Recent::new(),
         }
     }
 
@@ -96,16 +103,16 @@ impl PacedProbe {
     }
 
     /// A conservative bound on how long the next sample will take, ns: 1.25 × the typical
-    /// maximum of the recent samples of its kind (light or full) plus 5 µs; before any sample
-    /// of that kind, the baseline's duration stands in for it (the baseline is a full sample,
-    /// so this errs on the long side).
+    /// maximum of the recent samples of its kind (light, or with a slow read) plus 5 µs;
+    /// before any sample of that kind, the baseline's reads stand in for it (its every-sample
+    /// reads, plus its longest single slow read).
     pub fn cost_bound_ns(&self) -> u64 {
-        let recent = if self.probe.next_is_full() {
-            &self.full
+        let (recent, first) = if self.probe.next_reads_slow() {
+            (&self.slow, self.first_slow_ns)
         } else {
-            &self.light
+            (&self.light, self.first_light_ns)
         };
-        let ns = recent.typical.unwrap_or(self.baseline_ns);
+        let ns = recent.typical.unwrap_or(first);
         ns.saturating_add(ns / 4).saturating_add(MARGIN_NS)
     }
 
@@ -115,9 +122,9 @@ impl PacedProbe {
         let missed = self.pace.taken(now_mono_ns);
         self.probe.add_skipped(missed);
         self.probe.sample(now_mono_ns);
-        let (ns, full) = self.probe.last_sample();
-        if full {
-            self.full.push(ns);
+        let (ns, slow) = self.probe.last_sample();
+        if slow {
+            self.slow.push(ns);
         } else {
             self.light.push(ns);
         }
@@ -128,7 +135,7 @@ impl PacedProbe {
         self.probe.cost()
     }
 
-    /// End of the run: a closing full sample now (the load has stopped, so its cost no
+    /// End of the run: a closing sample of everything now (the load has stopped, so its cost no
     /// longer matters), then the series and what it cost.
     pub fn finish(self) -> (Series, SampleCost) {
         self.finish_at(mono_now_ns())

@@ -7,7 +7,8 @@
 use crate::config::{clock_tick_ns, mono_now_ns, SampleCost, SamplerConfig};
 use crate::procfile::{ProcFile, Records};
 use crate::procfs::{self, TaskSchedstat};
-use crate::rows::{spread, Counter, Rows};
+use crate::rows::{rescale, spread, Counter, Rows};
+use crate::schedule::{Piece, Pieces};
 use crate::{AttribError, Series, SourceKind, SourceSeries};
 use std::path::Path;
 
@@ -35,6 +36,24 @@ const FIXED: [(&str, SourceKind, &str); 6] = [
     ("other tasks' CPU time", SourceKind::Background, "ns"),
 ];
 
+/// In the lean mode, a thread that did not run for this many samples in a row is read once per
+/// cycle (with its status) until it runs again.
+const QUIET: u32 = 3;
+
+/// The system-wide count of hard interrupts: the first number of /proc/stat's `intr` line.
+fn intr_total(stat: &str) -> Option<u64> {
+    let at = if stat.starts_with("intr ") {
+        0
+    } else {
+        stat.find("\nintr ")? + 1
+    };
+    let digits = stat[at + 5..].trim_start_matches(' ');
+    let end = digits
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(digits.len());
+    digits[..end].parse().ok()
+}
+
 /// The pid under which threads of this process (`server_tids`) are kept.
 const OWN: u32 = 0;
 
@@ -50,6 +69,8 @@ struct Task {
     invol: Counter,
     /// The task-directory scan that last listed it.
     listed: u64,
+    /// Samples in a row in which it did not run (see [`QUIET`]).
+    quiet: u32,
 }
 
 impl Task {
@@ -64,6 +85,7 @@ impl Task {
             vol: Counter::default(),
             invol: Counter::default(),
             listed: scan,
+            quiet: 0,
         })
     }
 }
@@ -106,28 +128,42 @@ struct CostAcc {
 /// reads little, and nothing twice: every file is opened once and re-read with `pread` into one
 /// reused buffer (module `procfile`), parsed in place, and the deltas go into storage that
 /// never reallocates in one piece (module `rows`). Costs of the reads on the development VM
-/// (kernel 6.18, 2 vCPUs; `cargo bench -p attrib --bench sample` has the totals):
+/// (kernel 6.18, 2 vCPUs, host busy; `bench/attrib_sample.sh` measures whole samples):
 ///
 /// | read | cost | in |
 /// |---|---|---|
-/// | a server thread's schedstat (run time, run-queue wait) | 0.6 µs | every sample |
-/// | /proc/softirqs | 2.4 µs | every sample |
+/// | a server thread's schedstat (run time, run-queue wait) | 1.3 µs | every sample |
+/// | /proc/softirqs | 3.6 µs | every sample |
 /// | /proc/schedstat, when the kernel has it | — | every sample |
-/// | a server thread's status (context switches) | 6.6 µs | full samples |
-/// | /proc/stat (steal, busy ticks) | 6.4 µs | full samples |
-/// | /proc/interrupts | 58 µs | full samples |
-/// | re-listing the server's task directories (new threads) | 4 µs | full samples |
+/// | a server thread's status (context switches) | 8–10 µs | once per cycle |
+/// | /proc/stat (steal, busy ticks, system-wide interrupts) | 9–11 µs | once per cycle |
+/// | re-listing the server's task directories (new threads) | 4–8 µs | once per cycle |
+/// | /proc/interrupts | 60–80 µs | once per cycle (thread); first and last sample (in-loop) |
 ///
-/// A *full* sample is every [`SamplerConfig::slow_every`]-th (default 10: every 100 ms at the
-/// 10 ms interval); the others are *light*. Why these are the expensive ones, and why nothing
-/// cheaper replaces them: the kernel formats /proc/interrupts by walking every possible IRQ
-/// number, hundreds of empty ones, to reach the per-CPU timer, IPI and TLB-shootdown lines at
-/// its end; the `intr` line of /proc/stat (which is most of that file's cost, for the same
-/// reason) is system-wide only; /sys/kernel/irq/N/per_cpu_count has the device IRQs but not
-/// the architecture's; a thread's `sched` file costs nearly what `status` does; taskstats
-/// needs CAP_NET_ADMIN. /proc/stat counts in USER_HZ ticks (10 ms), so read every 10 ms it
-/// moves by 0 or 1 tick per CPU: reading it every 100 ms loses little resolution that was
-/// there.
+/// **The cycle.** The slow reads (the last four rows) are made once every
+/// [`SamplerConfig::slow_every`] samples (default 10: every 100 ms at the 10 ms interval), each
+/// in its own sample of the cycle (module `schedule`): a sample makes at most one of them
+/// while there are no more of them than samples in a cycle, so no sample costs the sum. The
+/// first sample of a run (the baseline) and [`Probe::sample_full`] (its closing sample) read
+/// everything.
+///
+/// **The lean schedule of the in-loop mode** ([`PacedProbe`](crate::PacedProbe), on the load
+/// generator's CPU, where every µs of a sample must fit in a gap between sends):
+/// - /proc/interrupts is read only by the baseline and closing samples. The kernel formats it
+///   by walking every possible IRQ number to reach the per-CPU timer, IPI and TLB-shootdown
+///   lines at its end, one read costs several times the whole budget of a sample, and nothing
+///   cheaper has those lines per CPU (/sys/kernel/irq/N/per_cpu_count has only the device
+///   IRQs; perf counters on the `irq_vectors` tracepoints are per CPU, but reading another
+///   CPU's counter sends it an IPI — 16 µs and one interrupt more on the server's CPU per
+///   read on the development VM). Instead the system-wide count of the `intr` line of
+///   /proc/stat (read anyway) gives the *shape* of "hard interrupts" over the run, once per
+///   cycle, and the per-CPU readings give its *amount*: the server's CPUs' growth between the
+///   two readings is shared out over the intervals in proportion to the system-wide growth
+///   in each. Totals are exact; per cycle, interrupts on other CPUs (the load generator's)
+///   move the shape too.
+/// - A server thread that did not run for 3 samples in a row is read once per cycle
+///   (with its status) until it is seen running again: an idle thread costs nothing, and its
+///   growth, if it wakes, is spread over the samples since it was last read.
 ///
 /// **Deltas of counters read less often, or not read this time.** A counter's growth between
 /// two readings is *spread* over the intervals in between, in proportion to their lengths (the
@@ -171,8 +207,16 @@ pub struct Probe {
     times: Rows<u64>,
     /// Per interval: the sources' deltas, then the server's CPU time and the CPUs' busy time.
     rows: Rows<f64>,
-    since_full: u32,
-    last_full: bool,
+    /// The in-loop mode's schedule (see [`Probe`]).
+    lean: bool,
+    /// Lean mode: the system-wide interrupt count (the `intr` line of /proc/stat).
+    intr_all: Counter,
+    /// Lean mode: per-CPU readings of the hard interrupts, as (from sample, to sample, growth).
+    irq_spans: Vec<(usize, usize, u64)>,
+    /// Whether the last sample made a slow read, and whether it read everything.
+    last_slow: bool,
+    last_all: bool,
+    first_bounds: (u64, u64),
     last_ns: u64,
     cost: CostAcc,
 }
@@ -264,8 +308,12 @@ impl Probe {
             scan: 0,
             times: Rows::new(1),
             rows: Rows::new(width),
-            since_full: 0,
-            last_full: false,
+            lean: false,
+            intr_all: Counter::default(),
+            irq_spans: Vec::new(),
+            last_slow: false,
+            last_all: false,
+            first_bounds: (0, 0),
             last_ns: 0,
             cost: CostAcc::default(),
         };
@@ -293,7 +341,7 @@ impl Probe {
     }
 
     /// List the server processes' task directories: open the threads that appeared, drop
-    /// those that are gone. Allocates (paths, directory entries), hence only in full samples.
+    /// those that are gone. Allocates (paths, directory entries), hence once per cycle.
     fn rescan(&mut self) {
         self.scan += 1;
         let scan = self.scan;
@@ -324,47 +372,59 @@ impl Probe {
         self.tasks.retain(|t| t.pid == OWN || t.listed == scan);
     }
 
-    /// Whether the next [`sample`](Probe::sample) will be a full one (the baseline is).
-    pub(crate) fn next_is_full(&self) -> bool {
-        self.times.len() == 0 || self.since_full + 1 >= self.cfg.slow_every
+    /// The slow reads of a cycle (module `schedule`).
+    fn pieces(&self) -> Pieces {
+        Pieces {
+            interrupts: !self.lean && self.interrupts.is_some(),
+            threads: self.tasks.len(),
+        }
     }
 
-    /// Read the counters now (`t_mono_ns` is the instant to file it under): a full sample
-    /// every `slow_every`-th call, a light one otherwise. The first call sets the baseline;
-    /// each later call closes one interval. Threads that appear are counted from the full
-    /// sample that first sees them; threads that vanish stop contributing.
+    /// Whether the next [`sample`](Probe::sample) makes a slow read (the baseline reads all).
+    pub(crate) fn next_reads_slow(&self) -> bool {
+        let k = self.times.len();
+        k == 0 || !self.pieces().slot(k, self.cfg.slow_every).is_empty()
+    }
+
+    /// The lean schedule of the in-loop mode (see [`Probe`]): hard interrupts from the
+    /// system-wide count, shaped per interval and set to the server's CPUs' per-CPU readings
+    /// at the baseline and closing samples; quiet threads read once per cycle. Before the
+    /// baseline only.
+    pub(crate) fn set_lean(&mut self) {
+        if self.times.len() == 0 {
+            self.lean = true;
+        }
+    }
+
+    /// Read the counters now (`t_mono_ns` is the instant to file it under): the every-sample
+    /// counters, and the slow reads of this sample's slot in the cycle (module `schedule`).
+    /// The first call sets the baseline and reads everything; each later call closes one
+    /// interval. Threads that appear are counted from the sample that re-lists the task
+    /// directories and first sees them; threads that vanish stop contributing.
     pub fn sample(&mut self, t_mono_ns: u64) {
-        let full = self.next_is_full();
-        self.take(t_mono_ns, full);
+        self.take(t_mono_ns, false);
     }
 
-    /// A full sample whatever the schedule: the closing sample of a run, so that every
+    /// Every counter whatever the schedule: the closing sample of a run, so that every
     /// counter's growth is filed under the run's own intervals.
     pub fn sample_full(&mut self, t_mono_ns: u64) {
         self.take(t_mono_ns, true);
     }
 
-    fn take(&mut self, t_mono_ns: u64, full: bool) {
+    fn take(&mut self, t_mono_ns: u64, all: bool) {
         let start = mono_now_ns();
         let k = self.times.len();
+        let all = all || k == 0;
         self.times.push_default();
         if let Some(t) = self.times.get_mut(k) {
             t[0] = t_mono_ns;
         }
         if k > 0 {
             self.rows.push_default();
-            if full {
-                self.rescan();
-            }
         }
-        self.read_light(k);
-        if full {
-            self.read_slow(k);
-            self.since_full = 0;
-        } else {
-            self.since_full = self.since_full.saturating_add(1);
-        }
-        self.last_full = full;
+        let slow = self.read_at(k, all);
+        self.last_slow = slow;
+        self.last_all = all;
         self.last_ns = mono_now_ns().saturating_sub(start);
         if k > 0 {
             self.cost.samples += 1;
@@ -373,12 +433,74 @@ impl Probe {
         }
     }
 
-    /// Every sample: the threads' schedstat, /proc/schedstat, /proc/softirqs.
-    fn read_light(&mut self, k: usize) {
+    /// The reads of sample `k` (every piece when `all`); whether it made a slow one.
+    fn read_at(&mut self, k: usize, all: bool) -> bool {
+        let p = self.pieces();
+        let range = if all {
+            0..p.count()
+        } else {
+            p.slot(k, self.cfg.slow_every)
+        };
+        // Re-listing first: a thread it finds is read from this sample on.
+        if k > 0 && range.clone().any(|j| p.get(j) == Piece::Rescan) {
+            self.rescan();
+        }
+        let first_status = p.count() - p.threads;
+        let due = |i: usize| all || range.contains(&(first_status + i));
+        let t0 = mono_now_ns();
+        self.read_light(k, due);
+        let (mut t, mut piece_max) = (mono_now_ns(), 0);
+        let light = t.saturating_sub(t0);
+        // Highest index first: a thread dropped on the way moves none still to be read.
+        for j in range.clone().rev() {
+            if let Piece::Status(i) = p.get(j) {
+                self.read_status(i, k);
+                let now = mono_now_ns();
+                piece_max = piece_max.max(now.saturating_sub(t));
+                t = now;
+            }
+        }
+        for j in range.clone() {
+            match p.get(j) {
+                Piece::Stat => self.read_stat(k),
+                Piece::Interrupts => self.read_interrupts(k),
+                Piece::Rescan | Piece::Status(_) => continue,
+            }
+            let now = mono_now_ns();
+            piece_max = piece_max.max(now.saturating_sub(t));
+            t = now;
+        }
+        if k == 0 {
+            // What a light sample and one with a single slow read would take, as measured
+            // on the baseline's reads (which read everything at once).
+            self.first_bounds = (light, light.saturating_add(piece_max));
+        }
+        if all && self.lean {
+            self.read_interrupts(k);
+        }
+        !range.is_empty()
+    }
+
+    /// Estimates of a light sample's duration and of one with a slow read, ns, from the
+    /// baseline's reads (a stand-in until samples of each kind have been timed).
+    pub(crate) fn first_bounds(&self) -> (u64, u64) {
+        self.first_bounds
+    }
+
+    /// Every sample: the threads' schedstat (a quiet thread in the lean mode only when `due`),
+    /// /proc/schedstat, /proc/softirqs.
+    fn read_light(&mut self, k: usize, due: impl Fn(usize) -> bool) {
         let server_cpu = self.col_server_cpu();
         let (rows, times, buf) = (&mut self.rows, &self.times, &mut self.buf);
+        let lean = self.lean;
+        let mut i = 0;
         // A thread whose file cannot be read has exited (ESRCH on an fd of a dead task).
         self.tasks.retain_mut(|task| {
+            let idx = i;
+            i += 1;
+            if lean && task.quiet >= QUIET && !due(idx) {
+                return true;
+            }
             let Some(s) = task
                 .schedstat
                 .read(buf)
@@ -392,8 +514,13 @@ impl Probe {
                 run_delay_ns,
                 ..
             } = s;
-            if let Some(g) = task.runtime.update(runtime_ns, k) {
-                spread(rows, times, server_cpu, g, k, 1.0);
+            match task.runtime.update(runtime_ns, k) {
+                Some(g) if g.1 > 0 => {
+                    task.quiet = 0;
+                    spread(rows, times, server_cpu, g, k, 1.0);
+                }
+                Some(_) => task.quiet = task.quiet.saturating_add(1),
+                None => task.quiet = 0,
             }
             if let Some(g) = task.run_delay.update(run_delay_ns, k) {
                 spread(rows, times, RUN_DELAY, g, k, 1.0);
@@ -410,82 +537,107 @@ impl Probe {
                 spread(&mut self.rows, &self.times, busy_col, g, k, 1.0);
             }
         }
-        if let Some(Ok(text)) = self.softirqs.as_ref().map(|f| f.read(&mut self.buf)) {
-            let Some(table) = procfs::cpu_table_rows(text, &mut self.cols) else {
-                return;
+        self.read_softirqs(k);
+    }
+
+    fn read_softirqs(&mut self, k: usize) {
+        let Some(Ok(text)) = self.softirqs.as_ref().map(|f| f.read(&mut self.buf)) else {
+            return;
+        };
+        let Some(table) = procfs::cpu_table_rows(text, &mut self.cols) else {
+            return;
+        };
+        for (i, row) in table.enumerate() {
+            // The kernel prints the types in a fixed order: try the same place first.
+            let at = match self.softirq_names.get(i) {
+                Some(n) if n == row.name => Some(i),
+                _ => self.softirq_names.iter().position(|n| n == row.name),
             };
-            for (i, row) in table.enumerate() {
-                // The kernel prints the types in a fixed order: try the same place first.
-                let at = match self.softirq_names.get(i) {
-                    Some(n) if n == row.name => Some(i),
-                    _ => self.softirq_names.iter().position(|n| n == row.name),
-                };
-                let Some(at) = at else { continue };
-                let sum = row
-                    .counts()
-                    .zip(&self.cols)
-                    .filter(|(_, c)| self.sel.has(**c))
-                    .map(|(v, _)| v)
-                    .sum();
-                if let Some(g) = self.softirq[at].update(sum, k) {
-                    spread(&mut self.rows, &self.times, FIXED.len() + at, g, k, 1.0);
+            let Some(at) = at else { continue };
+            let sum = row
+                .counts()
+                .zip(&self.cols)
+                .filter(|(_, c)| self.sel.has(**c))
+                .map(|(v, _)| v)
+                .sum();
+            if let Some(g) = self.softirq[at].update(sum, k) {
+                spread(&mut self.rows, &self.times, FIXED.len() + at, g, k, 1.0);
+            }
+        }
+    }
+
+    /// Thread `i`'s context switches; a thread whose status cannot be read has exited.
+    fn read_status(&mut self, i: usize, k: usize) {
+        let Some(task) = self.tasks.get_mut(i) else {
+            return;
+        };
+        let read = task.status.read(&mut self.buf).ok();
+        let Some((vol, invol)) = read.and_then(procfs::parse_ctxt_switches) else {
+            self.tasks.remove(i);
+            return;
+        };
+        if let Some(g) = task.vol.update(vol, k) {
+            spread(&mut self.rows, &self.times, VOL, g, k, 1.0);
+        }
+        if let Some(g) = task.invol.update(invol, k) {
+            spread(&mut self.rows, &self.times, INVOL, g, k, 1.0);
+        }
+    }
+
+    /// /proc/stat: steal and busy ticks of the server's CPUs; in the lean mode also the
+    /// system-wide interrupt count, which shapes the hard interrupts per interval.
+    fn read_stat(&mut self, k: usize) {
+        let busy_col = self.col_server_cpu() + 1;
+        let Ok(text) = self.stat.read(&mut self.buf) else {
+            return;
+        };
+        let (mut steal, mut busy, mut seen) = (0, 0, false);
+        for c in procfs::stat_cpus(text).filter(|c| self.sel.has(c.cpu)) {
+            steal += c.steal;
+            busy += c.busy;
+            seen = true;
+        }
+        if seen {
+            if let Some(g) = self.steal.update(steal, k) {
+                spread(&mut self.rows, &self.times, STEAL, g, k, self.tick_ns);
+            }
+            if self.schedstat.is_none() {
+                if let Some(g) = self.busy.update(busy, k) {
+                    spread(&mut self.rows, &self.times, busy_col, g, k, self.tick_ns);
+                }
+            }
+        }
+        if self.lean && self.interrupts.is_some() {
+            if let Some(total) = intr_total(text) {
+                if let Some(g) = self.intr_all.update(total, k) {
+                    spread(&mut self.rows, &self.times, HARDIRQ, g, k, 1.0);
                 }
             }
         }
     }
 
-    /// Full samples only: the threads' context switches, /proc/stat and /proc/interrupts.
-    fn read_slow(&mut self, k: usize) {
-        let (rows, times, buf) = (&mut self.rows, &self.times, &mut self.buf);
-        self.tasks.retain_mut(|task| {
-            let Some((vol, invol)) = task
-                .status
-                .read(buf)
-                .ok()
-                .and_then(procfs::parse_ctxt_switches)
-            else {
-                return false;
-            };
-            if let Some(g) = task.vol.update(vol, k) {
-                spread(rows, times, VOL, g, k, 1.0);
-            }
-            if let Some(g) = task.invol.update(invol, k) {
-                spread(rows, times, INVOL, g, k, 1.0);
-            }
-            true
-        });
-        let busy_col = self.col_server_cpu() + 1;
-        if let Ok(text) = self.stat.read(&mut self.buf) {
-            let (mut steal, mut busy, mut seen) = (0, 0, false);
-            for c in procfs::stat_cpus(text).filter(|c| self.sel.has(c.cpu)) {
-                steal += c.steal;
-                busy += c.busy;
-                seen = true;
-            }
-            if seen {
-                if let Some(g) = self.steal.update(steal, k) {
-                    spread(&mut self.rows, &self.times, STEAL, g, k, self.tick_ns);
-                }
-                if self.schedstat.is_none() {
-                    if let Some(g) = self.busy.update(busy, k) {
-                        spread(&mut self.rows, &self.times, busy_col, g, k, self.tick_ns);
-                    }
-                }
-            }
+    /// /proc/interrupts: the hard interrupts of the server's CPUs. Spread over the intervals
+    /// since the last reading; in the lean mode kept as a span that sets the amount of the
+    /// system-wide shape at the end ([`Probe::finish`]).
+    fn read_interrupts(&mut self, k: usize) {
+        let Some(Ok(text)) = self.interrupts.as_ref().map(|f| f.read(&mut self.buf)) else {
+            return;
+        };
+        let Some(table) = procfs::cpu_table_rows(text, &mut self.cols) else {
+            return;
+        };
+        let mut total = 0;
+        for row in table {
+            let mine = row
+                .counts()
+                .zip(&self.cols)
+                .filter(|(_, c)| self.sel.has(**c));
+            total += mine.map(|(v, _)| v).sum::<u64>();
         }
-        if let Some(Ok(text)) = self.interrupts.as_ref().map(|f| f.read(&mut self.buf)) {
-            let Some(table) = procfs::cpu_table_rows(text, &mut self.cols) else {
-                return;
-            };
-            let mut total = 0;
-            for row in table {
-                let mine = row
-                    .counts()
-                    .zip(&self.cols)
-                    .filter(|(_, c)| self.sel.has(**c));
-                total += mine.map(|(v, _)| v).sum::<u64>();
-            }
-            if let Some(g) = self.hardirq.update(total, k) {
+        if let Some(g) = self.hardirq.update(total, k) {
+            if self.lean {
+                self.irq_spans.push((g.0, k, g.1));
+            } else {
                 spread(&mut self.rows, &self.times, HARDIRQ, g, k, 1.0);
             }
         }
@@ -510,19 +662,22 @@ impl Probe {
         self.cost.skipped += intervals;
     }
 
-    /// Duration of the last sample, ns, and whether it was full.
+    /// Duration of the last sample, ns, and whether it made a slow read.
     pub(crate) fn last_sample(&self) -> (u64, bool) {
-        (self.last_ns, self.last_full)
+        (self.last_ns, self.last_slow)
     }
 
-    /// The series recorded so far. When the last sample was a light one, the slow counters
-    /// are read now and their growth since the last full sample is spread over the trailing
+    /// The series recorded so far. When the last sample did not read everything, the slow counters
+    /// are read now and their growth since their last reading is spread over the trailing
     /// intervals (so it includes whatever happened since the last sample: close with
     /// [`sample_full`](Probe::sample_full) to avoid that).
     pub fn finish(mut self) -> Series {
         let n = self.times.len();
-        if n >= 2 && !self.last_full {
-            self.read_slow(n - 1);
+        if n >= 2 && !self.last_all {
+            self.read_at(n - 1, true);
+        }
+        for &(from, to, grown) in &self.irq_spans {
+            rescale(&mut self.rows, &self.times, HARDIRQ, (from, grown), to);
         }
         let server_cpu = self.col_server_cpu();
         let server_cpu_ns = self.rows.column(server_cpu);
@@ -553,5 +708,20 @@ impl Probe {
             sources,
             server_cpu_ns,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_system_wide_interrupt_count_is_the_first_number_of_the_intr_line() {
+        assert_eq!(intr_total("cpu 1 2\nintr 12345 0 7\nctxt 9\n"), Some(12345));
+        assert_eq!(intr_total("intr 8 1\n"), Some(8));
+        assert_eq!(intr_total("cpu 1 2\nctxt 9\n"), None);
+        assert_eq!(intr_total("cpu 1\nintr x\n"), None);
+        let fixture = include_str!("../tests/fixtures/stat");
+        assert!(intr_total(fixture).is_some_and(|n| n > 0));
     }
 }

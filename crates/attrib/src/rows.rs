@@ -124,6 +124,36 @@ pub(crate) fn spread(
     }
 }
 
+/// Set column `col` of intervals `from..to` to total `amount`, keeping its shape: each
+/// interval's value is scaled by `amount / sum`. A column with nothing in the span gets
+/// `amount` [`spread`] by length.
+pub(crate) fn rescale(
+    rows: &mut Rows<f64>,
+    times: &Rows<u64>,
+    col: usize,
+    (from, amount): (usize, u64),
+    to: usize,
+) {
+    let sum: f64 = (from..to)
+        .filter_map(|i| rows.get(i).and_then(|r| r.get(col)).copied())
+        .sum();
+    if sum <= 0.0 {
+        for i in from..to {
+            if let Some(v) = rows.get_mut(i).and_then(|r| r.get_mut(col)) {
+                *v = 0.0;
+            }
+        }
+        spread(rows, times, col, (from, amount), to, 1.0);
+        return;
+    }
+    let f = amount as f64 / sum;
+    for i in from..to {
+        if let Some(v) = rows.get_mut(i).and_then(|r| r.get_mut(col)) {
+            *v *= f;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,5 +180,25 @@ mod tests {
         let c = r.column(2);
         assert_eq!(c.len(), n);
         assert_eq!(c[n - 1], 2 * (n as u64 - 1));
+    }
+
+    #[test]
+    fn rescale_keeps_the_shape_and_sets_the_total() {
+        let mut times: Rows<u64> = Rows::new(1);
+        let mut rows: Rows<f64> = Rows::new(2);
+        for (i, t) in [0u64, 10, 20, 40].iter().enumerate() {
+            times.push_default();
+            times.get_mut(i).unwrap()[0] = *t;
+        }
+        for v in [[1.0, 0.0], [3.0, 0.0], [0.0, 0.0]] {
+            let i = rows.len();
+            rows.push_default();
+            rows.get_mut(i).unwrap().copy_from_slice(&v);
+        }
+        rescale(&mut rows, &times, 0, (0, 8), 3);
+        assert_eq!(rows.column(0), vec![2.0, 6.0, 0.0]);
+        // Nothing to shape it: by length (10, 10 and 20).
+        rescale(&mut rows, &times, 1, (0, 8), 3);
+        assert_eq!(rows.column(1), vec![2.0, 2.0, 4.0]);
     }
 }

@@ -55,12 +55,14 @@ impl Fake {
         self.write(
             "stat",
             &format!(
-                "cpu 1 2 3 4 5 6 7 8 0 0\ncpu0 {} 0 0 9 0 0 0 {} 0 0\ncpu1 {} 0 {} 9 0 0 0 {} 0 0\nintr 0\n",
+                "cpu 1 2 3 4 5 6 7 8 0 0\ncpu0 {} 0 0 9 0 0 0 {} 0 0\ncpu1 {} 0 {} 9 0 0 0 {} 0 0\nintr {} 0 0\nctxt 9\n",
                 busy * 1000,
                 steal * 1000,
                 busy,
                 busy,
-                steal
+                steal,
+                // Both interrupt rows on both CPUs, as the kernel sums them.
+                2 * (irq * 1000 + irq),
             ),
         );
     }
@@ -178,35 +180,96 @@ fn an_unparsable_file_spreads_its_growth_over_the_intervals_it_missed() {
 }
 
 #[test]
-fn slow_counters_are_spread_and_new_threads_found_at_full_samples() {
+fn slow_reads_are_spread_over_the_cycle_and_their_growth_over_the_intervals() {
     let f = Fake::new();
     let mut c = f.cfg();
     c.slow_every = 3;
     let mut p = Probe::new(&c).unwrap();
-    p.sample(0); // baseline: full
-                 // All in interval 0: 10 more of each interrupt row and 5 NET_RX on CPU 1; thread 100
-                 // waits 500 ns and switches 4 times; thread 102 appears.
+    // Six slow reads over a cycle of three samples: /proc/stat and the re-listing in slot 0,
+    // /proc/interrupts and thread 7's status in slot 1, threads 100's and 101's in slot 2.
+    p.sample(0); // baseline: everything
     f.system(10, 5, 0, 0);
     f.task("100/task/100", 1000, 550, 14, 1);
     f.task("100/task/102", 0, 0, 0, 0);
-    p.sample(1_000); // light
-    p.sample(2_000); // light
-    p.sample(4_000); // full: reads interrupts and statuses, finds thread 102
+    p.sample(1_000); // slot 1: interrupts
+    p.sample(2_000); // slot 2: threads 100 and 101's context switches
+    p.sample(4_000); // slot 0: /proc/stat, and the re-listing finds thread 102
     f.task("100/task/102", 0, 1_000, 0, 0);
     f.system(13, 5, 0, 0);
-    p.sample(5_000); // light; `finish` reads the slow counters for the last interval
+    p.sample(5_000); // slot 1: interrupts again
     let s = p.finish();
     assert_eq!(s.intervals(), 4);
     // Read every sample: exact per interval (thread 102 only counts from sample 3 on).
     assert_eq!(deltas(&s, "run-queue wait"), vec![500.0, 0.0, 0.0, 1000.0]);
     assert_eq!(deltas(&s, "softirq NET_RX"), vec![5.0, 0.0, 0.0, 0.0]);
-    // Read at samples 0 and 3: 20 and 4 spread over intervals of 1, 1 and 2 µs; then the 6
-    // read by `finish` belong to the last interval alone.
-    assert_eq!(deltas(&s, "hard interrupts"), vec![5.0, 5.0, 10.0, 6.0]);
+    // Read at samples 0, 1 and 4: 20, then 6 spread over intervals of 1, 2 and 1 µs.
+    assert_eq!(deltas(&s, "hard interrupts"), vec![20.0, 1.5, 3.0, 1.5]);
+    // Thread 100's status read at sample 2: 4 over two intervals of 1 µs.
     assert_eq!(
         deltas(&s, "voluntary context switches"),
-        vec![1.0, 1.0, 2.0, 0.0]
+        vec![2.0, 2.0, 0.0, 0.0]
     );
+}
+
+#[test]
+fn the_in_loop_schedule_shapes_hard_interrupts_by_the_system_wide_count() {
+    let f = Fake::new();
+    let mut c = f.cfg();
+    c.slow_every = 3;
+    let ms = 1_000_000;
+    let mut p = PacedProbe::new(Probe::new(&c).unwrap(), Duration::from_millis(10), 0);
+    // 20 on CPU 1 in the first three intervals, then 60 in the next two; the system-wide
+    // count (both CPUs) grows 1001 times as much. /proc/stat is read at samples 3 and 5.
+    f.system(10, 0, 0, 0);
+    for i in 1..=3 {
+        p.sample(10 * ms * i);
+    }
+    f.system(40, 0, 0, 0);
+    p.sample(40 * ms);
+    let (s, _) = p.finish_at(50 * ms);
+    let irq = deltas(&s, "hard interrupts");
+    let want = [20.0 / 3.0, 20.0 / 3.0, 20.0 / 3.0, 30.0, 30.0];
+    assert_eq!(irq.len(), want.len());
+    for (got, want) in irq.iter().zip(want) {
+        assert!((got - want).abs() < 1e-9, "{irq:?}");
+    }
+}
+
+#[test]
+fn the_in_loop_schedule_reads_a_quiet_thread_once_per_cycle() {
+    let f = Fake::new();
+    let mut c = f.cfg();
+    c.slow_every = 3;
+    let ms = 1_000_000;
+    let mut p = PacedProbe::new(Probe::new(&c).unwrap(), Duration::from_millis(10), 0);
+    // Five slow reads (no /proc/interrupts in the cycle): /proc/stat and the re-listing in
+    // slot 0, the statuses of threads 7 and 100 in slot 1, thread 101's in slot 2. No thread
+    // runs in samples 0-3, so from sample 3 on all three are quiet.
+    for i in 1..=3 {
+        p.sample(10 * ms * i);
+    }
+    // Thread 101 waits 900 ns: read again in its slot (sample 5), not at sample 4.
+    f.task("100/task/101", 1000, 950, 10, 1);
+    p.sample(40 * ms);
+    p.sample(50 * ms);
+    // Thread 100 runs 1 µs: read at sample 7 (its slot; it was last read at sample 4), and
+    // every sample from then on.
+    f.task("100/task/100", 2000, 50, 10, 1);
+    p.sample(60 * ms);
+    p.sample(70 * ms);
+    f.task("100/task/100", 3000, 250, 10, 1);
+    p.sample(80 * ms);
+    let (s, _) = p.finish_at(90 * ms);
+    assert_eq!(
+        deltas(&s, "run-queue wait"),
+        vec![0.0, 0.0, 0.0, 450.0, 450.0, 0.0, 0.0, 200.0, 0.0]
+    );
+    let third = 1000.0 / 3.0;
+    let want = [0.0, 0.0, 0.0, 0.0, third, third, third, 1000.0, 0.0];
+    assert_eq!(s.server_cpu_ns.len(), want.len());
+    for (got, want) in s.server_cpu_ns.iter().zip(want) {
+        assert!((got - want).abs() < 1e-9, "{:?}", s.server_cpu_ns);
+    }
 }
 
 #[test]

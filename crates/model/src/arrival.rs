@@ -412,8 +412,19 @@ impl ArrivalGen {
     /// The next inter-arrival gap in ns; `None` once a trace is exhausted (never for the
     /// random processes). For a trace and for bursts the first gap is 0 (bursts start at
     /// 0, period, 2·period, …).
-    #[inline]
+    ///
+    /// The two common processes are inlined into the simulator's loop; the others are a call.
+    #[inline(always)]
     pub fn next_gap_ns(&mut self) -> Option<f64> {
+        match &mut self.gaps {
+            Gaps::Exp(d) => Some(d.sample(&mut self.rng)),
+            Gaps::Det(g) => Some(*g),
+            _ => self.next_gap_other(),
+        }
+    }
+
+    #[inline(never)]
+    fn next_gap_other(&mut self) -> Option<f64> {
         match &mut self.gaps {
             Gaps::Exp(d) => Some(d.sample(&mut self.rng)),
             Gaps::Det(g) => Some(*g),

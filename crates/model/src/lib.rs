@@ -19,6 +19,7 @@ pub mod arrival;
 pub mod bursty;
 pub mod collect;
 mod error;
+mod fasthist;
 pub mod service;
 pub mod sim;
 pub mod units;

@@ -263,8 +263,20 @@ impl ServiceGen {
     }
 
     /// The next service time in ns.
-    #[inline]
+    ///
+    /// The two common distributions are inlined into the simulator's loop; the others are a
+    /// call.
+    #[inline(always)]
     pub fn sample_ns(&mut self) -> f64 {
+        match &self.sampler {
+            Sampler::Det(d) => *d,
+            Sampler::Exp(d) => d.sample(&mut self.rng),
+            _ => self.sample_other(),
+        }
+    }
+
+    #[inline(never)]
+    fn sample_other(&mut self) -> f64 {
         match &self.sampler {
             Sampler::Det(d) => *d,
             Sampler::Exp(d) => d.sample(&mut self.rng),

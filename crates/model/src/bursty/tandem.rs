@@ -287,6 +287,15 @@ fn p99(rec: &mut Recorder) -> Option<f64> {
 /// Runs the tandem simulation. Errors: no stage, a stage with no worker, a bad service
 /// spec, α outside (0, 1], a bad arrival process or zero requests.
 pub fn simulate_tandem(cfg: &TandemConfig) -> Result<TandemReport, ModelError> {
+    validate(cfg)?;
+    let (mut eng, mut arrivals) = build(cfg)?;
+    let mut labels = Xoshiro256PlusPlus::seed_from_u64(cfg.seed.wrapping_add(0x5eed));
+    run_events(&mut eng, cfg, &mut arrivals, &mut labels);
+    report(eng, cfg)
+}
+
+/// The checks of [`simulate_tandem`]'s configuration, before anything runs.
+fn validate(cfg: &TandemConfig) -> Result<(), ModelError> {
     if cfg.stages.is_empty() {
         return Err(ModelError::Invalid {
             name: "tandem",
@@ -320,6 +329,11 @@ pub fn simulate_tandem(cfg: &TandemConfig) -> Result<TandemReport, ModelError> {
             value: format!("{} ns", cfg.constant_delay_ns),
         });
     }
+    Ok(())
+}
+
+/// The stages (their service generators seeded in stage order) and the arrival generator.
+fn build(cfg: &TandemConfig) -> Result<(Engine, ArrivalGen), ModelError> {
     let mut stages = Vec::with_capacity(cfg.stages.len());
     for (i, st) in cfg.stages.iter().enumerate() {
         if st.workers == 0 {
@@ -339,10 +353,9 @@ pub fn simulate_tandem(cfg: &TandemConfig) -> Result<TandemReport, ModelError> {
             priority: st.discipline == StageDiscipline::PriorityPreemptive,
         });
     }
-    let mut arrivals = ArrivalGen::new(&cfg.arrival, cfg.rate_per_s, cfg.seed)?;
-    let mut labels = Xoshiro256PlusPlus::seed_from_u64(cfg.seed.wrapping_add(0x5eed));
+    let arrivals = ArrivalGen::new(&cfg.arrival, cfg.rate_per_s, cfg.seed)?;
     let expect = |p: f64| (cfg.requests as f64 * p).ceil() as u64;
-    let mut eng = Engine {
+    let eng = Engine {
         stages,
         heap: BinaryHeap::new(),
         seq: 0,
@@ -353,6 +366,16 @@ pub fn simulate_tandem(cfg: &TandemConfig) -> Result<TandemReport, ModelError> {
         ],
         queued: 0,
     };
+    Ok((eng, arrivals))
+}
+
+/// Every arrival and completion, in time order, until the last request has left.
+fn run_events(
+    eng: &mut Engine,
+    cfg: &TandemConfig,
+    arrivals: &mut ArrivalGen,
+    labels: &mut Xoshiro256PlusPlus,
+) {
     let mut t = 0.0;
     let mut generated = 0u64;
     if let Some(g) = arrivals.next_gap_ns() {
@@ -389,6 +412,10 @@ pub fn simulate_tandem(cfg: &TandemConfig) -> Result<TandemReport, ModelError> {
             } => eng.done(stage, worker, version, ev.time),
         }
     }
+}
+
+/// The summaries, p99s and entropies of the recorded latencies.
+fn report(eng: Engine, cfg: &TandemConfig) -> Result<TandemReport, ModelError> {
     let [mut sens, mut insens] = eng.rec;
     let entropy = |r: &Recorder| -> Result<Option<f64>, ModelError> {
         match (cfg.entropy_bin_ns, r.values()) {

@@ -268,7 +268,7 @@ impl Source {
     }
 
     /// The next request, or `None` when `requests` have arrived or the trace ended.
-    #[inline]
+    #[inline(always)]
     pub fn next(&mut self) -> Option<Arrival> {
         if self.next_index >= self.limit {
             return None;
