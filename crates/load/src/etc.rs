@@ -18,8 +18,8 @@
 
 /// Fraction of gets in ETC (30 gets to 1 set).
 pub const ETC_GET_RATIO: f64 = 30.0 / 31.0;
-/// Shape of ETC's generalized Pareto inter-arrival gaps.
-pub const ETC_GAP_SHAPE: f64 = 0.154_971;
+/// Shape of ETC's generalized Pareto inter-arrival gaps (`model::ArrivalSpec::GenPareto`).
+pub use model::ETC_GAP_SHAPE;
 
 const KEY_LOC: f64 = 30.7984;
 const KEY_SCALE: f64 = 8.20449;

@@ -24,7 +24,9 @@ pub mod service;
 pub mod sim;
 pub mod units;
 
-pub use arrival::{mean_rate_of_trace, parse_trace, ArrivalGen, ArrivalSpec, TimeUnit, Trace};
+pub use arrival::{
+    mean_rate_of_trace, parse_trace, ArrivalGen, ArrivalSpec, TimeUnit, Trace, ETC_GAP_SHAPE,
+};
 pub use bursty::{
     predict, simulate_tandem, validate_grid, BurstyParams, BurstyWorkload, Prediction, Stack,
     TandemConfig, TandemReport, ValidationGrid, ValidationRow,

@@ -84,6 +84,9 @@ pub enum Arrival {
     Pareto {
         shape: f64,
     },
+    GenPareto {
+        shape: f64,
+    },
     Trace {
         times_ns: Vec<u64>,
         conn: Option<Vec<u32>>,
@@ -103,6 +106,7 @@ impl Arrival {
             A::Deterministic => Arrival::Deterministic,
             A::Lognormal { sigma } => Arrival::Lognormal { sigma: *sigma },
             A::Pareto { shape } => Arrival::Pareto { shape: *shape },
+            A::GenPareto { shape } => Arrival::GenPareto { shape: *shape },
             A::Trace(t) => Arrival::Trace {
                 times_ns: t.times_ns.clone(),
                 conn: t.conn.clone(),
@@ -126,6 +130,7 @@ impl Arrival {
             Arrival::Deterministic => A::Deterministic,
             Arrival::Lognormal { sigma } => A::Lognormal { sigma: *sigma },
             Arrival::Pareto { shape } => A::Pareto { shape: *shape },
+            Arrival::GenPareto { shape } => A::GenPareto { shape: *shape },
             Arrival::Trace { times_ns, conn } => A::Trace(model::Trace {
                 times_ns: times_ns.clone(),
                 conn: conn.clone(),
