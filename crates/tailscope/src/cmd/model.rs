@@ -106,6 +106,7 @@ fn arrival_letter(a: &ArrivalSpec) -> &'static str {
         ArrivalSpec::Deterministic => "D",
         ArrivalSpec::Lognormal { .. } => "LN",
         ArrivalSpec::Pareto { .. } => "Pareto",
+        ArrivalSpec::GenPareto { .. } => "GPD",
         ArrivalSpec::Trace(_) => "Trace",
         ArrivalSpec::Bursty { .. } => "Burst",
     }
