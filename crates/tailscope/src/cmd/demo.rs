@@ -207,7 +207,20 @@ fn spread(points: &[lab::Point]) -> Vec<String> {
     out
 }
 
-pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
+/// The demo's placement and server, checked.
+struct Setup {
+    server_cpu: usize,
+    client_cpu: usize,
+    work: model::ServiceSpec,
+    sched: Option<host::placement::SchedSpec>,
+    duration: std::time::Duration,
+}
+
+/// The demo's warm-up before each run.
+const WARMUP: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Checks the demo's flags (exit 2 on the first wrong one), before anything starts.
+fn setup(a: &DemoArgs) -> anyhow::Result<Setup> {
     let online = host::placement::online_cpus();
     let server_cpu = a.server_cpu.unwrap_or(if online > 1 { 1 } else { 0 });
     let client_cpu = a.client_cpu.unwrap_or(0);
@@ -233,36 +246,31 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
     let work = super::model::parse_service(&a.work)?;
     let sched = parse_sched(a.sched.as_deref())?;
     let duration = parse_duration("--duration", &a.duration)?;
-    let warmup = std::time::Duration::from_secs(2);
-    if duration <= warmup {
+    if duration <= WARMUP {
         return Err(usage(format!(
             "--duration must be longer than the demo's 2 s warm-up, got {}",
             a.duration
         )));
     }
-    let out = OutputArgs {
-        json: a.json,
-        ccdf: None,
-        plot: Some(a.plot.clone()),
-    };
-    output::check_outputs(&out)?;
+    Ok(Setup {
+        server_cpu,
+        client_cpu,
+        work,
+        sched,
+        duration,
+    })
+}
+
+/// The demo as a sweep: the built-in server (one epoll worker, the given work) on its CPU,
+/// 8 connections from the generator's, one point per load in % of the calibrated capacity.
+fn sweep_plan(a: &DemoArgs, s: Setup, gate: &super::gate::Gate) -> anyhow::Result<SweepPlan> {
     let mut load = LoadConfig::new(super::run::parse_target("nullrpc://127.0.0.1:1")?, 1.0);
-    load.stop = load::StopAt::Duration(duration - warmup);
-    load.warmup = warmup;
+    load.stop = load::StopAt::Duration(s.duration - WARMUP);
+    load.warmup = WARMUP;
     load.connections = 8;
-    load.cpus = vec![client_cpu];
+    load.cpus = vec![s.client_cpu];
     load.yield_when_far = false;
-    let gate = super::gate::Gate::new(
-        a.slo.as_deref(),
-        lab::ViewChoice::Auto,
-        &crate::cli::GateArgs {
-            percentiles: None,
-            slo_undecided: a.slo_undecided,
-            junit: None,
-            markdown: None,
-        },
-    )?;
-    let plan = SweepPlan {
+    Ok(SweepPlan {
         kind: "demo".into(),
         template: RunTemplate {
             precision: None,
@@ -271,10 +279,10 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
                 url: "nullrpc://".into(),
                 spawn: Some(SpawnSpec {
                     threads: Some(1),
-                    cpus: vec![server_cpu],
-                    sched,
+                    cpus: vec![s.server_cpu],
+                    sched: s.sched,
                     arch: Some(server::Arch::Epoll),
-                    work: Some(work),
+                    work: Some(s.work),
                     ..SpawnSpec::default()
                 }),
                 workload: WorkloadSpec::default(),
@@ -293,8 +301,8 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
             extra_pids: Vec::new(),
             calibrate: lab::CalibrateSpec::default(),
             config: json!({"demo": true, "duration": a.duration, "connections": 8,
-                           "client_cpu": client_cpu, "server_cpu": server_cpu, "work": a.work,
-                           "label": a.label}),
+                           "client_cpu": s.client_cpu, "server_cpu": s.server_cpu,
+                           "work": a.work, "label": a.label}),
         },
         loads: a
             .loads
@@ -307,7 +315,29 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
         find_max: false,
         max_steps: 2,
         experiment: None,
+    })
+}
+
+pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
+    let s = setup(a)?;
+    let (server_cpu, client_cpu) = (s.server_cpu, s.client_cpu);
+    let out = OutputArgs {
+        json: a.json,
+        ccdf: None,
+        plot: Some(a.plot.clone()),
     };
+    output::check_outputs(&out)?;
+    let gate = super::gate::Gate::new(
+        a.slo.as_deref(),
+        lab::ViewChoice::Auto,
+        &crate::cli::GateArgs {
+            percentiles: None,
+            slo_undecided: a.slo_undecided,
+            junit: None,
+            markdown: None,
+        },
+    )?;
+    let mut plan = sweep_plan(a, s, &gate)?;
     let db = db_path(&a.db)?;
     plan.check(&db).map_err(lab_err)?;
     let tour = Tour {
@@ -329,7 +359,6 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
     let stop = shutdown_flag()?;
     let host_noise =
         super::run::probe_noise(a.no_noise_probe, &[client_cpu], &[server_cpu], &stop, &tour);
-    let mut plan = plan;
     plan.template.config["host_noise"] = json!(host_noise);
     let result = lab::sweep(&plan, &db, &stop, &tour).map_err(lab_err)?;
     let series = tour.series.into_inner().unwrap_or_default();
@@ -346,19 +375,20 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
             &series,
         )?
     };
+    let interrupted = stop.load(Ordering::Relaxed);
     // 0 when every run has a valid view (the user's, else the server's) or is saturated.
-    let code = if stop.load(Ordering::Relaxed) || result.rows.is_empty() {
+    let code = if interrupted || result.rows.is_empty() {
         1
     } else {
         super::sweep::gate_code(&result, &gate)
     };
-    // The calibration the sweep made, as the store keeps it.
-    let calibration = runs
-        .first()
-        .and_then(|r| r["ideal_source"]["calibration_run"].as_i64())
-        .and_then(|id| db.store.get_run(id).ok().flatten())
-        .and_then(|r| r.summary);
     if a.json {
+        // The calibration the sweep made, as the store keeps it.
+        let calibration = runs
+            .first()
+            .and_then(|r| r["ideal_source"]["calibration_run"].as_i64())
+            .and_then(|id| db.store.get_run(id).ok().flatten())
+            .and_then(|r| r.summary);
         output::print_json(&json!({
             "experiment_id": result.experiment_id,
             "server": {"arch": "epoll", "workers": 1, "work": a.work, "cpu": server_cpu},
@@ -369,7 +399,7 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
             "host_noise": host_noise,
             "closing": closing,
             "exit_code": code,
-            "interrupted": stop.load(Ordering::Relaxed),
+            "interrupted": interrupted,
             "written": written,
         }))?;
         // The same closing lines for a person, on stderr (stdout holds the one object).
@@ -377,22 +407,34 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
             eprintln!("{l}");
         }
     } else {
-        outln!()?;
-        let heads: std::collections::BTreeMap<i64, lab::View> = runs
-            .iter()
-            .filter_map(|v| {
-                let view = serde_json::from_value(v["headline_view"].clone()).ok()?;
-                Some((v["run_id"].as_i64()?, view))
-            })
-            .collect();
-        output::print_with(|w| report::sweep_view::sweep_views(w, &result, &heads))?;
-        for w in written {
-            outln!("wrote {w}")?;
-        }
-        outln!()?;
-        for l in &closing {
-            outln!("{l}")?;
-        }
+        print_tour(&result, &runs, &written, &closing)?;
     }
     Ok(code)
+}
+
+/// The demo's end for a person: the sweep's table by each run's headline view, the files
+/// written, the closing lines.
+fn print_tour(
+    result: &lab::SweepResult,
+    runs: &[Value],
+    written: &[String],
+    closing: &[String],
+) -> anyhow::Result<()> {
+    outln!()?;
+    let heads: std::collections::BTreeMap<i64, lab::View> = runs
+        .iter()
+        .filter_map(|v| {
+            let view = serde_json::from_value(v["headline_view"].clone()).ok()?;
+            Some((v["run_id"].as_i64()?, view))
+        })
+        .collect();
+    output::print_with(|w| report::sweep_view::sweep_views(w, result, &heads))?;
+    for w in written {
+        outln!("wrote {w}")?;
+    }
+    outln!()?;
+    for l in closing {
+        outln!("{l}")?;
+    }
+    Ok(())
 }
