@@ -48,41 +48,72 @@ pub fn run(a: &FigureArgs) -> anyhow::Result<i32> {
     }
     let written = output::write_ccdf_outputs(&out, &title, &series)?;
     let claims = claims(a.number, &cs, &rs);
+    let figure = Figure {
+        number: a.number,
+        title,
+        curves: cs,
+        results: rs,
+        claims,
+    };
     if a.out.json {
-        let curves: Vec<Value> = cs
-            .iter()
-            .zip(&rs)
-            .map(|(c, r)| {
-                json!({
-                    "label": c.label,
-                    "workers": c.cfg.workers,
-                    "load": c.cfg.rate_per_s.map(|l| l * c.cfg.service.mean_ns() / 1e9 / f64::from(c.cfg.workers)),
-                    "requests": r.recorded,
-                    "response": r.response.distribution_json(),
-                    "response_ci": r.response.intervals_json(),
-                    "mean_us": us(r.mean_response_ns),
-                    "exact_response": c.exact.as_ref().map(|v| output::dist_json(v.iter().map(|(k, _, s)| (k.as_str(), s * 1e9)))),
-                })
-            })
-            .collect();
-        let cl: Vec<Value> = claims
-            .iter()
-            .map(|c| {
-                json!({
-                    "claim": c.text, "paper": c.paper, "exact": c.exact, "simulated": c.simulated, "unit": c.unit,
-                    "tolerance": c.tolerance,
-                    "paper_agrees_with_exact": c.exact.map(|e| agrees(c, e)),
-                })
-            })
-            .collect();
-        output::print_json(&json!({
-            "figure": a.number, "title": title, "service_us": us(SERVICE_NS),
-            "curves": curves, "claims": cl, "written": written,
-        }))?;
-        return Ok(0);
+        print_json(&figure, &written)?;
+    } else {
+        print_text(&figure, &written)?;
     }
-    outln!("{title}")?;
-    if a.number == 1 {
+    Ok(0)
+}
+
+/// A figure's simulated curves and the paper's claims checked against them.
+struct Figure {
+    number: u32,
+    title: String,
+    curves: Vec<lab::figures::Curve>,
+    results: Vec<lab::SimResult>,
+    claims: Vec<lab::figures::Claim>,
+}
+
+/// The figure as one JSON object.
+fn print_json(f: &Figure, written: &[String]) -> anyhow::Result<()> {
+    let curves: Vec<Value> = f
+        .curves
+        .iter()
+        .zip(&f.results)
+        .map(|(c, r)| {
+            json!({
+                "label": c.label,
+                "workers": c.cfg.workers,
+                "load": c.cfg.rate_per_s.map(|l| l * c.cfg.service.mean_ns() / 1e9 / f64::from(c.cfg.workers)),
+                "requests": r.recorded,
+                "response": r.response.distribution_json(),
+                "response_ci": r.response.intervals_json(),
+                "mean_us": us(r.mean_response_ns),
+                "exact_response": c.exact.as_ref().map(|v| output::dist_json(v.iter().map(|(k, _, s)| (k.as_str(), s * 1e9)))),
+            })
+        })
+        .collect();
+    let cl: Vec<Value> = f
+        .claims
+        .iter()
+        .map(|c| {
+            json!({
+                "claim": c.text, "paper": c.paper, "exact": c.exact, "simulated": c.simulated, "unit": c.unit,
+                "tolerance": c.tolerance,
+                "paper_agrees_with_exact": c.exact.map(|e| agrees(c, e)),
+            })
+        })
+        .collect();
+    output::print_json(&json!({
+        "figure": f.number, "title": f.title, "service_us": us(SERVICE_NS),
+        "curves": curves, "claims": cl, "written": written,
+    }))?;
+    Ok(())
+}
+
+/// The figure for a person: its quantiles per curve (simulated, and exact where theory has
+/// them), each claim of the paper against both, and the files written.
+fn print_text(f: &Figure, written: &[String]) -> anyhow::Result<()> {
+    outln!("{}", f.title)?;
+    if f.number == 1 {
         outln!(
             "(lognormal σ = {LOGNORMAL_SIGMA} and Pareto α = {PARETO_SHAPE} are our choices: the paper does not give them; \
              its Wikipedia trace is not shipped — add one with --trace PATH)"
@@ -98,7 +129,7 @@ pub fn run(a: &FigureArgs) -> anyhow::Result<i32> {
         "p99.99"
     )?;
     let keys = ["p50", "p90", "p99", "p99.9", "p99.99"];
-    for (c, r) in cs.iter().zip(&rs) {
+    for (c, r) in f.curves.iter().zip(&f.results) {
         let row: Vec<String> = keys.iter().map(|k| fmt_ns(q(r, k))).collect();
         outln!(
             "{:<28} {:>9} {:>9} {:>9} {:>9} {:>9}",
@@ -125,7 +156,7 @@ pub fn run(a: &FigureArgs) -> anyhow::Result<i32> {
             )?;
         }
     }
-    for c in &claims {
+    for c in &f.claims {
         let exact = c
             .exact
             .map(|e| format!("exact {e:.2}{}", c.unit))
@@ -149,5 +180,5 @@ pub fn run(a: &FigureArgs) -> anyhow::Result<i32> {
     for w in written {
         outln!("wrote {w}")?;
     }
-    Ok(0)
+    Ok(())
 }
