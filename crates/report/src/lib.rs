@@ -11,6 +11,7 @@
 
 pub mod agents_view;
 pub mod compare;
+pub mod demo_view;
 pub mod experiment;
 pub mod figure;
 mod font;
