@@ -18,6 +18,7 @@ mod font;
 pub mod hdr;
 pub mod html;
 pub mod openmetrics;
+pub mod paper_figure;
 pub mod repeat_view;
 pub mod slo_view;
 pub mod stored;

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use lab::figures::{agrees, claims, curves, exact_q, q, LOGNORMAL_SIGMA, PARETO_SHAPE, SERVICE_NS};
+use lab::figures::{agrees, claims, curves, SERVICE_NS};
 use serde_json::{json, Value};
 
 use super::model::{parse_unit, read_trace};
@@ -13,7 +13,7 @@ use super::target::lab_err;
 use crate::cli::FigureArgs;
 use crate::exit::{usage, OrUsage};
 use crate::limits;
-use crate::output::{self, fmt_ns, outln, us};
+use crate::output::{self, us};
 
 pub fn run(a: &FigureArgs) -> anyhow::Result<i32> {
     let n = model::parse_count(&a.requests).or_usage_ctx("--requests")?;
@@ -48,7 +48,7 @@ pub fn run(a: &FigureArgs) -> anyhow::Result<i32> {
     }
     let written = output::write_ccdf_outputs(&out, &title, &series)?;
     let claims = claims(a.number, &cs, &rs);
-    let figure = Figure {
+    let figure = report::paper_figure::Figure {
         number: a.number,
         title,
         curves: cs,
@@ -58,22 +58,13 @@ pub fn run(a: &FigureArgs) -> anyhow::Result<i32> {
     if a.out.json {
         print_json(&figure, &written)?;
     } else {
-        print_text(&figure, &written)?;
+        output::print_with(|w| report::paper_figure::text(w, &figure, &written))?;
     }
     Ok(0)
 }
 
-/// A figure's simulated curves and the paper's claims checked against them.
-struct Figure {
-    number: u32,
-    title: String,
-    curves: Vec<lab::figures::Curve>,
-    results: Vec<lab::SimResult>,
-    claims: Vec<lab::figures::Claim>,
-}
-
 /// The figure as one JSON object.
-fn print_json(f: &Figure, written: &[String]) -> anyhow::Result<()> {
+fn print_json(f: &report::paper_figure::Figure, written: &[String]) -> anyhow::Result<()> {
     let curves: Vec<Value> = f
         .curves
         .iter()
@@ -106,79 +97,5 @@ fn print_json(f: &Figure, written: &[String]) -> anyhow::Result<()> {
         "figure": f.number, "title": f.title, "service_us": us(SERVICE_NS),
         "curves": curves, "claims": cl, "written": written,
     }))?;
-    Ok(())
-}
-
-/// The figure for a person: its quantiles per curve (simulated, and exact where theory has
-/// them), each claim of the paper against both, and the files written.
-fn print_text(f: &Figure, written: &[String]) -> anyhow::Result<()> {
-    outln!("{}", f.title)?;
-    if f.number == 1 {
-        outln!(
-            "(lognormal σ = {LOGNORMAL_SIGMA} and Pareto α = {PARETO_SHAPE} are our choices: the paper does not give them; \
-             its Wikipedia trace is not shipped — add one with --trace PATH)"
-        )?;
-    }
-    outln!(
-        "{:<28} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "response time",
-        "p50",
-        "p90",
-        "p99",
-        "p99.9",
-        "p99.99"
-    )?;
-    let keys = ["p50", "p90", "p99", "p99.9", "p99.99"];
-    for (c, r) in f.curves.iter().zip(&f.results) {
-        let row: Vec<String> = keys.iter().map(|k| fmt_ns(q(r, k))).collect();
-        outln!(
-            "{:<28} {:>9} {:>9} {:>9} {:>9} {:>9}",
-            format!("{} (sim)", c.label),
-            row[0],
-            row[1],
-            row[2],
-            row[3],
-            row[4]
-        )?;
-        if c.exact.is_some() {
-            let row: Vec<String> = keys
-                .iter()
-                .map(|k| exact_q(c, k).map(fmt_ns).unwrap_or_default())
-                .collect();
-            outln!(
-                "{:<28} {:>9} {:>9} {:>9} {:>9} {:>9}",
-                format!("{} (exact)", c.label),
-                row[0],
-                row[1],
-                row[2],
-                row[3],
-                row[4]
-            )?;
-        }
-    }
-    for c in &f.claims {
-        let exact = c
-            .exact
-            .map(|e| format!("exact {e:.2}{}", c.unit))
-            .unwrap_or_else(|| "no exact form".into());
-        outln!(
-            "paper: {} — paper {:.0}{u}, {exact}, simulated {:.2}{u}",
-            c.text,
-            c.paper,
-            c.simulated,
-            u = c.unit
-        )?;
-        if let Some(e) = c.exact {
-            if !agrees(c, e) {
-                outln!(
-                    "  the paper's text and exact theory disagree: the exact value is {e:.2}{}",
-                    c.unit
-                )?;
-            }
-        }
-    }
-    for w in written {
-        outln!("wrote {w}")?;
-    }
     Ok(())
 }
