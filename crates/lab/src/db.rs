@@ -12,13 +12,26 @@ pub struct Db {
 }
 
 impl Db {
-    /// Opens (creating if needed) the store at `path`.
+    /// Opens (creating if needed) the store at `path`, and marks `abandoned` the runs whose
+    /// process died without finishing them, saying so on stderr, one line per run.
     pub fn open(path: &Path) -> Result<Db, StoreError> {
+        let store = Store::open(path)?;
+        for a in store.mark_abandoned()? {
+            eprintln!("{}", abandoned_line(&a));
+        }
         Ok(Db {
             path: path.to_path_buf(),
-            store: Store::open(path)?,
+            store,
         })
     }
+}
+
+/// The line that reports a run found orphaned.
+fn abandoned_line(a: &store::Abandoned) -> String {
+    format!(
+        "tailscope: run {} ({} of {}, started {}) was abandoned: its process ended without finishing it; marked abandoned",
+        a.id, a.kind, a.target, a.started_at
+    )
 }
 
 /// Facts about this host stored with every run: what a platform comparison needs

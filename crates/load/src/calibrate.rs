@@ -38,6 +38,72 @@ struct Cal {
     out: VecDeque<(u64, u64)>,
 }
 
+fn conn_err(e: &dyn std::fmt::Display) -> LoadError {
+    LoadError::Connection(e.to_string())
+}
+
+impl Cal {
+    /// Reads the replies that arrived, retires the requests they answer, and returns how
+    /// many were answered within `[from, end)` and whether the server announced a close.
+    fn read(
+        &mut self,
+        replies: &mut Vec<(Reply, u64)>,
+        from: u64,
+        end: u64,
+    ) -> Result<(u64, bool), LoadError> {
+        replies.clear();
+        let res = self
+            .conn
+            .read_replies(host::tstamp::mono_now_ns, |r, t, _| replies.push((r, t)));
+        // A server that announced a close (HTTP keep-alive limit) may already have
+        // closed: the caller reopens instead of failing the calibration.
+        let closing = replies.iter().any(|(r, _)| r.closes);
+        if !closing {
+            res.map_err(|e| conn_err(&e))?;
+        }
+        let carries_id = self.conn.proto.carries_id();
+        let mut counted = 0;
+        for &(r, t) in replies.iter() {
+            if r.is_follow_up() {
+                continue;
+            }
+            let matched = if carries_id {
+                match r
+                    .id
+                    .and_then(|id| self.out.iter().position(|&(i, _)| i == id))
+                {
+                    Some(p) => self.out.remove(p).is_some(),
+                    None => false,
+                }
+            } else {
+                self.out.pop_front().is_some()
+            };
+            if matched && t >= from && t < end {
+                counted += 1;
+            }
+        }
+        Ok((counted, closing))
+    }
+
+    /// Opens the connection again (watched by `epoll` as `tok`) after the server closed it;
+    /// requests pipelined behind the closing reply were never processed.
+    fn reopen(&mut self, target: &Target, epoll: &mut Epoll, tok: u64) -> Result<(), LoadError> {
+        self.out.clear();
+        self.conn
+            .open(target.addr, Duration::from_secs(5))
+            .map_err(|source| LoadError::Connect {
+                addr: target.addr,
+                source,
+            })?;
+        if let Some(fd) = self.conn.fd() {
+            epoll
+                .add(fd, tok)
+                .map_err(|e| LoadError::io("epoll_ctl", e))?;
+        }
+        Ok(())
+    }
+}
+
 /// Saturates `target` with `outstanding` requests in flight on each of `connections`
 /// connections for `warmup + duration`, counting replies only after the warm-up.
 pub fn calibrate(
@@ -79,7 +145,6 @@ pub fn calibrate(
     let end = measure_from + dur_ns(duration);
     let mut next_id = 0u64;
     let mut counted = 0u64;
-    let conn_err = |e: &dyn std::fmt::Display| LoadError::Connection(e.to_string());
     for c in &mut cals {
         top_up(c, outstanding, &mut next_id, clock()).map_err(|e| conn_err(&e))?;
     }
@@ -102,45 +167,10 @@ pub fn calibrate(
             let Some(c) = cals.get_mut(tok as usize) else {
                 continue;
             };
-            replies.clear();
-            let res = c.conn.read_replies(clock, |r, t, _| replies.push((r, t)));
-            // A server that announced a close (HTTP keep-alive limit) may already have
-            // closed: reopen below instead of failing the calibration.
-            let closing = replies.iter().any(|(r, _)| r.closes);
-            if !closing {
-                res.map_err(|e| conn_err(&e))?;
-            }
-            let carries_id = c.conn.proto.carries_id();
-            for &(r, t) in &replies {
-                if r.is_follow_up() {
-                    continue;
-                }
-                let matched = if carries_id {
-                    match r.id.and_then(|id| c.out.iter().position(|&(i, _)| i == id)) {
-                        Some(p) => c.out.remove(p).is_some(),
-                        None => false,
-                    }
-                } else {
-                    c.out.pop_front().is_some()
-                };
-                if matched && t >= measure_from && t < end {
-                    counted += 1;
-                }
-            }
+            let (n, closing) = c.read(&mut replies, measure_from, end)?;
+            counted += n;
             if closing {
-                // Requests pipelined behind the closing reply were never processed.
-                c.out.clear();
-                c.conn
-                    .open(target.addr, Duration::from_secs(5))
-                    .map_err(|source| LoadError::Connect {
-                        addr: target.addr,
-                        source,
-                    })?;
-                if let Some(fd) = c.conn.fd() {
-                    epoll
-                        .add(fd, tok)
-                        .map_err(|e| LoadError::io("epoll_ctl", e))?;
-                }
+                c.reopen(target, &mut epoll, tok)?;
             }
             top_up(c, outstanding, &mut next_id, clock()).map_err(|e| conn_err(&e))?;
         }

@@ -114,6 +114,23 @@ pub fn run_open_loop(
     Ok(RunRecords { summary, records })
 }
 
+/// What the calling thread, the generator threads and the writer share during a run.
+struct Coord {
+    shared: Vec<Shared>,
+    /// Generator threads set up and waiting for the start.
+    ready: AtomicUsize,
+    /// The schedule's time zero (absolute CLOCK_MONOTONIC ns): 0 until released, [`ABORT`]
+    /// when the run is called off before it.
+    start: AtomicU64,
+    /// Set by the writer when the sink fails, and on `stop`: the generators stop as on Ctrl-C.
+    halt: AtomicBool,
+    /// Chunks sent to the writer and not yet taken.
+    queued: AtomicUsize,
+}
+
+type Output = Result<ThreadOutput, LoadError>;
+type Handle<'scope> = std::thread::ScopedJoinHandle<'scope, Output>;
+
 /// Runs the whole open-loop experiment; returns when the schedule is done and every
 /// outstanding request has been answered or timed out. Records go to `sink` in chunks as the
 /// run goes (memory does not grow with the run's length). Setting `stop` ends it early
@@ -132,6 +149,84 @@ pub fn run_open_loop_into(
     let plan = schedule::plan(cfg)?;
     let threads = plan.threads.len();
     let expected = plan.expected;
+    let per_thread = connect(cfg, factory, sink, threads)?;
+    let co = Coord {
+        shared: (0..threads).map(|_| Shared::default()).collect(),
+        ready: AtomicUsize::new(0),
+        start: AtomicU64::new(0),
+        halt: AtomicBool::new(false),
+        queued: AtomicUsize::new(0),
+    };
+    let (tx, rx) = mpsc::channel::<ToWriter>();
+    let mut backlog = Vec::new();
+    // Re-borrowed for the scope (a trait object's lifetime may shorten behind &mut).
+    let mut slack: Option<&mut dyn SlackTask> = slack.map(|s| s as &mut dyn SlackTask);
+    let work: Vec<_> = plan.threads.into_iter().zip(per_thread).collect();
+
+    let (outputs, writer) = std::thread::scope(|scope| {
+        let writer = std::thread::Builder::new()
+            .name("tailscope-rec".into())
+            .spawn_scoped(scope, || {
+                writer_loop(rx, sink, &cfg.writer_cpus, &co.halt, &co.queued)
+            });
+        let writer = match writer {
+            Ok(w) => w,
+            Err(e) => {
+                let e = LoadError::io("spawning the record writer", e);
+                return (vec![Err(e)], Ok((WriterStats::default(), None)));
+            }
+        };
+        let spawned = spawn_generators(scope, cfg, &co, work, &tx, slack.take());
+        // Only the generator threads hold senders now: the writer ends when they all have.
+        drop(tx);
+        let outputs = match spawned {
+            Err((e, handles)) => {
+                co.start.store(ABORT, Ordering::Release);
+                let _ = join_all(handles);
+                vec![Err(e)]
+            }
+            Ok(handles) => match release(cfg, &co, handles) {
+                Err(outputs) => outputs,
+                Ok((t0, handles)) => {
+                    backlog = supervise(&co, &handles, t0, stop, &|done| {
+                        progress(done, expected.max(done))
+                    });
+                    join_all(handles)
+                }
+            },
+        };
+        let w = writer
+            .join()
+            .unwrap_or_else(|_| Ok((WriterStats::default(), None)));
+        (outputs, w)
+    });
+
+    let (writer, sink_error) = writer?;
+    let out = RunSummary {
+        start_mono_ns: co.start.load(Ordering::Acquire),
+        warmup_ns: crate::engine::dur_ns(cfg.warmup),
+        interrupted: stop.load(Ordering::Relaxed),
+        backlog,
+        writer,
+        ..RunSummary::default()
+    };
+    let out = fold_outputs(out, outputs, stop.load(Ordering::Relaxed))?;
+    if let Some(e) = sink_error {
+        return Err(LoadError::Sink(e));
+    }
+    progress(out.records, out.records);
+    Ok(out)
+}
+
+/// Opens every connection (telling `sink` their local addresses) and deals them to the
+/// generator threads: connection c goes to thread c % threads (its local index is
+/// c / threads).
+fn connect(
+    cfg: &LoadConfig,
+    factory: &dyn Fn() -> Box<dyn Protocol>,
+    sink: &mut dyn RecordSink,
+    threads: usize,
+) -> Result<Vec<Vec<Slot>>, LoadError> {
     let connect_timeout = cfg
         .timeout
         .clamp(Duration::from_millis(100), Duration::from_secs(10));
@@ -148,158 +243,147 @@ pub fn run_open_loop_into(
             sink.connected(c as u32, local, opened);
         }
     }
-
-    // Connection c goes to thread c % threads (its local index is c / threads).
     let mut per_thread: Vec<Vec<Slot>> = (0..threads).map(|_| Vec::new()).collect();
     for (c, conn) in conns.into_iter().enumerate() {
         per_thread[c % threads].push(Slot::new(conn, c as u32, cfg.addr_of(c)));
     }
+    Ok(per_thread)
+}
 
-    let shared: Vec<Shared> = (0..threads).map(|_| Shared::default()).collect();
-    let ready = AtomicUsize::new(0);
-    let start = AtomicU64::new(0);
-    // Set by the writer when the sink fails: the generators stop as on Ctrl-C.
-    let halt = AtomicBool::new(false);
-    let queued = AtomicUsize::new(0);
-    let warmup_ns = crate::engine::dur_ns(cfg.warmup);
-    let (tx, rx) = mpsc::channel::<ToWriter>();
-    let mut backlog = Vec::new();
-    // Re-borrowed for the scope (a trait object's lifetime may shorten behind &mut).
-    let mut slack: Option<&mut dyn SlackTask> = slack.map(|s| s as &mut dyn SlackTask);
-
-    let (outputs, writer) = std::thread::scope(|scope| {
-        let writer = std::thread::Builder::new()
-            .name("tailscope-rec".into())
-            .spawn_scoped(scope, || {
-                writer_loop(rx, sink, &cfg.writer_cpus, &halt, &queued)
-            })
-            .map_err(|e| LoadError::io("spawning the record writer", e));
-        let writer = match writer {
-            Ok(w) => w,
-            Err(e) => return (vec![Err(e)], Ok((WriterStats::default(), None))),
+/// Starts one generator thread per (schedule, connections) of `work`; each sets itself up,
+/// counts itself ready and waits for the start. On a failed spawn, the error and the
+/// threads already started (to be called off and joined).
+fn spawn_generators<'scope, 'env>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    cfg: &'env LoadConfig,
+    co: &'env Coord,
+    work: Vec<(schedule::ThreadSchedule, Vec<Slot>)>,
+    tx: &mpsc::Sender<ToWriter>,
+    mut slack: Option<&'env mut dyn SlackTask>,
+) -> Result<Vec<Handle<'scope>>, (LoadError, Vec<Handle<'scope>>)> {
+    let threads = work.len();
+    let mut handles = Vec::with_capacity(threads);
+    for (t, (sched, slots)) in work.into_iter().enumerate() {
+        let cpu = (!cfg.cpus.is_empty()).then(|| cfg.cpus[t % cfg.cpus.len()]);
+        let links = Links {
+            stop: &co.halt,
+            shared: &co.shared[t],
+            out: tx.clone(),
+            queued: &co.queued,
         };
-        let mut handles = Vec::with_capacity(threads);
-        let mut spawn_error = None;
-        for (t, (sched, slots)) in plan.threads.into_iter().zip(per_thread).enumerate() {
-            let (shared, ready, start) = (&shared[t], &ready, &start);
-            let cpu = (!cfg.cpus.is_empty()).then(|| cfg.cpus[t % cfg.cpus.len()]);
-            let links = Links {
-                stop: &halt,
-                shared,
-                out: tx.clone(),
-                queued: &queued,
-            };
-            let task = if t == 0 { slack.take() } else { None };
-            let spawned = std::thread::Builder::new()
-                .name(format!("tailscope-gen-{t}"))
-                .spawn_scoped(scope, move || {
-                    let pin_error = cpu.and_then(|c| {
-                        host::placement::pin_current_thread(&[c])
-                            .err()
-                            .map(|e| format!("pinning generator thread {t} to cpu {c}: {e}"))
-                    });
-                    let engine = Engine::new(cfg, t, threads, slots, sched, links, task);
-                    ready.fetch_add(1, Ordering::Release);
-                    let at = wait_for_start(start);
-                    let mut engine = engine.map_err(|e| LoadError::io("creating epoll", e))?;
-                    if at == ABORT {
-                        return Err(LoadError::Config("run aborted before start".into()));
-                    }
-                    engine.report_start(at);
-                    if let Some(e) = pin_error {
-                        engine.note_error_pub(e);
-                    }
-                    Ok(engine.run(at))
+        let task = if t == 0 { slack.take() } else { None };
+        let spawned = std::thread::Builder::new()
+            .name(format!("tailscope-gen-{t}"))
+            .spawn_scoped(scope, move || {
+                let pin_error = cpu.and_then(|c| {
+                    host::placement::pin_current_thread(&[c])
+                        .err()
+                        .map(|e| format!("pinning generator thread {t} to cpu {c}: {e}"))
                 });
-            match spawned {
-                Ok(h) => handles.push(h),
-                Err(e) => {
-                    spawn_error = Some(LoadError::io("spawning a generator thread", e));
-                    break;
+                let engine = Engine::new(cfg, t, threads, slots, sched, links, task);
+                co.ready.fetch_add(1, Ordering::Release);
+                let at = wait_for_start(&co.start);
+                let mut engine = engine.map_err(|e| LoadError::io("creating epoll", e))?;
+                if at == ABORT {
+                    return Err(LoadError::Config("run aborted before start".into()));
                 }
-            }
-        }
-        // Only the generator threads hold senders now: the writer ends when they all have.
-        drop(tx);
-        let finish = |outs, writer: std::thread::ScopedJoinHandle<'_, _>| {
-            let w = writer
-                .join()
-                .unwrap_or_else(|_| Ok((WriterStats::default(), None)));
-            (outs, w)
-        };
-        if let Some(e) = spawn_error {
-            start.store(ABORT, Ordering::Release);
-            for h in handles {
-                let _ = h.join();
-            }
-            return finish(vec![Err(e)], writer);
-        }
-        while ready.load(Ordering::Acquire) < threads {
-            if handles.iter().any(|h| h.is_finished()) {
-                // A thread ended before the start: it panicked while setting up.
-                start.store(ABORT, Ordering::Release);
-                return finish(join_all(handles), writer);
-            }
-            std::thread::sleep(Duration::from_micros(100));
-        }
-        let now = host::tstamp::mono_now_ns();
-        let t0 = match cfg.start_at_mono_ns {
-            // A common start with other processes: starting late would shift this share's
-            // schedule against theirs, so it fails instead.
-            Some(at) if at <= now => {
-                start.store(ABORT, Ordering::Release);
-                let _ = join_all(handles);
-                let late = LoadError::Config(format!(
-                    "the common start passed {:.1} ms before this generator was ready (its connections took too long): give the start more lead",
-                    (now - at) as f64 / 1e6
-                ));
-                return finish(vec![Err(late)], writer);
-            }
-            Some(at) => at,
-            None => now + START_LEAD_NS,
-        };
-        start.store(t0, Ordering::Release);
-        let mut last_progress = std::time::Instant::now();
-        let mut last_backlog = std::time::Instant::now();
-        while !handles.iter().all(|h| h.is_finished()) {
-            std::thread::sleep(Duration::from_millis(20));
-            if stop.load(Ordering::Relaxed) {
-                halt.store(true, Ordering::Relaxed);
-            }
-            if last_backlog.elapsed() >= BACKLOG_EVERY {
-                last_backlog = std::time::Instant::now();
-                let now = host::tstamp::mono_now_ns();
-                if now >= t0 {
-                    backlog.push(BacklogSample {
-                        t_ns: now - t0,
-                        in_flight: shared
-                            .iter()
-                            .map(|s| s.in_flight.load(Ordering::Relaxed))
-                            .sum(),
-                        held: shared.iter().map(|s| s.held.load(Ordering::Relaxed)).sum(),
-                    });
+                engine.report_start(at);
+                if let Some(e) = pin_error {
+                    engine.note_error_pub(e);
                 }
-            }
-            if last_progress.elapsed() >= PROGRESS_EVERY {
-                last_progress = std::time::Instant::now();
-                let done = shared.iter().map(|s| s.done.load(Ordering::Relaxed)).sum();
-                progress(done, expected.max(done));
-            }
+                Ok(engine.run(at))
+            });
+        match spawned {
+            Ok(h) => handles.push(h),
+            Err(e) => return Err((LoadError::io("spawning a generator thread", e), handles)),
         }
-        finish(join_all(handles), writer)
-    });
+    }
+    Ok(handles)
+}
 
-    let (writer, sink_error) = writer?;
-    let mut out = RunSummary {
-        start_mono_ns: start.load(Ordering::Acquire),
-        warmup_ns,
-        interrupted: stop.load(Ordering::Relaxed),
-        backlog,
-        writer,
-        ..RunSummary::default()
+/// Waits until every generator is ready and sets the common start: now plus a lead, or the
+/// start given by `cfg.start_at_mono_ns`. Calls the run off instead (and returns what the
+/// threads end with) when a thread ended while setting up (it panicked), or the given start
+/// has already passed: starting late would shift this share's schedule against the other
+/// processes'.
+fn release<'scope>(
+    cfg: &LoadConfig,
+    co: &Coord,
+    handles: Vec<Handle<'scope>>,
+) -> Result<(u64, Vec<Handle<'scope>>), Vec<Output>> {
+    while co.ready.load(Ordering::Acquire) < handles.len() {
+        if handles.iter().any(|h| h.is_finished()) {
+            co.start.store(ABORT, Ordering::Release);
+            return Err(join_all(handles));
+        }
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    let now = host::tstamp::mono_now_ns();
+    let t0 = match cfg.start_at_mono_ns {
+        Some(at) if at <= now => {
+            co.start.store(ABORT, Ordering::Release);
+            let _ = join_all(handles);
+            return Err(vec![Err(LoadError::Config(format!(
+                "the common start passed {:.1} ms before this generator was ready (its connections took too long): give the start more lead",
+                (now - at) as f64 / 1e6
+            )))]);
+        }
+        Some(at) => at,
+        None => now + START_LEAD_NS,
     };
-    let mut outputs = outputs;
-    // Report a panic in preference to the "aborted" errors it caused in other threads.
+    co.start.store(t0, Ordering::Release);
+    Ok((t0, handles))
+}
+
+/// Watches the running generators until all have ended: passes `stop` on to them, samples
+/// the backlog (returned) and reports the requests done to `progress`.
+fn supervise(
+    co: &Coord,
+    handles: &[Handle<'_>],
+    t0: u64,
+    stop: &AtomicBool,
+    progress: &dyn Fn(u64),
+) -> Vec<BacklogSample> {
+    let mut backlog = Vec::new();
+    let mut last_progress = std::time::Instant::now();
+    let mut last_backlog = std::time::Instant::now();
+    while !handles.iter().all(|h| h.is_finished()) {
+        std::thread::sleep(Duration::from_millis(20));
+        if stop.load(Ordering::Relaxed) {
+            co.halt.store(true, Ordering::Relaxed);
+        }
+        if last_backlog.elapsed() >= BACKLOG_EVERY {
+            last_backlog = std::time::Instant::now();
+            let now = host::tstamp::mono_now_ns();
+            if now >= t0 {
+                let sum = |f: fn(&Shared) -> u64| co.shared.iter().map(f).sum();
+                backlog.push(BacklogSample {
+                    t_ns: now - t0,
+                    in_flight: sum(|s| s.in_flight.load(Ordering::Relaxed)),
+                    held: sum(|s| s.held.load(Ordering::Relaxed)),
+                });
+            }
+        }
+        if last_progress.elapsed() >= PROGRESS_EVERY {
+            last_progress = std::time::Instant::now();
+            progress(
+                co.shared
+                    .iter()
+                    .map(|s| s.done.load(Ordering::Relaxed))
+                    .sum(),
+            );
+        }
+    }
+    backlog
+}
+
+/// Adds the generator threads' outputs to `out`; a thread's error ends the run, a panic in
+/// preference to the "aborted" errors it caused in the other threads.
+fn fold_outputs(
+    mut out: RunSummary,
+    mut outputs: Vec<Output>,
+    stopped: bool,
+) -> Result<RunSummary, LoadError> {
     if let Some(i) = outputs
         .iter()
         .position(|o| matches!(o, Err(LoadError::ThreadPanicked(_))))
@@ -314,7 +398,7 @@ pub fn run_open_loop_into(
         let o: ThreadOutput = o?;
         last_intended = last_intended.max(o.last_intended_ns);
         done = done.max(o.done_ns);
-        out.interrupted |= o.interrupted && stop.load(Ordering::Relaxed);
+        out.interrupted |= o.interrupted && stopped;
         out.connects += o.connects;
         out.misses += o.misses;
         out.records += o.records;
@@ -324,10 +408,6 @@ pub fn run_open_loop_into(
         }
     }
     out.drain_ns = done.saturating_sub(last_intended);
-    if let Some(e) = sink_error {
-        return Err(LoadError::Sink(e));
-    }
-    progress(out.records, out.records);
     Ok(out)
 }
 
@@ -401,9 +481,7 @@ fn writer_loop(
     Ok((stats, error))
 }
 
-fn join_all(
-    handles: Vec<std::thread::ScopedJoinHandle<'_, Result<ThreadOutput, LoadError>>>,
-) -> Vec<Result<ThreadOutput, LoadError>> {
+fn join_all(handles: Vec<Handle<'_>>) -> Vec<Output> {
     handles
         .into_iter()
         .enumerate()

@@ -11,12 +11,14 @@
 
 pub mod agents_view;
 pub mod compare;
+pub mod demo_view;
 pub mod experiment;
 pub mod figure;
 mod font;
 pub mod hdr;
 pub mod html;
 pub mod openmetrics;
+pub mod paper_figure;
 pub mod repeat_view;
 pub mod slo_view;
 pub mod stored;

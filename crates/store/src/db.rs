@@ -7,11 +7,12 @@ use std::time::Duration;
 use rusqlite::{params, Connection, OptionalExtension, Row, Transaction, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 
+use crate::owner::{self, Owner};
 use crate::{codec, time, Columns, StoreError};
 
 /// The schema this build writes, kept in SQLite's `user_version`. Version 0 is an empty
 /// file. The migration step `n -> n + 1` is the `n`-th entry of the private `MIGRATIONS`.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// The oldest schema [`Store::open_existing`] reads as it is (what it lacks reads as absent:
 /// a schema-3 file has no typed runs). Older files must be migrated by a command that writes.
@@ -71,7 +72,32 @@ const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
         version INTEGER NOT NULL,
         data    BLOB NOT NULL
     );",
+    // 4 -> 5: the process that began a run (pid, and its start time: field 22 of
+    // /proc/PID/stat), so a run whose process died without finishing it can be marked
+    // abandoned. Runs begun before have none and are never judged.
+    "ALTER TABLE runs ADD COLUMN owner_pid INTEGER;
+    ALTER TABLE runs ADD COLUMN owner_start INTEGER;",
 ];
+
+/// The status of a run in progress: set by [`Store::begin_run`] until
+/// [`Store::finish_run`] records the outcome.
+pub const STATUS_RUNNING: &str = "running";
+
+/// The status of a run whose process ended without finishing it (killed by SIGKILL, the
+/// OOM killer, a power loss). [`Store::mark_abandoned`] writes it; the reads
+/// ([`Store::list_runs`], [`Store::get_run`]) report it for a `running` row whose owner is
+/// gone even before any writer has marked it, and leave the row as it is.
+pub const STATUS_ABANDONED: &str = "abandoned";
+
+/// A run [`Store::mark_abandoned`] found orphaned and marked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Abandoned {
+    pub id: i64,
+    pub kind: String,
+    pub target: String,
+    /// When it began (RFC 3339 UTC).
+    pub started_at: String,
+}
 
 /// How long a writer waits for another process's transaction before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -96,8 +122,10 @@ pub struct NewRun {
 pub struct RunRow {
     pub id: i64,
     pub kind: String,
-    /// "running" until [`Store::finish_run`] sets the outcome ("ok", "failed", ...). A run
-    /// still "running" in a listing was interrupted or is in progress elsewhere.
+    /// "running" until [`Store::finish_run`] sets the outcome ("ok", "failed", ...);
+    /// "abandoned" when the process that began it is gone and never finished it
+    /// ([`STATUS_ABANDONED`]). A run "running" is in progress, or was begun by a build
+    /// before schema 5, which recorded no owner.
     pub status: String,
     pub target: String,
     pub started_at: String,
@@ -268,18 +296,22 @@ impl Store {
             .query_row("PRAGMA user_version", [], |r| r.get(0))?)
     }
 
-    /// Inserts a run at its start, with status "running"; returns its id. Ids are never
-    /// reused, even after [`Store::delete_run`].
+    /// Inserts a run at its start, with status "running" and this process as its owner;
+    /// returns its id. Ids are never reused, even after [`Store::delete_run`].
     pub fn begin_run(&self, r: &NewRun) -> Result<i64, StoreError> {
+        let owner = Owner::current();
         self.conn.execute(
-            "INSERT INTO runs (kind, status, target, started_at, config, host)
-             VALUES (?1, 'running', ?2, ?3, ?4, ?5)",
+            "INSERT INTO runs (kind, status, target, started_at, config, host, owner_pid,
+                               owner_start)
+             VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7)",
             params![
                 r.kind,
                 r.target,
                 r.started_at,
                 serde_json::to_string(&r.config)?,
                 serde_json::to_string(&r.host)?,
+                owner.map(|o| o.pid),
+                owner.map(|o| o.start),
             ],
         )?;
         Ok(self.conn.last_insert_rowid())
@@ -443,28 +475,103 @@ impl Store {
         Ok(Some(out))
     }
 
-    /// All runs, newest (most recently begun) first.
+    /// All runs, newest (most recently begun) first. A `running` run whose owner is gone
+    /// reads as [`STATUS_ABANDONED`] (the row is not changed).
     pub fn list_runs(&self) -> Result<Vec<RunRow>, StoreError> {
-        let mut q = self
-            .conn
-            .prepare(&format!("SELECT {RUN_COLUMNS} FROM runs ORDER BY id DESC"))?;
+        let mut q = self.conn.prepare(&format!(
+            "SELECT {} FROM runs ORDER BY id DESC",
+            self.run_columns()
+        ))?;
         let raw = q
             .query_map([], RawRun::from_row)?
             .collect::<Result<Vec<_>, _>>()?;
         raw.into_iter().map(RawRun::parse).collect()
     }
 
-    /// One run by id.
+    /// One run by id, its status read as by [`Store::list_runs`].
     pub fn get_run(&self, id: i64) -> Result<Option<RunRow>, StoreError> {
         self.conn
             .query_row(
-                &format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"),
+                &format!("SELECT {} FROM runs WHERE id = ?1", self.run_columns()),
                 [id],
                 RawRun::from_row,
             )
             .optional()?
             .map(RawRun::parse)
             .transpose()
+    }
+
+    /// The columns [`RawRun::from_row`] reads; a file older than schema 5 has no owners.
+    fn run_columns(&self) -> String {
+        let owner = if self.schema >= 5 {
+            "owner_pid, owner_start"
+        } else {
+            "NULL, NULL"
+        };
+        format!("{RUN_COLUMNS}, {owner}")
+    }
+
+    /// Marks [`STATUS_ABANDONED`] every `running` run whose owning process is gone (no such
+    /// pid, a zombie, or a pid now held by a process that started at another time) and
+    /// returns them, oldest first. Runs with no recorded owner are left alone. A writing
+    /// command calls it when it opens the store; it takes the write lock only when there is
+    /// something to mark.
+    pub fn mark_abandoned(&self) -> Result<Vec<Abandoned>, StoreError> {
+        self.mark_abandoned_by(&owner::live_start_of)
+    }
+
+    /// [`Store::mark_abandoned`] against the process table `start_of` (pid -> start time
+    /// of a live process).
+    pub(crate) fn mark_abandoned_by(
+        &self,
+        start_of: &dyn Fn(i64) -> Option<i64>,
+    ) -> Result<Vec<Abandoned>, StoreError> {
+        if self.schema < 5 {
+            return Ok(Vec::new());
+        }
+        let mut q = self.conn.prepare(
+            "SELECT id, kind, target, started_at, owner_pid, owner_start FROM runs
+             WHERE status = 'running' AND owner_pid IS NOT NULL AND owner_start IS NOT NULL
+             ORDER BY id",
+        )?;
+        let orphans = q
+            .query_map([], |r| {
+                let run = Abandoned {
+                    id: r.get(0)?,
+                    kind: r.get(1)?,
+                    target: r.get(2)?,
+                    started_at: r.get(3)?,
+                };
+                Ok((
+                    run,
+                    Owner {
+                        pid: r.get(4)?,
+                        start: r.get(5)?,
+                    },
+                ))
+            })?
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .filter(|(_, o)| !o.alive_by(start_of))
+            .map(|(run, _)| run)
+            .collect::<Vec<_>>();
+        if orphans.is_empty() {
+            return Ok(orphans);
+        }
+        let tx = self.write_tx()?;
+        let mut marked = Vec::with_capacity(orphans.len());
+        for run in orphans {
+            // Another writer may have marked (or its owner finished) it meanwhile.
+            let n = tx.execute(
+                "UPDATE runs SET status = 'abandoned' WHERE id = ?1 AND status = 'running'",
+                [run.id],
+            )?;
+            if n == 1 {
+                marked.push(run);
+            }
+        }
+        tx.commit()?;
+        Ok(marked)
     }
 
     /// Deletes a run and its records; `false` when there was no such run.
@@ -526,6 +633,7 @@ struct RawRun {
     host: String,
     summary: Option<String>,
     requests: Option<i64>,
+    owner: Option<Owner>,
 }
 
 impl RawRun {
@@ -541,11 +649,21 @@ impl RawRun {
             host: r.get(7)?,
             summary: r.get(8)?,
             requests: r.get(9)?,
+            owner: match (r.get(10)?, r.get(11)?) {
+                (Some(pid), Some(start)) => Some(Owner { pid, start }),
+                _ => None,
+            },
         })
     }
 
     fn parse(self) -> Result<RunRow, StoreError> {
         let id = self.id;
+        let gone = self.owner.is_some_and(|o| !o.alive());
+        let status = if self.status == STATUS_RUNNING && gone {
+            STATUS_ABANDONED.to_string()
+        } else {
+            self.status
+        };
         let json = |field: &str, text: &str| {
             serde_json::from_str(text)
                 .map_err(|e| StoreError::Corrupt(format!("run {id}: {field}: {e}")))
@@ -560,11 +678,105 @@ impl RawRun {
                 .transpose()?,
             id,
             kind: self.kind,
-            status: self.status,
+            status,
             target: self.target,
             started_at: self.started_at,
             finished_at: self.finished_at,
             requests: self.requests,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn new_run() -> NewRun {
+        NewRun {
+            kind: "run".into(),
+            target: "builtin".into(),
+            started_at: "2026-11-26T04:00:00.000Z".into(),
+            config: serde_json::json!({}),
+            host: serde_json::json!({}),
+        }
+    }
+
+    fn set_owner(st: &Store, id: i64, pid: Option<i64>, start: Option<i64>) {
+        st.conn
+            .execute(
+                "UPDATE runs SET owner_pid = ?2, owner_start = ?3 WHERE id = ?1",
+                params![id, pid, start],
+            )
+            .unwrap();
+    }
+
+    /// The status as stored, not as read.
+    fn stored_status(st: &Store, id: i64) -> String {
+        st.conn
+            .query_row("SELECT status FROM runs WHERE id = ?1", [id], |r| r.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn begin_run_records_this_process_as_owner() {
+        let st = Store::open_in_memory().unwrap();
+        let id = st.begin_run(&new_run()).unwrap();
+        let (pid, start): (i64, i64) = st
+            .conn
+            .query_row(
+                "SELECT owner_pid, owner_start FROM runs WHERE id = ?1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(Some(Owner { pid, start }), Owner::current());
+        assert!(st.mark_abandoned().unwrap().is_empty(), "its owner runs");
+        assert_eq!(st.get_run(id).unwrap().unwrap().status, STATUS_RUNNING);
+    }
+
+    #[test]
+    fn runs_of_dead_owners_are_marked_once_and_the_rest_kept() {
+        let st = Store::open_in_memory().unwrap();
+        let table = |pid: i64| match pid {
+            10 => Some(500),
+            _ => None,
+        };
+        let live = st.begin_run(&new_run()).unwrap();
+        set_owner(&st, live, Some(10), Some(500));
+        let gone = st.begin_run(&new_run()).unwrap();
+        set_owner(&st, gone, Some(11), Some(500));
+        let reused = st.begin_run(&new_run()).unwrap();
+        set_owner(&st, reused, Some(10), Some(499));
+        let finished = st.begin_run(&new_run()).unwrap();
+        set_owner(&st, finished, Some(11), Some(500));
+        st.finish_run(finished, "ok", &serde_json::json!({}))
+            .unwrap();
+        let unknown = st.begin_run(&new_run()).unwrap();
+        set_owner(&st, unknown, None, None);
+
+        let marked = st.mark_abandoned_by(&table).unwrap();
+        let ids: Vec<i64> = marked.iter().map(|a| a.id).collect();
+        assert_eq!(ids, [gone, reused]);
+        assert_eq!(marked[0].started_at, "2026-11-26T04:00:00.000Z");
+        assert_eq!(stored_status(&st, gone), STATUS_ABANDONED);
+        assert_eq!(stored_status(&st, reused), STATUS_ABANDONED);
+        assert_eq!(stored_status(&st, live), STATUS_RUNNING);
+        assert_eq!(stored_status(&st, finished), "ok");
+        assert_eq!(stored_status(&st, unknown), STATUS_RUNNING);
+        assert!(st.mark_abandoned_by(&table).unwrap().is_empty(), "once");
+    }
+
+    #[test]
+    fn a_read_reports_a_dead_owner_without_changing_the_row() {
+        let st = Store::open_in_memory().unwrap();
+        let id = st.begin_run(&new_run()).unwrap();
+        let me = Owner::current().unwrap();
+        // This pid, another start time: a process that reused the owner's pid.
+        set_owner(&st, id, Some(me.pid), Some(me.start + 1));
+        assert_eq!(st.get_run(id).unwrap().unwrap().status, STATUS_ABANDONED);
+        assert_eq!(st.list_runs().unwrap()[0].status, STATUS_ABANDONED);
+        assert_eq!(stored_status(&st, id), STATUS_RUNNING);
+        assert_eq!(st.mark_abandoned().unwrap().len(), 1);
+        assert_eq!(stored_status(&st, id), STATUS_ABANDONED);
     }
 }

@@ -14,6 +14,10 @@
 //! writer stream ([`Store::put_chunk`], read back with [`Store::chunk`]). The crate is generic: columns are named `i64`
 //! vectors and JSON fields are `serde_json::Value`s; the meaning belongs to the callers.
 //!
+//! Each run records the process that began it (pid and start time, schema 5): a run left
+//! `running` by a process that died is marked `abandoned` by [`Store::mark_abandoned`] (a
+//! writer, when it opens the store) and reads as such meanwhile.
+//!
 //! The default file is [`default_path`] (`$TAILSCOPE_DB`, else
 //! `$XDG_DATA_HOME/tailscope/runs.db`, else `~/.local/share/tailscope/runs.db`). Stored runs
 //! leave as CSV ([`export_csv`]) or JSON ([`export_json`]).
@@ -25,12 +29,16 @@ mod db;
 mod error;
 mod experiments;
 mod export;
+mod owner;
 mod paths;
 mod time;
 
 pub use chunks::{decode as decode_chunk, encode as encode_chunk, StreamInfo};
 pub use columns::Columns;
-pub use db::{NewRun, RunBlob, RunRow, Store, OLDEST_READABLE_SCHEMA, SCHEMA_VERSION};
+pub use db::{
+    Abandoned, NewRun, RunBlob, RunRow, Store, OLDEST_READABLE_SCHEMA, SCHEMA_VERSION,
+    STATUS_ABANDONED, STATUS_RUNNING,
+};
 pub use error::StoreError;
 pub use experiments::{ExperimentRow, NewExperiment};
 pub use export::{export_csv, export_csv_header, export_csv_rows, export_json};

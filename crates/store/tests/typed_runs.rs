@@ -155,3 +155,30 @@ fn a_damaged_typed_run_is_an_error_not_a_panic() {
     drop(c);
     assert!(matches!(st.typed_run(id), Err(StoreError::Corrupt(_))));
 }
+
+#[test]
+fn a_run_left_running_before_schema_5_has_no_owner_and_stays_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    old_store(&path);
+    let c = Connection::open(&path).unwrap();
+    c.execute(
+        "INSERT INTO runs (kind, status, target, started_at, config, host)
+         VALUES ('run', 'running', 'builtin', '2026-11-01T11:00:00.000Z', '{}', '{}')",
+        [],
+    )
+    .unwrap();
+    drop(c);
+    // A reader of the old file reads it as stored.
+    let r = Store::open_existing(&path).unwrap().unwrap();
+    assert_eq!(r.list_runs().unwrap()[0].status, "running");
+    drop(r);
+    let st = Store::open(&path).unwrap();
+    assert_eq!(st.schema_version().unwrap(), SCHEMA_VERSION);
+    assert!(st.mark_abandoned().unwrap().is_empty(), "no owner to judge");
+    assert_eq!(st.list_runs().unwrap()[0].status, "running");
+    // A run begun after the migration has an owner: this process, alive.
+    let id = st.begin_run(&new_run()).unwrap();
+    assert!(st.mark_abandoned().unwrap().is_empty());
+    assert_eq!(st.get_run(id).unwrap().unwrap().status, "running");
+}

@@ -101,6 +101,10 @@ fn doctor_with_a_pid_checks_the_servers_threads() {
 
 #[test]
 fn doctor_bad_input_exits_2_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("state");
+    std::fs::write(&file, b"not a directory").unwrap();
+    let under = file.join("sub");
     for (args, needle) in [
         (
             vec!["doctor", "--root", "/nonexistent/root"],
@@ -108,6 +112,15 @@ fn doctor_bad_input_exits_2_with_one_line() {
         ),
         (vec!["doctor", "--pid", "999999999"], "999999999"),
         (vec!["doctor", "--cpus", "x-y"], "x-y"),
+        // A state dir that is a file, or lies under one, could never hold the journal.
+        (
+            vec!["doctor", "--state-dir", file.to_str().unwrap()],
+            "--state-dir",
+        ),
+        (
+            vec!["doctor", "--state-dir", under.to_str().unwrap()],
+            "is not a directory",
+        ),
     ] {
         let out = bin().args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
@@ -115,6 +128,7 @@ fn doctor_bad_input_exits_2_with_one_line() {
         assert_eq!(err.trim().lines().count(), 1, "{err}");
         assert!(err.contains(needle), "{err}");
     }
+    assert_eq!(std::fs::read(&file).unwrap(), b"not a directory");
     let out = bin()
         .args(["doctor", "--root"])
         .arg(fixture("bare-metal"))

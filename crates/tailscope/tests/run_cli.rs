@@ -252,6 +252,111 @@ fn sigint_stores_a_partial_run_marked_interrupted() {
     assert_eq!(l["runs"][0]["status"], "interrupted");
 }
 
+/// A short `run` against `addr` storing into `db`; its output.
+fn short_run(addr: &str, db: &Path) -> std::process::Output {
+    bin()
+        .args([
+            "run",
+            &format!("nullrpc://{addr}"),
+            "--rate",
+            "500",
+            "--duration",
+            "300ms",
+            "--warmup",
+            "100ms",
+            "--service",
+            "20us",
+            "--db",
+            db.to_str().unwrap(),
+            "--json",
+        ])
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_run_killed_by_sigkill_is_marked_abandoned_by_the_next_writer() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let s = serve(&["--arch", "epoll"]);
+    let mut run = bin()
+        .args([
+            "run",
+            &format!("nullrpc://{}", s.addr),
+            "--rate",
+            "500",
+            "--duration",
+            "600s",
+            "--warmup",
+            "100ms",
+            "--service",
+            "20us",
+            "--db",
+            db.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait (polling, read-only) until its row is there and running.
+    let mut running = false;
+    for _ in 0..600 {
+        if db.exists() && common::runs_list(&db)["runs"][0]["status"] == "running" {
+            running = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(running, "the run's row never read as running");
+    run.kill().unwrap(); // SIGKILL
+    run.wait().unwrap(); // reaped: not left a zombie
+
+    // A read-only command reports it abandoned and changes nothing.
+    let list = bin()
+        .args(["runs", "list", "--json", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(list.status.code(), Some(0));
+    assert_eq!(json_of(&list)["runs"][0]["status"], "abandoned");
+    assert!(!String::from_utf8_lossy(&list.stderr).contains("abandoned"));
+
+    // The next writing command marks it, and says so once.
+    let out = short_run(&s.addr, &db);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("abandoned")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].starts_with("tailscope: run 1 (run of nullrpc://"),
+        "{err}"
+    );
+    assert!(lines[0].contains("started 20"), "{err}");
+    let show = bin()
+        .args(["runs", "show", "1", "--json", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(json_of(&show)["status"], "abandoned");
+    assert_eq!(json_of(&show)["finished_at"], serde_json::Value::Null);
+    // Marked in the store: the writer after it has nothing to say, and its own run is fine.
+    let again = short_run(&s.addr, &db);
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(0), "{err}");
+    assert!(!err.contains("abandoned"), "{err}");
+    let l = common::runs_list(&db);
+    let statuses: Vec<&str> = l["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses.len(), 3);
+    assert_eq!(statuses[2], "abandoned");
+    assert!(!statuses[..2].contains(&"abandoned") && !statuses.contains(&"running"));
+}
+
 #[test]
 fn calibrate_inverts_the_peak_throughput_and_feeds_percent_rates() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -4,7 +4,7 @@
 
 use model::bursty::{
     self, fit, predict, simulate_tandem, tandem_for, BasicTest, BurstyParams, BurstyWorkload,
-    Dispatch, FitSpec, Stack, ValidationGrid,
+    Dispatch, FitSpec, Prediction, Stack, TandemReport, ValidationGrid,
 };
 use serde::Deserialize;
 use serde_json::json;
@@ -38,6 +38,58 @@ pub fn run(a: &BurstyArgs) -> anyhow::Result<i32> {
     if let Some(path) = &a.fit {
         return run_fit(a, path);
     }
+    check_ranges(a)?;
+    let params = BurstyParams {
+        t0_ns: ns("--t0", &a.t0)?,
+        mt_ns_per_byte: ns("--mt", &a.mt)?,
+        r0_ns: ns("--r0", &a.r0)?,
+        mr_ns: ns("--mr", &a.mr)?,
+        m_ns: ns("--m", &a.m)?,
+    };
+    let w = BurstyWorkload {
+        n: a.n,
+        alpha: a.alpha,
+        payload_bytes: a.payload,
+        workers: a.workers,
+        spacing_ns: ns("--spacing", &a.spacing)?,
+        percentile: a.percentile,
+    };
+    let stack: Stack = a.stack.parse().or_usage()?;
+    let entropy_bin = a
+        .entropy_bin
+        .as_deref()
+        .map(|s| ns("--entropy-bin", s))
+        .transpose()?;
+    let p = predict(&params, &w, stack).or_usage()?;
+    let best = params.best_workers(a.payload);
+    let sim = if a.simulate {
+        Some(simulate(a, &params, &w, stack, &p, entropy_bin)?)
+    } else {
+        None
+    };
+    if a.json {
+        let mut v = json!({
+            "inputs": {"params": params, "workload": w, "stack": stack.name()},
+            "prediction": p,
+            "predicted_us": p.latency_ns / 1e3,
+            "best_workers": best,
+        });
+        if let Some((r, m)) = &sim {
+            v["simulated_us"] = json!(m / 1e3);
+            v["error_pct"] = json!(bursty::formulas::relative_error_pct(*m, p.latency_ns));
+            v["simulated_sensitive"] = json!(r.sensitive.as_ref().map(|s| s.distribution_json()));
+            v["simulated_all"] = json!(r.all.distribution_json());
+            v["entropy_bits"] = json!(r.sensitive_entropy_bits.or(r.all_entropy_bits));
+        }
+        output::print_json(&v)?;
+        return Ok(0);
+    }
+    print_prediction(a, &w, stack, &p, best, sim.as_ref())?;
+    Ok(0)
+}
+
+/// The flags' ranges (exit 2 on the first out of range).
+fn check_ranges(a: &BurstyArgs) -> anyhow::Result<()> {
     limits::in_range("--n", a.n, 1, limits::MAX_BURST)?;
     limits::in_range("--workers", a.workers, 1, limits::MAX_BURSTY_WORKERS)?;
     if !(a.alpha > 0.0 && a.alpha <= 1.0) {
@@ -65,72 +117,52 @@ pub fn run(a: &BurstyArgs) -> anyhow::Result<i32> {
             a.bursts
         )));
     }
-    let params = BurstyParams {
-        t0_ns: ns("--t0", &a.t0)?,
-        mt_ns_per_byte: ns("--mt", &a.mt)?,
-        r0_ns: ns("--r0", &a.r0)?,
-        mr_ns: ns("--mr", &a.mr)?,
-        m_ns: ns("--m", &a.m)?,
-    };
-    let w = BurstyWorkload {
-        n: a.n,
-        alpha: a.alpha,
-        payload_bytes: a.payload,
-        workers: a.workers,
-        spacing_ns: ns("--spacing", &a.spacing)?,
-        percentile: a.percentile,
-    };
-    let stack: Stack = a.stack.parse().or_usage()?;
-    let entropy_bin = a
-        .entropy_bin
-        .as_deref()
-        .map(|s| ns("--entropy-bin", s))
-        .transpose()?;
-    let p = predict(&params, &w, stack).or_usage()?;
-    let best = params.best_workers(a.payload);
-    let sim = if a.simulate {
-        // The simulated M is T + R + the constant stage: give the constant stage what M
-        // leaves beyond the two queueing stages' service times.
-        let constant = (params.m_ns - p.t_ns - p.r_ns).max(0.0);
-        let mut cfg = tandem_for(
-            &params,
-            &w,
-            stack,
-            constant,
-            Dispatch::RoundRobin,
-            a.bursts,
-            a.seed,
-        );
-        cfg.entropy_bin_ns = entropy_bin;
-        let r = simulate_tandem(&cfg).or_usage()?;
-        lab::check_not_saturated(r.all.max_ns).map_err(super::target::lab_err)?;
-        let sim_p = r
-            .sensitive
-            .as_ref()
-            .and_then(|s| s.get(&format!("p{}", trim(a.percentile))))
-            .map(|e| e.value);
-        let measured = sim_p.or(r.sensitive_p99_ns).unwrap_or(r.all_p99_ns);
-        Some((r, measured))
-    } else {
-        None
-    };
-    if a.json {
-        let mut v = json!({
-            "inputs": {"params": params, "workload": w, "stack": stack.name()},
-            "prediction": p,
-            "predicted_us": p.latency_ns / 1e3,
-            "best_workers": best,
-        });
-        if let Some((r, m)) = &sim {
-            v["simulated_us"] = json!(m / 1e3);
-            v["error_pct"] = json!(bursty::formulas::relative_error_pct(*m, p.latency_ns));
-            v["simulated_sensitive"] = json!(r.sensitive.as_ref().map(|s| s.distribution_json()));
-            v["simulated_all"] = json!(r.all.distribution_json());
-            v["entropy_bits"] = json!(r.sensitive_entropy_bits.or(r.all_entropy_bits));
-        }
-        output::print_json(&v)?;
-        return Ok(0);
-    }
+    Ok(())
+}
+
+/// The tandem simulation of the workload (`--simulate`) and its simulated percentile (the
+/// delay-sensitive requests' at `--percentile`, else their p99, else all requests' p99).
+fn simulate(
+    a: &BurstyArgs,
+    params: &BurstyParams,
+    w: &BurstyWorkload,
+    stack: Stack,
+    p: &Prediction,
+    entropy_bin: Option<f64>,
+) -> anyhow::Result<(TandemReport, f64)> {
+    // The simulated M is T + R + the constant stage: give the constant stage what M
+    // leaves beyond the two queueing stages' service times.
+    let constant = (params.m_ns - p.t_ns - p.r_ns).max(0.0);
+    let mut cfg = tandem_for(
+        params,
+        w,
+        stack,
+        constant,
+        Dispatch::RoundRobin,
+        a.bursts,
+        a.seed,
+    );
+    cfg.entropy_bin_ns = entropy_bin;
+    let r = simulate_tandem(&cfg).or_usage()?;
+    lab::check_not_saturated(r.all.max_ns).map_err(super::target::lab_err)?;
+    let sim_p = r
+        .sensitive
+        .as_ref()
+        .and_then(|s| s.get(&format!("p{}", trim(a.percentile))))
+        .map(|e| e.value);
+    let measured = sim_p.or(r.sensitive_p99_ns).unwrap_or(r.all_p99_ns);
+    Ok((r, measured))
+}
+
+/// The prediction for a person (and the simulation's, when made).
+fn print_prediction(
+    a: &BurstyArgs,
+    w: &BurstyWorkload,
+    stack: Stack,
+    p: &Prediction,
+    best: Option<u32>,
+    sim: Option<&(TandemReport, f64)>,
+) -> anyhow::Result<()> {
     outln!(
         "{} stack · N = {} per burst, U = {}, α = {}, L = {} B, k = {} · T = {}, R = {}, M = {}",
         stack.name(),
@@ -161,7 +193,7 @@ pub fn run(a: &BurstyArgs) -> anyhow::Result<i32> {
     if let Some(k) = best {
         outln!("best worker count k_t (formula 16): {k}")?;
     }
-    if let Some((r, m)) = &sim {
+    if let Some((r, m)) = sim {
         outln!(
             "simulated: {} ({} bursts) → error {:.1}% (formula 15){}",
             fmt_ns(*m),
@@ -173,7 +205,7 @@ pub fn run(a: &BurstyArgs) -> anyhow::Result<i32> {
                 .unwrap_or_default()
         )?;
     }
-    Ok(0)
+    Ok(())
 }
 
 fn trim(p: f64) -> String {

@@ -60,154 +60,25 @@ impl lab::Observer for Tour {
             r.push(v);
         }
         if let Ok(mut l) = self.allows.lock() {
-            l.push(allows(&label, run));
+            l.push(report::demo_view::allows(&label, run));
         }
     }
 }
 
-/// What a run shows this host allows, in one line: the status, each view's validity, the
-/// headline view and its numbers (`headline: server view` is the run's `headline_view`).
-fn allows(label: &str, run: &lab::Run) -> String {
-    let v = &run.views;
-    let word = |ok: bool| if ok { "valid" } else { "invalid" };
-    let server = match &v.server {
-        Some(s) => format!("server view {} ({})", word(s.valid), s.why),
-        None => "no server view".into(),
-    };
-    let a = &run.analysis;
-    let (measured, ideal) = match v.headline {
-        lab::View::User => (Some(&a.measured), a.ideal.as_ref()),
-        lab::View::Server => (
-            a.server_view.as_ref().map(|s| &s.measured),
-            a.server_view.as_ref().and_then(|s| s.ideal.as_ref()),
-        ),
-    };
-    let q = |s: Option<&stats::Summary>, k: &str| {
-        s.and_then(|s| s.get(k))
-            .map_or("-".into(), |e| report::terminal::fmt_ns(e.value))
-    };
-    format!(
-        "{label} (run {}): {}; user view {} ({}); {server}; headline: {} view: p50 {}, p99 {}, p99.9 {} (ideal p99 {}){}",
-        run.run_id.map_or("-".into(), |i| i.to_string()),
-        run.status,
-        word(v.user.valid),
-        v.user.why,
-        v.headline,
-        q(measured, "p50"),
-        q(measured, "p99"),
-        q(measured, "p99.9"),
-        q(ideal, "p99"),
-        if v.is_valid(v.headline) {
-            ""
-        } else {
-            " — NOT VALID"
-        }
-    )
+/// The demo's placement and server, checked.
+struct Setup {
+    server_cpu: usize,
+    client_cpu: usize,
+    work: model::ServiceSpec,
+    sched: Option<host::placement::SchedSpec>,
+    duration: std::time::Duration,
 }
 
-/// The closing lines: the host's noise, then per load what this host allows, then which
-/// view to read here.
-fn closing(host: Option<&noise::HostNoise>, per_run: &[String], runs: &[Value]) -> Vec<String> {
-    let mut out = vec!["what this host allows:".to_string()];
-    out.push(match host {
-        Some(h) => format!("  {}", h.line()),
-        None => "  host noise: not probed".into(),
-    });
-    out.extend(per_run.iter().map(|l| format!("  {l}")));
-    let heads: Vec<&str> = runs
-        .iter()
-        .filter_map(|r| r["headline_view"].as_str())
-        .collect();
-    let valid = |view: &str| {
-        runs.iter()
-            .filter(|r| r["views"][view]["valid"].as_bool() == Some(true))
-            .count()
-    };
-    let (user, server) = (valid("user"), valid("server"));
-    let n = runs.len();
-    out.push(if n == 0 {
-        "  no run was measured".into()
-    } else if user == n {
-        "  the user view is valid at every load: the generator kept its schedule on this host; read the user view".into()
-    } else if server == n {
-        format!(
-            "  the user view is valid at {user} of {n} loads (the generator was late), the server view at every load: on this host read the server view (headlines: {})",
-            heads.join(", ")
-        )
-    } else {
-        format!(
-            "  the user view is valid at {user} of {n} loads, the server view at {server}: read each run's headline view (headlines: {})",
-            heads.join(", ")
-        )
-    });
-    out
-}
+/// The demo's warm-up before each run.
+const WARMUP: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// How far the repeats of each load spread, in the view each load is read from: the host's
-/// drift between runs, which no single run's interval can show.
-fn spread(points: &[lab::Point]) -> Vec<String> {
-    let mut out = Vec::new();
-    for p in points.iter().filter(|p| p.result.repeats > 1) {
-        let r = &p.result;
-        let (name, c) = match r.headline {
-            lab::View::User => ("user", r.user.as_ref()),
-            lab::View::Server => ("server", r.server.as_ref()),
-        };
-        let load = p
-            .load_pct
-            .map_or(format!("{:.0} req/s", p.offered_rps), |l| {
-                format!("{l:.0}%")
-            });
-        let Some(c) = c else {
-            out.push(format!(
-                "  {load}: {} repeats, fewer than 2 of them measured a view validly",
-                r.repeats
-            ));
-            continue;
-        };
-        let line = |key: &str| -> Option<String> {
-            let e = c.summary.get(key)?;
-            let vals = &c.estimates.iter().find(|(k, _)| k == key)?.1;
-            let (lo, hi) = vals
-                .iter()
-                .fold((f64::INFINITY, 0.0f64), |(a, b), v| (a.min(*v), b.max(*v)));
-            // Two repeats give a t(1) interval too wide to print usefully: their range says
-            // more.
-            let interval = if vals.len() >= 3 {
-                format!(
-                    " [{}, {}]",
-                    report::terminal::fmt_ns(e.lo),
-                    report::terminal::fmt_ns(e.hi)
-                )
-            } else {
-                String::new()
-            };
-            Some(format!(
-                "{key} {}{interval} (repeats {} to {}, x{:.2})",
-                report::terminal::fmt_ns(e.value),
-                report::terminal::fmt_ns(lo),
-                report::terminal::fmt_ns(hi),
-                if lo > 0.0 { hi / lo } else { f64::NAN }
-            ))
-        };
-        out.push(format!(
-            "  {load}: median of {} valid of {} repeats, {name} view: {}; {}",
-            c.counted,
-            r.repeats,
-            line("p50").unwrap_or_default(),
-            line("p99").unwrap_or_default()
-        ));
-    }
-    if !out.is_empty() {
-        out.insert(
-            0,
-            "how far the repeats spread (the host drifts between runs; only repeats show it — with 3 or more, an interval from their spread; --repeat):".into(),
-        );
-    }
-    out
-}
-
-pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
+/// Checks the demo's flags (exit 2 on the first wrong one), before anything starts.
+fn setup(a: &DemoArgs) -> anyhow::Result<Setup> {
     let online = host::placement::online_cpus();
     let server_cpu = a.server_cpu.unwrap_or(if online > 1 { 1 } else { 0 });
     let client_cpu = a.client_cpu.unwrap_or(0);
@@ -233,36 +104,31 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
     let work = super::model::parse_service(&a.work)?;
     let sched = parse_sched(a.sched.as_deref())?;
     let duration = parse_duration("--duration", &a.duration)?;
-    let warmup = std::time::Duration::from_secs(2);
-    if duration <= warmup {
+    if duration <= WARMUP {
         return Err(usage(format!(
             "--duration must be longer than the demo's 2 s warm-up, got {}",
             a.duration
         )));
     }
-    let out = OutputArgs {
-        json: a.json,
-        ccdf: None,
-        plot: Some(a.plot.clone()),
-    };
-    output::check_outputs(&out)?;
+    Ok(Setup {
+        server_cpu,
+        client_cpu,
+        work,
+        sched,
+        duration,
+    })
+}
+
+/// The demo as a sweep: the built-in server (one epoll worker, the given work) on its CPU,
+/// 8 connections from the generator's, one point per load in % of the calibrated capacity.
+fn sweep_plan(a: &DemoArgs, s: Setup, gate: &super::gate::Gate) -> anyhow::Result<SweepPlan> {
     let mut load = LoadConfig::new(super::run::parse_target("nullrpc://127.0.0.1:1")?, 1.0);
-    load.stop = load::StopAt::Duration(duration - warmup);
-    load.warmup = warmup;
+    load.stop = load::StopAt::Duration(s.duration - WARMUP);
+    load.warmup = WARMUP;
     load.connections = 8;
-    load.cpus = vec![client_cpu];
+    load.cpus = vec![s.client_cpu];
     load.yield_when_far = false;
-    let gate = super::gate::Gate::new(
-        a.slo.as_deref(),
-        lab::ViewChoice::Auto,
-        &crate::cli::GateArgs {
-            percentiles: None,
-            slo_undecided: a.slo_undecided,
-            junit: None,
-            markdown: None,
-        },
-    )?;
-    let plan = SweepPlan {
+    Ok(SweepPlan {
         kind: "demo".into(),
         template: RunTemplate {
             precision: None,
@@ -271,10 +137,10 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
                 url: "nullrpc://".into(),
                 spawn: Some(SpawnSpec {
                     threads: Some(1),
-                    cpus: vec![server_cpu],
-                    sched,
+                    cpus: vec![s.server_cpu],
+                    sched: s.sched,
                     arch: Some(server::Arch::Epoll),
-                    work: Some(work),
+                    work: Some(s.work),
                     ..SpawnSpec::default()
                 }),
                 workload: WorkloadSpec::default(),
@@ -293,8 +159,8 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
             extra_pids: Vec::new(),
             calibrate: lab::CalibrateSpec::default(),
             config: json!({"demo": true, "duration": a.duration, "connections": 8,
-                           "client_cpu": client_cpu, "server_cpu": server_cpu, "work": a.work,
-                           "label": a.label}),
+                           "client_cpu": s.client_cpu, "server_cpu": s.server_cpu,
+                           "work": a.work, "label": a.label}),
         },
         loads: a
             .loads
@@ -307,7 +173,29 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
         find_max: false,
         max_steps: 2,
         experiment: None,
+    })
+}
+
+pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
+    let s = setup(a)?;
+    let (server_cpu, client_cpu) = (s.server_cpu, s.client_cpu);
+    let out = OutputArgs {
+        json: a.json,
+        ccdf: None,
+        plot: Some(a.plot.clone()),
     };
+    output::check_outputs(&out)?;
+    let gate = super::gate::Gate::new(
+        a.slo.as_deref(),
+        lab::ViewChoice::Auto,
+        &crate::cli::GateArgs {
+            percentiles: None,
+            slo_undecided: a.slo_undecided,
+            junit: None,
+            markdown: None,
+        },
+    )?;
+    let mut plan = sweep_plan(a, s, &gate)?;
     let db = db_path(&a.db)?;
     plan.check(&db).map_err(lab_err)?;
     let tour = Tour {
@@ -329,14 +217,14 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
     let stop = shutdown_flag()?;
     let host_noise =
         super::run::probe_noise(a.no_noise_probe, &[client_cpu], &[server_cpu], &stop, &tour);
-    let mut plan = plan;
     plan.template.config["host_noise"] = json!(host_noise);
     let result = lab::sweep(&plan, &db, &stop, &tour).map_err(lab_err)?;
     let series = tour.series.into_inner().unwrap_or_default();
     let runs = tour.runs.into_inner().unwrap_or_default();
     let per_run = tour.allows.into_inner().unwrap_or_default();
-    let mut closing = closing(host_noise.as_ref(), &per_run, &runs);
-    closing.extend(spread(&result.points));
+    let host_line = host_noise.as_ref().map(|h| h.line());
+    let mut closing = report::demo_view::closing(host_line.as_deref(), &per_run, &runs);
+    closing.extend(report::demo_view::spread(&result.points));
     let written = if series.is_empty() {
         Vec::new()
     } else {
@@ -346,19 +234,20 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
             &series,
         )?
     };
+    let interrupted = stop.load(Ordering::Relaxed);
     // 0 when every run has a valid view (the user's, else the server's) or is saturated.
-    let code = if stop.load(Ordering::Relaxed) || result.rows.is_empty() {
+    let code = if interrupted || result.rows.is_empty() {
         1
     } else {
         super::sweep::gate_code(&result, &gate)
     };
-    // The calibration the sweep made, as the store keeps it.
-    let calibration = runs
-        .first()
-        .and_then(|r| r["ideal_source"]["calibration_run"].as_i64())
-        .and_then(|id| db.store.get_run(id).ok().flatten())
-        .and_then(|r| r.summary);
     if a.json {
+        // The calibration the sweep made, as the store keeps it.
+        let calibration = runs
+            .first()
+            .and_then(|r| r["ideal_source"]["calibration_run"].as_i64())
+            .and_then(|id| db.store.get_run(id).ok().flatten())
+            .and_then(|r| r.summary);
         output::print_json(&json!({
             "experiment_id": result.experiment_id,
             "server": {"arch": "epoll", "workers": 1, "work": a.work, "cpu": server_cpu},
@@ -369,7 +258,7 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
             "host_noise": host_noise,
             "closing": closing,
             "exit_code": code,
-            "interrupted": stop.load(Ordering::Relaxed),
+            "interrupted": interrupted,
             "written": written,
         }))?;
         // The same closing lines for a person, on stderr (stdout holds the one object).
@@ -377,22 +266,34 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
             eprintln!("{l}");
         }
     } else {
-        outln!()?;
-        let heads: std::collections::BTreeMap<i64, lab::View> = runs
-            .iter()
-            .filter_map(|v| {
-                let view = serde_json::from_value(v["headline_view"].clone()).ok()?;
-                Some((v["run_id"].as_i64()?, view))
-            })
-            .collect();
-        output::print_with(|w| report::sweep_view::sweep_views(w, &result, &heads))?;
-        for w in written {
-            outln!("wrote {w}")?;
-        }
-        outln!()?;
-        for l in &closing {
-            outln!("{l}")?;
-        }
+        print_tour(&result, &runs, &written, &closing)?;
     }
     Ok(code)
+}
+
+/// The demo's end for a person: the sweep's table by each run's headline view, the files
+/// written, the closing lines.
+fn print_tour(
+    result: &lab::SweepResult,
+    runs: &[Value],
+    written: &[String],
+    closing: &[String],
+) -> anyhow::Result<()> {
+    outln!()?;
+    let heads: std::collections::BTreeMap<i64, lab::View> = runs
+        .iter()
+        .filter_map(|v| {
+            let view = serde_json::from_value(v["headline_view"].clone()).ok()?;
+            Some((v["run_id"].as_i64()?, view))
+        })
+        .collect();
+    output::print_with(|w| report::sweep_view::sweep_views(w, result, &heads))?;
+    for w in written {
+        outln!("wrote {w}")?;
+    }
+    outln!()?;
+    for l in closing {
+        outln!("{l}")?;
+    }
+    Ok(())
 }

@@ -26,12 +26,30 @@ fn host_err(e: HostError) -> anyhow::Error {
     }
 }
 
+/// `--state-dir`: a directory (or one that can be made), readable when it exists, since
+/// the journal of an earlier `--apply` that died is read from it.
+fn check_state_dir(d: &std::path::Path) -> anyhow::Result<()> {
+    super::common::check_dir_flag("--state-dir", d)?;
+    if d.is_dir() {
+        std::fs::read_dir(d).map_err(|e| {
+            usage(format!(
+                "--state-dir {}: cannot read it: {e}",
+                lab::clip(&d.display().to_string())
+            ))
+        })?;
+    }
+    Ok(())
+}
+
 pub fn run(a: &DoctorArgs) -> anyhow::Result<i32> {
     if !a.root.is_dir() {
         return Err(usage(format!(
             "--root {} is not a directory",
             a.root.display()
         )));
+    }
+    if let Some(d) = &a.state_dir {
+        check_state_dir(d)?;
     }
     let root = HostRoot::new(&a.root);
     let cpus = match &a.cpus {

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use lab::figures::{agrees, claims, curves, exact_q, q, LOGNORMAL_SIGMA, PARETO_SHAPE, SERVICE_NS};
+use lab::figures::{agrees, claims, curves, SERVICE_NS};
 use serde_json::{json, Value};
 
 use super::model::{parse_unit, read_trace};
@@ -13,7 +13,7 @@ use super::target::lab_err;
 use crate::cli::FigureArgs;
 use crate::exit::{usage, OrUsage};
 use crate::limits;
-use crate::output::{self, fmt_ns, outln, us};
+use crate::output::{self, us};
 
 pub fn run(a: &FigureArgs) -> anyhow::Result<i32> {
     let n = model::parse_count(&a.requests).or_usage_ctx("--requests")?;
@@ -48,106 +48,54 @@ pub fn run(a: &FigureArgs) -> anyhow::Result<i32> {
     }
     let written = output::write_ccdf_outputs(&out, &title, &series)?;
     let claims = claims(a.number, &cs, &rs);
+    let figure = report::paper_figure::Figure {
+        number: a.number,
+        title,
+        curves: cs,
+        results: rs,
+        claims,
+    };
     if a.out.json {
-        let curves: Vec<Value> = cs
-            .iter()
-            .zip(&rs)
-            .map(|(c, r)| {
-                json!({
-                    "label": c.label,
-                    "workers": c.cfg.workers,
-                    "load": c.cfg.rate_per_s.map(|l| l * c.cfg.service.mean_ns() / 1e9 / f64::from(c.cfg.workers)),
-                    "requests": r.recorded,
-                    "response": r.response.distribution_json(),
-                    "response_ci": r.response.intervals_json(),
-                    "mean_us": us(r.mean_response_ns),
-                    "exact_response": c.exact.as_ref().map(|v| output::dist_json(v.iter().map(|(k, _, s)| (k.as_str(), s * 1e9)))),
-                })
-            })
-            .collect();
-        let cl: Vec<Value> = claims
-            .iter()
-            .map(|c| {
-                json!({
-                    "claim": c.text, "paper": c.paper, "exact": c.exact, "simulated": c.simulated, "unit": c.unit,
-                    "tolerance": c.tolerance,
-                    "paper_agrees_with_exact": c.exact.map(|e| agrees(c, e)),
-                })
-            })
-            .collect();
-        output::print_json(&json!({
-            "figure": a.number, "title": title, "service_us": us(SERVICE_NS),
-            "curves": curves, "claims": cl, "written": written,
-        }))?;
-        return Ok(0);
-    }
-    outln!("{title}")?;
-    if a.number == 1 {
-        outln!(
-            "(lognormal σ = {LOGNORMAL_SIGMA} and Pareto α = {PARETO_SHAPE} are our choices: the paper does not give them; \
-             its Wikipedia trace is not shipped — add one with --trace PATH)"
-        )?;
-    }
-    outln!(
-        "{:<28} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "response time",
-        "p50",
-        "p90",
-        "p99",
-        "p99.9",
-        "p99.99"
-    )?;
-    let keys = ["p50", "p90", "p99", "p99.9", "p99.99"];
-    for (c, r) in cs.iter().zip(&rs) {
-        let row: Vec<String> = keys.iter().map(|k| fmt_ns(q(r, k))).collect();
-        outln!(
-            "{:<28} {:>9} {:>9} {:>9} {:>9} {:>9}",
-            format!("{} (sim)", c.label),
-            row[0],
-            row[1],
-            row[2],
-            row[3],
-            row[4]
-        )?;
-        if c.exact.is_some() {
-            let row: Vec<String> = keys
-                .iter()
-                .map(|k| exact_q(c, k).map(fmt_ns).unwrap_or_default())
-                .collect();
-            outln!(
-                "{:<28} {:>9} {:>9} {:>9} {:>9} {:>9}",
-                format!("{} (exact)", c.label),
-                row[0],
-                row[1],
-                row[2],
-                row[3],
-                row[4]
-            )?;
-        }
-    }
-    for c in &claims {
-        let exact = c
-            .exact
-            .map(|e| format!("exact {e:.2}{}", c.unit))
-            .unwrap_or_else(|| "no exact form".into());
-        outln!(
-            "paper: {} — paper {:.0}{u}, {exact}, simulated {:.2}{u}",
-            c.text,
-            c.paper,
-            c.simulated,
-            u = c.unit
-        )?;
-        if let Some(e) = c.exact {
-            if !agrees(c, e) {
-                outln!(
-                    "  the paper's text and exact theory disagree: the exact value is {e:.2}{}",
-                    c.unit
-                )?;
-            }
-        }
-    }
-    for w in written {
-        outln!("wrote {w}")?;
+        print_json(&figure, &written)?;
+    } else {
+        output::print_with(|w| report::paper_figure::text(w, &figure, &written))?;
     }
     Ok(0)
+}
+
+/// The figure as one JSON object.
+fn print_json(f: &report::paper_figure::Figure, written: &[String]) -> anyhow::Result<()> {
+    let curves: Vec<Value> = f
+        .curves
+        .iter()
+        .zip(&f.results)
+        .map(|(c, r)| {
+            json!({
+                "label": c.label,
+                "workers": c.cfg.workers,
+                "load": c.cfg.rate_per_s.map(|l| l * c.cfg.service.mean_ns() / 1e9 / f64::from(c.cfg.workers)),
+                "requests": r.recorded,
+                "response": r.response.distribution_json(),
+                "response_ci": r.response.intervals_json(),
+                "mean_us": us(r.mean_response_ns),
+                "exact_response": c.exact.as_ref().map(|v| output::dist_json(v.iter().map(|(k, _, s)| (k.as_str(), s * 1e9)))),
+            })
+        })
+        .collect();
+    let cl: Vec<Value> = f
+        .claims
+        .iter()
+        .map(|c| {
+            json!({
+                "claim": c.text, "paper": c.paper, "exact": c.exact, "simulated": c.simulated, "unit": c.unit,
+                "tolerance": c.tolerance,
+                "paper_agrees_with_exact": c.exact.map(|e| agrees(c, e)),
+            })
+        })
+        .collect();
+    output::print_json(&json!({
+        "figure": f.number, "title": f.title, "service_us": us(SERVICE_NS),
+        "curves": curves, "claims": cl, "written": written,
+    }))?;
+    Ok(())
 }

@@ -187,37 +187,10 @@ fn check_time_resolution(requests: u64, rate: f64, mean_ns: f64) -> anyhow::Resu
     Ok(())
 }
 
-/// Validates the arguments into a simulation configuration.
-pub fn build(a: &ModelArgs) -> anyhow::Result<Built> {
-    let unit = parse_unit(&a.trace_unit)?;
-    let arrival = parse_arrival(&a.arrival, unit).context("--arrival")?;
-    let service = parse_service(&a.service).context("--service")?;
-    if a.workers == 0 {
-        return Err(usage("--workers must be at least 1"));
-    }
-    let discipline: Discipline = a.discipline.parse().or_usage_ctx("--discipline")?;
-    if a.workers > max_workers(&discipline) {
-        return Err(usage(format!(
-            "--workers must be at most {} with --discipline {}, got {}",
-            max_workers(&discipline),
-            a.discipline,
-            a.workers
-        )));
-    }
-    let class_probs = match &a.classes {
-        Some(s) => parse_probs(s)?,
-        None if matches!(
-            discipline,
-            Discipline::Priority | Discipline::PriorityPreemptive
-        ) =>
-        {
-            return Err(usage(
-                "priority disciplines need --classes (e.g. --classes 0.2,0.8)",
-            ))
-        }
-        None => Vec::new(),
-    };
-    let mut requests = model::parse_count(&a.requests).or_usage_ctx("--requests")?;
+/// `--requests` and `--exact-limit`, with the other bounds of a simulation's size and
+/// precision checked (exit 2 on the first out of range).
+fn sizes(a: &ModelArgs) -> anyhow::Result<(u64, u64)> {
+    let requests = model::parse_count(&a.requests).or_usage_ctx("--requests")?;
     if requests == 0 {
         return Err(usage("--requests must be at least 1"));
     }
@@ -251,15 +224,24 @@ pub fn build(a: &ModelArgs) -> anyhow::Result<Built> {
     if let Some(c) = a.connections {
         limits::in_range("--connections", c, 1, limits::MAX_CONNECTIONS)?;
     }
-    let mean_s = service.mean_ns() / 1e9;
-    let rate = match (a.load, a.rate) {
+    Ok((requests, exact_limit))
+}
+
+/// The arrival rate: from `--load` (the utilisation per worker), `--rate`, or a trace's own
+/// (`None`); 70 % load when none is given.
+fn rate_of(
+    a: &ModelArgs,
+    arrival: &ArrivalSpec,
+    service: &ServiceSpec,
+) -> anyhow::Result<Option<f64>> {
+    Ok(match (a.load, a.rate) {
         (Some(load), _) => {
             if !(load > 0.0 && load < 1.0) {
                 return Err(usage(format!(
                     "--load must be in (0, 1) (the utilisation per worker), got {load}"
                 )));
             }
-            Some(SimConfig::rate_for_load(load, a.workers, &service).or_usage_ctx("--load")?)
+            Some(SimConfig::rate_for_load(load, a.workers, service).or_usage_ctx("--load")?)
         }
         (None, Some(r)) => {
             if !(r.is_finite() && r > 0.0) {
@@ -267,11 +249,46 @@ pub fn build(a: &ModelArgs) -> anyhow::Result<Built> {
             }
             Some(r)
         }
-        (None, None) => match &arrival {
+        (None, None) => match arrival {
             ArrivalSpec::Trace(_) => None,
-            _ => Some(SimConfig::rate_for_load(0.7, a.workers, &service).or_usage()?),
+            _ => Some(SimConfig::rate_for_load(0.7, a.workers, service).or_usage()?),
         },
+    })
+}
+
+/// Validates the arguments into a simulation configuration.
+pub fn build(a: &ModelArgs) -> anyhow::Result<Built> {
+    let unit = parse_unit(&a.trace_unit)?;
+    let arrival = parse_arrival(&a.arrival, unit).context("--arrival")?;
+    let service = parse_service(&a.service).context("--service")?;
+    if a.workers == 0 {
+        return Err(usage("--workers must be at least 1"));
+    }
+    let discipline: Discipline = a.discipline.parse().or_usage_ctx("--discipline")?;
+    if a.workers > max_workers(&discipline) {
+        return Err(usage(format!(
+            "--workers must be at most {} with --discipline {}, got {}",
+            max_workers(&discipline),
+            a.discipline,
+            a.workers
+        )));
+    }
+    let class_probs = match &a.classes {
+        Some(s) => parse_probs(s)?,
+        None if matches!(
+            discipline,
+            Discipline::Priority | Discipline::PriorityPreemptive
+        ) =>
+        {
+            return Err(usage(
+                "priority disciplines need --classes (e.g. --classes 0.2,0.8)",
+            ))
+        }
+        None => Vec::new(),
     };
+    let (mut requests, exact_limit) = sizes(a)?;
+    let mean_s = service.mean_ns() / 1e9;
+    let rate = rate_of(a, &arrival, &service)?;
     if let ArrivalSpec::Trace(t) = &arrival {
         requests = requests.min(t.times_ns.len() as u64);
     }

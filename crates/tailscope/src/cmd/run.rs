@@ -320,9 +320,16 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
         }
     };
     stopped.map_err(lab_err)?;
+    print_run(a, &run, &gate)
+}
+
+/// A measured run printed (its JSON object, or the terminal view with its SLO, precision,
+/// agents and the files written); its exit code: 1 for a failed measurement (or one whose
+/// views are all invalid) whatever the SLO says, else the SLO's.
+fn print_run(a: &RunArgs, run: &lab::Run, gate: &super::gate::Gate) -> anyhow::Result<i32> {
     let label = run.url.clone();
     let mut written = plot_run(&a.out, &label, &run.analysis)?;
-    let slo = gate.slo.as_ref().map(|s| s.evaluate(&run));
+    let slo = gate.slo.as_ref().map(|s| s.evaluate(run));
     if let Some(r) = &slo {
         written.extend(gate.write(&[(format!("run {label}"), r.clone())])?);
     }
@@ -334,7 +341,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
         }
         output::print_json(&v)?;
     } else {
-        output::print_with(|w| report::terminal::run(w, &run))?;
+        output::print_with(|w| report::terminal::run(w, run))?;
         if let Some(r) = &slo {
             output::print_with(|w| report::slo_view::lines(w, r))?;
         }
