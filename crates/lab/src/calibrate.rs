@@ -26,6 +26,7 @@ use serde_json::json;
 
 use crate::db::{host_facts, Db};
 use crate::error::LabError;
+use crate::run::RunStatus;
 use crate::target::Ready;
 use crate::Observer;
 
@@ -64,7 +65,7 @@ impl Default for CalibrateSpec {
 }
 
 /// One step of the search.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Step {
     pub connections: usize,
     pub depth: usize,
@@ -72,7 +73,7 @@ pub struct Step {
 }
 
 /// A calibration and its stored run.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Calibration {
     pub run_id: i64,
     pub interrupted: bool,
@@ -101,24 +102,98 @@ pub struct Calibration {
 }
 
 impl Calibration {
-    /// The JSON object `calibrate --json` prints and the store keeps.
-    pub fn to_json(&self, label: &str, url: &str) -> serde_json::Value {
-        json!({
-            "status": if self.interrupted { "interrupted" } else { "ok" },
-            "run_id": self.run_id, "target": label, "url": url,
-            "peak_rate_rps": self.peak_rps, "service_ns": self.service_ns,
-            "service_us": self.service_ns / 1e3, "workers": self.workers,
-            "per_worker_service_us": self.per_worker_service_ns / 1e3,
-            "unbatched_rate_rps": self.unbatched_rps,
-            "unbatched_per_worker_service_us": self.unbatched_per_worker_service_ns / 1e3,
-            "batching_gain": self.batching_gain,
-            "overload_offered_rps": self.overload_offered_rps,
-            "overload_completed_rps": self.overload_completed_rps,
-            "peak_vs_overload": self.peak_rps / self.overload_completed_rps.max(f64::MIN_POSITIVE),
-            "best": self.best, "search": self.steps,
-            "requests": self.requests, "duration_s": self.duration_ns as f64 / 1e9,
-        })
+    /// How the calibration ended: ok, or interrupted (a failed one is no `Calibration`).
+    pub fn status(&self) -> RunStatus {
+        if self.interrupted {
+            RunStatus::Interrupted
+        } else {
+            RunStatus::Ok
+        }
     }
+
+    /// The record `calibrate --json` prints and the store keeps.
+    pub fn record(&self, label: &str, url: &str) -> CalibrationRecord {
+        CalibrationRecord {
+            status: self.status(),
+            run_id: self.run_id,
+            target: label.into(),
+            url: url.into(),
+            peak_rate_rps: self.peak_rps,
+            service_ns: self.service_ns,
+            service_us: self.service_ns / 1e3,
+            workers: self.workers,
+            per_worker_service_us: self.per_worker_service_ns / 1e3,
+            unbatched_rate_rps: self.unbatched_rps,
+            unbatched_per_worker_service_us: Some(self.unbatched_per_worker_service_ns / 1e3),
+            batching_gain: Some(self.batching_gain),
+            overload_offered_rps: self.overload_offered_rps,
+            overload_completed_rps: self.overload_completed_rps,
+            peak_vs_overload: self.peak_rps / self.overload_completed_rps.max(f64::MIN_POSITIVE),
+            best: self.best.clone(),
+            search: self.steps.clone(),
+            requests: self.requests,
+            duration_s: self.duration_ns as f64 / 1e9,
+        }
+    }
+
+    /// The JSON object `calibrate --json` prints and the store keeps ([`CalibrationRecord`]).
+    pub fn to_json(&self, label: &str, url: &str) -> serde_json::Value {
+        serde_json::to_value(self.record(label, url)).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// A calibration as `calibrate --json` prints it and the store keeps it (µs where the key
+/// says so), typed both ways: a stored calibration's summary reads back into it. Keys absent
+/// from older stores read as 0; a figure JSON wrote as `null` (not a number) reads as NaN.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CalibrationRecord {
+    pub status: RunStatus,
+    #[serde(default)]
+    pub run_id: i64,
+    #[serde(default)]
+    pub target: String,
+    #[serde(default)]
+    pub url: String,
+    #[serde(default, deserialize_with = "f64_or_nan")]
+    pub peak_rate_rps: f64,
+    #[serde(deserialize_with = "f64_or_nan")]
+    pub service_ns: f64,
+    #[serde(default, deserialize_with = "f64_or_nan")]
+    pub service_us: f64,
+    #[serde(default = "one")]
+    pub workers: u32,
+    #[serde(default, deserialize_with = "f64_or_nan")]
+    pub per_worker_service_us: f64,
+    #[serde(default, deserialize_with = "f64_or_nan")]
+    pub unbatched_rate_rps: f64,
+    /// Absent (None) in calibrations stored before it was measured.
+    #[serde(default)]
+    pub unbatched_per_worker_service_us: Option<f64>,
+    #[serde(default)]
+    pub batching_gain: Option<f64>,
+    #[serde(default, deserialize_with = "f64_or_nan")]
+    pub overload_offered_rps: f64,
+    #[serde(default, deserialize_with = "f64_or_nan")]
+    pub overload_completed_rps: f64,
+    #[serde(default, deserialize_with = "f64_or_nan")]
+    pub peak_vs_overload: f64,
+    #[serde(default)]
+    pub best: Step,
+    #[serde(default)]
+    pub search: Vec<Step>,
+    #[serde(default)]
+    pub requests: u64,
+    #[serde(default, deserialize_with = "f64_or_nan")]
+    pub duration_s: f64,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// A float JSON may have written as `null` (NaN or infinite): NaN.
+fn f64_or_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 /// Counts the successful replies received inside a window (run-relative ns).
@@ -203,8 +278,8 @@ pub fn calibrate(
         Ok(mut cal) => {
             cal.run_id = id;
             cal.interrupted = stop.load(Ordering::Relaxed);
-            let status = if cal.interrupted { "interrupted" } else { "ok" };
-            st.finish_run(id, status, &cal.to_json(&ready.label, &ready.url))?;
+            let status = cal.status();
+            st.finish_run(id, status.as_str(), &cal.to_json(&ready.label, &ready.url))?;
             Ok(cal)
         }
         Err(e) => {
@@ -408,27 +483,30 @@ pub fn stored_calibration(
     label: &str,
 ) -> Result<Option<StoredCalibration>, LabError> {
     for r in db.list_runs()? {
-        if r.kind == "calibrate" && r.target == label && r.status == "ok" {
-            let s = r.summary.as_ref();
-            let f = |k: &str| s.and_then(|s| s.get(k)).and_then(|v| v.as_f64());
-            if let Some(ns) = f("service_ns") {
-                let w = s
-                    .and_then(|s| s.get("workers"))
-                    .and_then(|v| v.as_u64())
-                    .and_then(|w| u32::try_from(w).ok())
-                    .unwrap_or(1);
-                return Ok(Some(StoredCalibration {
-                    service_ns: ns,
-                    workers: w.max(1),
-                    source: IdealSource {
-                        from: "stored calibration".into(),
-                        calibration_run: Some(r.id),
-                        batching_gain: f("batching_gain"),
-                        unbatched_per_worker_service_ns: f("unbatched_per_worker_service_us")
-                            .map(|us| us * 1e3),
-                    },
-                }));
-            }
+        if r.kind != "calibrate" || r.target != label {
+            continue;
+        }
+        // A failed or unfinished calibration has no record (its summary is an error or none).
+        let Some(rec) = r
+            .summary
+            .as_ref()
+            .and_then(|s| CalibrationRecord::deserialize(s).ok())
+        else {
+            continue;
+        };
+        if rec.status == RunStatus::Ok && rec.service_ns.is_finite() {
+            return Ok(Some(StoredCalibration {
+                service_ns: rec.service_ns,
+                workers: rec.workers.max(1),
+                source: IdealSource {
+                    from: "stored calibration".into(),
+                    calibration_run: Some(r.id),
+                    batching_gain: rec.batching_gain,
+                    unbatched_per_worker_service_ns: rec
+                        .unbatched_per_worker_service_us
+                        .map(|us| us * 1e3),
+                },
+            }));
         }
     }
     Ok(None)

@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::run::RunStatus;
 use serde::Serialize;
 use serde_json::Value;
 use store::{ExperimentRow, RunRow, Store, StoreError};
@@ -131,7 +132,7 @@ impl Sides {
     pub fn of_run(summary: &Value) -> Sides {
         let status = summary.get("status").and_then(Value::as_str).unwrap_or("");
         let view = |name: &str, ci: Option<&Value>| -> Result<Value, String> {
-            if status == "failed" || status.is_empty() {
+            if matches!(status.parse(), Err(_) | Ok(RunStatus::Failed)) {
                 return Err(format!("the run's status is '{status}'"));
             }
             let v = summary.pointer(&format!("/views/{name}"));

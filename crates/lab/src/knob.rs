@@ -7,7 +7,7 @@ use std::str::FromStr;
 use host::placement::{parse_cpu_list, SchedSpec};
 use host::topology::SmtPolicy;
 use load::{LoadConfig, Popularity, SizeDist};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{invalid, LabError};
 use crate::target::{SpawnSpec, TargetSpec};
@@ -256,13 +256,46 @@ impl Knob {
     }
 }
 
-/// An axis: a knob's name and its values (as given, for rows and labels).
-#[derive(Clone, Debug, Serialize)]
+/// An axis: a knob's name and its values (as given, for rows and labels). Serde reads it
+/// back from its name and values (the knobs are parsed again).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(try_from = "AxisText")]
 pub struct Axis {
     pub name: String,
     pub values: Vec<String>,
     #[serde(skip)]
     pub knobs: Vec<Knob>,
+}
+
+/// Axes are equal when their names and values are (the knobs are parsed from them).
+impl PartialEq for Axis {
+    fn eq(&self, other: &Axis) -> bool {
+        self.name == other.name && self.values == other.values
+    }
+}
+
+/// What a stored [`Axis`] is read back from.
+#[derive(Deserialize)]
+struct AxisText {
+    name: String,
+    values: Vec<String>,
+}
+
+impl TryFrom<AxisText> for Axis {
+    type Error = LabError;
+
+    fn try_from(t: AxisText) -> Result<Axis, LabError> {
+        let knobs = t
+            .values
+            .iter()
+            .map(|v| Knob::parse(&t.name, v))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Axis {
+            name: t.name,
+            values: t.values,
+            knobs,
+        })
+    }
 }
 
 impl Axis {

@@ -46,7 +46,8 @@ mod view;
 
 pub use agents::{agents_file, AgentClock, AgentCommand, AgentReport, Agents, AgentsReport};
 pub use calibrate::{
-    calibrate, stored_calibration, CalibrateSpec, Calibration, IdealSource, Step, StoredCalibration,
+    calibrate, stored_calibration, CalibrateSpec, Calibration, CalibrationRecord, IdealSource,
+    Step, StoredCalibration,
 };
 pub use colocate::{colocate, Cell, Colocation};
 pub use db::{host_facts, Db};
@@ -73,7 +74,7 @@ pub use slo::{
 };
 pub use stages::StagesMode;
 pub use sweep::{
-    experiment_status, sweep, Bracket, Load, MaxLoad, Point, Row, RunTemplate, SweepPlan,
+    experiment_status, sweep, Bracket, Load, MaxLoad, Point, Role, Row, RunTemplate, SweepPlan,
     SweepResult,
 };
 pub use target::{

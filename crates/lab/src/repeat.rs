@@ -40,7 +40,7 @@ pub const REPEAT_METHOD: &str =
     "median of the repeats; interval t(n-1) x sd of log estimates x sqrt(pi/2)/sqrt(n)";
 
 /// A repeated point: the median of its repeats per view, with intervals from their spread.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Repeated {
     pub repeats: u32,
     pub method: String,
@@ -62,7 +62,7 @@ pub struct Repeated {
 }
 
 /// One view of a repeated point.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Combined {
     /// Repeats whose view was valid and so counted.
     pub counted: u32,

@@ -71,6 +71,25 @@ impl RunStatus {
     }
 }
 
+impl std::str::FromStr for RunStatus {
+    type Err = String;
+
+    /// The stored and printed name ([`RunStatus::as_str`]); anything else (a row still
+    /// `running`, an experiment's "2 ok, 1 invalid") is no run status.
+    fn from_str(s: &str) -> Result<RunStatus, String> {
+        [
+            RunStatus::Ok,
+            RunStatus::Invalid,
+            RunStatus::Failed,
+            RunStatus::Interrupted,
+            RunStatus::Saturated,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == s)
+        .ok_or_else(|| format!("no run status '{s}'"))
+    }
+}
+
 impl std::fmt::Display for RunStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())

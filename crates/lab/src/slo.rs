@@ -5,7 +5,7 @@
 //! server's view of one whose offered load was not sent) is `undecided`, never `meets`; a
 //! saturated or failed run violates.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use stats::Summary;
 
 use crate::error::{invalid, LabError};
@@ -15,7 +15,7 @@ use crate::run::{Run, RunStatus};
 pub use crate::view::{View, ViewChoice};
 
 /// One percentile bound: a percentile key (`p99`) at most `max_us`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Bound {
     pub key: String,
     pub max_us: f64,
@@ -57,7 +57,10 @@ impl Condition {
 
 /// An SLO: every condition must hold, read from `view` (`auto`: each run's headline view)
 /// unless a condition names its own.
-#[derive(Clone, Debug, Serialize)]
+///
+/// Serde reads it back from its text and view (the conditions are parsed again).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "SloText")]
 pub struct Slo {
     pub text: String,
     /// The percentile conditions (what [`Slo::judge`] reads).
@@ -66,8 +69,24 @@ pub struct Slo {
     pub conditions: Vec<Condition>,
 }
 
+/// What a stored [`Slo`] is read back from.
+#[derive(Deserialize)]
+struct SloText {
+    text: String,
+    #[serde(default)]
+    view: ViewChoice,
+}
+
+impl TryFrom<SloText> for Slo {
+    type Error = LabError;
+
+    fn try_from(t: SloText) -> Result<Slo, LabError> {
+        Slo::parse(&t.text, t.view)
+    }
+}
+
 /// A verdict.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     Meets,
@@ -100,7 +119,7 @@ impl Verdict {
 
 /// One condition judged on a run: the measured value with its interval, in `unit`
 /// (`us`, `%` or `rps`), against `bound`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ConditionResult {
     pub condition: String,
     /// The view read (`user`, `server`), or `requests` for errors and rate.
@@ -203,7 +222,7 @@ pub fn fmt_unit(v: f64, unit: &str) -> String {
 }
 
 /// An SLO judged on one run: each condition, and all of them together.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SloReport {
     pub text: String,
     pub view: ViewChoice,

@@ -16,8 +16,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use analysis::{IdealSpec, QueueStructure};
 use load::LoadConfig;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use stats::Distribution;
 
 use crate::calibrate::{calibrate, stored_calibration, CalibrateSpec, IdealSource};
 use crate::db::Db;
@@ -81,35 +82,68 @@ pub struct SweepPlan {
     pub experiment: Option<i64>,
 }
 
-/// One row: one stored run.
-#[derive(Clone, Debug, Serialize)]
+/// What a row of a sweep is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// A point of the grid.
+    Load,
+    /// A step of a max-load search.
+    Search,
+    /// The search's result × 1.3, which must not meet.
+    Check,
+    /// A step of the max-RPS search.
+    MaxRps,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Load => "load",
+            Role::Search => "search",
+            Role::Check => "check",
+            Role::MaxRps => "max-rps",
+        }
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// One row: one stored run. Its serde form is the row of `sweep --json`; distributions are
+/// `{p50, …}` in µs (the excess: ratios), null when the point measured nothing.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     pub run_id: Option<i64>,
+    #[serde(default)]
     pub params: BTreeMap<String, String>,
-    /// "load" (a point of the grid), "search" (a step of a max-load search), "check" (the
-    /// search's result × 1.3, which must not meet), "max-rps" (a step of the max-RPS search).
-    pub role: String,
+    pub role: Role,
     pub load_pct: Option<f64>,
     pub offered_rps: f64,
     pub achieved_rps: f64,
     pub status: RunStatus,
     pub timeouts: u64,
-    pub measured: Value,
-    pub ideal: Value,
-    pub excess: Value,
+    pub measured: Option<Distribution>,
+    pub ideal: Option<Distribution>,
+    pub excess: Option<Distribution>,
     pub slo: Option<Verdict>,
     /// The SLO's judgement, condition by condition (of the run; for a search step measured
     /// several times, of its repeats combined). Not serialised: `slo` is the row's verdict.
     #[serde(skip)]
     pub slo_report: Option<SloReport>,
+    #[serde(default)]
     pub seed: u64,
+    #[serde(default)]
     pub repeat: u32,
 }
 
 /// One point of the grid (a combination at one load): its repeats combined — the median of
 /// their estimates with an interval from their spread (see [`crate::repeat`]). Verdicts read
 /// this, not a single repeat.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Point {
     pub params: BTreeMap<String, String>,
     pub load_pct: Option<f64>,
@@ -125,7 +159,7 @@ pub struct Point {
 }
 
 /// The result of a search for the highest load meeting a criterion.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Bracket {
     pub offered_rps: f64,
     pub load_pct: Option<f64>,
@@ -136,7 +170,7 @@ pub struct Bracket {
 }
 
 /// The max-load searches of one combination of the axes.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MaxLoad {
     pub params: BTreeMap<String, String>,
     /// Highest load meeting the SLO (None without an SLO).
@@ -150,10 +184,14 @@ pub struct MaxLoad {
     pub capacity_rps: Option<f64>,
 }
 
-/// What a sweep measured.
-#[derive(Clone, Debug, Serialize)]
+/// What a sweep measured. Its serde form is `sweep --json`'s object (without `max_load`,
+/// which [`SweepResult::to_json`] adds) and what the store keeps as the experiment's summary;
+/// [`SweepResult::from_json`] reads that back.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SweepResult {
     pub experiment_id: i64,
+    /// "ok", "failed", "interrupted", or the count of each run status ("2 ok, 1 invalid"):
+    /// a sentence about the points, not one status (see [`experiment_status`]).
     pub status: String,
     pub slo: Option<Slo>,
     pub axes: Vec<Axis>,
@@ -172,6 +210,13 @@ impl SweepResult {
             _ => Value::Null,
         };
         v
+    }
+
+    /// A stored sweep summary ([`SweepResult::to_json`]) read back; keys a later build added
+    /// are ignored, and so are `max_load` (derived from `max_loads`) and `error`.
+    pub fn from_json(v: &Value) -> Result<SweepResult, LabError> {
+        SweepResult::deserialize(v)
+            .map_err(|e| LabError::Encoding(format!("a stored sweep summary: {e}")))
     }
 }
 
@@ -331,7 +376,7 @@ impl Ctx<'_> {
         combo: &Combo,
         live: &Live,
         rate: f64,
-        role: &str,
+        role: Role,
         repeat: u32,
     ) -> Result<(Row, Option<Run>), LabError> {
         let t = &self.plan.template;
@@ -403,7 +448,7 @@ impl Ctx<'_> {
                 Row {
                     run_id: Some(run_id),
                     params: combo.params.clone(),
-                    role: role.into(),
+                    role,
                     load_pct,
                     offered_rps: rate,
                     achieved_rps: 0.0,
@@ -413,9 +458,9 @@ impl Ctx<'_> {
                         RunStatus::Failed
                     },
                     timeouts: summary["outcomes"]["timeout"].as_u64().unwrap_or(0),
-                    measured: Value::Null,
-                    ideal: Value::Null,
-                    excess: Value::Null,
+                    measured: None,
+                    ideal: None,
+                    excess: None,
                     slo: self.plan.slo.as_ref().map(|_| Verdict::Violates),
                     slo_report: None,
                     seed,
@@ -441,7 +486,7 @@ impl Ctx<'_> {
         let refs: Vec<&Run> = runs.iter().collect();
         let mut result = repeated(&refs, self.plan.template.confidence);
         // Repeats that measured nothing (failed before a run existed) count as failed.
-        for r in rows.iter().filter(|r| r.measured.is_null()) {
+        for r in rows.iter().filter(|r| r.measured.is_none()) {
             result.repeats += 1;
             result.run_ids.push(r.run_id);
             result.statuses.push(r.status);
@@ -469,7 +514,7 @@ impl Ctx<'_> {
 
     /// One step of a search: the point measured `repeat` times in a row, its repeats
     /// combined; the row returned carries the combination's status and verdict.
-    fn step(&mut self, combo: &Combo, live: &Live, rate: f64, role: &str) -> Result<Row, LabError> {
+    fn step(&mut self, combo: &Combo, live: &Live, rate: f64, role: Role) -> Result<Row, LabError> {
         let n = self.plan.repeat.max(1);
         let mut rows = Vec::new();
         let mut runs = Vec::new();
@@ -496,24 +541,21 @@ impl Ctx<'_> {
         Ok(row)
     }
 
-    fn row(&self, run: &Run, combo: &Combo, role: &str, load_pct: Option<f64>, repeat: u32) -> Row {
+    fn row(&self, run: &Run, combo: &Combo, role: Role, load_pct: Option<f64>, repeat: u32) -> Row {
         let a = &run.analysis;
         let report = self.plan.slo.as_ref().map(|s| s.evaluate(run));
         Row {
             run_id: run.run_id,
             params: combo.params.clone(),
-            role: role.into(),
+            role,
             load_pct,
             offered_rps: run.rate_rps,
             achieved_rps: a.achieved_rate_rps,
             status: run.status,
             timeouts: a.outcomes.timeout,
-            measured: a.measured.distribution_json(),
-            ideal: a
-                .ideal
-                .as_ref()
-                .map_or(Value::Null, |s| s.distribution_json()),
-            excess: a.excess_json(),
+            measured: Some(a.measured.distribution()),
+            ideal: a.ideal.as_ref().map(stats::Summary::distribution),
+            excess: Some(a.excess.iter().map(|e| (e.key.clone(), e.value)).collect()),
             slo: report.as_ref().map(|r| r.verdict),
             slo_report: report,
             seed: run.seed,
@@ -573,7 +615,7 @@ impl Ctx<'_> {
         live: &Live,
         start: f64,
         known: Option<f64>,
-        role: &str,
+        role: Role,
         meets: &dyn Fn(&Row) -> bool,
     ) -> Result<Bracket, LabError> {
         let (mut lo, mut hi): (Option<f64>, Option<f64>) = (known, None);
@@ -733,7 +775,7 @@ fn run_all(
                     if ctx.stop.load(Ordering::Relaxed) {
                         break 'grid;
                     }
-                    let (row, run) = ctx.point_run(combo, l, rate, "load", rep)?;
+                    let (row, run) = ctx.point_run(combo, l, rate, Role::Load, rep)?;
                     rows[i].push(row);
                     runs[i].extend(run);
                 }
@@ -783,7 +825,7 @@ fn find_max(
     };
     if ctx.plan.slo.is_some() {
         let meets = |r: &Row| r.slo == Some(Verdict::Meets);
-        let mut b = ctx.search(combo, live, start, None, "search", &meets)?;
+        let mut b = ctx.search(combo, live, start, None, Role::Search, &meets)?;
         // The answer is the highest load that met: 30 % more must not. A check that meets
         // says a step below it was unlucky (a stall of the host, not the load), so the
         // search goes on above the check's rate, at most twice.
@@ -792,18 +834,18 @@ fn find_max(
                 break;
             }
             let check = 1.3 * b.offered_rps;
-            let row = ctx.step(combo, live, check, "check")?;
+            let row = ctx.step(combo, live, check, Role::Check)?;
             if !meets(&row) || resumed == CHECK_RESUMES {
                 break;
             }
-            b = ctx.search(combo, live, start, Some(check), "search", &meets)?;
+            b = ctx.search(combo, live, start, Some(check), Role::Search, &meets)?;
         }
         out.offered_rps = Some(b.offered_rps);
         out.load_pct = b.load_pct;
         out.bracket_rps = Some(b.bracket_rps);
     }
     if !ctx.stop.load(Ordering::Relaxed) {
-        out.max_rps = Some(ctx.search(combo, live, start, None, "max-rps", &|r| {
+        out.max_rps = Some(ctx.search(combo, live, start, None, Role::MaxRps, &|r| {
             r.status == RunStatus::Ok && r.timeouts == 0 && r.achieved_rps >= 0.99 * r.offered_rps
         })?);
     }

@@ -408,7 +408,7 @@ fn walk(
             experiment: Some(experiment),
         };
         let r = sweep(&sweep_plan, db, stop, obs)?;
-        let row = r.rows.iter().find(|r| r.role == "load");
+        let row = r.rows.iter().find(|r| r.role == crate::sweep::Role::Load);
         let max = r.max_loads.first();
         out.push(TuneStep {
             name,
@@ -416,9 +416,9 @@ fn walk(
             skipped: None,
             run_id: row.and_then(|r| r.run_id),
             status: row.map(|r| r.status.as_str().to_string()),
-            measured: row.map_or(Value::Null, |r| r.measured.clone()),
-            ideal: row.map_or(Value::Null, |r| r.ideal.clone()),
-            excess: row.map_or(Value::Null, |r| r.excess.clone()),
+            measured: row.map_or(Value::Null, |r| json!(r.measured)),
+            ideal: row.map_or(Value::Null, |r| json!(r.ideal)),
+            excess: row.map_or(Value::Null, |r| json!(r.excess)),
             max_load_rps: max.and_then(|m| m.offered_rps),
             max_load_pct: max.and_then(|m| m.load_pct),
             slo: row.and_then(|r| r.slo_report.clone()),

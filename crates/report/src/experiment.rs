@@ -8,10 +8,15 @@
 //! `slo`, or the configuration's `slo`: a text such as `p99<=1ms` or an object naming the
 //! percentile and the bound.
 
+use std::collections::BTreeMap;
+
+use lab::RunStatus;
+use serde::Deserialize;
 use serde_json::Value;
+use stats::Distribution;
 use store::{ExperimentRow, RunRow, Store, StoreError};
 
-use crate::stored::{num, text, StoredRun};
+use crate::stored::StoredRun;
 
 /// Most points whose CCDFs and sections a report shows.
 pub const MAX_CHOSEN: usize = 6;
@@ -25,11 +30,19 @@ pub struct Point {
     pub load_pct: Option<f64>,
     pub offered_rps: Option<f64>,
     pub achieved_rps: Option<f64>,
-    pub status: String,
-    pub measured: Value,
-    pub ideal: Value,
-    pub excess: Value,
+    /// None when the stored status is none a finished run has ("running", absent).
+    pub status: Option<RunStatus>,
+    pub measured: Option<Distribution>,
+    pub ideal: Option<Distribution>,
+    pub excess: Option<Distribution>,
     pub slo: Option<String>,
+}
+
+impl Point {
+    /// The status for a person ("?" when unknown).
+    pub fn status_text(&self) -> &'static str {
+        self.status.map_or("?", RunStatus::as_str)
+    }
 }
 
 /// An SLO on one percentile.
@@ -75,11 +88,73 @@ const LOAD_KEYS: [&str; 6] = [
     "loads",
 ];
 
-fn group_of(params: Option<&Value>) -> String {
-    let Some(Value::Object(m)) = params else {
-        return String::new();
-    };
-    let mut kv: Vec<String> = m
+/// An experiment's stored summary as the reports read it: any kind of experiment, every
+/// key optional (a sweep's is [`lab::SweepResult`]'s JSON; older and other loops store less).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct SummaryView {
+    rows: Vec<RowView>,
+    slo: Option<Value>,
+    max_load: Option<MaxLoadView>,
+}
+
+/// A row of a stored experiment summary (`sweep --json`'s rows, legacy-tolerant).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RowView {
+    run_id: Option<i64>,
+    params: BTreeMap<String, Value>,
+    load_pct: Option<f64>,
+    offered_rps: Option<f64>,
+    achieved_rps: Option<f64>,
+    status: Option<RunStatus>,
+    measured: Option<Distribution>,
+    ideal: Option<Distribution>,
+    excess: Option<Distribution>,
+    slo: Option<String>,
+}
+
+/// A stored max-load search (`sweep --json`'s `max_load`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct MaxLoadView {
+    slo: Option<Value>,
+    offered_rps: Option<f64>,
+    load_pct: Option<f64>,
+    bracket_rps: Option<(Option<f64>, Option<f64>)>,
+}
+
+/// What a point reads of its run's stored configuration.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RunConfigView {
+    params: BTreeMap<String, Value>,
+    tune_step: Option<Value>,
+    colocation_cell: Option<Value>,
+    load_pct: Option<f64>,
+    rate_rps: Option<f64>,
+}
+
+/// What a point reads of its run's stored summary ([`lab::Run::to_json`], legacy-tolerant).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RunSummaryView {
+    load_pct: Option<f64>,
+    rate_rps: Option<f64>,
+    achieved_rate_rps: Option<f64>,
+    status: Option<RunStatus>,
+    measured: Option<Distribution>,
+    ideal: Option<Distribution>,
+    excess: Option<Distribution>,
+}
+
+/// `T` read from stored JSON, or its default when the JSON is not of that shape.
+fn view<T: Default + for<'de> Deserialize<'de>>(v: Option<&Value>) -> T {
+    v.and_then(|v| T::deserialize(v).ok()).unwrap_or_default()
+}
+
+fn group_of(params: &BTreeMap<String, Value>) -> String {
+    let mut kv: Vec<String> = params
         .iter()
         .filter(|(k, _)| !LOAD_KEYS.contains(&k.as_str()))
         .map(|(k, v)| match v {
@@ -91,92 +166,116 @@ fn group_of(params: Option<&Value>) -> String {
     kv.join(", ")
 }
 
-fn point_of_row(r: &Value) -> Point {
-    let get = |k: &str| r.get(k).cloned().unwrap_or(Value::Null);
+fn point_of_row(r: RowView) -> Point {
     Point {
-        run_id: r.get("run_id").and_then(Value::as_i64),
-        group: group_of(r.get("params")),
-        load_pct: num(r, "/load_pct"),
-        offered_rps: num(r, "/offered_rps"),
-        achieved_rps: num(r, "/achieved_rps"),
-        status: text(r, "/status").unwrap_or("?").to_string(),
-        measured: get("measured"),
-        ideal: get("ideal"),
-        excess: get("excess"),
-        slo: text(r, "/slo").map(str::to_string),
+        run_id: r.run_id,
+        group: group_of(&r.params),
+        load_pct: r.load_pct,
+        offered_rps: r.offered_rps,
+        achieved_rps: r.achieved_rps,
+        status: r.status,
+        measured: r.measured,
+        ideal: r.ideal,
+        excess: r.excess,
+        slo: r.slo,
     }
 }
 
 fn point_of_run(r: &RunRow) -> Point {
-    let s = r.summary.clone().unwrap_or(Value::Null);
-    let get = |k: &str| s.get(k).cloned().unwrap_or(Value::Null);
+    let s: RunSummaryView = view(r.summary.as_ref());
+    let c: RunConfigView = view(Some(&r.config));
     // A tuning walk's runs belong to their step and a colocation's to their service: the
     // loop's own axis, which the runs keep beside their (empty) params.
-    let own = match (r.config.get("tune_step"), r.config.get("colocation_cell")) {
+    let own = match (&c.tune_step, &c.colocation_cell) {
         (Some(Value::String(step)), _) => Some(format!("step={step}")),
-        (_, Some(_)) => Some(format!("service={}", r.target)),
+        (_, Some(cell)) if !cell.is_null() => Some(format!("service={}", r.target)),
         _ => None,
     };
-    let group = match (own, group_of(r.config.get("params"))) {
+    let group = match (own, group_of(&c.params)) {
         (Some(o), g) if g.is_empty() => o,
         (Some(o), g) => format!("{o}, {g}"),
         (None, g) => g,
     };
+    let row_status = RunStatus::deserialize(Value::String(r.status.clone())).ok();
     Point {
         run_id: Some(r.id),
         group,
-        load_pct: num(&r.config, "/load_pct").or_else(|| num(&s, "/load_pct")),
-        offered_rps: num(&s, "/rate_rps").or_else(|| num(&r.config, "/rate_rps")),
-        achieved_rps: num(&s, "/achieved_rate_rps"),
-        status: text(&s, "/status").unwrap_or(&r.status).to_string(),
-        measured: get("measured"),
-        ideal: get("ideal"),
-        excess: get("excess"),
+        load_pct: c.load_pct.or(s.load_pct),
+        offered_rps: s.rate_rps.or(c.rate_rps),
+        achieved_rps: s.achieved_rate_rps,
+        status: s.status.or(row_status),
+        measured: s.measured,
+        ideal: s.ideal,
+        excess: s.excess,
         slo: None,
+    }
+}
+
+/// An SLO as experiments have stored it: a text, an object holding the text (a sweep's
+/// [`lab::Slo`]), or an object naming the percentile and the bound.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum StoredSlo {
+    Text(String),
+    Holding {
+        #[serde(alias = "slo")]
+        text: Box<StoredSlo>,
+    },
+    Bound {
+        #[serde(alias = "key", alias = "quantile")]
+        percentile: String,
+        #[serde(
+            alias = "bound_us",
+            alias = "target_us",
+            alias = "le_us",
+            alias = "threshold_us"
+        )]
+        max_us: f64,
+    },
+}
+
+fn slo_of_text(s: &str) -> Option<Slo> {
+    let t = s.replace('≤', "<=");
+    let (k, b) = t.split_once("<=").or_else(|| t.split_once('<'))?;
+    let key = k.trim().to_string();
+    let ns = model::parse_duration_ns(b.trim()).ok()?;
+    if !key.starts_with('p') || ns.is_nan() || ns <= 0.0 {
+        return None;
+    }
+    Some(Slo {
+        key,
+        bound_us: ns / 1e3,
+        text: s.replace("<=", " ≤ "),
+    })
+}
+
+impl StoredSlo {
+    fn slo(self) -> Option<Slo> {
+        match self {
+            StoredSlo::Text(s) => slo_of_text(&s),
+            StoredSlo::Holding { text } => text.slo(),
+            StoredSlo::Bound { percentile, max_us } => Some(Slo {
+                text: format!("{percentile} ≤ {}", crate::figure::fmt_us(max_us)),
+                key: percentile,
+                bound_us: max_us,
+            }),
+        }
     }
 }
 
 /// An SLO from its stored form: `"p99<=1ms"`, `"p99.9 ≤ 500us"`, or an object such as
 /// `{"percentile": "p99", "max_us": 1000}`. Err(text) when it is there but unreadable.
 pub fn parse_slo(v: &Value) -> Result<Option<Slo>, String> {
-    match v {
-        Value::Null => Ok(None),
-        Value::String(s) => {
-            let t = s.replace('≤', "<=");
-            let (k, b) = t
-                .split_once("<=")
-                .or_else(|| t.split_once('<'))
-                .ok_or(s.clone())?;
-            let key = k.trim().to_string();
-            let ns = model::parse_duration_ns(b.trim()).map_err(|_| s.clone())?;
-            if !key.starts_with('p') || ns.is_nan() || ns <= 0.0 {
-                return Err(s.clone());
-            }
-            Ok(Some(Slo {
-                key,
-                bound_us: ns / 1e3,
-                text: s.replace("<=", " ≤ "),
-            }))
-        }
-        Value::Object(m) => {
-            if let Some(t) = m.get("text").or_else(|| m.get("slo")) {
-                return parse_slo(t);
-            }
-            let key = ["percentile", "key", "quantile"]
-                .iter()
-                .find_map(|k| m.get(*k).and_then(Value::as_str))
-                .ok_or(v.to_string())?;
-            let bound = ["max_us", "bound_us", "target_us", "le_us", "threshold_us"]
-                .iter()
-                .find_map(|k| m.get(*k).and_then(Value::as_f64))
-                .ok_or(v.to_string())?;
-            Ok(Some(Slo {
-                key: key.to_string(),
-                bound_us: bound,
-                text: format!("{key} ≤ {}", crate::figure::fmt_us(bound)),
-            }))
-        }
-        other => Err(other.to_string()),
+    if v.is_null() {
+        return Ok(None);
+    }
+    let unreadable = || match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    match StoredSlo::deserialize(v) {
+        Ok(s) => s.slo().map(Some).ok_or_else(unreadable),
+        Err(_) => Err(unreadable()),
     }
 }
 
@@ -188,17 +287,18 @@ impl StoredExperiment {
             return Ok(None);
         };
         let runs = store.experiment_runs(id)?;
-        let summary = row.summary.clone().unwrap_or(Value::Null);
-        let rows = summary.get("rows").and_then(Value::as_array);
-        let from_runs = rows.is_none_or(|r| r.is_empty());
-        let points: Vec<Point> = match rows {
-            Some(r) if !r.is_empty() => r.iter().map(point_of_row).collect(),
-            _ => runs.iter().map(point_of_run).collect(),
+        let summary: SummaryView = view(row.summary.as_ref());
+        let config: SummaryView = view(Some(&row.config));
+        let from_runs = summary.rows.is_empty();
+        let points: Vec<Point> = if from_runs {
+            runs.iter().map(point_of_run).collect()
+        } else {
+            summary.rows.into_iter().map(point_of_row).collect()
         };
         let candidates = [
-            summary.pointer("/max_load/slo"),
-            summary.get("slo"),
-            row.config.get("slo"),
+            summary.max_load.as_ref().and_then(|m| m.slo.as_ref()),
+            summary.slo.as_ref(),
+            config.slo.as_ref(),
         ];
         let (mut slo, mut slo_unreadable) = (None, None);
         for c in candidates.into_iter().flatten() {
@@ -213,7 +313,7 @@ impl StoredExperiment {
             }
         }
         let x_is_pct = !points.is_empty() && points.iter().all(|p| p.load_pct.is_some());
-        let max_load = max_load_of(summary.get("max_load"), x_is_pct);
+        let max_load = summary.max_load.and_then(|m| max_load_of(m, x_is_pct));
         let mut e = StoredExperiment {
             row,
             points,
@@ -311,15 +411,9 @@ impl StoredExperiment {
     }
 }
 
-fn max_load_of(v: Option<&Value>, x_is_pct: bool) -> Option<MaxLoad> {
-    let v = v.filter(|v| !v.is_null())?;
-    let rps = num(v, "/offered_rps");
-    let pct = num(v, "/load_pct");
-    let bracket = v.get("bracket_rps").and_then(Value::as_array);
-    let (blo, bhi) = match bracket {
-        Some(b) if b.len() == 2 => (b[0].as_f64(), b[1].as_f64()),
-        _ => (None, None),
-    };
+fn max_load_of(v: MaxLoadView, x_is_pct: bool) -> Option<MaxLoad> {
+    let (rps, pct) = (v.offered_rps, v.load_pct);
+    let (blo, bhi) = v.bracket_rps.unwrap_or((None, None));
     if x_is_pct {
         // The bracket is in req/s: into % through the max load's own rate and percentage.
         let per = match (pct, rps) {
@@ -373,9 +467,9 @@ mod tests {
     #[test]
     fn the_bracket_is_converted_into_percent() {
         let m = max_load_of(
-            Some(
+            view(Some(
                 &json!({"offered_rps": 8000.0, "load_pct": 80.0, "bracket_rps": [7800.0, 8200.0]}),
-            ),
+            )),
             true,
         )
         .unwrap();
@@ -384,13 +478,14 @@ mod tests {
 
     #[test]
     fn groups_leave_the_load_out() {
+        let params = |v: Value| view::<RunConfigView>(Some(&json!({ "params": v }))).params;
         assert_eq!(
-            group_of(Some(
-                &json!({"load_pct": 50, "threads": 2, "arch": "epoll"})
+            group_of(&params(
+                json!({"load_pct": 50, "threads": 2, "arch": "epoll"})
             )),
             "arch=epoll, threads=2"
         );
-        assert_eq!(group_of(Some(&json!({"load": "50%"}))), "");
+        assert_eq!(group_of(&params(json!({"load": "50%"}))), "");
     }
 
     #[test]

@@ -223,32 +223,30 @@ fn ci_end(ci: Option<&Value>, key: &str, end: &str) -> Option<f64> {
     }
 }
 
-fn write_entries(
-    w: &mut dyn Write,
-    experiment: Option<&ExperimentRow>,
-    entries: &[Entry<'_>],
-) -> std::io::Result<()> {
-    let mut out = Out { w };
-    if let Some(x) = experiment {
-        out.family(
-            "tailscope_experiment_info",
-            "gauge",
-            None,
-            "A tailscope experiment (a sweep, tuning walk, colocation or demo): one run per point",
-        )?;
-        let l = vec![
-            ("experiment_id".to_string(), x.id.to_string()),
-            ("kind".to_string(), x.kind.clone()),
-            ("status".to_string(), x.status.clone()),
-            ("started_at".to_string(), x.started_at.clone()),
-            (
-                "finished_at".to_string(),
-                x.finished_at.clone().unwrap_or_default(),
-            ),
-        ];
-        out.sample("tailscope_experiment_info", &l, "1")?;
-    }
+/// The experiment the runs belong to.
+fn experiment_info(out: &mut Out<'_>, x: &ExperimentRow) -> std::io::Result<()> {
+    out.family(
+        "tailscope_experiment_info",
+        "gauge",
+        None,
+        "A tailscope experiment (a sweep, tuning walk, colocation or demo): one run per point",
+    )?;
+    let l = vec![
+        ("experiment_id".to_string(), x.id.to_string()),
+        ("kind".to_string(), x.kind.clone()),
+        ("status".to_string(), x.status.clone()),
+        ("started_at".to_string(), x.started_at.clone()),
+        (
+            "finished_at".to_string(),
+            x.finished_at.clone().unwrap_or_default(),
+        ),
+    ];
+    out.sample("tailscope_experiment_info", &l, "1")?;
+    Ok(())
+}
 
+/// One info sample per run: its facts as labels.
+fn run_info(out: &mut Out<'_>, entries: &[Entry<'_>]) -> std::io::Result<()> {
     out.family(
         "tailscope_run_info",
         "gauge",
@@ -275,8 +273,13 @@ fn write_entries(
         out.sample("tailscope_run_info", &l, "1")?;
     }
 
+    Ok(())
+}
+
+/// Measured, ideal and excess percentiles of both views.
+fn latency_families(out: &mut Out<'_>, entries: &[Entry<'_>]) -> std::io::Result<()> {
     percentile_families(
-        &mut out,
+        out,
         entries,
         "latency",
         "seconds",
@@ -285,7 +288,7 @@ fn write_entries(
         1e-6,
     )?;
     percentile_families(
-        &mut out,
+        out,
         entries,
         "ideal_latency",
         "seconds",
@@ -294,7 +297,7 @@ fn write_entries(
         1e-6,
     )?;
     percentile_families(
-        &mut out,
+        out,
         entries,
         "excess",
         "ratio",
@@ -303,6 +306,11 @@ fn write_entries(
         1.0,
     )?;
 
+    Ok(())
+}
+
+/// Each view's validity, and the offered and achieved rates.
+fn validity_and_rates(out: &mut Out<'_>, entries: &[Entry<'_>]) -> std::io::Result<()> {
     out.family(
         "tailscope_view_valid",
         "gauge",
@@ -343,6 +351,11 @@ fn write_entries(
         }
     }
 
+    Ok(())
+}
+
+/// Requests by outcome, and the run's status.
+fn requests_and_status(out: &mut Out<'_>, entries: &[Entry<'_>]) -> std::io::Result<()> {
     out.family(
         "tailscope_requests",
         "counter",
@@ -382,6 +395,22 @@ fn write_entries(
             out.sample("tailscope_status", &l, if st == status { "1" } else { "0" })?;
         }
     }
+    Ok(())
+}
+
+fn write_entries(
+    w: &mut dyn Write,
+    experiment: Option<&ExperimentRow>,
+    entries: &[Entry<'_>],
+) -> std::io::Result<()> {
+    let mut out = Out { w };
+    if let Some(x) = experiment {
+        experiment_info(&mut out, x)?;
+    }
+    run_info(&mut out, entries)?;
+    latency_families(&mut out, entries)?;
+    validity_and_rates(&mut out, entries)?;
+    requests_and_status(&mut out, entries)?;
     writeln!(out.w, "# EOF")
 }
 

@@ -7,15 +7,27 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use lab::{Row, SweepResult};
+use serde::Deserialize;
 use serde_json::Value;
+use stats::Distribution;
 
 use crate::terminal::fmt_ns;
 
-fn us(v: &Value, k: &str) -> String {
-    v.get(k)
-        .and_then(Value::as_f64)
+fn us(v: Option<&Distribution>, k: &str) -> String {
+    v.and_then(|d| d.get(k))
         .map(|x| fmt_ns(x * 1e3))
         .unwrap_or_else(|| "-".into())
+}
+
+fn ratio(v: Option<&Distribution>, k: &str) -> String {
+    v.and_then(|d| d.get(k))
+        .map(|e| format!("{e:.2}x"))
+        .unwrap_or_else(|| "-".into())
+}
+
+/// A tuning step's distribution (kept as JSON by the walk), typed.
+fn dist(v: &Value) -> Option<Distribution> {
+    Distribution::deserialize(v).ok()
 }
 
 fn params(p: &BTreeMap<String, String>) -> String {
@@ -86,17 +98,13 @@ pub fn sweep_views(
                 x.role,
                 offered,
                 x.achieved_rps,
-                us(&x.measured, "p50"),
-                us(&x.measured, "p99"),
-                us(&x.measured, "p99.9"),
-                us(&x.ideal, "p50"),
-                us(&x.ideal, "p99"),
-                us(&x.ideal, "p99.9"),
-                x.excess
-                    .get("p99")
-                    .and_then(Value::as_f64)
-                    .map(|e| format!("{e:.2}x"))
-                    .unwrap_or_else(|| "-".into()),
+                us(x.measured.as_ref(), "p50"),
+                us(x.measured.as_ref(), "p99"),
+                us(x.measured.as_ref(), "p99.9"),
+                us(x.ideal.as_ref(), "p50"),
+                us(x.ideal.as_ref(), "p99"),
+                us(x.ideal.as_ref(), "p99.9"),
+                ratio(x.excess.as_ref(), "p99"),
                 x.status.as_str(),
                 x.run_id
                     .and_then(|i| headlines.get(&i))
@@ -151,22 +159,19 @@ pub fn tune(w: &mut dyn Write, r: &lab::TuneResult) -> io::Result<()> {
             writeln!(w, "  {:<9} skipped: {why}", s.name)?;
             continue;
         }
+        let (measured, ideal) = (dist(&s.measured), dist(&s.ideal));
         writeln!(
             w,
             "  {:<9} {:>6} {:>10} | {:>9} {:>9} {:>9} | {:>9} {:>9} | {:>8} {:>12}",
             s.name,
             s.run_id.map(|i| i.to_string()).unwrap_or_default(),
             s.status.as_deref().unwrap_or("-"),
-            us(&s.measured, "p50"),
-            us(&s.measured, "p99"),
-            us(&s.measured, "p99.9"),
-            us(&s.ideal, "p50"),
-            us(&s.ideal, "p99"),
-            s.excess
-                .get("p99")
-                .and_then(Value::as_f64)
-                .map(|e| format!("{e:.2}x"))
-                .unwrap_or_else(|| "-".into()),
+            us(measured.as_ref(), "p50"),
+            us(measured.as_ref(), "p99"),
+            us(measured.as_ref(), "p99.9"),
+            us(ideal.as_ref(), "p50"),
+            us(ideal.as_ref(), "p99"),
+            ratio(dist(&s.excess).as_ref(), "p99"),
             s.max_load_rps
                 .map(|m| format!("{m:.0} req/s"))
                 .unwrap_or_else(|| "-".into()),

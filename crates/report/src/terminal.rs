@@ -62,6 +62,34 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
         "outcomes: ok {}, error {}, timeout {}, dropped {}",
         o.ok, o.error, o.timeout, o.dropped
     )?;
+    saturation(w, run)?;
+    writeln!(
+        w,
+        "the user's view (intended send → received){}:",
+        mark(run, lab::View::User)
+    )?;
+    table(w, &a.measured, a.ideal.as_ref(), &a.excess)?;
+    ideal_lines(w, a)?;
+    server_view(w, run)?;
+    lateness(w, a)?;
+    if a.lateness_flagged && run.load.generator.threads > 0 {
+        generator_catch_up(w, &run.load.generator)?;
+    }
+    writeln!(
+        w,
+        "  lateness verdict: {} — {}",
+        run.lateness_verdict.cause.as_str(),
+        run.lateness_verdict.why
+    )?;
+    arrivals_and_classes(w, a)?;
+    why(w, run)?;
+    stages(w, a)?;
+    instruments(w, run)?;
+    Ok(())
+}
+
+/// Why a saturated run is saturated, and what its figures mean.
+fn saturation(w: &mut dyn Write, run: &Run) -> io::Result<()> {
     if let Some(sat) = &run.saturation {
         if run.status == lab::RunStatus::Saturated {
             writeln!(
@@ -89,12 +117,11 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
             )?;
         }
     }
-    writeln!(
-        w,
-        "the user's view (intended send → received){}:",
-        mark(run, lab::View::User)
-    )?;
-    table(w, &a.measured, a.ideal.as_ref(), &a.excess)?;
+    Ok(())
+}
+
+/// The ideal: what it is, why there is none, its transient, and its check.
+fn ideal_lines(w: &mut dyn Write, a: &RunAnalysis) -> io::Result<()> {
     if let Some(spec) = &a.ideal_spec {
         writeln!(
             w,
@@ -129,6 +156,12 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
     if let Some(c) = &a.ideal_check {
         writeln!(w, "WARNING: {c}")?;
     }
+    Ok(())
+}
+
+/// The server's view's table and notes.
+fn server_view(w: &mut dyn Write, run: &Run) -> io::Result<()> {
+    let (a, v) = (&run.analysis, &run.views);
     if let Some(sv) = &a.server_view {
         writeln!(
             w,
@@ -149,16 +182,11 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
             writeln!(w, "  (this view is invalid: {})", s.why)?;
         }
     }
-    lateness(w, a)?;
-    if a.lateness_flagged && run.load.generator.threads > 0 {
-        generator_catch_up(w, &run.load.generator)?;
-    }
-    writeln!(
-        w,
-        "  lateness verdict: {} — {}",
-        run.lateness_verdict.cause.as_str(),
-        run.lateness_verdict.why
-    )?;
+    Ok(())
+}
+
+/// The arrival check and the per-class lines.
+fn arrivals_and_classes(w: &mut dyn Write, a: &RunAnalysis) -> io::Result<()> {
     if let Some(c) = &a.arrival_check {
         writeln!(
             w,
@@ -191,7 +219,11 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
             g("p99.9")
         )?;
     }
-    why(w, run)?;
+    Ok(())
+}
+
+/// The slowest requests' stages against the median ones'.
+fn stages(w: &mut dyn Write, a: &RunAnalysis) -> io::Result<()> {
     if let Some(s) = &a.stages {
         writeln!(
             w,
@@ -211,6 +243,11 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
             )?;
         }
     }
+    Ok(())
+}
+
+/// Each instrument and what it cost.
+fn instruments(w: &mut dyn Write, run: &Run) -> io::Result<()> {
     for i in &run.instruments {
         writeln!(
             w,

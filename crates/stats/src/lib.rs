@@ -28,6 +28,7 @@
 //! ```
 
 mod blocks;
+mod distribution;
 mod entropy;
 mod error;
 mod gof;
@@ -43,6 +44,7 @@ pub use blocks::{
     format_width, ratio_interval, BlockEstimate, BlockedRecorder, SectionedInterval,
     DEFAULT_INITIAL_WIDTH_NS, DEFAULT_MIN_BLOCKS, MIN_SECTIONS, MIN_TAIL_PER_SECTION,
 };
+pub use distribution::Distribution;
 pub use entropy::latency_entropy;
 pub use error::StatsError;
 pub use gof::{anderson_darling_exponential, AndersonDarling};
@@ -85,11 +87,20 @@ impl Quantile {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Estimate {
     /// The point estimate.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub value: f64,
     /// Lower end of the confidence interval.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub lo: f64,
     /// Upper end of the confidence interval.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub hi: f64,
+}
+
+/// A float that JSON may have written as `null` (it has no NaN or infinity): NaN. Other
+/// encodings (CBOR) keep every float and read it back as it was.
+pub(crate) fn f64_or_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 /// Checks a confidence level (strictly inside (0, 1)).

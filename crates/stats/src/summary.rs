@@ -11,12 +11,16 @@ pub struct Summary {
     /// Number of values.
     pub count: u64,
     /// Mean.
+    #[serde(deserialize_with = "crate::f64_or_nan")]
     pub mean_ns: f64,
     /// Population standard deviation (divides by n).
+    #[serde(deserialize_with = "crate::f64_or_nan")]
     pub stdev_ns: f64,
     /// Smallest value (histogram: lowest value of its bucket).
+    #[serde(deserialize_with = "crate::f64_or_nan")]
     pub min_ns: f64,
     /// Largest value (histogram: highest value of its bucket).
+    #[serde(deserialize_with = "crate::f64_or_nan")]
     pub max_ns: f64,
     /// True when quantiles are exact, false when histogram-derived.
     pub exact: bool,
@@ -53,6 +57,14 @@ impl Summary {
     /// The estimate stored under `key` (`"p50"`, `"p99.9"`, …).
     pub fn get(&self, key: &str) -> Option<&Estimate> {
         self.quantiles.iter().find(|q| q.key == key).map(|q| &q.est)
+    }
+
+    /// The standard quantiles in µs, typed: what [`Summary::distribution_json`] prints.
+    pub fn distribution(&self) -> crate::Distribution {
+        self.quantiles
+            .iter()
+            .map(|q| (q.key.clone(), q.est.value / NS_PER_US))
+            .collect()
     }
 
     /// `{"p50": µs, "p90": µs, …}`: the distribution object of DESIGN.md (microseconds).

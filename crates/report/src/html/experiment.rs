@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use serde_json::Value;
+use stats::Distribution;
 
 use super::run::run_section;
 use super::{badge, esc, figure_html, page, thousands, Context, Report};
@@ -12,7 +12,12 @@ use crate::experiment::{Point, StoredExperiment};
 use crate::figure::{
     self, fmt_us, Body, CcdfFigure, Curve, Figure, LoadFigure, LoadLine, LoadPanel, MaxLoadMark,
 };
-use crate::stored::{num, wilson_band};
+use crate::stored::wilson_band;
+
+/// The figure under `key` of a point's distribution.
+fn q(d: &Option<Distribution>, key: &str) -> Option<f64> {
+    d.as_ref()?.get(key)
+}
 use crate::ReportError;
 
 /// The page of a stored experiment.
@@ -133,7 +138,7 @@ fn lede(e: &StoredExperiment) -> String {
     let p99: Vec<f64> = e
         .points
         .iter()
-        .filter_map(|p| num(&p.measured, "/p99"))
+        .filter_map(|p| q(&p.measured, "p99"))
         .collect();
     let (lo, hi) = p99
         .iter()
@@ -202,14 +207,15 @@ fn load_figure(e: &StoredExperiment) -> Figure {
                     .filter_map(|p| Some((p, e.x_of(p)?)))
                     .collect();
                 pts.sort_by(|a, b| a.1.total_cmp(&b.1));
-                let series = |v: fn(&Point) -> &Value| -> (Vec<(f64, f64)>, Vec<bool>) {
-                    pts.iter()
-                        .filter_map(|(p, x)| {
-                            let y = num(v(p), &format!("/{key}"))?;
-                            Some(((*x, y), p.status != "ok"))
-                        })
-                        .unzip()
-                };
+                let series =
+                    |v: fn(&Point) -> &Option<Distribution>| -> (Vec<(f64, f64)>, Vec<bool>) {
+                        pts.iter()
+                            .filter_map(|(p, x)| {
+                                let y = q(v(p), key)?;
+                                Some(((*x, y), p.status != Some(lab::RunStatus::Ok)))
+                            })
+                            .unzip()
+                    };
                 let color = figure::color(g);
                 let tag = if name.is_empty() {
                     String::new()
@@ -276,7 +282,7 @@ fn verdicts(out: &mut String, e: &StoredExperiment) {
         )
     });
     for p in pts {
-        let m = |k: &str| num(&p.measured, &format!("/{k}")).map_or("-".into(), fmt_us);
+        let m = |k: &str| q(&p.measured, k).map_or("-".into(), fmt_us);
         let run = match p.run_id {
             Some(id) if e.chosen.iter().any(|r| r.id() == id) => {
                 format!("<a href=\"#run-{id}\">{id}</a>")
@@ -291,12 +297,12 @@ fn verdicts(out: &mut String, e: &StoredExperiment) {
             p.load_pct.map_or("-".into(), |x| format!("{x:.0} %")),
             p.offered_rps.map_or("-".into(), thousands),
             p.achieved_rps.map_or("-".into(), thousands),
-            badge(&p.status),
+            badge(p.status_text()),
             m("p50"),
             m("p99"),
             m("p99.9"),
-            num(&p.ideal, "/p99").map_or("-".into(), fmt_us),
-            num(&p.excess, "/p99").map_or("-".into(), |x| format!("{x:.2}×")),
+            q(&p.ideal, "p99").map_or("-".into(), fmt_us),
+            q(&p.excess, "p99").map_or("-".into(), |x| format!("{x:.2}×")),
             p.slo.as_deref().map_or("-".into(), badge),
         );
     }

@@ -64,7 +64,7 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<i32> {
     let (check, failed) = if a.experiment {
         let (c, row) = lab::check::check_experiments(&st, a.candidate, &baseline, tol, a.force)
             .map_err(check_err)?;
-        (c, row.status == "failed")
+        (c, row.status.parse() == Ok(lab::RunStatus::Failed))
     } else {
         let (c, row) =
             lab::check::check_runs(&st, a.candidate, &baseline, tol, a.force).map_err(check_err)?;
@@ -74,8 +74,8 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<i32> {
             .and_then(|s| s.get("status"))
             .and_then(|s| s.as_str())
             .unwrap_or(&row.status)
-            .to_string();
-        (c, status == "failed")
+            .parse();
+        (c, status == Ok(lab::RunStatus::Failed))
     };
     let code = if failed {
         1

@@ -320,7 +320,7 @@ pub fn gate_code(result: &lab::SweepResult, gate: &super::gate::Gate) -> i32 {
         result
             .rows
             .iter()
-            .filter(|r| r.role == "load")
+            .filter(|r| r.role == lab::Role::Load)
             .filter_map(|r| r.slo)
             .collect()
     };
@@ -359,7 +359,7 @@ pub fn suites(result: &lab::SweepResult) -> Vec<(String, lab::SloReport)> {
     result
         .rows
         .iter()
-        .filter(|r| r.role == "load")
+        .filter(|r| r.role == lab::Role::Load)
         .filter_map(|r| {
             Some((
                 name(r.offered_rps, r.load_pct, &r.params),
