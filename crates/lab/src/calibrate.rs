@@ -21,13 +21,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use load::{LoadConfig, RecordSink, RequestRecord, StopAt};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::json;
 
 use crate::db::{host_facts, Db};
 use crate::error::LabError;
 use crate::target::Ready;
 use crate::Observer;
+use crate::agent_spec::Agents;
+use crate::local::LocalEngine;
+use crate::source::LoadSource;
+
+pub use crate::source::IdealSource;
 
 /// How a calibration searches the target's peak.
 #[derive(Clone, Debug, Serialize)]
@@ -46,6 +51,10 @@ pub struct CalibrateSpec {
     pub overload_time: Duration,
     /// CPUs of the calibration's generator (empty: not pinned).
     pub cpus: Vec<usize>,
+    /// Send every step's load from these agents (their completions added up) instead of
+    /// from this process; connections, depth and CPUs then apply to each agent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agents: Option<Agents>,
 }
 
 impl Default for CalibrateSpec {
@@ -59,6 +68,17 @@ impl Default for CalibrateSpec {
             overload: 1.5,
             overload_time: Duration::from_secs(2),
             cpus: Vec::new(),
+            agents: None,
+        }
+    }
+}
+
+impl CalibrateSpec {
+    /// Where the steps' load comes from: the agents, or this process.
+    fn source(&self) -> &dyn LoadSource {
+        match &self.agents {
+            Some(a) => a,
+            None => &LocalEngine,
         }
     }
 }
@@ -152,6 +172,7 @@ fn overload(
     at: Step,
     (warm, time): (Duration, Duration),
     stop: &AtomicBool,
+    obs: &dyn Observer,
 ) -> Result<(f64, u64), LabError> {
     let Step {
         connections,
@@ -173,8 +194,8 @@ fn overload(
         to: (warm + time).as_nanos() as u64,
         ok: 0,
     };
-    let f = ready.factory(1)?;
-    load::run_open_loop_into(&cfg, f.as_ref(), stop, &|_, _| {}, &mut count, None)?;
+    cfg.seed = 1;
+    spec.source().send_to(&cfg, ready, &mut count, stop, obs)?;
     Ok((count.ok as f64 / time.as_secs_f64(), count.ok))
 }
 
@@ -228,6 +249,12 @@ fn search(
         "calibrating {}: searching the peak (up to {} connections × {} in flight)…",
         ready.url, spec.max_connections, spec.max_depth
     ));
+    if let Some(a) = &spec.agents {
+        obs.note(&format!(
+            "  every step sent by {} agent(s), their replies added up (connections and depth per agent)",
+            a.commands.len()
+        ));
+    }
     let mut steps: Vec<Step> = Vec::new();
     let (mut requests, mut duration_ns) = (0u64, 0u64);
     let mut run_step = |c: usize, d: usize, steps: &mut Vec<Step>| -> Result<f64, LabError> {
@@ -245,7 +272,7 @@ fn search(
                 depth: d,
                 rate_rps: offer,
             };
-            let (rate, n) = overload(ready, spec, at, (spec.step_warmup, spec.step), stop)?;
+            let (rate, n) = overload(ready, spec, at, (spec.step_warmup, spec.step), stop, obs)?;
             requests += n;
             duration_ns += spec.step.as_nanos() as u64;
             r = rate;
@@ -319,7 +346,7 @@ fn search(
             rate_rps: offered,
             ..best
         };
-        overload(ready, spec, at, (warm, spec.overload_time - warm), stop)?.0
+        overload(ready, spec, at, (warm, spec.overload_time - warm), stop, obs)?.0
     };
     if best.rate_rps <= 0.0 {
         return Err(LabError::Failed(
@@ -354,19 +381,6 @@ fn search(
         requests,
         duration_ns,
     })
-}
-
-/// What a run's ideal service time came from.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct IdealSource {
-    /// "given" (--service), "stored calibration" or "calibration" (made for this run).
-    pub from: String,
-    /// The calibration run, when it came from one.
-    pub calibration_run: Option<i64>,
-    /// Its batching gain and the per-worker cost without batching: a request arriving alone
-    /// costs that, not the batched cost the ideal assumes — a source of excess at low load.
-    pub batching_gain: Option<f64>,
-    pub unbatched_per_worker_service_ns: Option<f64>,
 }
 
 impl IdealSource {

@@ -265,6 +265,7 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
     let plan = SweepPlan {
         kind: "demo".into(),
         template: RunTemplate {
+            agents: None,
             precision: None,
             extra_quantiles: gate.extra.clone(),
             target: TargetSpec {
