@@ -24,13 +24,13 @@ use load::{LoadConfig, RecordSink, RequestRecord, StopAt};
 use serde::Serialize;
 use serde_json::json;
 
+use crate::agent_spec::Agents;
 use crate::db::{host_facts, Db};
 use crate::error::LabError;
-use crate::target::Ready;
-use crate::Observer;
-use crate::agent_spec::Agents;
 use crate::local::LocalEngine;
 use crate::source::LoadSource;
+use crate::target::Ready;
+use crate::Observer;
 
 pub use crate::source::IdealSource;
 
@@ -346,7 +346,15 @@ fn search(
             rate_rps: offered,
             ..best
         };
-        overload(ready, spec, at, (warm, spec.overload_time - warm), stop, obs)?.0
+        overload(
+            ready,
+            spec,
+            at,
+            (warm, spec.overload_time - warm),
+            stop,
+            obs,
+        )?
+        .0
     };
     if best.rate_rps <= 0.0 {
         return Err(LabError::Failed(

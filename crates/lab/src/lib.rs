@@ -59,7 +59,6 @@ pub use instruments::{Instrument, ServerInfo};
 pub use interference::stress_cpus;
 pub use knob::{Axis, Knob, KNOBS};
 pub use measure::{check_load, expected_requests, measure};
-pub use source::{LoadSource, Loaded, Measured, RunPlan, Sending};
 pub use observer::{Observer, Quiet};
 pub use placement::{parse_bytes, MAX_INSTANCES};
 pub use repeat::{measure_repeated, Combined, Repeated};
@@ -75,6 +74,7 @@ pub use slo::{
     fmt_unit, parse_percentile, parse_percentiles, Bound, Condition, ConditionResult, Slo,
     SloReport, Verdict, View, ViewChoice, What,
 };
+pub use source::{LoadSource, Loaded, Measured, RunPlan, Sending};
 pub use stages::StagesMode;
 pub use sweep::{
     experiment_status, sweep, Bracket, Load, MaxLoad, Point, Row, RunTemplate, SweepPlan,

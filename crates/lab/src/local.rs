@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use load::{LoadConfig, RecordSink, RunSummary};
 
-use crate::converge::{Convergence, ConvergeSink, Precision};
+use crate::converge::{ConvergeSink, Convergence, Precision};
 use crate::error::LabError;
 use crate::instruments::{generator_instrument, writer_instrument, Attribution, ServerInfo};
 use crate::records::StoreSink;

@@ -109,10 +109,7 @@ fn analyse(
     st: &Store,
     run_id: i64,
     l: &mut Loaded,
-) -> (
-    Result<RunAnalysis, AnalysisError>,
-    Option<attrib::SlowMask>,
-) {
+) -> (Result<RunAnalysis, AnalysisError>, Option<attrib::SlowMask>) {
     let records = std::mem::replace(&mut l.measured, Measured::Records);
     if let Measured::Histograms(an) = records {
         return (an, None);
@@ -171,13 +168,7 @@ fn outcomes_of(st: &Store, run_id: i64, l: &Loaded) -> Result<Outcomes, LabError
 
 /// A run that could not be analysed: stored as failed (or interrupted) with what is known
 /// without a latency.
-fn unanalysed(
-    ready: &Ready,
-    st: &Store,
-    run_id: i64,
-    l: &Loaded,
-    e: AnalysisError,
-) -> LabError {
+fn unanalysed(ready: &Ready, st: &Store, run_id: i64, l: &Loaded, e: AnalysisError) -> LabError {
     let status = if l.failures.is_empty() && l.facts.interrupted {
         RunStatus::Interrupted
     } else {
@@ -185,7 +176,10 @@ fn unanalysed(
     };
     let why = if l.failures.is_empty() {
         let first = l.facts.errors.first();
-        format!("{e}{}", first.map(|m| format!(" ({m})")).unwrap_or_default())
+        format!(
+            "{e}{}",
+            first.map(|m| format!(" ({m})")).unwrap_or_default()
+        )
     } else {
         l.failures.join("; ")
     };

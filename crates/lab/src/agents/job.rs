@@ -5,9 +5,7 @@
 
 use std::time::Duration;
 
-use load::{
-    HttpWorkload, KvWorkload, LoadConfig, NullRpcWorkload, RunSummary, StopAt, Workload,
-};
+use load::{HttpWorkload, KvWorkload, LoadConfig, NullRpcWorkload, RunSummary, StopAt, Workload};
 use serde::{Deserialize, Serialize};
 
 /// Bumped whenever a frame or message changes meaning.

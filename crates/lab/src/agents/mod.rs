@@ -32,4 +32,3 @@ pub use crate::agent_spec::{
 };
 pub use clock::ClockOffset;
 pub use serve::serve;
-

@@ -275,7 +275,12 @@ fn failures_of(c: &Collected) -> Vec<String> {
 }
 
 /// The agents' part of the run's report: each agent, and their histograms added up.
-fn agents_report(c: &Collected, agents: &Agents, plan: &RunPlan, failures: &[String]) -> AgentsReport {
+fn agents_report(
+    c: &Collected,
+    agents: &Agents,
+    plan: &RunPlan,
+    failures: &[String],
+) -> AgentsReport {
     let n = c.agents.len();
     let conf = plan.confidence;
     let merged_latency = summary(&add_all(c.agents.iter().map(|a| &a.latency)), conf);
