@@ -112,7 +112,7 @@ fn analyse(
 ) -> (Result<RunAnalysis, AnalysisError>, Option<attrib::SlowMask>) {
     let records = std::mem::replace(&mut l.measured, Measured::Records);
     if let Measured::Histograms(an) = records {
-        return (an, None);
+        return (*an, None);
     }
     let acfg = AnalysisConfig {
         window_ns: 0,

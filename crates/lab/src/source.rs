@@ -82,7 +82,7 @@ pub enum Measured {
     /// arrival stream, the server's view, stages): `measure` analyses them.
     Records,
     /// Only histograms came back: the analysis the source made of them.
-    Histograms(Result<RunAnalysis, AnalysisError>),
+    Histograms(Box<Result<RunAnalysis, AnalysisError>>),
 }
 
 /// What a source sent: the load's facts (the engine's summary, or the agents' added up) and

@@ -368,7 +368,7 @@ impl LoadSource for Agents {
             measured: if self.records {
                 Measured::Records
             } else {
-                Measured::Histograms(from_histograms(&c, plan))
+                Measured::Histograms(Box::new(from_histograms(&c, plan)))
             },
             same_host_start_mono_ns: one_clock.then_some(facts.start_mono_ns),
             cfg,
