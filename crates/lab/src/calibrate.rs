@@ -245,16 +245,7 @@ fn search(
     stop: &AtomicBool,
     obs: &dyn Observer,
 ) -> Result<Calibration, LabError> {
-    obs.note(&format!(
-        "calibrating {}: searching the peak (up to {} connections × {} in flight)…",
-        ready.url, spec.max_connections, spec.max_depth
-    ));
-    if let Some(a) = &spec.agents {
-        obs.note(&format!(
-            "  every step sent by {} agent(s), their replies added up (connections and depth per agent)",
-            a.commands.len()
-        ));
-    }
+    announce(ready, spec, obs);
     let mut steps: Vec<Step> = Vec::new();
     let (mut requests, mut duration_ns) = (0u64, 0u64);
     let mut run_step = |c: usize, d: usize, steps: &mut Vec<Step>| -> Result<f64, LabError> {
@@ -337,30 +328,84 @@ fn search(
         .max_by(|a, b| a.rate_rps.total_cmp(&b.rate_rps))
         .cloned()
         .unwrap_or_else(|| unbatched.clone());
-    let offered = spec.overload * best.rate_rps;
-    let completed = if stop.load(Ordering::Relaxed) {
-        0.0
-    } else {
-        let warm = spec.overload_time / 4;
-        let at = Step {
-            rate_rps: offered,
-            ..best
-        };
-        overload(
-            ready,
-            spec,
-            at,
-            (warm, spec.overload_time - warm),
-            stop,
-            obs,
-        )?
-        .0
-    };
+    let (offered, completed) = confirm(ready, spec, &best, stop, obs)?;
     if best.rate_rps <= 0.0 {
         return Err(LabError::Failed(
             "no reply came back during the calibration".into(),
         ));
     }
+    Ok(calibration_of(
+        Found {
+            steps,
+            best,
+            unbatched,
+            offered,
+            completed,
+            requests,
+            duration_ns,
+        },
+        workers,
+        obs,
+    ))
+}
+
+/// The open-loop confirmation: what completes while `overload` × the peak is offered
+/// (nothing once stopped); returns the offered and completed rates.
+fn confirm(
+    ready: &Ready,
+    spec: &CalibrateSpec,
+    best: &Step,
+    stop: &AtomicBool,
+    obs: &dyn Observer,
+) -> Result<(f64, f64), LabError> {
+    let offered = spec.overload * best.rate_rps;
+    if stop.load(Ordering::Relaxed) {
+        return Ok((offered, 0.0));
+    }
+    let warm = spec.overload_time / 4;
+    let at = Step {
+        rate_rps: offered,
+        ..best.clone()
+    };
+    let window = (warm, spec.overload_time - warm);
+    Ok((offered, overload(ready, spec, at, window, stop, obs)?.0))
+}
+
+fn announce(ready: &Ready, spec: &CalibrateSpec, obs: &dyn Observer) {
+    obs.note(&format!(
+        "calibrating {}: searching the peak (up to {} connections × {} in flight)…",
+        ready.url, spec.max_connections, spec.max_depth
+    ));
+    if let Some(a) = &spec.agents {
+        obs.note(&format!(
+            "  every step sent by {} agent(s), their replies added up (connections and depth per agent)",
+            a.commands.len()
+        ));
+    }
+}
+
+/// What the search found: its steps, the peak and the best without batching, and the
+/// open-loop confirmation.
+struct Found {
+    steps: Vec<Step>,
+    best: Step,
+    unbatched: Step,
+    offered: f64,
+    completed: f64,
+    requests: u64,
+    duration_ns: u64,
+}
+
+fn calibration_of(f: Found, workers: u32, obs: &dyn Observer) -> Calibration {
+    let Found {
+        steps,
+        best,
+        unbatched,
+        offered,
+        completed,
+        requests,
+        duration_ns,
+    } = f;
     let w = f64::from(workers);
     obs.note(&format!(
         "peak {:.0} req/s ({} × {} in flight); without batching {:.0} req/s (gain {:.2}×); open-loop overload at {:.0} req/s completed {:.0} req/s",
@@ -372,7 +417,7 @@ fn search(
         offered,
         completed
     ));
-    Ok(Calibration {
+    Calibration {
         run_id: 0,
         interrupted: false,
         peak_rps: best.rate_rps,
@@ -388,7 +433,7 @@ fn search(
         best,
         requests,
         duration_ns,
-    })
+    }
 }
 
 impl IdealSource {
