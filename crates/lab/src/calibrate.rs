@@ -24,11 +24,16 @@ use load::{LoadConfig, RecordSink, RequestRecord, StopAt};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::agent_spec::Agents;
 use crate::db::{host_facts, Db};
 use crate::error::LabError;
+use crate::local::LocalEngine;
 use crate::run::RunStatus;
+use crate::source::LoadSource;
 use crate::target::Ready;
 use crate::Observer;
+
+pub use crate::source::IdealSource;
 
 /// How a calibration searches the target's peak.
 #[derive(Clone, Debug, Serialize)]
@@ -47,6 +52,10 @@ pub struct CalibrateSpec {
     pub overload_time: Duration,
     /// CPUs of the calibration's generator (empty: not pinned).
     pub cpus: Vec<usize>,
+    /// Send every step's load from these agents (their completions added up) instead of
+    /// from this process; connections, depth and CPUs then apply to each agent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agents: Option<Agents>,
 }
 
 impl Default for CalibrateSpec {
@@ -60,6 +69,17 @@ impl Default for CalibrateSpec {
             overload: 1.5,
             overload_time: Duration::from_secs(2),
             cpus: Vec::new(),
+            agents: None,
+        }
+    }
+}
+
+impl CalibrateSpec {
+    /// Where the steps' load comes from: the agents, or this process.
+    fn source(&self) -> &dyn LoadSource {
+        match &self.agents {
+            Some(a) => a,
+            None => &LocalEngine,
         }
     }
 }
@@ -227,6 +247,7 @@ fn overload(
     at: Step,
     (warm, time): (Duration, Duration),
     stop: &AtomicBool,
+    obs: &dyn Observer,
 ) -> Result<(f64, u64), LabError> {
     let Step {
         connections,
@@ -248,8 +269,8 @@ fn overload(
         to: (warm + time).as_nanos() as u64,
         ok: 0,
     };
-    let f = ready.factory(1)?;
-    load::run_open_loop_into(&cfg, f.as_ref(), stop, &|_, _| {}, &mut count, None)?;
+    cfg.seed = 1;
+    spec.source().send_to(&cfg, ready, &mut count, stop, obs)?;
     Ok((count.ok as f64 / time.as_secs_f64(), count.ok))
 }
 
@@ -299,10 +320,7 @@ fn search(
     stop: &AtomicBool,
     obs: &dyn Observer,
 ) -> Result<Calibration, LabError> {
-    obs.note(&format!(
-        "calibrating {}: searching the peak (up to {} connections × {} in flight)…",
-        ready.url, spec.max_connections, spec.max_depth
-    ));
+    announce(ready, spec, obs);
     let mut steps: Vec<Step> = Vec::new();
     let (mut requests, mut duration_ns) = (0u64, 0u64);
     let mut run_step = |c: usize, d: usize, steps: &mut Vec<Step>| -> Result<f64, LabError> {
@@ -320,7 +338,7 @@ fn search(
                 depth: d,
                 rate_rps: offer,
             };
-            let (rate, n) = overload(ready, spec, at, (spec.step_warmup, spec.step), stop)?;
+            let (rate, n) = overload(ready, spec, at, (spec.step_warmup, spec.step), stop, obs)?;
             requests += n;
             duration_ns += spec.step.as_nanos() as u64;
             r = rate;
@@ -389,22 +407,84 @@ fn search(
         .max_by(|a, b| a.rate_rps.total_cmp(&b.rate_rps))
         .cloned()
         .unwrap_or_else(|| unbatched.clone());
-    let offered = spec.overload * best.rate_rps;
-    let completed = if stop.load(Ordering::Relaxed) {
-        0.0
-    } else {
-        let warm = spec.overload_time / 4;
-        let at = Step {
-            rate_rps: offered,
-            ..best
-        };
-        overload(ready, spec, at, (warm, spec.overload_time - warm), stop)?.0
-    };
+    let (offered, completed) = confirm(ready, spec, &best, stop, obs)?;
     if best.rate_rps <= 0.0 {
         return Err(LabError::Failed(
             "no reply came back during the calibration".into(),
         ));
     }
+    Ok(calibration_of(
+        Found {
+            steps,
+            best,
+            unbatched,
+            offered,
+            completed,
+            requests,
+            duration_ns,
+        },
+        workers,
+        obs,
+    ))
+}
+
+/// The open-loop confirmation: what completes while `overload` × the peak is offered
+/// (nothing once stopped); returns the offered and completed rates.
+fn confirm(
+    ready: &Ready,
+    spec: &CalibrateSpec,
+    best: &Step,
+    stop: &AtomicBool,
+    obs: &dyn Observer,
+) -> Result<(f64, f64), LabError> {
+    let offered = spec.overload * best.rate_rps;
+    if stop.load(Ordering::Relaxed) {
+        return Ok((offered, 0.0));
+    }
+    let warm = spec.overload_time / 4;
+    let at = Step {
+        rate_rps: offered,
+        ..best.clone()
+    };
+    let window = (warm, spec.overload_time - warm);
+    Ok((offered, overload(ready, spec, at, window, stop, obs)?.0))
+}
+
+fn announce(ready: &Ready, spec: &CalibrateSpec, obs: &dyn Observer) {
+    obs.note(&format!(
+        "calibrating {}: searching the peak (up to {} connections × {} in flight)…",
+        ready.url, spec.max_connections, spec.max_depth
+    ));
+    if let Some(a) = &spec.agents {
+        obs.note(&format!(
+            "  every step sent by {} agent(s), their replies added up (connections and depth per agent)",
+            a.commands.len()
+        ));
+    }
+}
+
+/// What the search found: its steps, the peak and the best without batching, and the
+/// open-loop confirmation.
+struct Found {
+    steps: Vec<Step>,
+    best: Step,
+    unbatched: Step,
+    offered: f64,
+    completed: f64,
+    requests: u64,
+    duration_ns: u64,
+}
+
+fn calibration_of(f: Found, workers: u32, obs: &dyn Observer) -> Calibration {
+    let Found {
+        steps,
+        best,
+        unbatched,
+        offered,
+        completed,
+        requests,
+        duration_ns,
+    } = f;
     let w = f64::from(workers);
     obs.note(&format!(
         "peak {:.0} req/s ({} × {} in flight); without batching {:.0} req/s (gain {:.2}×); open-loop overload at {:.0} req/s completed {:.0} req/s",
@@ -416,7 +496,7 @@ fn search(
         offered,
         completed
     ));
-    Ok(Calibration {
+    Calibration {
         run_id: 0,
         interrupted: false,
         peak_rps: best.rate_rps,
@@ -432,20 +512,7 @@ fn search(
         best,
         requests,
         duration_ns,
-    })
-}
-
-/// What a run's ideal service time came from.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct IdealSource {
-    /// "given" (--service), "stored calibration" or "calibration" (made for this run).
-    pub from: String,
-    /// The calibration run, when it came from one.
-    pub calibration_run: Option<i64>,
-    /// Its batching gain and the per-worker cost without batching: a request arriving alone
-    /// costs that, not the batched cost the ideal assumes — a source of excess at low load.
-    pub batching_gain: Option<f64>,
-    pub unbatched_per_worker_service_ns: Option<f64>,
+    }
 }
 
 impl IdealSource {

@@ -103,7 +103,7 @@ impl Side<'_> {
             experiment: Some(experiment),
             // Two services measured at once: no eBPF collector beside them (as no sampler).
             stages: crate::StagesMode::Stamps,
-            agents: None,
+            agents: t.agents.clone(),
         }
     }
 }
@@ -125,6 +125,7 @@ fn start<'a>(
         None if ready.owns_server() => {
             let spec = crate::CalibrateSpec {
                 cpus: t.load.cpus.clone(),
+                agents: t.agents.clone(),
                 ..t.calibrate.clone()
             };
             let c = calibrate(&ready, &spec, workers, db, stop, obs)?;

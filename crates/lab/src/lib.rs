@@ -14,6 +14,7 @@
 //! service time (given / stored / calibrate) ─► RunPlan ─measure─► Run ─► store, CLI, report
 //! ```
 
+mod agent_spec;
 pub mod agents;
 mod calibrate;
 pub mod check;
@@ -26,6 +27,7 @@ pub mod figures;
 pub mod instruments;
 mod interference;
 mod knob;
+mod local;
 mod measure;
 mod observer;
 mod percentile;
@@ -36,6 +38,7 @@ pub mod reproduce;
 mod run;
 mod simulate;
 mod slo;
+mod source;
 mod stages;
 mod sweep;
 mod target;
@@ -44,7 +47,7 @@ pub mod timeline;
 mod tune;
 mod view;
 
-pub use agents::{agents_file, AgentClock, AgentCommand, AgentReport, Agents, AgentsReport};
+pub use agent_spec::{agents_file, AgentClock, AgentCommand, AgentReport, Agents, AgentsReport};
 pub use calibrate::{
     calibrate, stored_calibration, CalibrateSpec, Calibration, CalibrationRecord, IdealSource,
     Step, StoredCalibration,
@@ -56,7 +59,7 @@ pub use experiment::{clip, read_bounded, ExperimentFile, ExperimentSpec};
 pub use instruments::{Instrument, ServerInfo};
 pub use interference::stress_cpus;
 pub use knob::{Axis, Knob, KNOBS};
-pub use measure::{check_load, expected_requests, measure, RunPlan};
+pub use measure::{check_load, expected_requests, measure};
 pub use observer::{Observer, Quiet};
 pub use placement::{parse_bytes, MAX_INSTANCES};
 pub use repeat::{measure_repeated, Combined, Repeated};
@@ -72,6 +75,7 @@ pub use slo::{
     fmt_unit, parse_percentile, parse_percentiles, Bound, Condition, ConditionResult, Slo,
     SloReport, Verdict, View, ViewChoice, What,
 };
+pub use source::{LoadSource, Loaded, Measured, RunPlan, Sending};
 pub use stages::StagesMode;
 pub use sweep::{
     experiment_status, sweep, Bracket, Load, MaxLoad, Point, Role, Row, RunTemplate, SweepPlan,

@@ -1,60 +1,31 @@
-//! [`measure`]: one open-loop measurement, the whole data flow of DESIGN.md — instruments
-//! started off the load's CPUs, the load with its records streamed to the store, the
-//! analysis over the stored records (two passes, bounded memory), the "why", the status —
-//! returned as one [`Run`] and stored.
+//! [`measure`]: one open-loop measurement, the whole data flow of DESIGN.md — the load
+//! from its [`LoadSource`] (this process' engine with its instruments, or agents on other
+//! hosts) with its records streamed to the store, the analysis over the stored records (two
+//! passes, bounded memory), the "why", the status — returned as one [`Run`] and stored.
+//! Every run is finished here, wherever its load came from.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
-use analysis::{AnalysisConfig, IdealSpec};
+use analysis::{AnalysisConfig, AnalysisError, Outcomes, RunAnalysis};
 use load::LoadConfig;
-use serde_json::{json, Value};
+use serde_json::json;
+use store::Store;
 
 use crate::db::{free_bytes, host_facts, Db};
 use crate::error::{invalid, LabError};
-use crate::instruments::{generator_instrument, writer_instrument, Attribution, ServerInfo};
-use crate::records::{StoreSink, StoredRecords};
-use crate::run::{asked_of, judge, JudgeInput, LoadFacts, Run};
+use crate::local::LocalEngine;
+use crate::records::StoredRecords;
+use crate::run::{asked_of, judge, saturation_of, JudgeInput, Run, RunStatus};
+use crate::source::{LoadSource, Loaded, Measured, Sending};
 use crate::target::Ready;
 use crate::Observer;
+
+pub use crate::source::RunPlan;
 
 /// Stored bytes per request record, a generous bound (delta-coded, compressed columns take
 /// ~10–20 B): runs whose records would not fit on the store's disk are refused up front.
 const BYTES_PER_RECORD: f64 = 40.0;
-
-/// Everything one measurement needs beside the started target.
-#[derive(Clone, Debug)]
-pub struct RunPlan {
-    /// What the store calls it: "run", "sweep-point", …
-    pub kind: String,
-    /// The load; its target and churn are taken from the ready target.
-    pub load: LoadConfig,
-    pub ideal: Option<IdealSpec>,
-    /// Where the ideal's service time came from (None: no ideal).
-    pub ideal_source: Option<crate::IdealSource>,
-    pub confidence: f64,
-    /// A run whose generator lateness p99 exceeds this is invalid.
-    pub lateness_threshold_ns: f64,
-    /// Sample the sources of tail latency beside the run (the "why").
-    pub attribution: bool,
-    /// Where the server runs (for the attribution), beyond what the target knows.
-    pub server_cpus: Vec<usize>,
-    pub extra_pids: Vec<u32>,
-    /// What the user asked for, stored with the run.
-    pub config: Value,
-    /// The experiment this run is a point of, if any.
-    pub experiment: Option<i64>,
-    /// Where the per-request server stages come from (eBPF for real servers).
-    pub stages: crate::StagesMode,
-    /// Send the load from these agents (other hosts) instead of from this process.
-    pub agents: Option<crate::Agents>,
-    /// Keep measuring until these intervals are tight (or the longest duration it allows);
-    /// the load's own duration is then the least the run takes.
-    pub precision: Option<crate::converge::Precision>,
-    /// Percentiles `(key, q)` beyond the standard five in the measured summaries
-    /// (`--percentiles`, an SLO's `p95<=…`).
-    pub extra_quantiles: Vec<(String, f64)>,
-}
 
 /// Checks a run's load before anything is started: the configuration itself, and that its
 /// records fit on the store's disk. `db` is the store file.
@@ -84,14 +55,12 @@ pub fn expected_requests(load: &LoadConfig) -> f64 {
     }
 }
 
-/// CPUs for tailscope's own background threads: neither the generator's nor the server's
-/// (empty when there is none, or when either is unpinned and so may be anywhere).
-fn spare_cpus(generator: &[usize], server: &[usize]) -> Vec<usize> {
-    if generator.is_empty() {
-        return Vec::new();
+/// Where `plan`'s load comes from: its agents, or this process.
+pub fn source_of(plan: &RunPlan) -> &dyn LoadSource {
+    match &plan.agents {
+        Some(a) => a,
+        None => &LocalEngine,
     }
-    let host: Vec<usize> = (0..host::placement::online_cpus()).collect();
-    attrib::spare_cpus(&host, server, generator)
 }
 
 /// Runs one measurement against `ready` and stores it in `db`.
@@ -102,221 +71,186 @@ pub fn measure(
     stop: &AtomicBool,
     obs: &dyn Observer,
 ) -> Result<Run, LabError> {
-    if let Some(agents) = &plan.agents {
-        return crate::agents::measure(plan, agents, ready, db, stop, obs);
-    }
-    let mut cfg = plan.load.clone();
-    // A converging run: one schedule as long as the longest allowed, stopped by its own flag
-    // when the intervals are tight; records reach the check at least every 250 ms.
-    let min_ns = match cfg.stop {
-        load::StopAt::Duration(d) => (cfg.warmup + d).as_nanos() as u64,
-        load::StopAt::Requests(_) => 0,
-    };
-    if let Some(p) = &plan.precision {
-        cfg.stop = load::StopAt::Duration(p.max_duration);
-        cfg.flush_every = Some(std::time::Duration::from_millis(250));
-    }
-    cfg.target = ready.target.clone();
-    cfg.churn = ready.churn;
-    // A scaled-out server: the connections go round-robin over its instances.
-    cfg.spread = ready.spread();
-    let mut server_cpus = plan.server_cpus.clone();
-    if server_cpus.is_empty() {
-        server_cpus = ready.server_cpus();
-    }
-    cfg.writer_cpus = spare_cpus(&cfg.cpus, &server_cpus);
-    let factory = ready.factory(cfg.seed)?;
+    let source = source_of(plan);
+    source.check(plan, ready)?;
     let st = &db.store;
     let run_id = st.begin_run_in(
         &store::NewRun {
             kind: plan.kind.clone(),
             target: ready.label.clone(),
             started_at: store::now_rfc3339(),
-            config: plan.config.clone(),
+            config: source.config(plan),
             host: host_facts(),
         },
         plan.experiment,
     )?;
-    let fail = |e: LabError| {
-        let _ = st.finish_run(run_id, "failed", &json!({"error": e.to_string()}));
-        e
+    let sending = Sending {
+        plan,
+        ready,
+        db,
+        run_id,
+        stop,
+        obs,
     };
-    let mut pids = plan.extra_pids.clone();
-    pids.extend(ready.pids());
-    let server = ServerInfo {
-        pids,
-        tids: ready.tids(),
-        cpus: server_cpus,
-    };
-    let mut sink = StoreSink::open(&db.path, run_id).map_err(|e| fail(e.into()))?;
-    let threads = cfg.threads.min(cfg.connections);
-    let mut stages =
-        crate::stages::Stages::start(plan.stages, ready, &server, threads, obs).map_err(fail)?;
-    // A stressor beside the run and the server's eviction counter (see `interference`).
-    let beside =
-        crate::interference::Beside::start(ready, &cfg.cpus, &server.cpus, obs).map_err(fail)?;
-    let mut attribution = Attribution::start(&server, &cfg.cpus, plan.attribution);
-    let progress = |done: u64, total: u64| obs.progress("run", done, total);
-    let halt = AtomicBool::new(false);
-    let mut convergence = None;
-    let result = match &plan.precision {
-        None => load::run_open_loop_into(
-            &cfg,
-            factory.as_ref(),
-            stop,
-            &progress,
-            &mut stages.sink(&mut sink),
-            attribution.slack(),
-        ),
-        Some(p) => {
-            let mut staged = stages.sink(&mut sink);
-            let mut conv = crate::converge::ConvergeSink::new(
-                &mut staged,
-                p,
-                plan.confidence,
-                cfg.warmup.as_nanos() as u64,
-                min_ns,
-                &halt,
-            )
-            .map_err(fail)?;
-            // The user's Ctrl-C stops the run too; `halt` alone means it converged.
-            let done = AtomicBool::new(false);
-            let r = std::thread::scope(|s| {
-                s.spawn(|| {
-                    while !done.load(Ordering::Relaxed) {
-                        if stop.load(Ordering::Relaxed) {
-                            halt.store(true, Ordering::Relaxed);
-                        }
-                        std::thread::sleep(std::time::Duration::from_millis(20));
-                    }
-                });
-                let r = load::run_open_loop_into(
-                    &cfg,
-                    factory.as_ref(),
-                    &halt,
-                    &progress,
-                    &mut conv,
-                    attribution.slack(),
-                );
-                done.store(true, Ordering::Relaxed);
-                r
-            });
-            let interrupted = stop.load(Ordering::Relaxed);
-            let c = conv.finish(interrupted);
-            obs.note(&match &c.why_not {
-                None => format!("converged after {:.1} s ({})", c.after_s, p.text),
-                Some(w) => format!("did not converge: {w}"),
-            });
-            convergence = Some(c);
-            r.map(|mut s| {
-                s.interrupted = interrupted;
-                s
-            })
+    let loaded = match source.send(&sending) {
+        Ok(l) => l,
+        Err(e) => {
+            let _ = st.finish_run(run_id, "failed", &json!({"error": e.to_string()}));
+            return Err(e);
         }
     };
-    obs.phase_done("run");
-    let server_json = beside.finish(ready, obs);
-    let (series, sampler) = attribution.finish();
-    let summary = result.map_err(|e| fail(e.into()))?;
-    let mut instruments = vec![
-        generator_instrument(&summary.generator, &cfg.cpus),
-        sampler,
-        writer_instrument(&summary.writer),
-    ];
-    instruments.extend(stages.finish(&summary.writer));
-    let same_host = cfg.target.addr.ip().is_loopback();
+    finish(plan, ready, st, run_id, loaded)
+}
+
+/// The analysis of a sent run: of its stored records (with the attribution's slow-request
+/// mask built on the way), or the one its source made of histograms.
+fn analyse(
+    plan: &RunPlan,
+    st: &Store,
+    run_id: i64,
+    l: &mut Loaded,
+) -> (Result<RunAnalysis, AnalysisError>, Option<attrib::SlowMask>) {
+    let records = std::mem::replace(&mut l.measured, Measured::Records);
+    if let Measured::Histograms(an) = records {
+        return (*an, None);
+    }
     let acfg = AnalysisConfig {
         window_ns: 0,
         extra_quantiles: plan.extra_quantiles.clone(),
         ideal: plan.ideal.clone(),
-        warmup_ns: summary.warmup_ns,
-        arrival: cfg.arrival.clone(),
+        warmup_ns: l.facts.warmup_ns,
+        arrival: l.cfg.arrival.clone(),
         confidence: plan.confidence,
         lateness_threshold_ns: plan.lateness_threshold_ns,
-        seed: cfg.seed,
-        same_host_start_mono_ns: same_host.then_some(summary.start_mono_ns),
+        seed: l.cfg.seed,
+        same_host_start_mono_ns: l.same_host_start_mono_ns,
     };
-    let mut mask = series
-        .as_ref()
-        .map(|s| attrib::SlowMask::new(s, summary.start_mono_ns));
-    let mut on_slow = |t: u64, l: u64| {
+    let start = l.facts.start_mono_ns;
+    let mut mask = l.series.as_ref().map(|s| attrib::SlowMask::new(s, start));
+    let mut on_slow = |t: u64, u: u64| {
         if let Some(m) = mask.as_mut() {
-            m.add(t, l);
+            m.add(t, u);
         }
     };
-    let analysed = analysis::analyse_records(
+    let an = analysis::analyse_records(
         &mut StoredRecords::new(st, run_id),
         &acfg,
         Some(&mut on_slow),
     );
-    let an = match analysed {
-        Ok(an) => an,
-        Err(e) => {
-            let status = if summary.interrupted {
-                "interrupted"
-            } else {
-                "failed"
-            };
-            // What is known without a latency: how every request ended.
-            let mut o = analysis::Outcomes::default();
-            let mut requests = 0u64;
-            StoredRecords::new(st, run_id).for_each(&mut |r| {
-                if r.intended_ns >= summary.warmup_ns {
-                    requests += 1;
-                    match r.outcome {
-                        load::Outcome::Ok => o.ok += 1,
-                        load::Outcome::Error => o.error += 1,
-                        load::Outcome::Timeout => o.timeout += 1,
-                        load::Outcome::Dropped => o.dropped += 1,
-                    }
-                }
-            })?;
-            let first = summary.errors.first().cloned();
-            let message = format!(
-                "run {run_id} {status}: {e}{}",
-                first.map(|m| format!(" ({m})")).unwrap_or_default()
-            );
-            let v = json!({
-                "status": status, "run_id": run_id, "target": ready.label, "url": ready.url,
-                "error": message, "requests": requests, "outcomes": o,
-                "connection_errors": summary.errors, "records": summary.records,
-                "instruments": instruments,
-                "server": server_json,
-            });
-            st.finish_run(run_id, status, &v)?;
-            return Err(LabError::RunFailed {
-                run_id,
-                message,
-                summary: v,
-            });
+    (an, mask)
+}
+
+/// How every request ended, for a run without an analysis: from the agents' counts when
+/// agents sent it, else from the stored records after the warm-up.
+fn outcomes_of(st: &Store, run_id: i64, l: &Loaded) -> Result<Outcomes, LabError> {
+    let mut o = Outcomes::default();
+    if let Some(a) = &l.agents {
+        for x in a.agents.iter().map(|a| &a.outcomes) {
+            o.ok += x.ok;
+            o.error += x.error;
+            o.timeout += x.timeout;
+            o.dropped += x.dropped;
         }
+        return Ok(o);
+    }
+    StoredRecords::new(st, run_id).for_each(&mut |r| {
+        if r.intended_ns >= l.facts.warmup_ns {
+            match r.outcome {
+                load::Outcome::Ok => o.ok += 1,
+                load::Outcome::Error => o.error += 1,
+                load::Outcome::Timeout => o.timeout += 1,
+                load::Outcome::Dropped => o.dropped += 1,
+            }
+        }
+    })?;
+    Ok(o)
+}
+
+/// A run that could not be analysed: stored as failed (or interrupted) with what is known
+/// without a latency.
+fn unanalysed(ready: &Ready, st: &Store, run_id: i64, l: &Loaded, e: AnalysisError) -> LabError {
+    let status = if l.failures.is_empty() && l.facts.interrupted {
+        RunStatus::Interrupted
+    } else {
+        RunStatus::Failed
     };
-    let why = match (&series, &mask, an.span_ns) {
+    let why = if l.failures.is_empty() {
+        let first = l.facts.errors.first();
+        format!(
+            "{e}{}",
+            first.map(|m| format!(" ({m})")).unwrap_or_default()
+        )
+    } else {
+        l.failures.join("; ")
+    };
+    let message = format!("run {run_id} {status}: {why}");
+    let o = match outcomes_of(st, run_id, l) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
+    let mut v = json!({
+        "status": status, "run_id": run_id, "target": ready.label, "url": ready.url,
+        "error": message, "requests": o.ok + o.error + o.timeout + o.dropped, "outcomes": o,
+        "connection_errors": l.facts.errors, "records": l.facts.records,
+        "instruments": l.instruments,
+        "server": l.server,
+    });
+    if let (Some(m), Some(a)) = (v.as_object_mut(), &l.agents) {
+        m.insert("agents".into(), json!(a.agents));
+        m.insert("agents_merged".into(), json!(a.merged));
+    }
+    if let Err(e) = st.finish_run(run_id, status.as_str(), &v) {
+        return e.into();
+    }
+    LabError::RunFailed {
+        run_id,
+        message,
+        summary: v,
+    }
+}
+
+/// Finishes a sent run, wherever its load came from: the analysis, the "why", saturation,
+/// the views and the status; the [`Run`], stored.
+fn finish(
+    plan: &RunPlan,
+    ready: &Ready,
+    st: &Store,
+    run_id: i64,
+    mut l: Loaded,
+) -> Result<Run, LabError> {
+    let (an, mask) = analyse(plan, st, run_id, &mut l);
+    let an = an.map_err(|e| unanalysed(ready, st, run_id, &l, e))?;
+    let start = l.facts.start_mono_ns;
+    let why = match (&l.series, &mask, an.span_ns) {
         (Some(s), Some(m), Some(span)) => {
             Some(attrib::explain_mask(s, m, span, an.stages.as_ref()))
         }
         (Some(_), _, _) => Some(attrib::Why::default()),
         _ => None,
     };
-    let window_host = series.as_ref().map_or(Vec::new(), |s| {
-        crate::timeline::window_host(s, summary.start_mono_ns, &an.windows)
+    let window_host = l.series.as_ref().map_or(Vec::new(), |s| {
+        crate::timeline::window_host(s, start, &an.windows)
     });
-    let saturation =
-        crate::run::saturation_of(&an, &summary.backlog, summary.warmup_ns, summary.drain_ns);
+    let f = &l.facts;
+    let saturation = saturation_of(&an, &f.backlog, f.warmup_ns, f.drain_ns);
     let (asked, host_noise) = asked_of(&plan.config);
     let j = judge(
         &an,
         &JudgeInput {
-            interrupted: summary.interrupted,
+            interrupted: f.interrupted,
             saturated: saturation.is_some(),
             asked,
             lateness_threshold_ns: plan.lateness_threshold_ns,
             host_noise: host_noise.as_ref(),
-            generator_cpus: &cfg.cpus,
-            user_late: None,
+            generator_cpus: &l.generator_cpus,
+            user_late: l.user_late.clone(),
         },
     );
-    let status = j.status;
+    let mut status = j.status;
+    // A source's failure (an agent died) fails the run, whatever arrived.
+    if !l.failures.is_empty() {
+        status = RunStatus::Failed;
+    }
     let reproducibility = crate::reproduce::reproducibility(
         an.stationarity.as_ref(),
         host_noise.as_ref(),
@@ -332,29 +266,18 @@ pub fn measure(
         host_noise,
         target: ready.label.clone(),
         url: ready.url.clone(),
-        rate_rps: cfg.rate_per_s,
-        seed: cfg.seed,
+        rate_rps: l.cfg.rate_per_s,
+        seed: l.cfg.seed,
         config: plan.config.clone(),
         ideal_source: plan.ideal_source.clone(),
-        server: server_json,
+        server: l.server,
         analysis: an,
         saturation,
         why,
-        instruments,
-        load: LoadFacts {
-            start_mono_ns: summary.start_mono_ns,
-            warmup_ns: summary.warmup_ns,
-            records: summary.records,
-            errors: summary.errors,
-            connects: summary.connects,
-            misses: summary.misses,
-            backlog: summary.backlog,
-            drain_ns: summary.drain_ns,
-            writer: summary.writer,
-            generator: summary.generator,
-        },
-        agents: None,
-        convergence,
+        instruments: l.instruments,
+        load: l.facts,
+        agents: l.agents,
+        convergence: l.convergence,
         window_host,
     };
     crate::run::store_run(st, &run)?;

@@ -20,7 +20,7 @@
 //! version.
 
 use analysis::RunAnalysis;
-use load::{BacklogSample, WriterStats};
+use load::BacklogSample;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -96,24 +96,9 @@ impl std::fmt::Display for RunStatus {
     }
 }
 
-/// What the load generator reported beside the records.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct LoadFacts {
-    pub start_mono_ns: u64,
-    pub warmup_ns: u64,
-    /// Scheduled requests (records stored).
-    pub records: u64,
-    pub errors: Vec<String>,
-    pub connects: u64,
-    pub misses: u64,
-    pub backlog: Vec<BacklogSample>,
-    pub drain_ns: u64,
-    pub writer: WriterStats,
-    /// The generator's loop: its cost and how it caught up after the host's stalls (none
-    /// from agents yet; absent in runs stored before it was measured).
-    #[serde(default)]
-    pub generator: load::GeneratorCost,
-}
+/// What the load generator reported beside the records: the engine's own summary, for a
+/// local run and for agents alike (theirs added up, see `agents::report`).
+pub type LoadFacts = load::RunSummary;
 
 /// Why a run counts as saturated, and what is true of it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -493,7 +478,7 @@ pub struct Run {
     /// The server behind the target (spawned: version and command line).
     pub server: Value,
     /// Where the ideal's service time came from.
-    pub ideal_source: Option<crate::IdealSource>,
+    pub ideal_source: Option<crate::source::IdealSource>,
     pub analysis: RunAnalysis,
     /// Set when the run is saturated (and also computed, as evidence, for failed runs).
     pub saturation: Option<Saturation>,
@@ -502,7 +487,7 @@ pub struct Run {
     /// What ran beside the load, where, and what it cost.
     pub instruments: Vec<Instrument>,
     /// The agents that sent the load, when other hosts did.
-    pub agents: Option<crate::AgentsReport>,
+    pub agents: Option<crate::agent_spec::AgentsReport>,
     /// A run asked to converge (`--precision`): whether it did, and after how long.
     pub convergence: Option<crate::converge::Convergence>,
     /// The host's time lost per window of the analysis (from the attribution sampler).

@@ -60,6 +60,9 @@ pub struct RunTemplate {
     pub precision: Option<crate::converge::Precision>,
     /// Percentiles beyond the standard five in every point's measured summaries.
     pub extra_quantiles: Vec<(String, f64)>,
+    /// Every point's load (and a calibration's steps) sent from these agents instead of
+    /// from this process.
+    pub agents: Option<crate::agent_spec::Agents>,
 }
 
 /// A sweep.
@@ -315,6 +318,11 @@ impl SweepPlan {
                     c.target.instances()
                 )));
             }
+            if self.template.agents.is_some() && c.target.instances() > 1 {
+                return Err(invalid(
+                    "--server-instances above 1 spreads connections over several ports, which agents do not do yet; use one instance with --agent",
+                ));
+            }
             if let Some(st) = c.target.stress() {
                 crate::interference::stress_cpus(st, &c.target.server_cpus(), &l.cpus)?;
             }
@@ -432,7 +440,7 @@ impl Ctx<'_> {
             experiment: Some(self.experiment),
             // eBPF stages for a spawned server when the host supports them, as `run`.
             stages: crate::StagesMode::default(),
-            agents: None,
+            agents: t.agents.clone(),
             precision: t.precision.clone(),
             extra_quantiles: t.extra_quantiles.clone(),
         };
@@ -582,6 +590,7 @@ impl Ctx<'_> {
             None if ready.owns_server() => {
                 let spec = CalibrateSpec {
                     cpus: combo.load.cpus.clone(),
+                    agents: t.agents.clone(),
                     ..t.calibrate.clone()
                 };
                 let c = calibrate(&ready, &spec, workers, self.db, self.stop, self.obs)?;

@@ -44,6 +44,7 @@ fn plan() -> SweepPlan {
             config: serde_json::json!({"test": true}),
             precision: None,
             extra_quantiles: Vec::new(),
+            agents: None,
         },
         loads: vec![Load::Rps(2_000.0), Load::OfCapacity(0.4)],
         axes: vec![Axis::parse("server-threads=1").unwrap()],

@@ -122,14 +122,16 @@ pub struct WriterStats {
 }
 
 /// Everything an open-loop run produced besides the records themselves (which went to the
-/// sink as the run went).
-#[derive(Clone, Debug, Default)]
+/// sink as the run went). The same facts describe a run's load wherever it was sent from:
+/// `lab::LoadFacts` is this type (stored with every run), and an agent reports its share in it.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct RunSummary {
     /// The run's time origin, absolute CLOCK_MONOTONIC ns.
     pub start_mono_ns: u64,
     /// Requests with `intended_ns < warmup_ns` belong to the warm-up (analysis skips them).
     pub warmup_ns: u64,
-    /// The stop flag ended the run early.
+    /// The stop flag ended the run early (absent in runs stored before it was kept).
+    #[serde(default)]
     pub interrupted: bool,
     /// The first few distinct connection errors seen during the run, for the user.
     pub errors: Vec<String>,
@@ -146,7 +148,9 @@ pub struct RunSummary {
     /// was answered, timed out or dropped (a saturated server's backlog draining), ns.
     pub drain_ns: u64,
     pub writer: WriterStats,
-    /// What the generator's loops cost and how they caught up after the host's stalls.
+    /// What the generator's loops cost and how they caught up after the host's stalls (the
+    /// agents' added up for a run they sent; absent in runs stored before it was measured).
+    #[serde(default)]
     pub generator: crate::engine::cost::GeneratorCost,
 }
 

@@ -507,6 +507,9 @@ pub struct CalibrateArgs {
     /// Calibrate without stage stamps (use when the runs will use --no-stamps).
     #[arg(long)]
     pub no_stamps: bool,
+    /// Send the load from agents (as for `run`).
+    #[command(flatten)]
+    pub agents: AgentArgs,
     #[command(flatten)]
     pub db: DbArgs,
     /// Print exactly one JSON object on stdout.
@@ -827,6 +830,9 @@ pub struct SweepArgs {
     pub load: LoadArgs,
     #[command(flatten)]
     pub side: ServerSideArgs,
+    /// Send the load from agents (as for `run`).
+    #[command(flatten)]
+    pub agents: AgentArgs,
     #[command(flatten)]
     pub db: DbArgs,
     /// Print exactly one JSON object on stdout.
@@ -866,6 +872,9 @@ pub struct ColocateArgs {
     /// Letters, digits and . _ - + / @.
     #[arg(long, value_name = "NAME")]
     pub label: Option<String>,
+    /// Send the load from agents (as for `run`).
+    #[command(flatten)]
+    pub agents: AgentArgs,
     #[command(flatten)]
     pub db: DbArgs,
     /// Print exactly one JSON object on stdout.
@@ -922,6 +931,9 @@ pub struct TuneArgs {
     /// Do not sample the sources of tail latency beside each run.
     #[arg(long)]
     pub no_attribution: bool,
+    /// Send the load from agents (as for `run`).
+    #[command(flatten)]
+    pub agents: AgentArgs,
     #[command(flatten)]
     pub db: DbArgs,
     /// Print exactly one JSON object on stdout.

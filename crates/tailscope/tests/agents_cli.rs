@@ -358,3 +358,227 @@ fn the_agent_command_alone() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(out.stdout.is_empty());
 }
+
+/// A stored run's summary (as `run --json` printed it), from `runs show ID --json`.
+fn shown(db: &Path, id: i64) -> serde_json::Value {
+    let out = bin()
+        .args(["runs", "show", &id.to_string(), "--json", "--db"])
+        .arg(db)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    json_of(&out)["summary"].clone()
+}
+
+/// Issue 22's acceptance: two local agents drive a sweep in % of the capacity, with a
+/// max-load search. The capacity is calibrated through the agents too (the server is
+/// spawned, no --service); every point is a stored run whose distribution is the agents'
+/// merge, and the search reports a load.
+#[test]
+fn two_local_agents_drive_a_sweep_in_percent_with_find_max() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let log = dir.path().join("agents.log");
+    // Each agent process notes that it started (the load did go through agents).
+    let counted = format!("sh -c 'echo up >> {}; exec {EXE} agent'", log.display());
+    let out = bin()
+        .args([
+            "sweep",
+            "nullrpc://",
+            "--spawn",
+            "--server-work",
+            "det:200us",
+        ])
+        .args(["--loads", "20,40%", "--find-max", "--slo", "p99<=5ms"])
+        .args(["--max-steps", "3", "--duration", "1s", "--warmup", "300ms"])
+        // The plumbing is under test (see the first test): a 1 s lateness threshold.
+        .args(["--lateness-threshold", "1s"])
+        .args(["--agent", "local", "--agent", &counted])
+        .arg("--db")
+        .arg(&db)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let v = json_of(&out);
+    let rows = v["rows"].as_array().unwrap();
+    // Exit 1 when a point failed or had no valid view; else 3 exactly when a point of the
+    // grid does not meet the SLO; else 0.
+    let statuses: Vec<&str> = rows.iter().map(|r| r["status"].as_str().unwrap()).collect();
+    // (Points run more than once are judged on their combination, as `sweep` does; an
+    // undecided verdict fails by default, as a violation.)
+    let failing = |x: &serde_json::Value| x == "violates" || x == "undecided";
+    let repeated = rows.iter().any(|r| r["repeat"].as_u64() > Some(0));
+    let violated = if repeated {
+        v["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| failing(&p["slo"]))
+    } else {
+        rows.iter()
+            .any(|r| r["role"] == "load" && failing(&r["slo"]))
+    };
+    let judged: Vec<String> = rows
+        .iter()
+        .map(|r| format!("{} {} {}", r["role"], r["repeat"], r["slo"]))
+        .collect();
+    let want = if statuses.iter().any(|s| !["ok", "saturated"].contains(s)) {
+        1
+    } else if violated {
+        3
+    } else {
+        0
+    };
+    assert_eq!(
+        out.status.code(),
+        Some(want),
+        "{statuses:?} {judged:?}\n{v}\n{}",
+        stderr(&out)
+    );
+    assert!(
+        !["failed", "interrupted"].contains(&v["status"].as_str().unwrap()),
+        "{v}"
+    );
+    // The % loads were made rates from a calibration that went through the agents.
+    let loads: Vec<&serde_json::Value> = rows.iter().filter(|r| r["role"] == "load").collect();
+    assert_eq!(loads.len(), 2, "{v}");
+    let (r20, r40) = (
+        loads[0]["offered_rps"].as_f64().unwrap(),
+        loads[1]["offered_rps"].as_f64().unwrap(),
+    );
+    assert!(r20 > 0.0 && (r40 / r20 - 2.0).abs() < 1e-6, "{r20} {r40}");
+    assert_eq!(loads[0]["load_pct"].as_f64().map(f64::round), Some(20.0));
+    let started = std::fs::read_to_string(&log).unwrap().lines().count();
+    // One agent process per calibration step and per point, of each command line.
+    assert!(
+        started > rows.len(),
+        "{started} agents for {} rows",
+        rows.len()
+    );
+    let list = runs_list(&db);
+    let cal = list["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kind"] == "calibrate")
+        .unwrap_or_else(|| panic!("no calibration stored: {list}"));
+    assert_eq!(cal["status"], "ok", "{cal}");
+    // find-max reports a load, and every point has its SLO verdict.
+    assert!(v["max_load"]["offered_rps"].as_f64().unwrap() > 0.0, "{v}");
+    assert!(rows.iter().any(|r| r["role"] == "search"), "{v}");
+    for r in rows {
+        assert!(
+            ["meets", "violates", "undecided"].contains(&r["slo"].as_str().unwrap_or("")),
+            "{r}"
+        );
+        let run = shown(&db, r["run_id"].as_i64().unwrap());
+        assert_eq!(run["agents"].as_array().map(Vec::len), Some(2), "{run}");
+        let sum: u64 = run["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["requests"].as_u64().unwrap())
+            .sum();
+        assert_eq!(Some(sum), run["requests"].as_u64(), "{run}");
+        assert_percentiles_match_records(&run, &db);
+        if r["role"] == "load" {
+            assert_agents_add_up(&run, 2, run["rate_rps"].as_f64().unwrap());
+        }
+    }
+}
+
+/// `calibrate` through two local agents: the peak search and the open-loop confirmation
+/// send from both (their replies added up), and the result is the server's cost.
+#[test]
+fn two_local_agents_calibrate_the_built_in_server() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let log = dir.path().join("agents.log");
+    let counted = format!("sh -c 'echo up >> {}; exec {EXE} agent'", log.display());
+    let out = bin()
+        .args([
+            "calibrate",
+            "nullrpc://",
+            "--spawn",
+            "--server-work",
+            "det:200us",
+        ])
+        .args(["--max-connections", "4", "--max-depth", "4"])
+        .args(["--agent", &counted, "--agent", &counted])
+        .arg("--db")
+        .arg(&db)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let v = json_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{v}\n{}", stderr(&out));
+    assert_eq!(v["status"], "ok", "{v}");
+    // 200 µs of work per request: no worker does one in less.
+    let per_worker = v["per_worker_service_us"].as_f64().unwrap();
+    assert!(per_worker >= 190.0, "{v}");
+    assert!(v["overload_completed_rps"].as_f64().unwrap() > 0.0, "{v}");
+    // Both agents sent every step (each offer of the search and the confirmation).
+    let started = std::fs::read_to_string(&log).unwrap().lines().count();
+    let steps = v["search"].as_array().unwrap().len();
+    assert!(
+        started >= 2 * (steps + 1),
+        "{started} agents, {steps} steps"
+    );
+    assert_eq!(started % 2, 0, "{started}");
+    let list = runs_list(&db);
+    let run = &list["runs"][0];
+    assert_eq!(run["kind"], "calibrate", "{list}");
+}
+
+/// Bad agents on the experiment commands: exit 2, one line, nothing written.
+#[test]
+fn bad_agents_on_sweep_and_calibrate_are_refused_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let usage = |args: &[&str], needle: &str| {
+        let out = bin().args(args).arg("--db").arg(&db).output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    };
+    let sweep = ["sweep", "nullrpc://", "--spawn", "--loads", "100,200"];
+    usage(
+        &[
+            &sweep[..],
+            &["--agent", "no-such-launcher host tailscope agent"],
+        ]
+        .concat(),
+        "no-such-launcher",
+    );
+    usage(
+        &[&sweep[..], &["--agents", "/nonexistent/agents.toml"]].concat(),
+        "/nonexistent/agents.toml",
+    );
+    usage(
+        &[
+            &sweep[..],
+            &["--find-max", "--slo", "p99<=5ms", "--agent", "ssh 'host"],
+        ]
+        .concat(),
+        "unterminated",
+    );
+    usage(
+        &[
+            "calibrate",
+            "nullrpc://",
+            "--spawn",
+            "--agent",
+            "nosuch agent",
+        ],
+        "nosuch",
+    );
+    usage(
+        &["tune", "nullrpc://", "--spawn", "--agent", "nosuch agent"],
+        "nosuch",
+    );
+    assert!(!db.exists(), "nothing was written on bad input");
+}

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use load::{LoadConfig, Workload};
+use load::{LoadConfig, RecordSink, Workload};
 use store::{Columns, Store};
 
 use super::clock::{self, ClockOffset, Exchange};
@@ -89,10 +89,25 @@ pub struct Collected {
     pub notes: Vec<String>,
 }
 
-/// Where the records go.
-pub struct Sink<'a> {
-    pub store: &'a Store,
-    pub run_id: i64,
+/// Where the records go: into a stored run, as the agents' chunks (each agent's threads
+/// their own streams), or decoded into a record sink (a calibration's counts).
+pub enum Sink<'a> {
+    Store { store: &'a Store, run_id: i64 },
+    Records(&'a mut dyn RecordSink),
+}
+
+impl Sink<'_> {
+    fn put(&mut self, stream: u32, seq: u32, cols: &Columns) -> Result<(), String> {
+        match self {
+            Sink::Store { store, run_id } => store
+                .put_chunk(*run_id, stream, seq, cols)
+                .map_err(|e| e.to_string()),
+            Sink::Records(sink) => {
+                let records = crate::records::from_columns(cols).map_err(|e| e.to_string())?;
+                sink.write(stream as usize, &records)
+            }
+        }
+    }
 }
 
 struct Coordinator<'a> {
@@ -117,7 +132,8 @@ impl Coordinator<'_> {
     }
 
     fn live(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..self.agents.len()).filter(|&i| !self.agents[i].finished)
+        let agents = &self.agents;
+        (0..agents.len()).filter(move |&i| !agents[i].finished)
     }
 
     fn any_failed(&self) -> bool {
@@ -210,11 +226,7 @@ impl Coordinator<'_> {
             conn.iter_mut().for_each(|c| *c += base);
         }
         let stream = u32::try_from(i * self.threads + thread as usize).unwrap_or(u32::MAX);
-        match self
-            .sink
-            .store
-            .put_chunk(self.sink.run_id, stream, seq, &cols)
-        {
+        match self.sink.put(stream, seq, &cols) {
             Ok(()) => {
                 let a = &mut self.agents[i];
                 a.chunks += 1;
@@ -388,7 +400,7 @@ impl Coordinator<'_> {
 }
 
 /// Runs `cfg` (its target the started one) split over `plan`'s agents, the records of all
-/// going into run `sink.run_id`.
+/// going into `sink`.
 pub fn run(
     cfg: &LoadConfig,
     work: &Workload,

@@ -5,10 +5,7 @@
 
 use std::time::Duration;
 
-use load::{
-    BacklogSample, HttpWorkload, KvWorkload, LoadConfig, NullRpcWorkload, StopAt, Workload,
-    WriterStats,
-};
+use load::{HttpWorkload, KvWorkload, LoadConfig, NullRpcWorkload, RunSummary, StopAt, Workload};
 use serde::{Deserialize, Serialize};
 
 /// Bumped whenever a frame or message changes meaning.
@@ -368,19 +365,12 @@ impl Sent {
     }
 }
 
-/// An agent's last message: what its load generator reported.
+/// An agent's last message: what its load generator reported (the engine's own summary,
+/// its time zero on the agent's clock) and what it sent.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Done {
-    /// Its time zero on its own clock.
-    pub start_mono_ns: u64,
-    pub interrupted: bool,
-    pub errors: Vec<String>,
-    pub connects: u64,
-    pub misses: u64,
-    pub records: u64,
-    pub backlog: Vec<BacklogSample>,
-    pub drain_ns: u64,
-    pub writer: WriterStats,
+    #[serde(flatten)]
+    pub summary: RunSummary,
     pub sent: Sent,
     /// Chunks of raw records it sent (0 with records off).
     pub chunks: u64,

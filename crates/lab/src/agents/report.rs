@@ -7,87 +7,24 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
 
-use analysis::{AnalysisConfig, AnalysisError, Outcomes, RunAnalysis};
+use analysis::{AnalysisError, Outcomes, RunAnalysis};
 use hdrhistogram::Histogram;
-use load::{BacklogSample, WriterStats};
-use serde::{Deserialize, Serialize};
+use load::{BacklogSample, LoadConfig, RecordSink, RunSummary, WriterStats};
 use serde_json::{json, Value};
 use stats::{Recorder, Summary};
 
 use super::coord::{self, AgentState, Collected, Sink};
 use super::hist;
 use super::job::Sent;
-use super::Agents;
-use crate::db::{host_facts, Db};
+use crate::agent_spec::{AgentClock, AgentReport, Agents, AgentsReport};
 use crate::error::{invalid, LabError};
 use crate::instruments::{writer_instrument, Instrument};
-use crate::records::StoredRecords;
-use crate::run::{asked_of, judge, saturation_of, JudgeInput, LoadFacts, Run, RunStatus};
-use crate::{Observer, Ready, RunPlan};
+use crate::source::{LoadSource, Loaded, Measured, RunPlan, Sending};
+use crate::target::Ready;
+use crate::Observer;
 
 /// What a run without raw records cannot say.
 const WITHOUT_RECORDS: &str = "agents sent histograms only (--agent-records off): the ideal, the excess, the server's view, the per-class and per-stage figures and the arrival check need every request's times";
-
-/// One agent of a run, as the run's JSON shows it.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct AgentReport {
-    /// 1-based, in the order given.
-    pub agent: usize,
-    /// The command line as given ("local" for this binary), or its name in the agents file.
-    pub command: String,
-    pub host: Option<String>,
-    /// `ok`; `late` (it fell behind its schedule: the user's view is invalid); `failed` (it died,
-    /// disconnected, hung or sent garbage: the run failed); `interrupted`.
-    pub status: String,
-    pub error: Option<String>,
-    /// Its measured requests (after the warm-up); the agents' add up to the run's.
-    pub requests: u64,
-    pub outcomes: Outcomes,
-    pub achieved_rate_rps: f64,
-    /// Its share of the offered rate.
-    pub offered_rate_rps: f64,
-    pub lateness_p99_us: Option<f64>,
-    /// Its latency distribution, from its own histograms.
-    pub measured: Option<Value>,
-    /// The offset its start was converted with (agent − coordinator), what the pings
-    /// measured, and the bound on their error; `clock` is `shared` when it reads this host's
-    /// very clock (the applied offset is then exactly 0).
-    pub offset_ns: Option<i64>,
-    pub measured_offset_ns: Option<i64>,
-    pub uncertainty_ns: Option<u64>,
-    pub min_rtt_ns: Option<u64>,
-    pub clock: AgentClock,
-    /// Raw records it sent and the coordinator stored.
-    pub records: u64,
-}
-
-/// Where an agent's clock offset came from (serialised `shared` or `measured`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AgentClock {
-    /// It reads this host's very clock: the applied offset is exactly 0.
-    Shared,
-    /// Measured by the pings over the agent's channel.
-    Measured,
-}
-
-/// The agents of a run.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct AgentsReport {
-    pub agents: Vec<AgentReport>,
-    /// Raw records were streamed and stored (the run's figures come from them).
-    pub records: bool,
-    /// The run's latency and lateness from every agent's histograms added up (beside the
-    /// exact figures from the records when they were kept).
-    pub merged: Option<Value>,
-    /// What is missing without records.
-    pub missing: Option<String>,
-    /// Why the run failed, naming the agents.
-    pub error: Option<String>,
-    /// What the coordinator decided for the agents (e.g. that agents sharing this host's
-    /// CPUs sleep between far sends rather than spin).
-    pub notes: Vec<String>,
-}
 
 fn add_all<'a>(hs: impl Iterator<Item = &'a Histogram<u64>>) -> Histogram<u64> {
     let mut out = hist::empty();
@@ -131,7 +68,7 @@ fn agent_report(
         "failed"
     } else if late {
         "late"
-    } else if interrupted || a.done.as_ref().is_some_and(|d| d.interrupted) {
+    } else if interrupted || a.done.as_ref().is_some_and(|d| d.summary.interrupted) {
         "interrupted"
     } else {
         "ok"
@@ -248,21 +185,23 @@ fn from_histograms(c: &Collected, plan: &RunPlan) -> Result<RunAnalysis, Analysi
 
 /// The load generators' facts, added up over the agents (backlog samples by 100 ms slot of
 /// the common time axis).
-fn load_facts(c: &Collected, warmup_ns: u64) -> LoadFacts {
+fn load_facts(c: &Collected, warmup_ns: u64) -> RunSummary {
     let mut slots: BTreeMap<u64, BacklogSample> = BTreeMap::new();
-    let mut f = LoadFacts {
+    let mut f = RunSummary {
         start_mono_ns: c.start_mono_ns.unwrap_or(0),
         warmup_ns,
         writer: WriterStats {
             policy: "per agent".into(),
             ..WriterStats::default()
         },
-        ..LoadFacts::default()
+        ..RunSummary::default()
     };
     for (i, a) in c.agents.iter().enumerate() {
         // Records stored: what arrived, also from an agent that died.
         f.records += a.stored_records;
-        let Some(d) = &a.done else { continue };
+        let Some(d) = a.done.as_ref().map(|d| &d.summary) else {
+            continue;
+        };
         if a.stored_records == 0 {
             f.records += d.records;
         }
@@ -274,6 +213,7 @@ fn load_facts(c: &Collected, warmup_ns: u64) -> LoadFacts {
         f.writer.chunks += d.writer.chunks;
         f.writer.records += d.writer.records;
         f.writer.cpu_ns += d.writer.cpu_ns;
+        f.generator.add(&d.generator);
         for b in &d.backlog {
             let slot = b.t_ns / 100_000_000;
             let s = slots.entry(slot).or_insert(BacklogSample {
@@ -301,7 +241,7 @@ fn instruments(c: &Collected) -> Vec<Instrument> {
     }];
     for (i, a) in c.agents.iter().enumerate() {
         if let Some(d) = &a.done {
-            let mut w = writer_instrument(&d.writer);
+            let mut w = writer_instrument(&d.summary.writer);
             w.name = format!("record writer (agent {})", i + 1);
             v.push(w);
         }
@@ -309,62 +249,18 @@ fn instruments(c: &Collected) -> Vec<Instrument> {
     v
 }
 
-/// Runs `plan` through its agents against `ready` and stores it in `db`.
-pub(crate) fn measure(
-    plan: &RunPlan,
-    agents: &Agents,
-    ready: &Ready,
-    db: &Db,
-    stop: &AtomicBool,
-    obs: &dyn Observer,
-) -> Result<Run, LabError> {
-    let mut cfg = plan.load.clone();
-    cfg.target = ready.target.clone();
-    cfg.churn = ready.churn;
-    // An agent's job names one address and its connections are not this host's: a server
-    // spread over instances and eBPF stages need the load sent from here.
-    if ready.spread().len() > 1 {
-        return Err(invalid(
-            "a server spread over several instances cannot take its load from agents yet",
-        ));
+impl Agents {
+    /// The run's load as the agents take it: the started target, one address.
+    fn job_load(&self, cfg: &LoadConfig, ready: &Ready) -> LoadConfig {
+        let mut cfg = cfg.clone();
+        cfg.target = ready.target.clone();
+        cfg.churn = ready.churn;
+        cfg
     }
-    if plan.stages == crate::StagesMode::Ebpf {
-        return Err(invalid(
-            "eBPF stages join kernel events to this host's connections, not an agent's",
-        ));
-    }
-    let mut server_cpus = plan.server_cpus.clone();
-    if server_cpus.is_empty() {
-        server_cpus = ready.server_cpus();
-    }
-    let st = &db.store;
-    let mut config = plan.config.clone();
-    if let Value::Object(m) = &mut config {
-        m.insert("agents".into(), json!(agents));
-    }
-    let run_id = st.begin_run_in(
-        &store::NewRun {
-            kind: plan.kind.clone(),
-            target: ready.label.clone(),
-            started_at: store::now_rfc3339(),
-            config,
-            host: host_facts(),
-        },
-        plan.experiment,
-    )?;
-    let sink = Sink { store: st, run_id };
-    // A stressor beside the run and the server's eviction counter, as for a local run.
-    let beside = match crate::interference::Beside::start(ready, &cfg.cpus, &server_cpus, obs) {
-        Ok(b) => b,
-        Err(e) => {
-            let _ = st.finish_run(run_id, "failed", &json!({"error": e.to_string()}));
-            return Err(e);
-        }
-    };
-    let c = coord::run(&cfg, &ready.workload, agents, sink, stop, obs);
-    obs.phase_done("run");
-    let server_json = beside.finish(ready, obs);
-    let n = c.agents.len();
+}
+
+/// Why the agents failed a run, naming them (and the store's refusal).
+fn failures_of(c: &Collected) -> Vec<String> {
     let mut failures: Vec<String> = c
         .agents
         .iter()
@@ -375,134 +271,152 @@ pub(crate) fn measure(
         })
         .collect();
     failures.extend(c.store_error.clone());
-    let mut report = AgentsReport {
+    failures
+}
+
+/// The agents' part of the run's report: each agent, and their histograms added up.
+fn agents_report(
+    c: &Collected,
+    agents: &Agents,
+    plan: &RunPlan,
+    failures: &[String],
+) -> AgentsReport {
+    let n = c.agents.len();
+    let conf = plan.confidence;
+    let merged_latency = summary(&add_all(c.agents.iter().map(|a| &a.latency)), conf);
+    let merged_lateness = summary(&add_all(c.agents.iter().map(|a| &a.lateness)), conf);
+    AgentsReport {
         agents: (0..n)
             .map(|i| agent_report(i, &c.agents[i], n, plan, c.interrupted))
             .collect(),
         records: agents.records,
-        merged: None,
+        merged: merged_latency.as_ref().map(|m| {
+            json!({
+                "requests": c.agents.iter().map(AgentState::requests).sum::<u64>(),
+                "measured": m.distribution_json(),
+                "measured_ci": m.intervals_json(),
+                "lateness": merged_lateness.as_ref().map(Summary::distribution_json),
+            })
+        }),
         missing: (!agents.records).then(|| WITHOUT_RECORDS.to_string()),
         error: (!failures.is_empty()).then(|| failures.join("; ")),
         notes: c.notes.clone(),
-    };
-    let conf = plan.confidence;
-    let merged_latency = summary(&add_all(c.agents.iter().map(|a| &a.latency)), conf);
-    let merged_lateness = summary(&add_all(c.agents.iter().map(|a| &a.lateness)), conf);
-    report.merged = merged_latency.as_ref().map(|m| {
-        json!({
-            "requests": c.agents.iter().map(AgentState::requests).sum::<u64>(),
-            "measured": m.distribution_json(),
-            "measured_ci": m.intervals_json(),
-            "lateness": merged_lateness.as_ref().map(Summary::distribution_json),
-        })
-    });
-    let load = load_facts(&c, u64::try_from(cfg.warmup.as_nanos()).unwrap_or(u64::MAX));
-    // The server's stamps and the agents' times are on one clock only when the server is on
-    // this host and every agent reads this host's clock: then the network legs are exact.
-    let server_here = ready.owns_server() || cfg.target.addr.ip().is_loopback();
-    let one_clock = server_here && c.agents.iter().all(|a| a.shared_clock);
-    let analysed = if agents.records {
-        let acfg = AnalysisConfig {
-            window_ns: 0,
-            extra_quantiles: Vec::new(),
-            ideal: plan.ideal.clone(),
-            warmup_ns: load.warmup_ns,
-            arrival: cfg.arrival.clone(),
-            confidence: conf,
-            lateness_threshold_ns: plan.lateness_threshold_ns,
-            seed: cfg.seed,
-            same_host_start_mono_ns: one_clock.then_some(load.start_mono_ns),
-        };
-        analysis::analyse_records(&mut StoredRecords::new(st, run_id), &acfg, None)
-    } else {
-        from_histograms(&c, plan)
-    };
-    let an = match analysed {
-        Ok(an) => an,
-        Err(e) => {
-            let status = if failures.is_empty() && c.interrupted {
-                RunStatus::Interrupted
-            } else {
-                RunStatus::Failed
-            };
-            let message = format!(
-                "run {run_id} {status}: {}",
-                report.error.clone().unwrap_or_else(|| e.to_string())
-            );
-            let o = c.agents.iter().fold([0u64; 4], |mut t, a| {
-                t.iter_mut().zip(a.outcomes).for_each(|(t, x)| *t += x);
-                t
-            });
-            let v = json!({
-                "status": status, "run_id": run_id, "target": ready.label, "url": ready.url,
-                "error": message, "requests": o.iter().sum::<u64>(), "outcomes": outcomes(o),
-                "connection_errors": load.errors, "records": load.records,
-                "instruments": instruments(&c), "server": server_json,
-                "agents": report.agents, "agents_merged": report.merged,
-            });
-            st.finish_run(run_id, status.as_str(), &v)?;
-            return Err(LabError::RunFailed {
-                run_id,
-                message,
-                summary: v,
-            });
+    }
+}
+
+/// The agents as a run's load source: they send the load (each its share of the one
+/// schedule), their records go into the run's row; `measure` finishes the run.
+impl LoadSource for Agents {
+    fn check(&self, plan: &RunPlan, ready: &Ready) -> Result<(), LabError> {
+        // An agent's job names one address and its connections are not this host's: a
+        // server spread over instances and eBPF stages need the load sent from here.
+        if ready.spread().len() > 1 {
+            return Err(invalid(
+                "a server spread over several instances cannot take its load from agents yet",
+            ));
         }
-    };
-    let saturation = saturation_of(&an, &load.backlog, load.warmup_ns, load.drain_ns);
-    // One agent behind its schedule taints the merged stream's user view, however
-    // punctual the rest.
-    let late: Vec<String> = report
-        .agents
-        .iter()
-        .filter(|a| a.status == "late")
-        .map(|a| a.agent.to_string())
-        .collect();
-    let (asked, host_noise) = asked_of(&plan.config);
-    let j = judge(
-        &an,
-        &JudgeInput {
-            interrupted: c.interrupted,
-            saturated: saturation.is_some(),
-            asked,
-            lateness_threshold_ns: plan.lateness_threshold_ns,
-            host_noise: host_noise.as_ref(),
-            generator_cpus: &[],
+        if plan.stages == crate::stages::StagesMode::Ebpf {
+            return Err(invalid(
+                "eBPF stages join kernel events to this host's connections, not an agent's",
+            ));
+        }
+        Ok(())
+    }
+
+    fn config(&self, plan: &RunPlan) -> Value {
+        let mut config = plan.config.clone();
+        if let Value::Object(m) = &mut config {
+            m.insert("agents".into(), json!(self));
+        }
+        config
+    }
+
+    fn send(&self, s: &Sending) -> Result<Loaded, LabError> {
+        let (plan, ready, obs) = (s.plan, s.ready, s.obs);
+        let cfg = self.job_load(&plan.load, ready);
+        let mut server_cpus = plan.server_cpus.clone();
+        if server_cpus.is_empty() {
+            server_cpus = ready.server_cpus();
+        }
+        // A stressor beside the run and the server's eviction counter, as for a local run.
+        let beside = crate::interference::Beside::start(ready, &cfg.cpus, &server_cpus, obs)?;
+        let sink = Sink::Store {
+            store: &s.db.store,
+            run_id: s.run_id,
+        };
+        let c = coord::run(&cfg, &ready.workload, self, sink, s.stop, obs);
+        obs.phase_done("run");
+        let server = beside.finish(ready, obs);
+        let failures = failures_of(&c);
+        let report = agents_report(&c, self, plan, &failures);
+        let mut facts = load_facts(&c, u64::try_from(cfg.warmup.as_nanos()).unwrap_or(u64::MAX));
+        facts.interrupted = c.interrupted;
+        // The server's stamps and the agents' times are on one clock only when the server
+        // is on this host and every agent reads this host's clock: then the network legs
+        // are exact.
+        let server_here = ready.owns_server() || cfg.target.addr.ip().is_loopback();
+        let one_clock = server_here && c.agents.iter().all(|a| a.shared_clock);
+        // One agent behind its schedule taints the merged stream's user view, however
+        // punctual the rest.
+        let late: Vec<String> = report
+            .agents
+            .iter()
+            .filter(|a| a.status == "late")
+            .map(|a| a.agent.to_string())
+            .collect();
+        Ok(Loaded {
+            measured: if self.records {
+                Measured::Records
+            } else {
+                Measured::Histograms(Box::new(from_histograms(&c, plan)))
+            },
+            same_host_start_mono_ns: one_clock.then_some(facts.start_mono_ns),
+            cfg,
+            facts,
+            generator_cpus: Vec::new(),
+            instruments: instruments(&c),
+            server,
+            series: None,
+            convergence: None,
+            agents: Some(report),
+            failures,
             user_late: (!late.is_empty())
                 .then(|| format!("agent(s) {} fell behind their schedule", late.join(", "))),
-        },
-    );
-    let mut status = j.status;
-    if !failures.is_empty() {
-        status = RunStatus::Failed;
+        })
     }
-    let run = Run {
-        reproducibility: crate::reproduce::reproducibility(
-            an.stationarity.as_ref(),
-            host_noise.as_ref(),
-            j.views.user.valid,
-        ),
-        convergence: None,
-        window_host: Vec::new(),
-        run_id: Some(run_id),
-        status,
-        status_note: j.status_note,
-        views: j.views,
-        lateness_verdict: j.lateness_verdict,
-        host_noise,
-        target: ready.label.clone(),
-        url: ready.url.clone(),
-        rate_rps: cfg.rate_per_s,
-        seed: cfg.seed,
-        config: plan.config.clone(),
-        ideal_source: plan.ideal_source.clone(),
-        server: server_json,
-        analysis: an,
-        saturation,
-        why: None,
-        instruments: instruments(&c),
-        load,
-        agents: Some(report),
-    };
-    crate::run::store_run(st, &run)?;
-    Ok(run)
+
+    fn send_to(
+        &self,
+        cfg: &LoadConfig,
+        ready: &Ready,
+        sink: &mut dyn RecordSink,
+        stop: &AtomicBool,
+        _obs: &dyn Observer,
+    ) -> Result<(), LabError> {
+        if ready.spread().len() > 1 {
+            return Err(invalid(
+                "a server spread over several instances cannot take its load from agents yet",
+            ));
+        }
+        let cfg = self.job_load(cfg, ready);
+        // Counting needs every reply's time: the agents stream their records.
+        let agents = Agents {
+            records: true,
+            ..self.clone()
+        };
+        // A calibration's many short steps: their agents' greetings are not news.
+        let c = coord::run(
+            &cfg,
+            &ready.workload,
+            &agents,
+            Sink::Records(sink),
+            stop,
+            &crate::Quiet,
+        );
+        let failures = failures_of(&c);
+        if !failures.is_empty() {
+            return Err(LabError::Failed(failures.join("; ")));
+        }
+        Ok(())
+    }
 }

@@ -120,15 +120,7 @@ where
     };
     flushed.map_err(failed)?;
     let done = Done {
-        start_mono_ns: summary.start_mono_ns,
-        interrupted: summary.interrupted,
-        errors: summary.errors,
-        connects: summary.connects,
-        misses: summary.misses,
-        records: summary.records,
-        backlog: summary.backlog,
-        drain_ns: summary.drain_ns,
-        writer: summary.writer,
+        summary,
         sent: sink.sent,
         chunks: sink.chunks,
     };

@@ -45,6 +45,7 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<i32> {
         step: duration,
         step_warmup: warmup,
         cpus: super::common::parse_cpus(a.cpus.as_deref())?,
+        agents: super::sweep::agents_of(&a.agents)?,
         ..CalibrateSpec::default()
     };
     let db = db_path(&a.db)?;

@@ -4,7 +4,7 @@
 use super::common::{db_path, shutdown_flag};
 use super::gate::Gate;
 use super::progress::Progress;
-use super::sweep::{expand, sweep_plan};
+use super::sweep::{agents_of, expand, sweep_plan};
 use super::target::lab_err;
 use crate::cli::ColocateArgs;
 use crate::exit::usage;
@@ -25,7 +25,11 @@ fn side(file: &str, a: &ColocateArgs) -> anyhow::Result<lab::SweepPlan> {
         }
     }
     let args = expand(file, &extra)?;
-    let plan = sweep_plan(&args)?;
+    let mut plan = sweep_plan(&args)?;
+    // The command line's agents send both services' load.
+    if let Some(agents) = agents_of(&a.agents)? {
+        plan.template.agents = Some(agents);
+    }
     if plan.loads.is_empty() {
         return Err(usage(format!("{}: no loads", lab::clip(file))));
     }

@@ -131,6 +131,7 @@ fn sweep_plan(a: &DemoArgs, s: Setup, gate: &super::gate::Gate) -> anyhow::Resul
     Ok(SweepPlan {
         kind: "demo".into(),
         template: RunTemplate {
+            agents: None,
             precision: None,
             extra_quantiles: gate.extra.clone(),
             target: TargetSpec {

@@ -12,7 +12,7 @@ use super::common::{db_path, shutdown_flag};
 use super::progress::Progress;
 use super::run::{load_config, nullrpc, plan};
 use super::target::lab_err;
-use crate::cli::{Cli, Command, SweepArgs};
+use crate::cli::{AgentArgs, Cli, Command, OnOff, SweepArgs};
 use crate::exit::{usage, OrUsage};
 use crate::output;
 
@@ -170,6 +170,17 @@ pub fn args_after(word: &str) -> Vec<OsString> {
         .map_or(Vec::new(), |i| argv[i + 1..].to_vec())
 }
 
+/// The agents `--agent`/`--agents` name, checked before anything starts (None: the load
+/// runs in this process).
+pub fn agents_of(a: &AgentArgs) -> anyhow::Result<Option<lab::Agents>> {
+    lab::Agents::from_args(
+        &a.agent,
+        a.agents_file.as_deref(),
+        a.agent_records == OnOff::On,
+    )
+    .map_err(lab_err)
+}
+
 /// The validated plan of a sweep's arguments (a URL target).
 pub fn sweep_plan(a: &SweepArgs) -> anyhow::Result<SweepPlan> {
     let (server_cpus, spec) = super::target::side_spec(&a.target, &a.side, nullrpc(&a.load))?;
@@ -197,10 +208,12 @@ pub fn sweep_plan(a: &SweepArgs) -> anyhow::Result<SweepPlan> {
         .as_deref()
         .map(|s| model::parse_duration_ns(s).or_usage_ctx("--service"))
         .transpose()?;
+    let agents = agents_of(&a.agents)?;
     let la = &a.load;
     Ok(SweepPlan {
         kind: "sweep".into(),
         template: RunTemplate {
+            agents,
             precision: p.precision.clone(),
             extra_quantiles: gate.extra.clone(),
             target: spec,

@@ -34,6 +34,7 @@ pub fn run(a: &TuneArgs) -> anyhow::Result<i32> {
     }
     let la = &a.load;
     let template = RunTemplate {
+        agents: super::sweep::agents_of(&a.agents)?,
         precision: p.precision.clone(),
         extra_quantiles: gate.extra.clone(),
         target: spec,

@@ -1,0 +1,202 @@
+//! The load sent from this process: the open-loop engine (`load`), with the instruments that
+//! watch it here — the attribution sampler in its loop, the record writer, eBPF or
+//! user-space stages, a stressor beside the run — and, for a run with a precision goal, the
+//! convergence check that stops it when its intervals are tight.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use load::{LoadConfig, RecordSink, RunSummary};
+
+use crate::converge::{ConvergeSink, Convergence, Precision};
+use crate::error::LabError;
+use crate::instruments::{generator_instrument, writer_instrument, Attribution, ServerInfo};
+use crate::records::StoreSink;
+use crate::source::{LoadSource, Loaded, Measured, Sending};
+use crate::target::Ready;
+use crate::Observer;
+
+/// The open-loop engine in this process.
+pub struct LocalEngine;
+
+/// CPUs for tailscope's own background threads: neither the generator's nor the server's
+/// (empty when there is none, or when either is unpinned and so may be anywhere).
+fn spare_cpus(generator: &[usize], server: &[usize]) -> Vec<usize> {
+    if generator.is_empty() {
+        return Vec::new();
+    }
+    let host: Vec<usize> = (0..host::placement::online_cpus()).collect();
+    attrib::spare_cpus(&host, server, generator)
+}
+
+impl LoadSource for LocalEngine {
+    fn send(&self, s: &Sending) -> Result<Loaded, LabError> {
+        let (plan, ready, obs) = (s.plan, s.ready, s.obs);
+        let mut cfg = plan.load.clone();
+        // A converging run: one schedule as long as the longest allowed, stopped by its own
+        // flag when the intervals are tight; records reach the check at least every 250 ms.
+        let min_ns = match cfg.stop {
+            load::StopAt::Duration(d) => (cfg.warmup + d).as_nanos() as u64,
+            load::StopAt::Requests(_) => 0,
+        };
+        if let Some(p) = &plan.precision {
+            cfg.stop = load::StopAt::Duration(p.max_duration);
+            cfg.flush_every = Some(std::time::Duration::from_millis(250));
+        }
+        cfg.target = ready.target.clone();
+        cfg.churn = ready.churn;
+        // A scaled-out server: the connections go round-robin over its instances.
+        cfg.spread = ready.spread();
+        let mut server_cpus = plan.server_cpus.clone();
+        if server_cpus.is_empty() {
+            server_cpus = ready.server_cpus();
+        }
+        cfg.writer_cpus = spare_cpus(&cfg.cpus, &server_cpus);
+        let factory = ready.factory(cfg.seed)?;
+        let mut pids = plan.extra_pids.clone();
+        pids.extend(ready.pids());
+        let server = ServerInfo {
+            pids,
+            tids: ready.tids(),
+            cpus: server_cpus,
+        };
+        let mut sink = StoreSink::open(&s.db.path, s.run_id)?;
+        let threads = cfg.threads.min(cfg.connections);
+        let mut stages = crate::stages::Stages::start(plan.stages, ready, &server, threads, obs)?;
+        // A stressor beside the run and the server's eviction counter (see `interference`).
+        let beside = crate::interference::Beside::start(ready, &cfg.cpus, &server.cpus, obs)?;
+        let mut attribution = Attribution::start(&server, &cfg.cpus, plan.attribution);
+        let engine = Engine {
+            cfg: &cfg,
+            factory: factory.as_ref(),
+            stop: s.stop,
+            obs,
+        };
+        let (result, convergence) = {
+            let mut staged = stages.sink(&mut sink);
+            match &plan.precision {
+                None => (engine.run(&mut staged, &mut attribution), None),
+                Some(p) => {
+                    let (r, c) = engine.converging(
+                        p,
+                        plan.confidence,
+                        min_ns,
+                        &mut staged,
+                        &mut attribution,
+                    )?;
+                    (r, Some(c))
+                }
+            }
+        };
+        obs.phase_done("run");
+        let server_json = beside.finish(ready, obs);
+        let (series, sampler) = attribution.finish();
+        let summary = result?;
+        let mut instruments = vec![
+            generator_instrument(&summary.generator, &cfg.cpus),
+            sampler,
+            writer_instrument(&summary.writer),
+        ];
+        instruments.extend(stages.finish(&summary.writer));
+        let same_host = cfg.target.addr.ip().is_loopback();
+        Ok(Loaded {
+            generator_cpus: cfg.cpus.clone(),
+            same_host_start_mono_ns: same_host.then_some(summary.start_mono_ns),
+            cfg,
+            facts: summary,
+            measured: Measured::Records,
+            instruments,
+            server: server_json,
+            series,
+            convergence,
+            agents: None,
+            failures: Vec::new(),
+            user_late: None,
+        })
+    }
+
+    fn send_to(
+        &self,
+        cfg: &LoadConfig,
+        ready: &Ready,
+        sink: &mut dyn RecordSink,
+        stop: &AtomicBool,
+        _obs: &dyn Observer,
+    ) -> Result<(), LabError> {
+        let f = ready.factory(cfg.seed)?;
+        load::run_open_loop_into(cfg, f.as_ref(), stop, &|_, _| {}, sink, None)?;
+        Ok(())
+    }
+}
+
+/// One open-loop run of the engine here.
+struct Engine<'a> {
+    cfg: &'a LoadConfig,
+    factory: &'a dyn Fn() -> Box<dyn load::Protocol>,
+    stop: &'a AtomicBool,
+    obs: &'a dyn Observer,
+}
+
+type Sent = Result<RunSummary, load::LoadError>;
+
+impl Engine<'_> {
+    fn run(&self, sink: &mut dyn RecordSink, attribution: &mut Attribution) -> Sent {
+        let progress = |done: u64, total: u64| self.obs.progress("run", done, total);
+        load::run_open_loop_into(
+            self.cfg,
+            self.factory,
+            self.stop,
+            &progress,
+            sink,
+            attribution.slack(),
+        )
+    }
+
+    /// A run stopped by its own flag as soon as its intervals are tight (or by the user's
+    /// Ctrl-C, which stops it too).
+    fn converging(
+        &self,
+        p: &Precision,
+        confidence: f64,
+        min_ns: u64,
+        sink: &mut dyn RecordSink,
+        attribution: &mut Attribution,
+    ) -> Result<(Sent, Convergence), LabError> {
+        let halt = AtomicBool::new(false);
+        let warmup_ns = self.cfg.warmup.as_nanos() as u64;
+        let mut conv = ConvergeSink::new(sink, p, confidence, warmup_ns, min_ns, &halt)?;
+        let progress = |done: u64, total: u64| self.obs.progress("run", done, total);
+        // `halt` alone means it converged.
+        let done = AtomicBool::new(false);
+        let r = std::thread::scope(|s| {
+            s.spawn(|| {
+                while !done.load(Ordering::Relaxed) {
+                    if self.stop.load(Ordering::Relaxed) {
+                        halt.store(true, Ordering::Relaxed);
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+            });
+            let r = load::run_open_loop_into(
+                self.cfg,
+                self.factory,
+                &halt,
+                &progress,
+                &mut conv,
+                attribution.slack(),
+            );
+            done.store(true, Ordering::Relaxed);
+            r
+        });
+        let interrupted = self.stop.load(Ordering::Relaxed);
+        let c = conv.finish(interrupted);
+        self.obs.note(&match &c.why_not {
+            None => format!("converged after {:.1} s ({})", c.after_s, p.text),
+            Some(w) => format!("did not converge: {w}"),
+        });
+        let r = r.map(|mut s| {
+            s.interrupted = interrupted;
+            s
+        });
+        Ok((r, c))
+    }
+}
