@@ -164,6 +164,10 @@ pub struct NoiseArgs {
     /// Root under which /proc is read for the counter attribution.
     #[arg(long, default_value = "/")]
     pub root: PathBuf,
+    /// Also draw the gap CDF and the CCDF of time lost (Where Has My Time Gone? Figs. 7–8),
+    /// one curve per CPU, into FILE (.png or .svg).
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
     /// Print exactly one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
@@ -322,10 +326,11 @@ pub struct TargetArgs {
     /// memcached/redis: share of gets (the rest are sets).
     #[arg(long, default_value_t = 0.9)]
     pub get_ratio: f64,
-    /// memcached/redis: key size in bytes: N, fixed:N or uniform:LO,HI.
+    /// memcached/redis: key size in bytes: N, fixed:N, uniform:LO,HI or etc (Facebook ETC's
+    /// published fit; with --value-size etc, --get-ratio 0.968 and --arrival etc, the ETC mix).
     #[arg(long, default_value = "64")]
     pub key_size: String,
-    /// memcached/redis: value size in bytes: N, fixed:N or uniform:LO,HI.
+    /// memcached/redis: value size in bytes: N, fixed:N, uniform:LO,HI or etc (Facebook ETC's).
     #[arg(long, default_value = "1024")]
     pub value_size: String,
     /// memcached/redis: number of distinct items (keys).
@@ -364,6 +369,11 @@ pub struct TargetArgs {
     /// --server-cpus (or all): distinct-cores or siblings (SMT).
     #[arg(long)]
     pub server_smt: Option<String>,
+    /// Spawned server: its memory policy (Tales §4.5): bind:NODE (memory from that node,
+    /// its CPUs among the node's), interleave:NODES (0-1) or local (each instance bound to
+    /// the node of its CPUs). Runs store what /proc/PID/numa_maps then says.
+    #[arg(long, value_name = "POLICY")]
+    pub server_numa: Option<String>,
     /// Spawned server: a cgroup cpuset (a CPU list the server cannot widen).
     #[arg(long)]
     pub server_cpuset: Option<String>,
@@ -944,7 +954,8 @@ pub struct TuneArgs {
 #[derive(Args, Debug, Clone)]
 pub struct ModelArgs {
     /// Arrival process: poisson, det (the paper's "uniform"), lognormal:SIGMA, pareto:SHAPE,
-    /// trace:PATH (one timestamp per line; see --trace-unit).
+    /// gpareto:SHAPE (generalized Pareto), etc (Facebook ETC's gaps), trace:PATH (one
+    /// timestamp per line; see --trace-unit).
     #[arg(long, default_value = "poisson")]
     pub arrival: String,
     /// Unit of the timestamps in a trace file: ns or us.

@@ -203,9 +203,20 @@ fn doctor_apply_holds_the_changes_until_sigint_and_then_restores_every_file() {
 
 #[test]
 fn noise_json_has_the_documented_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let plot = dir.path().join("noise.svg");
     let v = json_of(
         &bin()
-            .args(["noise", "--cpus", "0", "--duration", "300ms", "--json"])
+            .args([
+                "noise",
+                "--cpus",
+                "0",
+                "--duration",
+                "300ms",
+                "--json",
+                "--plot",
+            ])
+            .arg(&plot)
             .output()
             .unwrap(),
     );
@@ -224,6 +235,22 @@ fn noise_json_has_the_documented_shape() {
     assert!(min > 0.0 && min < 1_000.0, "min loop {min} ns");
     let lost = c["time_lost_fraction"].as_f64().unwrap();
     assert!((0.0..=1.0).contains(&lost));
+    // The paper's own figures: its SNR as a range (exact when low == high, never inverted)
+    // and the loop's p99.9 within [shortest iteration, ∞).
+    let p = &c["snr_paper"];
+    let (lo, hi) = (p["low"].as_f64(), p["high"].as_f64());
+    if let (Some(lo), Some(hi)) = (lo, hi) {
+        assert!(lo <= hi && lo >= 0.0, "{p}");
+        assert_eq!(p["exact"], lo == hi, "{p}");
+    }
+    let q = &c["loop_p999"];
+    assert!(q["low_ns"].as_f64().unwrap() >= min * 0.999, "{q}");
+    // --plot drew both panels of Figs. 7 and 8.
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(
+        svg.contains("CDF of gaps") && svg.contains("time lost"),
+        "{plot:?}"
+    );
 }
 
 #[test]
@@ -233,6 +260,11 @@ fn noise_bad_input_exits_2() {
         (vec!["noise", "--duration", "0s"], "duration"),
         (vec!["noise", "--loop", "twisted"], "twisted"),
         (vec!["noise", "--threshold", "0ns"], "threshold"),
+        (vec!["noise", "--plot", "gaps.txt"], ".png or .svg"),
+        (
+            vec!["noise", "--plot", "/nonexistent/dir/gaps.png"],
+            "does not exist",
+        ),
     ] {
         let out = bin().args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);

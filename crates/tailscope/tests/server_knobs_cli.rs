@@ -268,3 +268,48 @@ fn a_numa_axis_binds_the_spawned_server_and_numa_maps_shows_it() {
     let policies = &shown["summary"]["server"]["memory_policies"];
     assert_eq!(*policies, serde_json::json!(["bind:0"]), "{shown}");
 }
+
+/// `run --server-numa` is the same binding as the sweep axis: the stored run keeps what
+/// numa_maps said; without --spawn, or for a node the host lacks, exit 2 and nothing stored.
+#[test]
+fn run_server_numa_binds_and_bad_policies_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    for (args, says) in [
+        (
+            &["memcached://127.0.0.1:1", "--server-numa", "bind:0"][..],
+            "need --spawn",
+        ),
+        (
+            &["memcached://", "--spawn", "--server-numa", "bind:9"][..],
+            "no node 9",
+        ),
+        (
+            &["memcached://", "--spawn", "--server-numa", "near"][..],
+            "--server-numa",
+        ),
+    ] {
+        let out = bin()
+            .arg("run")
+            .args(args)
+            .args(["--rate", "1000", "--duration", "1s", "--db"])
+            .arg(&db)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!db.exists(), "{args:?} wrote the store");
+    }
+    let v = run(
+        &db,
+        "memcached://",
+        &["--server-numa", "local", "--items", "200"],
+    );
+    assert_eq!(
+        v["server"]["memory_policies"],
+        serde_json::json!(["bind:0"]),
+        "{}",
+        v["server"]
+    );
+}

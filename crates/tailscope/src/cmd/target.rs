@@ -99,6 +99,7 @@ pub fn spec(
             || t.open_file_cache
             || t.server_instances.is_some()
             || t.server_smt.is_some()
+            || t.server_numa.is_some()
             || t.server_cpuset.is_some()
             || t.server_memory.is_some()
             || t.server_cpu_quota.is_some()
@@ -107,7 +108,7 @@ pub fn spec(
             || t.llc_ways.is_some();
         if placed {
             return Err(usage(
-                "--server-memory-mb, --open-file-cache, --server-instances, --server-smt, --server-cpuset, --server-memory, --server-cpu-quota, --net-rate, --net-dev and --llc-ways need --spawn (a server tailscope starts and places)",
+                "--server-memory-mb, --open-file-cache, --server-instances, --server-smt, --server-numa, --server-cpuset, --server-memory, --server-cpu-quota, --net-rate, --net-dev and --llc-ways need --spawn (a server tailscope starts and places)",
             ));
         }
         None
@@ -136,6 +137,11 @@ fn isolation_spec(t: &TargetArgs) -> anyhow::Result<SpawnSpec> {
             .server_smt
             .as_deref()
             .map(|s| s.parse().or_usage_ctx("--server-smt"))
+            .transpose()?,
+        numa: t
+            .server_numa
+            .as_deref()
+            .map(|s| s.parse().or_usage_ctx("--server-numa"))
             .transpose()?,
         cpuset: super::common::parse_cpus_flag("--server-cpuset", t.server_cpuset.as_deref())?,
         memory_limit_bytes: t
