@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::probe::{cpu_list, format_cpu_list, online_cpus, HostRoot};
+use crate::probe::{format_cpu_list, online_cpus, HostRoot};
 use crate::topology::Topology;
 
 /// The last-level cache as `cpu0/cache/indexN` describes it.
@@ -148,18 +148,15 @@ pub fn read(root: &HostRoot) -> HostFacts {
     let cpuinfo = root.read("proc/cpuinfo").unwrap_or_default();
     let online = online_cpus(root).unwrap_or_default();
     let topo = Topology::read(root);
-    let numa_nodes = root
-        .list("sys/devices/system/node")
-        .iter()
-        .filter_map(|n| {
-            let id = n.strip_prefix("node")?.parse().ok()?;
-            let cpus = root
-                .read(format!("sys/devices/system/node/{n}/cpulist"))
-                .ok()
-                .and_then(|s| cpu_list(&s))
-                .map(|v| format_cpu_list(&v))
-                .unwrap_or_default();
-            Some(NumaNode { id, cpus })
+    let numa_nodes = crate::numa::node_dirs(root)
+        .into_iter()
+        .map(|(id, cpus)| NumaNode {
+            id,
+            cpus: if cpus.is_empty() {
+                String::new()
+            } else {
+                format_cpu_list(&cpus)
+            },
         })
         .collect();
     HostFacts {

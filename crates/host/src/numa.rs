@@ -81,6 +81,23 @@ impl fmt::Display for NumaPolicy {
     }
 }
 
+/// `sys/devices/system/node/node*` under `root`: each node's id and CPUs (`cpulist`; none
+/// when unreadable), in directory order; empty on a kernel without NUMA support.
+pub fn node_dirs(root: &HostRoot) -> Vec<(u32, Vec<usize>)> {
+    root.list("sys/devices/system/node")
+        .iter()
+        .filter_map(|n| {
+            let id = n.strip_prefix("node")?.parse().ok()?;
+            let cpus = root
+                .read(format!("sys/devices/system/node/{n}/cpulist"))
+                .ok()
+                .and_then(|s| cpu_list(&s))
+                .unwrap_or_default();
+            Some((id, cpus))
+        })
+        .collect()
+}
+
 /// The host's NUMA nodes and their CPUs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Nodes {
@@ -92,19 +109,7 @@ impl Nodes {
     /// Reads `sys/devices/system/node/node*/cpulist`. A kernel without NUMA support has no
     /// such directory: then the host is one node 0 holding every online CPU.
     pub fn read(root: &HostRoot) -> Nodes {
-        let mut nodes: Vec<(u32, Vec<usize>)> = root
-            .list("sys/devices/system/node")
-            .iter()
-            .filter_map(|n| {
-                let id = n.strip_prefix("node")?.parse().ok()?;
-                let cpus = root
-                    .read(format!("sys/devices/system/node/{n}/cpulist"))
-                    .ok()
-                    .and_then(|s| cpu_list(&s))
-                    .unwrap_or_default();
-                Some((id, cpus))
-            })
-            .collect();
+        let mut nodes = node_dirs(root);
         if nodes.is_empty() {
             nodes.push((0, online_cpus(root).unwrap_or_default()));
         }
