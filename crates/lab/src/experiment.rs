@@ -284,6 +284,7 @@ pub struct ExperimentSpec {
     pub junit: Option<String>,
     pub markdown: Option<String>,
     pub no_noise_probe: Option<bool>,
+    pub dry_run: Option<bool>,
     pub label: Option<String>,
     pub find_max: Option<bool>,
     pub max_steps: Option<u32>,

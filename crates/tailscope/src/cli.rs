@@ -804,7 +804,8 @@ pub struct SweepArgs {
     /// server-sched, server-arch, server-work, connections, threads, key-size, value-size,
     /// items, popularity, get-ratio, file-size, files, arrival; isolation and colocation:
     /// server-memory, server-cpu-quota, server-cpuset, net-rate, llc-ways, memcached-mb,
-    /// open-file-cache, server-instances, server-smt, stress (none, cpu:1, cache:1@0.5, …).
+    /// open-file-cache, server-instances, server-smt, server-numa, stress (none, cpu:1,
+    /// cache:1@0.5, …).
     #[arg(long = "param", value_name = "NAME=V1,V2")]
     pub params: Vec<String>,
     /// Run each point this many times (each with its own seed derived from --seed).
@@ -824,6 +825,10 @@ pub struct SweepArgs {
     /// Skip the short host-noise probe made before the sweep.
     #[arg(long)]
     pub no_noise_probe: bool,
+    /// Check everything (the file, every point's target, placement and isolation on this
+    /// host, the store's path) and print the plan: start, calibrate and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
     /// A name stored with the experiment and its runs (config `label`), shown by `runs list` and usable as a
     /// baseline: `tailscope check ID --baseline label:NAME`. Letters, digits and . _ - + / @.
     #[arg(long, value_name = "NAME")]

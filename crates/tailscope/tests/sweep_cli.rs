@@ -231,6 +231,56 @@ warmup = "500ms"
     }
 }
 
+/// Every shipped experiment checks whole on this host (`--dry-run`: every point's target,
+/// placement and isolation, nothing started or written), or is refused with exit 2 where the
+/// file itself says this host cannot run it and the refusal names what is missing.
+#[test]
+fn every_shipped_experiment_checks_whole_or_says_what_the_host_lacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let mut checked = 0;
+    for entry in
+        std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../../experiments")).unwrap()
+    {
+        let p = entry.unwrap().path();
+        if p.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        let o = bin()
+            .args(["sweep", p.to_str().unwrap(), "--dry-run", "--json"])
+            .args(["--db", db.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        let text = std::fs::read_to_string(&p).unwrap();
+        match o.status.code() {
+            Some(0) => {
+                let v = json_of(&o);
+                assert_eq!(v["dry_run"], true, "{}: {v}", p.display());
+                assert!(
+                    v["configurations"].as_u64().unwrap() >= 1,
+                    "{}: {v}",
+                    p.display()
+                );
+                let grid = v["grid_runs"].as_u64().unwrap();
+                assert!(grid >= 1 || v["find_max"] == true, "{}: {v}", p.display());
+                checked += 1;
+            }
+            Some(2) => assert!(
+                text.contains("refused on hosts without") && err.contains("unavailable"),
+                "{}: {err}",
+                p.display()
+            ),
+            other => panic!("{}: exit {other:?}: {err}", p.display()),
+        }
+        assert!(!db.exists(), "{}: a dry run wrote the store", p.display());
+    }
+    assert!(
+        checked >= 15,
+        "only {checked} experiment files checked whole"
+    );
+}
+
 #[test]
 fn bad_sweeps_exit_2_and_write_nothing() {
     let dir = tempfile::tempdir().unwrap();

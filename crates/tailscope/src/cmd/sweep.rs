@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
+use std::io::Write;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -390,6 +391,10 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<i32> {
     let db = db_path(&a.db)?;
     splan.check(&db).map_err(lab_err)?;
     let gate = super::gate::Gate::new(a.slo.as_deref(), a.slo_view.into(), &a.gate)?;
+    if a.dry_run {
+        print_plan(&splan, a.json)?;
+        return Ok(0);
+    }
     let progress = Progress::new(a.json);
     let obs = Headlines::new(&progress);
     let db = Db::open(&db)
@@ -432,6 +437,68 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<i32> {
         }
     }
     Ok(gate_code(&result, &gate))
+}
+
+/// `--dry-run`: what the sweep would do, once everything is checked.
+fn print_plan(p: &SweepPlan, json: bool) -> anyhow::Result<()> {
+    let loads: Vec<String> = p
+        .loads
+        .iter()
+        .map(|l| match *l {
+            Load::Rps(r) => format!("{r} req/s"),
+            Load::OfCapacity(f) => format!("{}%", f * 100.0),
+        })
+        .collect();
+    let runs = p.grid_points().map_err(lab_err)?;
+    let configurations: usize = p.axes.iter().map(|a| a.values.len()).product();
+    let calibrates = p.find_max || p.loads.iter().any(|l| matches!(l, Load::OfCapacity(_)));
+    if json {
+        return output::print_json(&serde_json::json!({
+            "dry_run": true,
+            "target": p.template.target.url,
+            "axes": p.axes.iter().map(|a| serde_json::json!({"name": a.name, "values": a.values})).collect::<Vec<_>>(),
+            "loads": loads,
+            "repeat": p.repeat,
+            "find_max": p.find_max,
+            "configurations": configurations,
+            "grid_runs": runs,
+            "calibrates": calibrates,
+        }));
+    }
+    output::print_with(|w| {
+        writeln!(
+            w,
+            "dry run: {} (nothing started, nothing written)",
+            p.template.target.url
+        )?;
+        for a in &p.axes {
+            writeln!(w, "  axis {}: {}", a.name, a.values.join(", "))?;
+        }
+        writeln!(
+            w,
+            "  loads: {}",
+            if loads.is_empty() {
+                "-".into()
+            } else {
+                loads.join(", ")
+            }
+        )?;
+        writeln!(
+            w,
+            "  {configurations} configuration(s), {runs} grid run(s) (× {} repeat(s)){}{}",
+            p.repeat,
+            if p.find_max {
+                ", then the highest load meeting the SLO per point"
+            } else {
+                ""
+            },
+            if calibrates {
+                "; each server configuration is calibrated first"
+            } else {
+                ""
+            }
+        )
+    })
 }
 
 #[cfg(test)]
