@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::io::Write;
 use std::path::Path;
 use std::sync::Mutex;
 
