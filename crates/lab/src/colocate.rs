@@ -15,7 +15,7 @@ use crate::calibrate::{calibrate, IdealSource};
 use crate::db::Db;
 use crate::error::{invalid, LabError};
 use crate::measure::{measure, RunPlan};
-use crate::run::RunStatus;
+use crate::run::{ExperimentStatus, RunStatus};
 use crate::slo::{SloReport, Verdict};
 use crate::sweep::{Load, SweepPlan};
 use crate::target::{Ready, TargetPlan};
@@ -50,7 +50,7 @@ pub struct Cell {
 #[derive(Clone, Debug, Serialize)]
 pub struct Colocation {
     pub experiment_id: i64,
-    pub status: String,
+    pub status: ExperimentStatus,
     pub a: String,
     pub b: String,
     pub cells: Vec<Cell>,
@@ -270,15 +270,11 @@ pub fn colocate(
         y?;
         Ok(names)
     })();
-    let status = match &outcome {
-        Ok(_) if stop.load(Ordering::Relaxed) => "interrupted",
-        Ok(_) => "ok",
-        Err(_) => "failed",
-    };
+    let status = ExperimentStatus::of(&outcome, stop.load(Ordering::Relaxed));
     let (na, nb) = outcome.as_ref().cloned().unwrap_or_default();
     let result = Colocation {
         experiment_id: experiment,
-        status: status.into(),
+        status,
         a: na,
         b: nb,
         cells,
@@ -287,6 +283,7 @@ pub fn colocate(
     if let Err(e) = &outcome {
         summary["error"] = json!(e.to_string());
     }
-    db.store.finish_experiment(experiment, status, &summary)?;
+    db.store
+        .finish_experiment(experiment, status.as_str(), &summary)?;
     outcome.map(|_| result)
 }

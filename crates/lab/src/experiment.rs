@@ -285,6 +285,10 @@ pub struct ExperimentSpec {
     pub markdown: Option<String>,
     pub no_noise_probe: Option<bool>,
     pub dry_run: Option<bool>,
+    /// One agent's command line (more: an `agents` file), as `sweep --agent`.
+    pub agent: Option<String>,
+    pub agents: Option<String>,
+    pub agent_records: Option<String>,
     pub label: Option<String>,
     pub find_max: Option<bool>,
     pub max_steps: Option<u32>,

@@ -65,8 +65,8 @@ pub use placement::{parse_bytes, MAX_INSTANCES};
 pub use repeat::{measure_repeated, Combined, Repeated};
 pub use run::{
     asked_of, judge, lateness_verdict_of, load_run, saturation_of, status_of, store_run, views_of,
-    JudgeInput, Judgement, LatenessCause, LatenessVerdict, LoadFacts, Run, RunStatus, Saturation,
-    ViewValidity, Views, RUN_ENCODING_VERSION,
+    ExperimentStatus, JudgeInput, Judgement, LatenessCause, LatenessVerdict, LoadFacts, Run,
+    RunStatus, Saturation, ViewValidity, Views, RUN_ENCODING_VERSION,
 };
 pub use simulate::{
     check_not_saturated, simulate, SimResult, CI_BATCH_MEANS, CI_ORDER_STAT, CI_REPLICATIONS,

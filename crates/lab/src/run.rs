@@ -28,6 +28,43 @@ use crate::error::LabError;
 use crate::instruments::Instrument;
 use crate::view::{View, ViewChoice};
 
+/// How a loop of runs (a tuning walk, a colocation matrix) ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExperimentStatus {
+    /// Every step ran (each run has its own status).
+    Ok,
+    /// Stopped early (Ctrl-C); the finished steps are kept.
+    Interrupted,
+    /// A step could not run (the error is stored with the experiment).
+    Failed,
+}
+
+impl ExperimentStatus {
+    /// From how the loop ended: its outcome and whether it was stopped.
+    pub fn of<T, E>(outcome: &Result<T, E>, stopped: bool) -> ExperimentStatus {
+        match outcome {
+            Ok(_) if stopped => ExperimentStatus::Interrupted,
+            Ok(_) => ExperimentStatus::Ok,
+            Err(_) => ExperimentStatus::Failed,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExperimentStatus::Ok => "ok",
+            ExperimentStatus::Interrupted => "interrupted",
+            ExperimentStatus::Failed => "failed",
+        }
+    }
+}
+
+impl std::fmt::Display for ExperimentStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

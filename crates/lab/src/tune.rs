@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 
 use crate::db::Db;
 use crate::error::{invalid, LabError};
+use crate::run::{ExperimentStatus, RunStatus};
 use crate::slo::{Slo, SloReport};
 use crate::sweep::{sweep, Load, RunTemplate, SweepPlan};
 use crate::Observer;
@@ -102,7 +103,7 @@ pub struct TuneStep {
     pub changes: Vec<String>,
     pub skipped: Option<String>,
     pub run_id: Option<i64>,
-    pub status: Option<String>,
+    pub status: Option<RunStatus>,
     pub measured: Value,
     pub ideal: Value,
     pub excess: Value,
@@ -124,7 +125,7 @@ impl TuneResult {
 #[derive(Clone, Debug, Serialize)]
 pub struct TuneResult {
     pub experiment_id: i64,
-    pub status: String,
+    pub status: ExperimentStatus,
     pub steps: Vec<TuneStep>,
 }
 
@@ -282,21 +283,18 @@ pub fn tune(
             revert_error.get_or_insert(e);
         }
     }
-    let status = match &outcome {
-        Ok(()) if stop.load(Ordering::Relaxed) => "interrupted",
-        Ok(()) => "ok",
-        Err(_) => "failed",
-    };
+    let status = ExperimentStatus::of(&outcome, stop.load(Ordering::Relaxed));
     let result = TuneResult {
         experiment_id: experiment,
-        status: status.into(),
+        status,
         steps,
     };
     let mut summary = serde_json::to_value(&result).unwrap_or(Value::Null);
     if let Err(e) = &outcome {
         summary["error"] = json!(e.to_string());
     }
-    db.store.finish_experiment(experiment, status, &summary)?;
+    db.store
+        .finish_experiment(experiment, status.as_str(), &summary)?;
     outcome?;
     if let Some(e) = revert_error {
         return Err(LabError::Failed(format!(
@@ -415,7 +413,7 @@ fn walk(
             changes,
             skipped: None,
             run_id: row.and_then(|r| r.run_id),
-            status: row.map(|r| r.status.as_str().to_string()),
+            status: row.map(|r| r.status),
             measured: row.map_or(Value::Null, |r| json!(r.measured)),
             ideal: row.map_or(Value::Null, |r| json!(r.ideal)),
             excess: row.map_or(Value::Null, |r| json!(r.excess)),

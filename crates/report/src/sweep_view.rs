@@ -165,7 +165,7 @@ pub fn tune(w: &mut dyn Write, r: &lab::TuneResult) -> io::Result<()> {
             "  {:<9} {:>6} {:>10} | {:>9} {:>9} {:>9} | {:>9} {:>9} | {:>8} {:>12}",
             s.name,
             s.run_id.map(|i| i.to_string()).unwrap_or_default(),
-            s.status.as_deref().unwrap_or("-"),
+            s.status.map_or("-", |s| s.as_str()),
             us(measured.as_ref(), "p50"),
             us(measured.as_ref(), "p99"),
             us(measured.as_ref(), "p99.9"),

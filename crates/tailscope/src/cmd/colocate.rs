@@ -93,7 +93,7 @@ pub fn run(a: &ColocateArgs) -> anyhow::Result<i32> {
 /// SLO); else 3 when a side of a cell violates its SLO (or leaves it undecided under
 /// `--slo-undecided fail`), as for the points of a sweep.
 fn exit_code(r: &lab::Colocation, gate: &Gate) -> i32 {
-    if r.status != "ok" {
+    if r.status != lab::ExperimentStatus::Ok {
         return 1;
     }
     let statuses = r.cells.iter().flat_map(|c| [c.status_a, c.status_b]);

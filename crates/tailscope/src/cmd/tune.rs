@@ -145,11 +145,14 @@ fn parse_steps(text: &str) -> anyhow::Result<Vec<TuneStepKind>> {
 /// verdict at the walk's load: earlier steps are expected to fall short (that is why one
 /// tunes), the configuration the walk ends with is the one to ship.
 fn exit_code(result: &lab::TuneResult, gate: &super::gate::Gate) -> i32 {
-    if result.status != "ok" {
+    if result.status != lab::ExperimentStatus::Ok {
         return 1;
     }
     let Some(t) = result.tuned() else { return 1 };
-    if matches!(t.status.as_deref(), Some("failed" | "interrupted") | None) {
+    if matches!(
+        t.status,
+        Some(lab::RunStatus::Failed | lab::RunStatus::Interrupted) | None
+    ) {
         return 1;
     }
     t.slo.as_ref().map_or(0, |r| gate.code(r.verdict))
@@ -193,7 +196,7 @@ mod tests {
             changes: Vec::new(),
             skipped: verdict.is_none().then(|| "not on this host".into()),
             run_id: verdict.map(|_| 1),
-            status: verdict.map(|_| "ok".into()),
+            status: verdict.map(|_| lab::RunStatus::Ok),
             measured: serde_json::Value::Null,
             ideal: serde_json::Value::Null,
             excess: serde_json::Value::Null,
@@ -218,7 +221,7 @@ mod tests {
         let gate = super::super::gate::Gate::new(Some("p99<=1ms"), ViewChoice::Auto, &g).unwrap();
         let r = TuneResult {
             experiment_id: 1,
-            status: "ok".into(),
+            status: lab::ExperimentStatus::Ok,
             steps,
         };
         exit_code(&r, &gate)
