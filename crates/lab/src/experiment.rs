@@ -339,6 +339,7 @@ pub struct ExperimentSpec {
     pub server_instances: Option<u32>,
     pub server_smt: Option<String>,
     pub server_numa: Option<String>,
+    pub workload: Option<String>,
     pub server_cpuset: Option<Text>,
     pub server_memory: Option<Text>,
     pub server_cpu_quota: Option<Text>,

@@ -237,9 +237,15 @@ pub struct ServeArgs {
 /// Load options shared by `run` and `demo`.
 #[derive(Args, Debug, Clone)]
 pub struct LoadArgs {
-    /// Arrival process: poisson, det, lognormal:SIGMA, pareto:SHAPE, trace:PATH.
+    /// Arrival process: poisson, det, lognormal:SIGMA, pareto:SHAPE, gpareto:SHAPE, etc,
+    /// trace:PATH.
     #[arg(long, default_value = "poisson")]
     pub arrival: String,
+    /// A published key-value workload in one flag: etc (Facebook's ETC pool, Atikoglu et al.
+    /// 2012: its key and value sizes, 30 gets to 1 set, its generalized-Pareto gaps). Instead
+    /// of --key-size, --value-size, --get-ratio and --arrival.
+    #[arg(long, value_enum, conflicts_with_all = ["arrival", "key_size", "value_size", "get_ratio"])]
+    pub workload: Option<WorkloadArg>,
     /// Unit of a trace file's timestamps: ns or us.
     #[arg(long, default_value = "ns", value_name = "ns|us")]
     pub trace_unit: String,
@@ -1150,6 +1156,12 @@ pub struct AgentArgs {
     /// ideal, server view or stage breakdown).
     #[arg(long, value_enum, default_value_t = OnOff::On)]
     pub agent_records: OnOff,
+}
+
+/// `--workload`: the published workloads tailscope ships.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum WorkloadArg {
+    Etc,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -313,3 +313,60 @@ fn run_server_numa_binds_and_bad_policies_exit_2() {
         v["server"]
     );
 }
+
+/// `--workload etc` is Facebook's ETC mix in one flag: the stored config names it, the
+/// memcached run answers every get and set of its drawn sizes, and it refuses to be mixed with
+/// the flags it replaces (exit 2, nothing written).
+#[test]
+fn the_etc_workload_runs_against_memcached_and_excludes_the_flags_it_sets() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let out = bin()
+        .args([
+            "run",
+            "memcached://",
+            "--spawn",
+            "--workload",
+            "etc",
+            "--key-size",
+            "30",
+        ])
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--workload") && err.contains("--key-size"),
+        "{err}"
+    );
+    assert!(!db.exists());
+
+    let v = run(
+        &db,
+        "memcached://",
+        &["--workload", "etc", "--items", "2000"],
+    );
+    assert!(
+        v["outcomes"]["ok"].as_u64().unwrap() > 1000,
+        "{}",
+        v["outcomes"]
+    );
+    let id = v["run_id"].as_i64().unwrap().to_string();
+    let shown = json_of(
+        &bin()
+            .args(["runs", "show", &id, "--json", "--db"])
+            .arg(&db)
+            .output()
+            .unwrap(),
+    );
+    let c = &shown["config"];
+    assert_eq!(c["arrival"], "etc", "{c}");
+    let w = c["workload"].as_str().unwrap();
+    assert!(
+        w.contains("key_size: Etc(Key)") && w.contains("value_size: Etc(Value)"),
+        "{w}"
+    );
+    assert!(w.contains("get_ratio: 0.9677"), "{w}");
+}

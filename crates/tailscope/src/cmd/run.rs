@@ -11,7 +11,7 @@ use serde_json::json;
 use super::common::{db_path, parse_cpus, parse_cpus_flag, parse_duration, shutdown_flag};
 use super::progress::Progress;
 use super::target::lab_err;
-use crate::cli::{AgentArgs, LoadArgs, OnOff, RunArgs};
+use crate::cli::{AgentArgs, LoadArgs, OnOff, RunArgs, WorkloadArg};
 use crate::exit::{usage, OrUsage};
 use crate::output::{self, outln};
 
@@ -68,6 +68,23 @@ pub fn nullrpc(a: &LoadArgs) -> NullRpcWorkload {
     }
 }
 
+/// `--workload`'s sizes and mix in `w` (its arrivals are [`plan`]'s).
+pub fn apply_workload(a: &LoadArgs, w: &mut lab::WorkloadSpec) {
+    if a.workload == Some(WorkloadArg::Etc) {
+        w.key_size = load::SizeDist::Etc(load::EtcSize::Key);
+        w.value_size = load::SizeDist::Etc(load::EtcSize::Value);
+        w.get_ratio = load::etc::ETC_GET_RATIO;
+    }
+}
+
+/// The arrival process as the user named it (for the stored config).
+pub fn arrival_text(a: &LoadArgs) -> String {
+    match a.workload {
+        Some(WorkloadArg::Etc) => "etc".into(),
+        None => a.arrival.clone(),
+    }
+}
+
 /// Validated load options (everything but the rate and the target).
 pub struct LoadPlan {
     pub arrival: model::ArrivalSpec,
@@ -81,7 +98,12 @@ pub struct LoadPlan {
 
 pub fn plan(a: &LoadArgs) -> anyhow::Result<LoadPlan> {
     let unit = super::model::parse_unit(&a.trace_unit)?;
-    let arrival = super::model::parse_arrival(&a.arrival, unit)?;
+    let arrival = match a.workload {
+        Some(WorkloadArg::Etc) => model::ArrivalSpec::GenPareto {
+            shape: model::ETC_GAP_SHAPE,
+        },
+        None => super::model::parse_arrival(&a.arrival, unit)?,
+    };
     let stop = match &a.requests {
         Some(r) => {
             let n = model::parse_count(r).or_usage_ctx("--requests")?;
@@ -233,7 +255,8 @@ fn known_service(
 pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
     // Validate everything, then run: nothing is written (not even the store file) and no
     // server is started on bad input.
-    let (_, spec) = super::target::side_spec(&a.target, &a.side, nullrpc(&a.load))?;
+    let (_, mut spec) = super::target::side_spec(&a.target, &a.side, nullrpc(&a.load))?;
+    apply_workload(&a.load, &mut spec.workload);
     let tplan = TargetPlan::new(&spec).map_err(lab_err)?;
     let rate = parse_rate(&a.rate)?;
     let p = plan(&a.load)?;
@@ -546,7 +569,8 @@ fn plan_ready(
         extra_pids: a.side.server_pid.clone(),
         config: json!({
             "target": a.target, "url": ready.url, "rate": a.rate, "rate_rps": rate_rps,
-            "arrival": la.arrival, "duration": la.duration, "requests": la.requests,
+            "arrival": arrival_text(la), "workload_preset": la.workload.map(|_| "etc"),
+            "duration": la.duration, "requests": la.requests,
             "warmup": la.warmup, "connections": la.connections, "threads": la.threads,
             "cpus": p.cpus, "max_outstanding": la.max_outstanding, "timeout": la.timeout,
             "request_size": la.request_size, "stamps": !la.no_stamps, "seed": la.seed,

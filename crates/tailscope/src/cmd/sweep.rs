@@ -183,7 +183,8 @@ pub fn agents_of(a: &AgentArgs) -> anyhow::Result<Option<lab::Agents>> {
 
 /// The validated plan of a sweep's arguments (a URL target).
 pub fn sweep_plan(a: &SweepArgs) -> anyhow::Result<SweepPlan> {
-    let (server_cpus, spec) = super::target::side_spec(&a.target, &a.side, nullrpc(&a.load))?;
+    let (server_cpus, mut spec) = super::target::side_spec(&a.target, &a.side, nullrpc(&a.load))?;
+    super::run::apply_workload(&a.load, &mut spec.workload);
     super::common::check_label(a.label.as_deref())?;
     let p = plan(&a.load)?;
     let loads = match &a.loads {
@@ -228,7 +229,7 @@ pub fn sweep_plan(a: &SweepArgs) -> anyhow::Result<SweepPlan> {
             extra_pids: a.side.server_pid.clone(),
             calibrate: lab::CalibrateSpec::default(),
             config: serde_json::json!({
-                "target": a.target, "arrival": la.arrival, "duration": la.duration,
+                "target": a.target, "arrival": super::run::arrival_text(la), "duration": la.duration,
                 "requests": la.requests, "warmup": la.warmup, "connections": la.connections,
                 "threads": la.threads, "cpus": p.cpus, "max_outstanding": la.max_outstanding,
                 "timeout": la.timeout, "seed": la.seed, "service": a.side.service,

@@ -13,7 +13,8 @@ use crate::output;
 
 pub fn run(a: &TuneArgs) -> anyhow::Result<i32> {
     let server_cpus = parse_cpus_flag("--server-cpus", a.server_cpus.as_deref())?;
-    let spec = super::target::spec(&a.target, &a.server, &server_cpus, nullrpc(&a.load))?;
+    let mut spec = super::target::spec(&a.target, &a.server, &server_cpus, nullrpc(&a.load))?;
+    super::run::apply_workload(&a.load, &mut spec.workload);
     let p = plan(&a.load)?;
     let load = match parse_rate(&a.rate)? {
         Rate::PerSecond(r) => Load::Rps(r),
