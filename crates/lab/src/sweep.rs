@@ -344,9 +344,14 @@ impl SweepPlan {
         Ok(())
     }
 
+    /// Configurations the axes make (their product; one when there are none).
+    pub fn configurations(&self) -> Result<usize, LabError> {
+        Ok(combos(self)?.len())
+    }
+
     /// Points the grid holds (without the searches).
     pub fn grid_points(&self) -> Result<usize, LabError> {
-        Ok(combos(self)?.len() * self.loads.len() * self.repeat as usize)
+        Ok(self.configurations()? * self.loads.len() * self.repeat as usize)
     }
 }
 

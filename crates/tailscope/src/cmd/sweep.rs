@@ -450,7 +450,7 @@ fn print_plan(p: &SweepPlan, json: bool) -> anyhow::Result<()> {
         })
         .collect();
     let runs = p.grid_points().map_err(lab_err)?;
-    let configurations: usize = p.axes.iter().map(|a| a.values.len()).product();
+    let configurations = p.configurations().map_err(lab_err)?;
     let calibrates = p.find_max || p.loads.iter().any(|l| matches!(l, Load::OfCapacity(_)));
     if json {
         return output::print_json(&serde_json::json!({
