@@ -464,8 +464,24 @@ fn two_local_agents_drive_a_sweep_in_percent_with_find_max() {
         .find(|r| r["kind"] == "calibrate")
         .unwrap_or_else(|| panic!("no calibration stored: {list}"));
     assert_eq!(cal["status"], "ok", "{cal}");
-    // find-max reports a load, and every point has its SLO verdict.
-    assert!(v["max_load"]["offered_rps"].as_f64().unwrap() > 0.0, "{v}");
+    // find-max reports a load, or, when no load met on this noisy host, the evidence for it:
+    // the lowest load the search tried failed the SLO too and the bracket ends there. Every
+    // point has its SLO verdict.
+    let m = &v["max_load"];
+    if m["offered_rps"].as_f64().unwrap() == 0.0 {
+        let lowest = rows
+            .iter()
+            .filter(|r| r["role"] == "search")
+            .map(|r| (r["offered_rps"].as_f64().unwrap(), r["slo"].clone()))
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .unwrap_or_else(|| panic!("no search rows: {v}"));
+        assert_ne!(lowest.1, "meets", "{v}");
+        assert_eq!(m["bracket_rps"][0].as_f64(), Some(0.0), "{m}");
+        assert!(
+            (m["bracket_rps"][1].as_f64().unwrap() - lowest.0).abs() < 1.0,
+            "{m}"
+        );
+    }
     assert!(rows.iter().any(|r| r["role"] == "search"), "{v}");
     for r in rows {
         assert!(
