@@ -21,6 +21,10 @@ struct Setup {
     nice: Option<libc::c_int>,
     /// `set_mempolicy`'s mode and node mask.
     mempolicy: Option<(libc::c_int, NodeMask)>,
+    /// A container: `unshare` flags, and the network namespace's descriptor to `setns` into
+    /// (opened by the parent, kept open until the child has been spawned).
+    unshare: libc::c_int,
+    netns_fd: Option<libc::c_int>,
 }
 
 fn check(rc: libc::c_int) -> io::Result<()> {
@@ -32,7 +36,12 @@ fn check(rc: libc::c_int) -> io::Result<()> {
 }
 
 impl Setup {
-    fn new(cpus: &[usize], sched: Option<&SchedSpec>, numa: Option<&NumaPolicy>) -> Self {
+    fn new(
+        cpus: &[usize],
+        sched: Option<&SchedSpec>,
+        numa: Option<&NumaPolicy>,
+        container: Option<&Container>,
+    ) -> Self {
         let cpus = (!cpus.is_empty()).then(|| {
             // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
             let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
@@ -57,6 +66,12 @@ impl Setup {
             sched,
             nice,
             mempolicy: numa.map(NumaPolicy::raw),
+            unshare: if container.is_some() {
+                libc::CLONE_NEWNS | libc::CLONE_NEWUTS | libc::CLONE_NEWIPC
+            } else {
+                0
+            },
+            netns_fd: container.and_then(|c| c.netns_fd),
         }
     }
 
@@ -94,6 +109,12 @@ impl Setup {
             if let Some(nice) = self.nice {
                 check(libc::setpriority(libc::PRIO_PROCESS, 0, nice))?;
             }
+            if let Some(fd) = self.netns_fd {
+                check(libc::setns(fd, libc::CLONE_NEWNET))?;
+            }
+            if self.unshare != 0 {
+                check(libc::unshare(self.unshare))?;
+            }
         }
         if let Some((mode, mask)) = &self.mempolicy {
             // Kept across exec: the server's every thread allocates under it.
@@ -101,6 +122,12 @@ impl Setup {
         }
         Ok(())
     }
+}
+
+/// The container a child enters: the open network namespace's descriptor, if any.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Container {
+    pub(crate) netns_fd: Option<libc::c_int>,
 }
 
 /// Makes `cmd` start in its own process group (so a stop reaches nginx's workers and the
@@ -111,8 +138,9 @@ pub(crate) fn configure(
     cpus: &[usize],
     sched: Option<&SchedSpec>,
     numa: Option<&NumaPolicy>,
+    container: Option<&Container>,
 ) {
-    let setup = Setup::new(cpus, sched, numa);
+    let setup = Setup::new(cpus, sched, numa, container);
     cmd.process_group(0);
     // SAFETY: `Setup::apply` only makes async-signal-safe system calls and does not
     // allocate; `setup` is Copy and moved into the closure before the fork.
@@ -211,7 +239,7 @@ mod tests {
     #[test]
     fn sigterm_first_then_sigkill_after_the_grace() {
         let mut c = sh("exec sleep 30");
-        configure(&mut c, &[], None, None);
+        configure(&mut c, &[], None, None, None);
         let mut child = spawn(c).unwrap();
         let (status, forced) = terminate(&mut child, Duration::from_secs(30)).unwrap();
         assert!(!forced);
@@ -219,7 +247,7 @@ mod tests {
         assert_eq!(status.signal(), Some(libc::SIGTERM));
 
         let mut c = sh("trap '' TERM; sleep 30");
-        configure(&mut c, &[], None, None);
+        configure(&mut c, &[], None, None, None);
         let mut child = spawn(c).unwrap();
         let pid = child.id();
         // Let the shell install its trap first (otherwise SIGTERM would simply work).
@@ -244,7 +272,13 @@ mod tests {
     fn placement_is_applied_before_exec() {
         let mut c = sh("grep -E '^Cpus_allowed_list' /proc/self/status; cat /proc/self/stat");
         c.stdout(std::process::Stdio::piped());
-        configure(&mut c, &[0], Some(&SchedSpec::Other { nice: 3 }), None);
+        configure(
+            &mut c,
+            &[0],
+            Some(&SchedSpec::Other { nice: 3 }),
+            None,
+            None,
+        );
         let out = spawn(c).unwrap().wait_with_output().unwrap();
         let text = String::from_utf8(out.stdout).unwrap();
         assert!(text.contains("Cpus_allowed_list:\t0\n"), "{text}");

@@ -12,7 +12,8 @@ pub(crate) const MEMCACHED_DEFAULT_THREADS: u32 = 4;
 /// Directory under the temporary directory that nginx serves.
 pub(crate) const WWW: &str = "www";
 
-/// The server's arguments (after the program name) to listen on `127.0.0.1:port`. For nginx
+/// The server's arguments (after the program name) to listen on `LISTEN:port` (127.0.0.1, or
+/// the container's address, see [`SpawnConfig::listen`]). For nginx
 /// this also (re)writes `nginx.conf` in `dir`, since the port lives in the config.
 pub(crate) fn args(
     cfg: &SpawnConfig,
@@ -21,6 +22,7 @@ pub(crate) fn args(
     as_root: bool,
 ) -> Result<Vec<String>, TargetError> {
     let mut a: Vec<String> = Vec::new();
+    let listen = cfg.listen().to_string();
     let mut push = |s: &str| a.push(s.to_string());
     match cfg.kind {
         Kind::Memcached => {
@@ -31,7 +33,7 @@ pub(crate) fn args(
                 "-U",
                 &udp_port.to_string(),
                 "-l",
-                "127.0.0.1",
+                &listen,
                 "-t",
                 &cfg.worker_threads().to_string(),
             ] {
@@ -53,7 +55,7 @@ pub(crate) fn args(
                 "--port",
                 &port.to_string(),
                 "--bind",
-                "127.0.0.1",
+                &listen,
                 "--save",
                 "",
                 "--appendonly",
@@ -147,7 +149,8 @@ pub(crate) fn nginx_conf(cfg: &SpawnConfig, dir: &Path, port: u16, as_root: bool
     }
     let _ = writeln!(
         c,
-        "    server {{\n        listen 127.0.0.1:{port};\n        root {d}/{WWW};\n        location / {{ }}\n    }}\n}}"
+        "    server {{\n        listen {}:{port};\n        root {d}/{WWW};\n        location / {{ }}\n    }}\n}}",
+        cfg.listen()
     );
     c
 }

@@ -164,6 +164,19 @@ impl HttpFiles {
     }
 }
 
+/// A container for the server: namespaces of its own, entered between fork and exec (its own
+/// mount, UTS and IPC namespaces always; a network namespace when `netns` is set). The
+/// cgroup of a container is the isolation's business (`host::isolate`). There is no PID
+/// namespace: entering one needs another fork, and the server's pid is how tailscope stops
+/// it and reads its threads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Containment {
+    /// The network namespace to enter (`/run/netns/NAME`); None: the host's network.
+    pub netns: Option<std::path::PathBuf>,
+    /// Where the server listens: the namespace's end of its veth pair (127.0.0.1 without one).
+    pub listen: std::net::Ipv4Addr,
+}
+
 /// How to start a server. Build with [`SpawnConfig::new`] and set the fields that matter.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SpawnConfig {
@@ -200,6 +213,8 @@ pub struct SpawnConfig {
     pub open_file_cache: bool,
     /// Appended verbatim to the server's command line (for nginx e.g. `-g "directive;"`).
     pub extra_args: Vec<String>,
+    /// Start it in a container (namespaces of its own); None: on the host.
+    pub container: Option<Containment>,
 }
 
 impl SpawnConfig {
@@ -216,7 +231,15 @@ impl SpawnConfig {
             http_files: None,
             open_file_cache: false,
             extra_args: Vec::new(),
+            container: None,
         }
+    }
+
+    /// The address the server listens on: 127.0.0.1, or its container's.
+    pub fn listen(&self) -> std::net::Ipv4Addr {
+        self.container
+            .as_ref()
+            .map_or(std::net::Ipv4Addr::LOCALHOST, |c| c.listen)
     }
 
     /// Checks the options against the server kind, before anything is started.

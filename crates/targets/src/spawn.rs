@@ -2,6 +2,7 @@
 
 use std::fs::File;
 use std::net::{Ipv4Addr, SocketAddr};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -48,6 +49,8 @@ pub struct Spawned {
     dir: Option<TempDir>,
     /// Keeps the port out of other starts of this process while the server lives.
     port: PortLease,
+    /// Where it listens (127.0.0.1, or its container's address).
+    ip: Ipv4Addr,
     udp: bool,
     version: String,
     command: Vec<String>,
@@ -174,9 +177,33 @@ impl Spawned {
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err);
-        child::configure(&mut cmd, &cfg.cpus, cfg.sched.as_ref(), cfg.numa.as_ref());
+        // Open until the child has been spawned (it enters the namespace before exec).
+        let netns = match cfg.container.as_ref().and_then(|c| c.netns.as_ref()) {
+            Some(p) => match File::open(p) {
+                Ok(f) => Some(f),
+                Err(e) => {
+                    return Attempt::Failed(TargetError::io(
+                        format!("opening network namespace {}", p.display()),
+                        e,
+                    ))
+                }
+            },
+            None => None,
+        };
+        let container = cfg.container.as_ref().map(|_| child::Container {
+            netns_fd: netns.as_ref().map(|f| f.as_raw_fd()),
+        });
+        child::configure(
+            &mut cmd,
+            &cfg.cpus,
+            cfg.sched.as_ref(),
+            cfg.numa.as_ref(),
+            container.as_ref(),
+        );
         let started = Instant::now();
-        let child = match child::spawn(cmd) {
+        let spawned = child::spawn(cmd);
+        drop(netns);
+        let child = match spawned {
             Ok(c) => c,
             Err(source) => return Attempt::Failed(spawn_error(cfg, binary, source)),
         };
@@ -188,6 +215,7 @@ impl Spawned {
             child: Some(child),
             dir: Some(dir),
             port,
+            ip: cfg.listen(),
             udp: cfg.udp,
             version: version.to_string(),
             command,
@@ -305,9 +333,9 @@ impl Spawned {
         self.kind
     }
 
-    /// The TCP address: `127.0.0.1:PORT`.
+    /// The TCP address: `127.0.0.1:PORT` (the container's address when it runs in one).
     pub fn addr(&self) -> SocketAddr {
-        SocketAddr::from((Ipv4Addr::LOCALHOST, self.port.0))
+        SocketAddr::from((self.ip, self.port.0))
     }
 
     /// memcached's UDP address (same port number) when UDP was asked for.

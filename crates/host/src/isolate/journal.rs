@@ -30,6 +30,9 @@ pub enum Created {
         dev: String,
         handle: String,
     },
+    /// A network namespace `name` (`ip netns`) with a veth pair, a container's network.
+    /// Undo: delete the namespace.
+    Netns { name: String },
 }
 
 /// One journal line.

@@ -14,6 +14,7 @@
 //! Each mechanism's time to apply is measured (Table IV's figure) and reported with it.
 
 mod cgroup;
+mod container;
 mod journal;
 mod net;
 mod resctrl;
@@ -29,6 +30,7 @@ use crate::probe::{online_cpus, HostRoot};
 use crate::HostError;
 
 pub use cgroup::{DEFAULT_PERIOD_US, MIN_MEMORY_BYTES};
+pub use container::{rps_mask, slot_addrs, ContainerNet};
 pub use journal::{Created, IsoEntry, IsoJournal};
 pub use net::{parse_dev, parse_rate_bps, NetShape, HANDLE as QDISC_HANDLE};
 
@@ -312,6 +314,7 @@ fn undo_one(root: &HostRoot, c: &Created) -> Result<(), HostError> {
         Created::SubtreeControl { file, controller } => cgroup::disable(root, file, controller),
         Created::Resctrl { dir } => resctrl::remove(root, dir),
         Created::Qdisc { netns, dev, handle } => net::remove(netns.as_deref(), dev, handle),
+        Created::Netns { name } => container::remove_netns(name),
     }
 }
 
