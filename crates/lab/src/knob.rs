@@ -43,10 +43,12 @@ pub enum Knob {
     ServerNuma(Option<host::numa::NumaPolicy>),
     /// `none` or a stressor beside each run.
     Stress(Option<stress::StressSpec>),
+    ServerContainer(Option<crate::target_spec::Container>),
+    ServerRxCpus(Vec<usize>),
 }
 
 /// The knob names a sweep accepts (`--param NAME=V1,V2`), with what each turns.
-pub const KNOBS: [(&str, &str); 26] = [
+pub const KNOBS: [(&str, &str); 28] = [
     (
         "server-threads",
         "spawned server's threads / the built-in server's workers",
@@ -118,6 +120,14 @@ pub const KNOBS: [(&str, &str); 26] = [
         "stress",
         "a stressor beside each run: none, cpu, memory or cache [:CPUS][@INTENSITY]",
     ),
+    (
+        "server-container",
+        "spawned server in a container: none, namespaces (mount, UTS, IPC) or veth (also its own network over a veth pair)",
+    ),
+    (
+        "server-rx-cpus",
+        "a veth container's network receive processing (RPS) on these CPUs (a list; ';' separates values; none: the kernel's choice)",
+    ),
 ];
 
 fn parse<T: FromStr>(name: &str, v: &str) -> Result<T, LabError>
@@ -180,6 +190,14 @@ impl Knob {
                 "none" | "off" => None,
                 v => Some(parse(&n, v)?),
             }),
+            "server-container" => Knob::ServerContainer(match value.trim() {
+                "none" | "bare" => None,
+                v => Some(parse(&n, v)?),
+            }),
+            "server-rx-cpus" => Knob::ServerRxCpus(match value.trim() {
+                "none" | "default" => Vec::new(),
+                v => parse_cpu_list(v).map_err(|e| invalid(format!("--param {n}={value}: {e}")))?,
+            }),
             other => {
                 let names: Vec<&str> = KNOBS.iter().map(|k| k.0).collect();
                 return Err(invalid(format!(
@@ -211,6 +229,8 @@ impl Knob {
                 | Knob::ServerInstances(_)
                 | Knob::ServerSmt(_)
                 | Knob::ServerNuma(_)
+                | Knob::ServerContainer(_)
+                | Knob::ServerRxCpus(_)
         )
     }
 
@@ -251,6 +271,8 @@ impl Knob {
             Knob::ServerSmt(p) => spawn(t)?.smt = Some(*p),
             Knob::ServerNuma(p) => spawn(t)?.numa = p.clone(),
             Knob::Stress(s) => t.stress = s.clone(),
+            Knob::ServerContainer(c) => spawn(t)?.container = *c,
+            Knob::ServerRxCpus(c) => spawn(t)?.rx_cpus = c.clone(),
         }
         Ok(())
     }

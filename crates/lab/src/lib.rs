@@ -19,6 +19,7 @@ pub mod agents;
 mod calibrate;
 pub mod check;
 mod colocate;
+mod container;
 pub mod converge;
 mod db;
 mod error;

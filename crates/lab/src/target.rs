@@ -45,6 +45,7 @@ pub struct TargetPlan {
     owned: Owned,
     isolation: Option<IsolationPlan>,
     stress: Option<StressSpec>,
+    container: Option<crate::container::ContainerPlan>,
 }
 
 /// `scheme://[host[:port]][/path]` → `scheme://127.0.0.1:1/path`.
@@ -195,6 +196,10 @@ impl TargetPlan {
         if let Some(st) = &spec.stress {
             st.validate().map_err(invalid)?;
         }
+        let container = match &spec.spawn {
+            Some(s) => crate::container::check(s, kind.is_some())?,
+            None => None,
+        };
         Ok(TargetPlan {
             label: spec.url.clone(),
             scheme,
@@ -205,6 +210,7 @@ impl TargetPlan {
             owned,
             isolation,
             stress: spec.stress.clone(),
+            container,
         })
     }
 
@@ -230,6 +236,7 @@ impl TargetPlan {
             owned: Owned::Builtin(cfg),
             isolation: None,
             stress: None,
+            container: None,
         })
     }
 
@@ -269,9 +276,23 @@ impl TargetPlan {
     /// key-value workload's items. Isolation left by a tailscope that died is removed first.
     pub fn start(&self, stop: &AtomicBool, obs: &dyn Observer) -> Result<Ready, LabError> {
         let journal = placement::clear_leftovers(obs);
+        let mut container_net = None;
         let (target, url, server) = match &self.owned {
             Owned::Spawn(cfgs) => {
-                let v = placement::start_instances(cfgs, obs)?;
+                let v = match &self.container {
+                    Some(plan) => {
+                        let (cfgs, net) = crate::container::start(plan, &journal, cfgs)?;
+                        if let Some(n) = &net {
+                            obs.note(&format!(
+                                "container network: {} ({:.0} µs)",
+                                n.detail, n.apply_us
+                            ));
+                        }
+                        container_net = net;
+                        placement::start_instances(&cfgs, obs)?
+                    }
+                    None => placement::start_instances(cfgs, obs)?,
+                };
                 let url = v[0].url();
                 let target: Target = url
                     .parse()
@@ -346,6 +367,7 @@ impl TargetPlan {
             target,
             url,
             server,
+            container: self.container.clone().map(|p| (p, container_net)),
             workload: self.workload.clone(),
             churn: self.churn,
         })
@@ -385,6 +407,12 @@ pub struct Ready {
     pub target: Target,
     pub url: String,
     server: Server,
+    /// The server's container; its network is removed after the server stops (declared
+    /// after `server`, so it also drops after it).
+    container: Option<(
+        crate::container::ContainerPlan,
+        Option<host::isolate::ContainerNet>,
+    )>,
     pub workload: Workload,
     pub churn: Option<(u32, u32)>,
     server_cpus: Vec<usize>,
@@ -515,6 +543,9 @@ impl Ready {
                 if let Some(iso) = &self.isolation {
                     o["isolation"] = json!(iso.mechanisms());
                 }
+                if let Some((plan, net)) = &self.container {
+                    o["container"] = crate::container::describe(plan, net.as_ref());
+                }
                 // What the kernel says the server allocates under (`bind:0` once bound).
                 let policies = s.memory_policies();
                 if !policies.is_empty() {
@@ -551,7 +582,14 @@ impl Ready {
             Server::Builtin(h, _) => Ok(Some(h.shutdown()?)),
             Server::External => Ok(None),
         };
+        let removed = match self.container {
+            Some((_, Some(net))) => net.remove().map_err(|e| {
+                LabError::Failed(format!("removing the server's container network: {e}"))
+            }),
+            _ => Ok(()),
+        };
         reverted?;
+        removed?;
         stopped
     }
 }

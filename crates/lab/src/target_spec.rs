@@ -81,6 +81,47 @@ pub struct SpawnSpec {
     pub net_rate_bps: Option<u64>,
     pub net_dev: Option<String>,
     pub llc_ways: Option<u32>,
+    /// A real server started in a container (ThunderX Fig. 8); None: on the host.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub container: Option<Container>,
+    /// A `veth` container's network receive processing (RPS on both ends of its pair) on
+    /// these CPUs (ThunderX Table VI: the server's core or another); empty: where the
+    /// kernel puts it (the sending CPU).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rx_cpus: Vec<usize>,
+}
+
+/// How a spawned server is contained.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Container {
+    /// Mount, UTS and IPC namespaces of its own; the host's network.
+    Namespaces,
+    /// Also a network namespace of its own, reached over a veth pair (LXC's default
+    /// network, without its bridge).
+    Veth,
+}
+
+impl std::str::FromStr for Container {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "namespaces" => Ok(Container::Namespaces),
+            "veth" => Ok(Container::Veth),
+            other => Err(format!(
+                "unknown container '{other}' (none, namespaces or veth)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Container {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Container::Namespaces => "namespaces",
+            Container::Veth => "veth",
+        })
+    }
 }
 
 fn display_arch<S: serde::Serializer>(v: &Option<server::Arch>, s: S) -> Result<S::Ok, S::Error> {

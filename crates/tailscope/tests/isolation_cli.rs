@@ -388,3 +388,116 @@ fn stress_command_runs_reports_and_refuses_bad_input() {
         assert_usage_error(&out, &[needle]);
     }
 }
+
+/// ThunderX Fig. 8 and Table VI: a sweep runs memcached bare, in a veth container and in one
+/// whose network processing is on the server's CPU; each run's record says what was made
+/// (the container's namespaces, its network, the RPS CPUs) and the namespaces are gone after
+/// the sweep. Bad container input exits 2 with nothing written.
+#[test]
+fn containers_are_made_recorded_and_removed_and_bad_input_is_refused() {
+    if !privileged("server containers") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (db, state) = (dir.path().join("runs.db"), dir.path().join("state"));
+    let cpu = last_cpu();
+    let sweep = |extra: &[&str]| {
+        let mut c = bin();
+        c.args(["sweep", "memcached://", "--spawn", "--server-threads", "1"])
+            .args(["--server-cpus", &cpu, "--cpus", "0", "--loads", "2000"])
+            .args(["--duration", "0.5s", "--warmup", "0.2s", "--json"])
+            .args(extra)
+            .arg("--db")
+            .arg(&db)
+            .env("XDG_STATE_HOME", &state);
+        c.output().unwrap()
+    };
+    for (args, needle) in [
+        (&["--param", "server-container=vm"][..], "unknown container"),
+        (
+            &["--param", "server-rx-cpus=1"][..],
+            "server-container=veth",
+        ),
+        (
+            &[
+                "--param",
+                "server-container=namespaces",
+                "--param",
+                "server-rx-cpus=0",
+            ][..],
+            "server-container=veth",
+        ),
+        (
+            &[
+                "--param",
+                "server-container=veth",
+                "--param",
+                "server-rx-cpus=99",
+            ][..],
+            "server-rx-cpus",
+        ),
+    ] {
+        assert_usage_error(&sweep(args), &[needle]);
+    }
+    let o = bin()
+        .args(["sweep", "nullrpc://", "--spawn", "--loads", "1000"])
+        .args(["--param", "server-container=veth", "--db"])
+        .arg(&db)
+        .env("XDG_STATE_HOME", &state)
+        .output()
+        .unwrap();
+    assert_usage_error(&o, &["real servers"]);
+    assert!(!db.exists() && !state.exists(), "nothing written");
+
+    let o = sweep(&["--param", "server-container=none,veth"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o2 = sweep(&[
+        "--param",
+        "server-container=veth",
+        "--param",
+        &format!("server-rx-cpus={cpu}"),
+    ]);
+    assert_eq!(o2.status.code(), Some(0), "{}", stderr(&o2));
+    let rows: Vec<serde_json::Value> = [json_of(&o), json_of(&o2)]
+        .iter()
+        .flat_map(|v| v["rows"].as_array().unwrap().clone())
+        .collect();
+    assert_eq!(rows.len(), 3);
+    let mut made = Vec::new();
+    for (row, want) in rows.iter().zip(["none", "veth", "veth"]) {
+        assert_eq!(row["status"], "ok", "{row}");
+        let id = row["run_id"].as_i64().unwrap().to_string();
+        let shown = bin()
+            .args(["runs", "show", &id, "--json", "--db"])
+            .arg(&db)
+            .output()
+            .unwrap();
+        let server = &json_of(&shown)["summary"]["server"];
+        let c = &server["container"];
+        if want == "none" {
+            assert!(c.is_null(), "{server}");
+            continue;
+        }
+        assert_eq!(c["kind"], "veth", "{server}");
+        assert!(c["namespaces"].as_array().unwrap().contains(&"net".into()));
+        let network = c["network"].as_str().unwrap();
+        let name = network
+            .split_whitespace()
+            .find(|w| w.starts_with("tailscope-ctr-"))
+            .unwrap()
+            .trim_end_matches(',')
+            .to_string();
+        assert!(c["apply_us"].as_f64().unwrap() > 0.0);
+        made.push((name, c["rx_cpus"].clone()));
+    }
+    assert_eq!(made[0].1, serde_json::json!([]));
+    assert_eq!(made[1].1, serde_json::json!([cpu.parse::<u64>().unwrap()]));
+    for (name, _) in &made {
+        assert!(
+            !Path::new("/run/netns").join(name).exists(),
+            "{name} left behind"
+        );
+    }
+    let left = std::fs::read_to_string(journal(&state)).unwrap_or_default();
+    assert!(left.trim().is_empty(), "journal not cleared: {left}");
+}
