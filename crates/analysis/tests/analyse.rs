@@ -378,3 +378,31 @@ fn windows_show_the_stall_where_it_happened() {
     assert!(s.steady, "{}", s.summary);
     assert!(a.windows[10].p99_us < 60.0);
 }
+
+#[test]
+fn a_runs_latency_entropy_is_that_of_its_measured_latencies() {
+    // Exponential latencies (mean 50 µs) after a warm-up: the run's entropy at each
+    // distinction is formula 14 on exactly the measured latencies.
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let exp = Exp::new(1.0 / 50_000.0).unwrap();
+    let lat: Vec<u64> = (0..20_000)
+        .map(|_| exp.sample(&mut rng) as u64 + 1)
+        .collect();
+    let recs: Vec<_> = lat
+        .iter()
+        .enumerate()
+        .map(|(i, &l)| rec(i as u64 * 200_000, l, 0))
+        .collect();
+    let a = analyse(&recs, &cfg(None, 100_000_000)).unwrap();
+    let measured: Vec<f64> = lat[500..].iter().map(|&l| l as f64).collect();
+    assert_eq!(a.entropy.len(), analysis::ENTROPY_BINS_NS.len());
+    for (e, u) in a.entropy.iter().zip(analysis::ENTROPY_BINS_NS) {
+        let want = stats::latency_entropy(&measured, u).unwrap();
+        assert_eq!(e.bin_ns, u);
+        assert!(e.exact);
+        assert!((e.bits - want).abs() < 1e-9, "u={u}: {} vs {want}", e.bits);
+    }
+    // A smooth spread gains about log2(10) bits per decade of finer distinction.
+    let gain = a.entropy[0].bits - a.entropy[1].bits;
+    assert!((gain - 10f64.log2()).abs() < 0.2, "{gain}");
+}

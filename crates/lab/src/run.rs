@@ -757,6 +757,7 @@ impl Run {
             "interval_method": a.interval_method,
             "windows": a.windows,
             "stationarity": a.stationarity,
+            "entropy": a.entropy,
             "window_host": self.window_host,
         });
         if let (Value::Object(m), Value::Object(r)) = (&mut v, rest) {

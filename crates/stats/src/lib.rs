@@ -45,7 +45,7 @@ pub use blocks::{
     DEFAULT_INITIAL_WIDTH_NS, DEFAULT_MIN_BLOCKS, MIN_SECTIONS, MIN_TAIL_PER_SECTION,
 };
 pub use distribution::Distribution;
-pub use entropy::latency_entropy;
+pub use entropy::{latency_entropy, recorder_entropy, EntropyEstimate};
 pub use error::StatsError;
 pub use gof::{anderson_darling_exponential, AndersonDarling};
 pub use mean::mean_ci;

@@ -115,6 +115,7 @@ fn from_histograms(c: &Collected, plan: &RunPlan) -> Result<RunAnalysis, Analysi
     }
     let mut rec = Recorder::from_histogram(latency);
     let measured = rec.summarize(conf)?;
+    let entropy = analysis::entropy_of(&rec);
     let measured_ccdf_us = rec
         .ccdf(10)
         .into_iter()
@@ -180,6 +181,7 @@ fn from_histograms(c: &Collected, plan: &RunPlan) -> Result<RunAnalysis, Analysi
         slow_from_ns: None,
         measured_ccdf_us,
         ideal_ccdf_us: Vec::new(),
+        entropy,
     })
 }
 
