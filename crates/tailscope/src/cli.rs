@@ -1,9 +1,28 @@
-//! Command-line definitions (clap derive). Values are kept as text here and validated into the
-//! domain crates' types by each command before any work starts.
+//! Command-line definitions (clap derive). Values parse into the domain crates' types here
+//! (clap names the flag of a bad value); the rest is kept as text and validated by each
+//! command before any work starts.
 
 use std::path::PathBuf;
+use std::str::FromStr;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// A value as parsed and as the user wrote it (stored configurations repeat the text).
+#[derive(Clone, Debug)]
+pub struct Given<T> {
+    pub text: String,
+    pub value: T,
+}
+
+impl<T: FromStr> FromStr for Given<T> {
+    type Err = T::Err;
+    fn from_str(s: &str) -> Result<Self, T::Err> {
+        Ok(Given {
+            text: s.to_string(),
+            value: s.parse()?,
+        })
+    }
+}
 
 #[derive(Parser, Debug)]
 #[command(
@@ -266,7 +285,7 @@ pub struct LoadArgs {
     pub threads: usize,
     /// CPUs for the generator threads (e.g. 0).
     #[arg(long)]
-    pub cpus: Option<String>,
+    pub cpus: Option<lab::CpuList>,
     /// Requests in flight per connection before further ones wait in the client.
     #[arg(long, default_value_t = 64)]
     pub max_outstanding: usize,
@@ -382,7 +401,7 @@ pub struct TargetArgs {
     pub server_numa: Option<String>,
     /// Spawned server: a cgroup cpuset (a CPU list the server cannot widen).
     #[arg(long)]
-    pub server_cpuset: Option<String>,
+    pub server_cpuset: Option<lab::CpuList>,
     /// Spawned server: a cgroup memory limit (512M, 2G).
     #[arg(long)]
     pub server_memory: Option<String>,
@@ -429,7 +448,7 @@ pub struct ServerSideArgs {
     pub server_pid: Vec<u32>,
     /// The server's CPUs, for the attribution (interrupts, softirqs, steal, other tasks).
     #[arg(long)]
-    pub server_cpus: Option<String>,
+    pub server_cpus: Option<lab::CpuList>,
     /// Do not sample the sources of tail latency beside the run (no "why"; for measuring the
     /// sampler's own cost, as bench/observer.sh does).
     #[arg(long)]
@@ -443,7 +462,7 @@ pub struct RunArgs {
     pub target: String,
     /// Request rate: requests per second (10000) or a percentage of the calibrated capacity (70%).
     #[arg(long)]
-    pub rate: String,
+    pub rate: Given<lab::Load>,
     #[command(flatten)]
     pub load: LoadArgs,
     #[command(flatten)]
@@ -453,7 +472,7 @@ pub struct RunArgs {
     /// the built-in server's), off, or auto (ebpf for a spawned server when the host
     /// supports it, else stamps).
     #[arg(long, default_value = "auto", value_name = "auto|ebpf|stamps|off")]
-    pub stages: String,
+    pub stages: lab::StagesMode,
     /// Run N times in a row against the same target (distinct seeds): the result is the
     /// median of the repeats with an interval from their spread, the one that holds when the
     /// host drifts between runs.
@@ -500,16 +519,16 @@ pub struct CalibrateArgs {
     pub server: TargetArgs,
     /// Spawned server: its CPUs.
     #[arg(long)]
-    pub server_cpus: Option<String>,
+    pub server_cpus: Option<lab::CpuList>,
     /// CPUs of the calibration's load (as `run --cpus`; default: not pinned).
     #[arg(long)]
-    pub cpus: Option<String>,
+    pub cpus: Option<lab::CpuList>,
     /// Measured window of each step of the peak search.
     #[arg(long, default_value = "600ms")]
-    pub duration: String,
+    pub duration: lab::DurationArg,
     /// Warm-up of each step.
     #[arg(long, default_value = "200ms")]
-    pub warmup: String,
+    pub warmup: lab::DurationArg,
     /// Most connections the search tries (one request in flight each, then pipelines).
     #[arg(long, alias = "connections", default_value_t = 16)]
     pub max_connections: usize,
@@ -632,8 +651,8 @@ pub enum RunsSub {
         #[arg(required_unless_present = "experiment", conflicts_with = "experiment")]
         id: Option<i64>,
         /// csv, json, hdr, hgrm or openmetrics.
-        #[arg(long, default_value = "csv")]
-        format: String,
+        #[arg(long, value_enum, default_value_t = ExportFormat::Csv)]
+        format: ExportFormat,
         /// Export every point (run) of this experiment as one exposition, labelled with its
         /// load and knobs (--format openmetrics only).
         #[arg(long)]
@@ -650,6 +669,16 @@ pub enum RunsSub {
     },
 }
 
+/// `runs export --format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    Csv,
+    Json,
+    Hdr,
+    Hgrm,
+    Openmetrics,
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct CheckArgs {
     /// The candidate: a run id (or an experiment id with --experiment).
@@ -660,11 +689,11 @@ pub struct CheckArgs {
     /// The baseline: an id, label:NAME (the latest run or experiment with that --label), or
     /// latest (the latest earlier one of the same target and configuration).
     #[arg(long, value_name = "ID|label:NAME|latest")]
-    pub baseline: String,
+    pub baseline: lab::check::BaselineRef,
     /// How far the ratio candidate ÷ baseline may lie from 1 and still be the same, e.g.
     /// 10% or 0.1.
     #[arg(long, default_value = "10%", allow_hyphen_values = true)]
-    pub tolerance: String,
+    pub tolerance: lab::Tolerance,
     /// Compare with a baseline from another host or configuration anyway.
     #[arg(long)]
     pub force: bool,

@@ -1,9 +1,9 @@
 //! The target options of `run`, `calibrate` and `sweep`, parsed into `lab`'s typed spec.
 
-use lab::{SpawnSpec, TargetPlan, TargetSpec, WorkloadSpec};
+use lab::{SpawnSpec, TargetSpec, WorkloadSpec};
 use load::{NullRpcWorkload, Popularity, SizeDist};
 
-use super::common::{parse_cpus_flag, parse_sched};
+use super::common::parse_sched;
 use crate::cli::{ServerSideArgs, TargetArgs};
 use crate::exit::{usage, OrUsage};
 
@@ -31,7 +31,7 @@ pub fn side_spec(
     s: &ServerSideArgs,
     nullrpc: NullRpcWorkload,
 ) -> anyhow::Result<(Vec<usize>, TargetSpec)> {
-    let server_cpus = parse_cpus_flag("--server-cpus", s.server_cpus.as_deref())?;
+    let server_cpus = s.server_cpus.clone().unwrap_or_default().0;
     let spec = spec(url, &s.server, &server_cpus, nullrpc)?;
     if s.workers == Some(0) {
         return Err(usage("--workers must be at least 1"));
@@ -143,7 +143,7 @@ fn isolation_spec(t: &TargetArgs) -> anyhow::Result<SpawnSpec> {
             .as_deref()
             .map(|s| s.parse().or_usage_ctx("--server-numa"))
             .transpose()?,
-        cpuset: super::common::parse_cpus_flag("--server-cpuset", t.server_cpuset.as_deref())?,
+        cpuset: t.server_cpuset.clone().unwrap_or_default().0,
         memory_limit_bytes: t
             .server_memory
             .as_deref()
@@ -169,25 +169,6 @@ fn isolation_spec(t: &TargetArgs) -> anyhow::Result<SpawnSpec> {
         llc_ways: t.llc_ways,
         ..SpawnSpec::default()
     })
-}
-
-/// What `run` checks beside the target before starting it: a connection per server
-/// instance at least, and CPUs for the stressor off the generator's.
-pub fn check_beside(
-    plan: &TargetPlan,
-    connections: usize,
-    load_cpus: &[usize],
-) -> anyhow::Result<()> {
-    if connections < plan.instances() {
-        return Err(usage(format!(
-            "--connections {connections} cannot reach {} server instances: give at least one connection per instance",
-            plan.instances()
-        )));
-    }
-    if let Some(st) = plan.stress() {
-        lab::stress_cpus(st, &plan.server_cpus(), load_cpus).map_err(lab_err)?;
-    }
-    Ok(())
 }
 
 pub use super::common::lab_err;
