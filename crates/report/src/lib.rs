@@ -20,6 +20,7 @@ pub mod hdr;
 pub mod html;
 pub mod openmetrics;
 pub mod paper_figure;
+pub mod pushgateway;
 pub mod repeat_view;
 pub mod run_view;
 pub mod slo_view;

@@ -14,6 +14,13 @@ pub struct Given<T> {
     pub value: T,
 }
 
+/// A value compares with text as the user wrote it.
+impl<T> PartialEq<&str> for Given<T> {
+    fn eq(&self, other: &&str) -> bool {
+        self.text == *other
+    }
+}
+
 impl<T: FromStr> FromStr for Given<T> {
     type Err = T::Err;
     fn from_str(s: &str) -> Result<Self, T::Err> {
@@ -340,11 +347,11 @@ pub struct TargetArgs {
     pub server_threads: Option<u32>,
     /// Spawned server: scheduling policy (other:NICE, fifo:PRIO, rr:PRIO).
     #[arg(long)]
-    pub server_sched: Option<String>,
+    pub server_sched: Option<host::placement::SchedSpec>,
     /// Spawned built-in server (nullrpc:// --spawn): architecture (thread, epoll, udp,
     /// dispatch, staged; default epoll).
     #[arg(long)]
-    pub server_arch: Option<String>,
+    pub server_arch: Option<server::Arch>,
     /// Spawned built-in server: synthetic work per request (det:50us, exp:50us, …).
     #[arg(long)]
     pub server_work: Option<String>,
@@ -354,16 +361,16 @@ pub struct TargetArgs {
     /// memcached/redis: key size in bytes: N, fixed:N, uniform:LO,HI or etc (Facebook ETC's
     /// published fit; with --value-size etc, --get-ratio 0.968 and --arrival etc, the ETC mix).
     #[arg(long, default_value = "64")]
-    pub key_size: String,
+    pub key_size: Given<load::SizeDist>,
     /// memcached/redis: value size in bytes: N, fixed:N, uniform:LO,HI or etc (Facebook ETC's).
     #[arg(long, default_value = "1024")]
-    pub value_size: String,
+    pub value_size: Given<load::SizeDist>,
     /// memcached/redis: number of distinct items (keys).
     #[arg(long, default_value_t = 10_000)]
     pub items: u64,
     /// Key (or file) popularity: uniform or zipf:S.
     #[arg(long, default_value = "uniform")]
-    pub popularity: String,
+    pub popularity: load::Popularity,
     /// memcached/redis: do not set every item before the run.
     #[arg(long)]
     pub no_preload: bool,
@@ -373,7 +380,7 @@ pub struct TargetArgs {
     /// http: sizes of the generated files in bytes: N, uniform:LO,HI or
     /// lognormal:MEDIAN,SIGMA (drawn from a fixed seed: the same files every run).
     #[arg(long, default_value = "4096")]
-    pub file_size: String,
+    pub file_size: targets::FileSizes,
     /// http: each client opens a connection, sends MIN..MAX requests and closes it
     /// (Tales of the Tail §4.3), e.g. 20,40.
     #[arg(long, value_name = "MIN,MAX")]
@@ -393,12 +400,12 @@ pub struct TargetArgs {
     /// Spawned server: its CPUs chosen by physical core, one per worker thread, among
     /// --server-cpus (or all): distinct-cores or siblings (SMT).
     #[arg(long)]
-    pub server_smt: Option<String>,
+    pub server_smt: Option<host::topology::SmtPolicy>,
     /// Spawned server: its memory policy (Tales §4.5): bind:NODE (memory from that node,
     /// its CPUs among the node's), interleave:NODES (0-1) or local (each instance bound to
     /// the node of its CPUs). Runs store what /proc/PID/numa_maps then says.
     #[arg(long, value_name = "POLICY")]
-    pub server_numa: Option<String>,
+    pub server_numa: Option<host::numa::NumaPolicy>,
     /// Spawned server: a cgroup cpuset (a CPU list the server cannot widen).
     #[arg(long)]
     pub server_cpuset: Option<lab::CpuList>,
@@ -421,7 +428,7 @@ pub struct TargetArgs {
     /// A stressor beside each run: cpu, memory or cache, then [:CPUS][@INTENSITY] (e.g.
     /// cache:1@0.5); without CPUs, the server's that are not the generator's.
     #[arg(long)]
-    pub stress: Option<String>,
+    pub stress: Option<stress::StressSpec>,
 }
 
 /// What `run` and `sweep` say of the server beside the load: the ideal's service time and
@@ -663,7 +670,7 @@ pub enum RunsSub {
         /// Send the exposition to a Prometheus Pushgateway instead (--format openmetrics; an
         /// HTTP PUT replacing the group), e.g. http://127.0.0.1:9091/metrics/job/tailscope.
         #[arg(long, value_name = "URL")]
-        push: Option<String>,
+        push: Option<report::pushgateway::PushUrl>,
         #[command(flatten)]
         db: DbArgs,
     },

@@ -8,6 +8,8 @@ use anyhow::Context;
 use serde_json::json;
 
 use super::common::{check_not_the_store, open_existing_store};
+use report::pushgateway::PushUrl;
+
 use crate::cli::{DbArgs, ExportFormat, RunsCmd, RunsSub};
 use crate::exit::usage;
 use crate::output::{self, outln};
@@ -33,14 +35,7 @@ pub fn run(c: &RunsCmd) -> anyhow::Result<i32> {
             output: out,
             push,
             db,
-        } => export(
-            *id,
-            *experiment,
-            *format,
-            out.as_deref(),
-            push.as_deref(),
-            db,
-        ),
+        } => export(*id, *experiment, *format, out.as_deref(), push.as_ref(), db),
     }
 }
 
@@ -165,7 +160,7 @@ fn export(
     experiment: Option<i64>,
     format: ExportFormat,
     out: Option<&Path>,
-    push: Option<&str>,
+    push: Option<&PushUrl>,
     db: &DbArgs,
 ) -> anyhow::Result<i32> {
     let name = format!("{format:?}").to_lowercase();
@@ -179,7 +174,6 @@ fn export(
             "--push sends --format openmetrics only, got '{name}'"
         )));
     }
-    let push = push.map(super::push::PushUrl::parse).transpose()?;
     let (db_path, st) = open_existing_store(db)?;
     if let Some(p) = out {
         output::check_writable("--output", p)?;
@@ -208,7 +202,7 @@ fn export(
             Exported::Run(r) => report::openmetrics::run(r, &mut body)?,
             Exported::Experiment(x, runs) => report::openmetrics::experiment(x, runs, &mut body)?,
         }
-        gateway.push(&body)?;
+        gateway.push(&body).map_err(anyhow::Error::msg)?;
         return Ok(0);
     }
     let r = match what {
