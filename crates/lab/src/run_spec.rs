@@ -485,3 +485,107 @@ impl RunSpec {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options() -> LoadOptions {
+        LoadOptions {
+            arrival: model::ArrivalSpec::Poisson,
+            duration: "2s".into(),
+            requests: None,
+            warmup: "500ms".into(),
+            timeout: "1s".into(),
+            connections: 4,
+            threads: 2,
+            max_outstanding: 8,
+            cpus: Vec::new(),
+            lateness_threshold: "50us".into(),
+            precision: None,
+            max_duration: None,
+            alpha: Some(0.25),
+            seed: 7,
+            confidence: 0.95,
+            yield_when_far: false,
+        }
+    }
+
+    #[test]
+    fn load_options_become_a_plan_and_a_config() {
+        let p = options().plan().unwrap();
+        assert_eq!(p.stop, StopAt::Duration(Duration::from_secs(2)));
+        assert_eq!(p.warmup, Duration::from_millis(500));
+        assert_eq!(p.lateness_threshold_ns, 50_000.0);
+        let c = p.config(1234.0);
+        assert_eq!(c.rate_per_s, 1234.0);
+        assert_eq!((c.connections, c.threads, c.seed), (4, 2, 7));
+        assert_eq!(c.class_probs, vec![0.25, 0.75]);
+        assert!(!c.yield_when_far);
+        let r = LoadOptions {
+            requests: Some("10k".into()),
+            ..options()
+        };
+        assert_eq!(r.plan().unwrap().stop, StopAt::Requests(10_000));
+    }
+
+    #[test]
+    fn bad_load_options_name_their_flag() {
+        let cases: Vec<(LoadOptions, &str)> = vec![
+            (
+                LoadOptions {
+                    threads: 5,
+                    ..options()
+                },
+                "--threads (5) cannot exceed",
+            ),
+            (
+                LoadOptions {
+                    warmup: "3s".into(),
+                    ..options()
+                },
+                "--warmup (3s) must be shorter",
+            ),
+            (
+                LoadOptions {
+                    timeout: "0s".into(),
+                    ..options()
+                },
+                "--timeout must be positive",
+            ),
+            (
+                LoadOptions {
+                    confidence: 1.0,
+                    ..options()
+                },
+                "--confidence",
+            ),
+            (
+                LoadOptions {
+                    max_duration: Some("9s".into()),
+                    ..options()
+                },
+                "--max-duration goes with --precision",
+            ),
+            (
+                LoadOptions {
+                    connections: MAX_CONNECTIONS + 1,
+                    ..options()
+                },
+                "--connections must be at most",
+            ),
+            (
+                LoadOptions {
+                    requests: Some("0".into()),
+                    ..options()
+                },
+                "--requests must be at least 1",
+            ),
+        ];
+        for (o, needle) in cases {
+            let e = o.plan().unwrap_err();
+            assert!(e.is_invalid(), "{needle}: {e}");
+            assert!(e.to_string().contains(needle), "{needle}: {e}");
+        }
+    }
+}

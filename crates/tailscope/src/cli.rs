@@ -211,7 +211,7 @@ pub struct DbArgs {
 pub struct ServeArgs {
     /// Address to bind (port 0 picks a free port; the bound address is printed when ready).
     #[arg(long, default_value = "127.0.0.1:7000")]
-    pub listen: String,
+    pub listen: std::net::SocketAddr,
     /// Concurrency architecture: thread (thread per connection, blocking I/O), epoll (N epoll
     /// workers, connections statically partitioned), udp (N workers on one UDP socket),
     /// dispatch (a dispatcher feeding N workers from one queue), staged (the LNS tandem).
@@ -225,10 +225,10 @@ pub struct ServeArgs {
     pub work: Option<String>,
     /// CPUs the server threads run on (e.g. 1 or 0-3).
     #[arg(long)]
-    pub cpus: Option<String>,
+    pub cpus: Option<lab::CpuList>,
     /// Scheduling policy per thread: other, other:NICE, fifo:PRIO, rr:PRIO.
     #[arg(long)]
-    pub sched: Option<String>,
+    pub sched: Option<host::placement::SchedSpec>,
     /// Largest accepted frame in bytes; larger frames close the connection.
     #[arg(long, default_value_t = 65536, allow_negative_numbers = true)]
     pub max_frame: usize,

@@ -52,12 +52,12 @@ pub fn spec(
 ) -> anyhow::Result<TargetSpec> {
     let workload = WorkloadSpec {
         get_ratio: t.get_ratio,
-        key_size: t.key_size.value.clone(),
-        value_size: t.value_size.value.clone(),
+        key_size: t.key_size.value,
+        value_size: t.value_size.value,
         items: t.items,
-        popularity: t.popularity.clone(),
+        popularity: t.popularity,
         files: t.files,
-        file_size: t.file_size.clone(),
+        file_size: t.file_size,
         nullrpc,
     };
     let spawn = if t.spawn {
