@@ -11,7 +11,7 @@ use analysis::IdealSpec;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::calibrate::{calibrate, IdealSource};
+use crate::calibrate::IdealSource;
 use crate::db::Db;
 use crate::error::{invalid, LabError};
 use crate::measure::{measure, RunPlan};
@@ -119,37 +119,21 @@ fn start<'a>(
     }
     let t = &plan.template;
     let ready = TargetPlan::new(&t.target)?.start(stop, obs)?;
-    let (workers, queues) = ready.ideal_shape(t.workers, t.queues)?;
-    let service = match t.service_ns {
-        Some(s) => Some((s, IdealSource::given())),
-        None if ready.owns_server() => {
-            let spec = crate::CalibrateSpec {
-                cpus: t.load.cpus.clone(),
-                agents: t.agents.clone(),
-                ..t.calibrate.clone()
-            };
-            let c = calibrate(&ready, &spec, workers, db, stop, obs)?;
-            Some((
-                c.per_worker_service_ns,
-                IdealSource::of(&c, "calibration (alone)"),
-            ))
-        }
-        None => None,
+    let ask = crate::IdealAsk {
+        service_ns: t.service_ns,
+        workers: t.workers,
+        queues: t.queues,
+        calibrate: crate::CalibrateSpec {
+            cpus: t.load.cpus.clone(),
+            agents: t.agents.clone(),
+            ..t.calibrate.clone()
+        },
+        calibrated_as: "calibration (alone)".into(),
+        stored: false,
+        announce: false,
     };
-    Ok(Side {
-        plan,
-        ready,
-        ideal: service.map(|(service_ns, s)| {
-            (
-                IdealSpec {
-                    service_ns,
-                    workers,
-                    queues,
-                },
-                s,
-            )
-        }),
-    })
+    let ideal = crate::resolve_ideal(&ready, &ask, db, stop, obs)?;
+    Ok(Side { plan, ready, ideal })
 }
 
 /// Runs the QoS matrix of `a` against `b` (each a sweep plan of loads and an SLO, without

@@ -18,6 +18,7 @@ mod agent_spec;
 pub mod agents;
 mod calibrate;
 pub mod check;
+mod cli_values;
 mod colocate;
 mod container;
 pub mod converge;
@@ -28,6 +29,7 @@ pub mod figures;
 pub mod instruments;
 mod interference;
 mod knob;
+mod load_spec;
 mod local;
 mod measure;
 mod observer;
@@ -37,6 +39,7 @@ pub mod records;
 pub mod repeat;
 pub mod reproduce;
 mod run;
+mod run_spec;
 mod simulate;
 mod slo;
 mod source;
@@ -53,6 +56,7 @@ pub use calibrate::{
     calibrate, stored_calibration, CalibrateSpec, Calibration, CalibrationRecord, IdealSource,
     Step, StoredCalibration,
 };
+pub use cli_values::{is_label, CpuList, DurationArg, Tolerance};
 pub use colocate::{colocate, Cell, Colocation};
 pub use db::{host_facts, Db};
 pub use error::LabError;
@@ -60,6 +64,7 @@ pub use experiment::{clip, read_bounded, ExperimentFile, ExperimentSpec};
 pub use instruments::{Instrument, ServerInfo};
 pub use interference::stress_cpus;
 pub use knob::{Axis, Knob, KNOBS};
+pub use load_spec::LoadParseError;
 pub use measure::{check_load, expected_requests, measure};
 pub use observer::{Observer, Quiet};
 pub use placement::{parse_bytes, MAX_INSTANCES};
@@ -68,6 +73,10 @@ pub use run::{
     asked_of, judge, lateness_verdict_of, load_run, saturation_of, status_of, store_run, views_of,
     ExperimentStatus, JudgeInput, Judgement, LatenessCause, LatenessVerdict, LoadFacts, Run,
     RunStatus, Saturation, ViewValidity, Views, RUN_ENCODING_VERSION,
+};
+pub use run_spec::{
+    placeholder_target, probe_noise, resolve_ideal, CheckedRun, IdealAsk, LoadOptions, LoadPlan,
+    RunSpec,
 };
 pub use simulate::{
     check_not_saturated, simulate, SimResult, CI_BATCH_MEANS, CI_ORDER_STAT, CI_REPLICATIONS,

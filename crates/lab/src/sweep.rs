@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use stats::Distribution;
 
-use crate::calibrate::{calibrate, stored_calibration, CalibrateSpec, IdealSource};
+use crate::calibrate::{stored_calibration, CalibrateSpec, IdealSource};
 use crate::db::Db;
 use crate::error::{invalid, LabError};
 use crate::knob::Axis;
@@ -589,32 +589,21 @@ impl Ctx<'_> {
         }
         let ready = combo.target.start(self.stop, self.obs)?;
         let t = &self.plan.template;
-        let (workers, queues) = ready.ideal_shape(t.workers, t.queues)?;
-        let service = match t.service_ns {
-            Some(s) => Some((s, IdealSource::given())),
-            None if ready.owns_server() => {
-                let spec = CalibrateSpec {
-                    cpus: combo.load.cpus.clone(),
-                    agents: t.agents.clone(),
-                    ..t.calibrate.clone()
-                };
-                let c = calibrate(&ready, &spec, workers, self.db, self.stop, self.obs)?;
-                Some((c.per_worker_service_ns, IdealSource::of(&c, "calibration")))
-            }
-            None => stored_calibration(&self.db.store, &ready.label)?
-                .map(|c| (c.service_ns * f64::from(c.workers), c.source)),
+        let ask = crate::IdealAsk {
+            service_ns: t.service_ns,
+            workers: t.workers,
+            queues: t.queues,
+            calibrate: CalibrateSpec {
+                cpus: combo.load.cpus.clone(),
+                agents: t.agents.clone(),
+                ..t.calibrate.clone()
+            },
+            calibrated_as: "calibration".into(),
+            stored: true,
+            announce: false,
         };
         Ok(Live {
-            ideal: service.map(|(service_ns, src)| {
-                (
-                    IdealSpec {
-                        service_ns,
-                        workers,
-                        queues,
-                    },
-                    src,
-                )
-            }),
+            ideal: crate::resolve_ideal(&ready, &ask, self.db, self.stop, self.obs)?,
             key: combo.server_key.clone(),
             ready,
         })

@@ -10,6 +10,7 @@
 //! [`stored`] reads a run back from the store for them.
 
 pub mod agents_view;
+pub mod check_view;
 pub mod compare;
 pub mod demo_view;
 pub mod experiment;
@@ -19,7 +20,9 @@ pub mod hdr;
 pub mod html;
 pub mod openmetrics;
 pub mod paper_figure;
+pub mod pushgateway;
 pub mod repeat_view;
+pub mod run_view;
 pub mod slo_view;
 pub mod stored;
 pub mod sweep_view;

@@ -1,9 +1,35 @@
-//! Command-line definitions (clap derive). Values are kept as text here and validated into the
-//! domain crates' types by each command before any work starts.
+//! Command-line definitions (clap derive). Values parse into the domain crates' types here
+//! (clap names the flag of a bad value); the rest is kept as text and validated by each
+//! command before any work starts.
 
 use std::path::PathBuf;
+use std::str::FromStr;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// A value as parsed and as the user wrote it (stored configurations repeat the text).
+#[derive(Clone, Debug)]
+pub struct Given<T> {
+    pub text: String,
+    pub value: T,
+}
+
+/// A value compares with text as the user wrote it.
+impl<T> PartialEq<&str> for Given<T> {
+    fn eq(&self, other: &&str) -> bool {
+        self.text == *other
+    }
+}
+
+impl<T: FromStr> FromStr for Given<T> {
+    type Err = T::Err;
+    fn from_str(s: &str) -> Result<Self, T::Err> {
+        Ok(Given {
+            text: s.to_string(),
+            value: s.parse()?,
+        })
+    }
+}
 
 #[derive(Parser, Debug)]
 #[command(
@@ -185,7 +211,7 @@ pub struct DbArgs {
 pub struct ServeArgs {
     /// Address to bind (port 0 picks a free port; the bound address is printed when ready).
     #[arg(long, default_value = "127.0.0.1:7000")]
-    pub listen: String,
+    pub listen: std::net::SocketAddr,
     /// Concurrency architecture: thread (thread per connection, blocking I/O), epoll (N epoll
     /// workers, connections statically partitioned), udp (N workers on one UDP socket),
     /// dispatch (a dispatcher feeding N workers from one queue), staged (the LNS tandem).
@@ -199,10 +225,10 @@ pub struct ServeArgs {
     pub work: Option<String>,
     /// CPUs the server threads run on (e.g. 1 or 0-3).
     #[arg(long)]
-    pub cpus: Option<String>,
+    pub cpus: Option<lab::CpuList>,
     /// Scheduling policy per thread: other, other:NICE, fifo:PRIO, rr:PRIO.
     #[arg(long)]
-    pub sched: Option<String>,
+    pub sched: Option<host::placement::SchedSpec>,
     /// Largest accepted frame in bytes; larger frames close the connection.
     #[arg(long, default_value_t = 65536, allow_negative_numbers = true)]
     pub max_frame: usize,
@@ -266,7 +292,7 @@ pub struct LoadArgs {
     pub threads: usize,
     /// CPUs for the generator threads (e.g. 0).
     #[arg(long)]
-    pub cpus: Option<String>,
+    pub cpus: Option<lab::CpuList>,
     /// Requests in flight per connection before further ones wait in the client.
     #[arg(long, default_value_t = 64)]
     pub max_outstanding: usize,
@@ -321,11 +347,11 @@ pub struct TargetArgs {
     pub server_threads: Option<u32>,
     /// Spawned server: scheduling policy (other:NICE, fifo:PRIO, rr:PRIO).
     #[arg(long)]
-    pub server_sched: Option<String>,
+    pub server_sched: Option<host::placement::SchedSpec>,
     /// Spawned built-in server (nullrpc:// --spawn): architecture (thread, epoll, udp,
     /// dispatch, staged; default epoll).
     #[arg(long)]
-    pub server_arch: Option<String>,
+    pub server_arch: Option<server::Arch>,
     /// Spawned built-in server: synthetic work per request (det:50us, exp:50us, …).
     #[arg(long)]
     pub server_work: Option<String>,
@@ -335,16 +361,16 @@ pub struct TargetArgs {
     /// memcached/redis: key size in bytes: N, fixed:N, uniform:LO,HI or etc (Facebook ETC's
     /// published fit; with --value-size etc, --get-ratio 0.968 and --arrival etc, the ETC mix).
     #[arg(long, default_value = "64")]
-    pub key_size: String,
+    pub key_size: Given<load::SizeDist>,
     /// memcached/redis: value size in bytes: N, fixed:N, uniform:LO,HI or etc (Facebook ETC's).
     #[arg(long, default_value = "1024")]
-    pub value_size: String,
+    pub value_size: Given<load::SizeDist>,
     /// memcached/redis: number of distinct items (keys).
     #[arg(long, default_value_t = 10_000)]
     pub items: u64,
     /// Key (or file) popularity: uniform or zipf:S.
     #[arg(long, default_value = "uniform")]
-    pub popularity: String,
+    pub popularity: load::Popularity,
     /// memcached/redis: do not set every item before the run.
     #[arg(long)]
     pub no_preload: bool,
@@ -354,7 +380,7 @@ pub struct TargetArgs {
     /// http: sizes of the generated files in bytes: N, uniform:LO,HI or
     /// lognormal:MEDIAN,SIGMA (drawn from a fixed seed: the same files every run).
     #[arg(long, default_value = "4096")]
-    pub file_size: String,
+    pub file_size: targets::FileSizes,
     /// http: each client opens a connection, sends MIN..MAX requests and closes it
     /// (Tales of the Tail §4.3), e.g. 20,40.
     #[arg(long, value_name = "MIN,MAX")]
@@ -374,15 +400,15 @@ pub struct TargetArgs {
     /// Spawned server: its CPUs chosen by physical core, one per worker thread, among
     /// --server-cpus (or all): distinct-cores or siblings (SMT).
     #[arg(long)]
-    pub server_smt: Option<String>,
+    pub server_smt: Option<host::topology::SmtPolicy>,
     /// Spawned server: its memory policy (Tales §4.5): bind:NODE (memory from that node,
     /// its CPUs among the node's), interleave:NODES (0-1) or local (each instance bound to
     /// the node of its CPUs). Runs store what /proc/PID/numa_maps then says.
     #[arg(long, value_name = "POLICY")]
-    pub server_numa: Option<String>,
+    pub server_numa: Option<host::numa::NumaPolicy>,
     /// Spawned server: a cgroup cpuset (a CPU list the server cannot widen).
     #[arg(long)]
-    pub server_cpuset: Option<String>,
+    pub server_cpuset: Option<lab::CpuList>,
     /// Spawned server: a cgroup memory limit (512M, 2G).
     #[arg(long)]
     pub server_memory: Option<String>,
@@ -402,7 +428,7 @@ pub struct TargetArgs {
     /// A stressor beside each run: cpu, memory or cache, then [:CPUS][@INTENSITY] (e.g.
     /// cache:1@0.5); without CPUs, the server's that are not the generator's.
     #[arg(long)]
-    pub stress: Option<String>,
+    pub stress: Option<stress::StressSpec>,
 }
 
 /// What `run` and `sweep` say of the server beside the load: the ideal's service time and
@@ -429,7 +455,7 @@ pub struct ServerSideArgs {
     pub server_pid: Vec<u32>,
     /// The server's CPUs, for the attribution (interrupts, softirqs, steal, other tasks).
     #[arg(long)]
-    pub server_cpus: Option<String>,
+    pub server_cpus: Option<lab::CpuList>,
     /// Do not sample the sources of tail latency beside the run (no "why"; for measuring the
     /// sampler's own cost, as bench/observer.sh does).
     #[arg(long)]
@@ -443,7 +469,7 @@ pub struct RunArgs {
     pub target: String,
     /// Request rate: requests per second (10000) or a percentage of the calibrated capacity (70%).
     #[arg(long)]
-    pub rate: String,
+    pub rate: Given<lab::Load>,
     #[command(flatten)]
     pub load: LoadArgs,
     #[command(flatten)]
@@ -453,7 +479,7 @@ pub struct RunArgs {
     /// the built-in server's), off, or auto (ebpf for a spawned server when the host
     /// supports it, else stamps).
     #[arg(long, default_value = "auto", value_name = "auto|ebpf|stamps|off")]
-    pub stages: String,
+    pub stages: lab::StagesMode,
     /// Run N times in a row against the same target (distinct seeds): the result is the
     /// median of the repeats with an interval from their spread, the one that holds when the
     /// host drifts between runs.
@@ -500,16 +526,16 @@ pub struct CalibrateArgs {
     pub server: TargetArgs,
     /// Spawned server: its CPUs.
     #[arg(long)]
-    pub server_cpus: Option<String>,
+    pub server_cpus: Option<lab::CpuList>,
     /// CPUs of the calibration's load (as `run --cpus`; default: not pinned).
     #[arg(long)]
-    pub cpus: Option<String>,
+    pub cpus: Option<lab::CpuList>,
     /// Measured window of each step of the peak search.
     #[arg(long, default_value = "600ms")]
-    pub duration: String,
+    pub duration: lab::DurationArg,
     /// Warm-up of each step.
     #[arg(long, default_value = "200ms")]
-    pub warmup: String,
+    pub warmup: lab::DurationArg,
     /// Most connections the search tries (one request in flight each, then pipelines).
     #[arg(long, alias = "connections", default_value_t = 16)]
     pub max_connections: usize,
@@ -632,8 +658,8 @@ pub enum RunsSub {
         #[arg(required_unless_present = "experiment", conflicts_with = "experiment")]
         id: Option<i64>,
         /// csv, json, hdr, hgrm or openmetrics.
-        #[arg(long, default_value = "csv")]
-        format: String,
+        #[arg(long, value_enum, default_value_t = ExportFormat::Csv)]
+        format: ExportFormat,
         /// Export every point (run) of this experiment as one exposition, labelled with its
         /// load and knobs (--format openmetrics only).
         #[arg(long)]
@@ -644,10 +670,20 @@ pub enum RunsSub {
         /// Send the exposition to a Prometheus Pushgateway instead (--format openmetrics; an
         /// HTTP PUT replacing the group), e.g. http://127.0.0.1:9091/metrics/job/tailscope.
         #[arg(long, value_name = "URL")]
-        push: Option<String>,
+        push: Option<report::pushgateway::PushUrl>,
         #[command(flatten)]
         db: DbArgs,
     },
+}
+
+/// `runs export --format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    Csv,
+    Json,
+    Hdr,
+    Hgrm,
+    Openmetrics,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -660,11 +696,11 @@ pub struct CheckArgs {
     /// The baseline: an id, label:NAME (the latest run or experiment with that --label), or
     /// latest (the latest earlier one of the same target and configuration).
     #[arg(long, value_name = "ID|label:NAME|latest")]
-    pub baseline: String,
+    pub baseline: lab::check::BaselineRef,
     /// How far the ratio candidate ÷ baseline may lie from 1 and still be the same, e.g.
     /// 10% or 0.1.
     #[arg(long, default_value = "10%", allow_hyphen_values = true)]
-    pub tolerance: String,
+    pub tolerance: lab::Tolerance,
     /// Compare with a baseline from another host or configuration anyway.
     #[arg(long)]
     pub force: bool,

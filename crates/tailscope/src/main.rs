@@ -48,8 +48,8 @@ fn refuse_command_line(e: clap::Error) -> ! {
         line.push(' ');
         line.push_str(&listed.join(", "));
     }
-    for tip in lines.filter(|l| l.starts_with("tip:")) {
-        line.push_str(&format!(" ({tip})"));
+    for more in lines.filter(|l| l.starts_with("tip:") || l.starts_with("[possible values:")) {
+        line.push_str(&format!(" ({})", more.trim_matches(['[', ']'])));
     }
     eprintln!("tailscope: {}", exit::one_line(&line));
     std::process::exit(2)

@@ -4,15 +4,15 @@
 
 use lab::{CalibrateSpec, Db, TargetPlan};
 
-use super::common::{db_path, parse_cpus_flag, parse_duration, shutdown_flag};
+use super::common::{db_path, shutdown_flag};
 use super::progress::Progress;
 use super::target::lab_err;
-use crate::cli::CalibrateArgs;
+use crate::cli::{CalibrateArgs, OnOff};
 use crate::exit::usage;
 use crate::output;
 
 pub fn run(a: &CalibrateArgs) -> anyhow::Result<i32> {
-    let cpus = parse_cpus_flag("--server-cpus", a.server_cpus.as_deref())?;
+    let cpus = a.server_cpus.clone().unwrap_or_default().0;
     let nullrpc = load::NullRpcWorkload {
         request_size: a.request_size,
         stamps: !a.no_stamps,
@@ -24,8 +24,7 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<i32> {
     }
     let spec = super::target::spec(&a.target, &a.server, &cpus, nullrpc)?;
     let tplan = TargetPlan::new(&spec).map_err(lab_err)?;
-    let duration = parse_duration("--duration", &a.duration)?;
-    let warmup = parse_duration("--warmup", &a.warmup)?;
+    let (duration, warmup) = (a.duration.0, a.warmup.0);
     if a.max_connections == 0 || a.max_depth == 0 {
         return Err(usage(
             "--max-connections and --max-depth must be at least 1",
@@ -44,8 +43,13 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<i32> {
         max_depth: a.max_depth,
         step: duration,
         step_warmup: warmup,
-        cpus: super::common::parse_cpus(a.cpus.as_deref())?,
-        agents: super::sweep::agents_of(&a.agents)?,
+        cpus: a.cpus.clone().unwrap_or_default().0,
+        agents: lab::Agents::from_args(
+            &a.agents.agent,
+            a.agents.agents_file.as_deref(),
+            a.agents.agent_records == OnOff::On,
+        )
+        .map_err(lab_err)?,
         ..CalibrateSpec::default()
     };
     let db = db_path(&a.db)?;

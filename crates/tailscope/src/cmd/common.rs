@@ -79,8 +79,7 @@ pub fn open_existing_store(a: &DbArgs) -> anyhow::Result<(PathBuf, Option<store:
 /// and that `check --baseline label:NAME` finds).
 pub fn check_label(label: Option<&str>) -> anyhow::Result<()> {
     let Some(l) = label else { return Ok(()) };
-    let ok = |c: char| c.is_ascii_alphanumeric() || "._-+/@".contains(c);
-    if l.is_empty() || l.len() > 64 || !l.chars().all(ok) {
+    if !lab::is_label(l) {
         return Err(usage(format!(
             "--label must be 1 to 64 letters, digits or . _ - + / @, got '{l}'"
         )));

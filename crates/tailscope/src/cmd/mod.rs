@@ -15,7 +15,6 @@ mod install;
 mod model;
 mod noise;
 mod progress;
-mod push;
 mod report;
 mod run;
 mod runs;

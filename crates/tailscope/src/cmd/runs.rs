@@ -8,7 +8,9 @@ use anyhow::Context;
 use serde_json::json;
 
 use super::common::{check_not_the_store, open_existing_store};
-use crate::cli::{DbArgs, RunsCmd, RunsSub};
+use report::pushgateway::PushUrl;
+
+use crate::cli::{DbArgs, ExportFormat, RunsCmd, RunsSub};
 use crate::exit::usage;
 use crate::output::{self, outln};
 
@@ -33,14 +35,7 @@ pub fn run(c: &RunsCmd) -> anyhow::Result<i32> {
             output: out,
             push,
             db,
-        } => export(
-            *id,
-            *experiment,
-            format,
-            out.as_deref(),
-            push.as_deref(),
-            db,
-        ),
+        } => export(*id, *experiment, *format, out.as_deref(), push.as_ref(), db),
     }
 }
 
@@ -163,27 +158,22 @@ enum Exported {
 fn export(
     id: Option<i64>,
     experiment: Option<i64>,
-    format: &str,
+    format: ExportFormat,
     out: Option<&Path>,
-    push: Option<&str>,
+    push: Option<&PushUrl>,
     db: &DbArgs,
 ) -> anyhow::Result<i32> {
-    if !["csv", "json", "hdr", "hgrm", "openmetrics"].contains(&format) {
+    let name = format!("{format:?}").to_lowercase();
+    if experiment.is_some() && format != ExportFormat::Openmetrics {
         return Err(usage(format!(
-            "--format must be csv, json, hdr, hgrm or openmetrics, got '{format}'"
+            "--experiment exports with --format openmetrics only, got '{name}'"
         )));
     }
-    if experiment.is_some() && format != "openmetrics" {
+    if push.is_some() && format != ExportFormat::Openmetrics {
         return Err(usage(format!(
-            "--experiment exports with --format openmetrics only, got '{format}'"
+            "--push sends --format openmetrics only, got '{name}'"
         )));
     }
-    if push.is_some() && format != "openmetrics" {
-        return Err(usage(format!(
-            "--push sends --format openmetrics only, got '{format}'"
-        )));
-    }
-    let push = push.map(super::push::PushUrl::parse).transpose()?;
     let (db_path, st) = open_existing_store(db)?;
     if let Some(p) = out {
         output::check_writable("--output", p)?;
@@ -212,7 +202,7 @@ fn export(
             Exported::Run(r) => report::openmetrics::run(r, &mut body)?,
             Exported::Experiment(x, runs) => report::openmetrics::experiment(x, runs, &mut body)?,
         }
-        gateway.push(&body)?;
+        gateway.push(&body).map_err(anyhow::Error::msg)?;
         return Ok(0);
     }
     let r = match what {
@@ -225,22 +215,22 @@ fn export(
         }
     };
     let id = r.id;
-    if format == "openmetrics" {
+    if format == ExportFormat::Openmetrics {
         return write_export(out, |w| {
             report::openmetrics::run(&r, w)?;
             Ok(())
         });
     }
-    if format != "json" && r.requests.is_none() {
+    if format != ExportFormat::Json && r.requests.is_none() {
         return Err(usage(format!("run {id} has no per-request records")));
     }
     let records = lab::records::StoredRecords::new(&st, id);
     write_export(out, |mut w| {
-        if format == "hdr" {
+        if format == ExportFormat::Hdr {
             report::hdr::interval_log(&st, &r, &mut w)?;
-        } else if format == "hgrm" {
+        } else if format == ExportFormat::Hgrm {
             report::hdr::hgrm(&st, &r, &mut w)?;
-        } else if format == "csv" {
+        } else if format == ExportFormat::Csv {
             // Streamed: one batch of records in memory at a time, however long the run.
             let mut first = true;
             records.batches(8192, &mut |cols| {

@@ -7,7 +7,7 @@ use anyhow::Context;
 use serde_json::json;
 use server::{Arch, Server, ServerConfig};
 
-use super::common::{parse_cpus, parse_sched, shutdown_flag};
+use super::common::shutdown_flag;
 use crate::cli::ServeArgs;
 use crate::exit::usage;
 use crate::limits;
@@ -36,8 +36,8 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
         arch,
         workers: a.workers,
         work,
-        cpus: parse_cpus(a.cpus.as_deref())?,
-        sched: parse_sched(a.sched.as_deref())?,
+        cpus: a.cpus.clone().unwrap_or_default().0,
+        sched: a.sched.clone(),
         numa: None,
         stamps: true,
         max_frame: a.max_frame,
@@ -57,12 +57,7 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
 
 pub fn run(a: &ServeArgs) -> anyhow::Result<i32> {
     let cfg = config(a)?;
-    let addr: std::net::SocketAddr = a.listen.parse().map_err(|_| {
-        usage(format!(
-            "--listen must be HOST:PORT with a numeric address, got '{}'",
-            a.listen
-        ))
-    })?;
+    let addr = a.listen;
     let stop = shutdown_flag()?;
     let handle = if matches!(cfg.arch, Arch::Udp) {
         let sock = std::net::UdpSocket::bind(addr)

@@ -1,9 +1,8 @@
 //! The target options of `run`, `calibrate` and `sweep`, parsed into `lab`'s typed spec.
 
-use lab::{SpawnSpec, TargetPlan, TargetSpec, WorkloadSpec};
-use load::{NullRpcWorkload, Popularity, SizeDist};
+use lab::{SpawnSpec, TargetSpec, WorkloadSpec};
+use load::NullRpcWorkload;
 
-use super::common::{parse_cpus_flag, parse_sched};
 use crate::cli::{ServerSideArgs, TargetArgs};
 use crate::exit::{usage, OrUsage};
 
@@ -31,7 +30,7 @@ pub fn side_spec(
     s: &ServerSideArgs,
     nullrpc: NullRpcWorkload,
 ) -> anyhow::Result<(Vec<usize>, TargetSpec)> {
-    let server_cpus = parse_cpus_flag("--server-cpus", s.server_cpus.as_deref())?;
+    let server_cpus = s.server_cpus.clone().unwrap_or_default().0;
     let spec = spec(url, &s.server, &server_cpus, nullrpc)?;
     if s.workers == Some(0) {
         return Err(usage("--workers must be at least 1"));
@@ -51,33 +50,22 @@ pub fn spec(
     server_cpus: &[usize],
     nullrpc: NullRpcWorkload,
 ) -> anyhow::Result<TargetSpec> {
-    let popularity: Popularity = t.popularity.parse().or_usage_ctx("--popularity")?;
     let workload = WorkloadSpec {
         get_ratio: t.get_ratio,
-        key_size: t.key_size.parse::<SizeDist>().or_usage_ctx("--key-size")?,
-        value_size: t
-            .value_size
-            .parse::<SizeDist>()
-            .or_usage_ctx("--value-size")?,
+        key_size: t.key_size.value,
+        value_size: t.value_size.value,
         items: t.items,
-        popularity,
+        popularity: t.popularity,
         files: t.files,
-        file_size: t
-            .file_size
-            .parse::<targets::FileSizes>()
-            .or_usage_ctx("--file-size")?,
+        file_size: t.file_size,
         nullrpc,
     };
     let spawn = if t.spawn {
         Some(SpawnSpec {
             threads: t.server_threads,
             cpus: server_cpus.to_vec(),
-            sched: parse_sched(t.server_sched.as_deref())?,
-            arch: t
-                .server_arch
-                .as_deref()
-                .map(|a| a.parse::<server::Arch>().or_usage_ctx("--server-arch"))
-                .transpose()?,
+            sched: t.server_sched.clone(),
+            arch: t.server_arch,
             work: t
                 .server_work
                 .as_deref()
@@ -119,11 +107,7 @@ pub fn spec(
         workload,
         churn: t.churn.as_deref().map(parse_churn).transpose()?,
         preload: !t.no_preload,
-        stress: t
-            .stress
-            .as_deref()
-            .map(|s| s.parse::<stress::StressSpec>().or_usage_ctx("--stress"))
-            .transpose()?,
+        stress: t.stress.clone(),
     })
 }
 
@@ -133,17 +117,9 @@ fn isolation_spec(t: &TargetArgs) -> anyhow::Result<SpawnSpec> {
         memory_mb: t.server_memory_mb,
         open_file_cache: t.open_file_cache,
         instances: t.server_instances,
-        smt: t
-            .server_smt
-            .as_deref()
-            .map(|s| s.parse().or_usage_ctx("--server-smt"))
-            .transpose()?,
-        numa: t
-            .server_numa
-            .as_deref()
-            .map(|s| s.parse().or_usage_ctx("--server-numa"))
-            .transpose()?,
-        cpuset: super::common::parse_cpus_flag("--server-cpuset", t.server_cpuset.as_deref())?,
+        smt: t.server_smt,
+        numa: t.server_numa.clone(),
+        cpuset: t.server_cpuset.clone().unwrap_or_default().0,
         memory_limit_bytes: t
             .server_memory
             .as_deref()
@@ -169,25 +145,6 @@ fn isolation_spec(t: &TargetArgs) -> anyhow::Result<SpawnSpec> {
         llc_ways: t.llc_ways,
         ..SpawnSpec::default()
     })
-}
-
-/// What `run` checks beside the target before starting it: a connection per server
-/// instance at least, and CPUs for the stressor off the generator's.
-pub fn check_beside(
-    plan: &TargetPlan,
-    connections: usize,
-    load_cpus: &[usize],
-) -> anyhow::Result<()> {
-    if connections < plan.instances() {
-        return Err(usage(format!(
-            "--connections {connections} cannot reach {} server instances: give at least one connection per instance",
-            plan.instances()
-        )));
-    }
-    if let Some(st) = plan.stress() {
-        lab::stress_cpus(st, &plan.server_cpus(), load_cpus).map_err(lab_err)?;
-    }
-    Ok(())
 }
 
 pub use super::common::lab_err;

@@ -1,18 +1,17 @@
 //! `runs export --format openmetrics --push URL`: the exposition sent to a Prometheus
 //! Pushgateway with one HTTP/1.1 PUT (which replaces the URL's whole grouping key), over plain
 //! HTTP. No client library: one request, `Connection: close`, the status line read back.
+//! A [`PushUrl`] parses with `FromStr` (the CLI's `--push` value); errors are one line.
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::str::FromStr;
 use std::time::Duration;
-
-use anyhow::{anyhow, Context};
-
-use crate::exit::usage;
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A checked push target: `http://HOST[:PORT]/PATH`.
+#[derive(Clone, Debug)]
 pub struct PushUrl {
     host: String,
     port: u16,
@@ -20,14 +19,12 @@ pub struct PushUrl {
     text: String,
 }
 
-impl PushUrl {
-    /// Checks `--push URL` (a usage error when it is not `http://HOST[:PORT]/PATH…`).
-    pub fn parse(url: &str) -> anyhow::Result<PushUrl> {
-        let bad = |why: &str| {
-            usage(format!(
-                "--push {url}: {why} (e.g. http://127.0.0.1:9091/metrics/job/tailscope)"
-            ))
-        };
+impl FromStr for PushUrl {
+    type Err = String;
+
+    /// Checks a push URL: `http://HOST[:PORT]/metrics/job/JOB…`.
+    fn from_str(url: &str) -> Result<PushUrl, String> {
+        let bad = |why: &str| format!("{why} (e.g. http://127.0.0.1:9091/metrics/job/tailscope)");
         let rest = url
             .strip_prefix("http://")
             .ok_or_else(|| bad("only http:// URLs are supported"))?;
@@ -70,19 +67,25 @@ impl PushUrl {
             text: url.to_string(),
         })
     }
+}
 
+impl PushUrl {
     /// PUTs `body` (an exposition); an error unless the Pushgateway answers 2xx.
-    pub fn push(&self, body: &[u8]) -> anyhow::Result<()> {
-        let ctx = || format!("cannot push to {}", self.text);
+    pub fn push(&self, body: &[u8]) -> Result<(), String> {
+        self.put(body)
+            .map_err(|e| format!("cannot push to {}: {e}", self.text))
+    }
+
+    fn put(&self, body: &[u8]) -> Result<(), String> {
+        let io = |e: std::io::Error| e.to_string();
         let addr = (self.host.as_str(), self.port)
             .to_socket_addrs()
-            .with_context(ctx)?
+            .map_err(io)?
             .next()
-            .ok_or_else(|| anyhow!("{} has no address", self.host))
-            .with_context(ctx)?;
-        let mut s = TcpStream::connect_timeout(&addr, TIMEOUT).with_context(ctx)?;
-        s.set_read_timeout(Some(TIMEOUT)).with_context(ctx)?;
-        s.set_write_timeout(Some(TIMEOUT)).with_context(ctx)?;
+            .ok_or_else(|| format!("{} has no address", self.host))?;
+        let mut s = TcpStream::connect_timeout(&addr, TIMEOUT).map_err(io)?;
+        s.set_read_timeout(Some(TIMEOUT)).map_err(io)?;
+        s.set_write_timeout(Some(TIMEOUT)).map_err(io)?;
         let host = if self.host.contains(':') {
             format!("[{}]:{}", self.host, self.port)
         } else {
@@ -96,21 +99,18 @@ impl PushUrl {
             env!("CARGO_PKG_VERSION"),
             body.len()
         );
-        s.write_all(head.as_bytes()).with_context(ctx)?;
-        s.write_all(body).with_context(ctx)?;
-        s.flush().with_context(ctx)?;
+        s.write_all(head.as_bytes()).map_err(io)?;
+        s.write_all(body).map_err(io)?;
+        s.flush().map_err(io)?;
         let mut answer = Vec::new();
-        s.take(64 * 1024)
-            .read_to_end(&mut answer)
-            .with_context(ctx)?;
+        s.take(64 * 1024).read_to_end(&mut answer).map_err(io)?;
         let answer = String::from_utf8_lossy(&answer);
         let status = answer
             .lines()
             .next()
             .and_then(|l| l.split_whitespace().nth(1))
             .and_then(|c| c.parse::<u16>().ok())
-            .ok_or_else(|| anyhow!("no HTTP status in its answer"))
-            .with_context(ctx)?;
+            .ok_or("no HTTP status in its answer")?;
         if (200..300).contains(&status) {
             return Ok(());
         }
@@ -119,7 +119,7 @@ impl PushUrl {
             .map(|(_, b)| b.trim())
             .and_then(|b| b.lines().next())
             .unwrap_or("");
-        Err(anyhow!("HTTP {status}: {said}")).with_context(ctx)
+        Err(format!("HTTP {status}: {said}"))
     }
 }
 
@@ -129,14 +129,19 @@ mod tests {
 
     #[test]
     fn push_urls() {
-        let u = PushUrl::parse("http://127.0.0.1:9091/metrics/job/t/instance/a").unwrap();
+        let u = PushUrl::from_str("http://127.0.0.1:9091/metrics/job/t/instance/a").unwrap();
         assert_eq!((u.host.as_str(), u.port), ("127.0.0.1", 9091));
         assert_eq!(u.path, "/metrics/job/t/instance/a");
-        let u = PushUrl::parse("http://[::1]:9/metrics/job/t").unwrap();
+        let u = PushUrl::from_str("http://[::1]:9/metrics/job/t").unwrap();
         assert_eq!((u.host.as_str(), u.port), ("::1", 9));
-        assert_eq!(PushUrl::parse("http://gw/metrics/job/t").unwrap().port, 80);
         assert_eq!(
-            PushUrl::parse("http://[::1]/metrics/job/t").unwrap().port,
+            PushUrl::from_str("http://gw/metrics/job/t").unwrap().port,
+            80
+        );
+        assert_eq!(
+            PushUrl::from_str("http://[::1]/metrics/job/t")
+                .unwrap()
+                .port,
             80
         );
         for bad in [
@@ -147,7 +152,7 @@ mod tests {
             "http://:9091/metrics/job/t",
             "http://gw/metrics/job/a b",
         ] {
-            assert!(PushUrl::parse(bad).is_err(), "{bad}");
+            assert!(PushUrl::from_str(bad).is_err(), "{bad}");
         }
     }
 }

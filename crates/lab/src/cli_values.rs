@@ -1,0 +1,124 @@
+//! Values of the command line that are `lab`'s types, parsed by `FromStr` (clap calls these
+//! and names the flag of a bad value, so the messages name only what is wrong): a run's or
+//! experiment's label, CPU lists, durations, `check`'s baseline and tolerance.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use crate::check::BaselineRef;
+
+/// A CPU list (`0`, `0-3`, `1,3`) of CPUs that are online on this machine.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CpuList(pub Vec<usize>);
+
+impl FromStr for CpuList {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<CpuList, String> {
+        let v = host::placement::parse_cpu_list(s).map_err(|e| e.to_string())?;
+        let online = host::placement::online_cpus();
+        if let Some(bad) = v.iter().find(|c| **c >= online) {
+            return Err(format!(
+                "CPU {bad} does not exist (this machine has {online})"
+            ));
+        }
+        Ok(CpuList(v))
+    }
+}
+
+/// A duration with its unit (`600ms`, `1.5s`), not negative.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DurationArg(pub Duration);
+
+impl FromStr for DurationArg {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<DurationArg, String> {
+        let ns = model::parse_duration_ns(s).map_err(|e| e.to_string())?;
+        Ok(DurationArg(Duration::from_nanos(ns.round() as u64)))
+    }
+}
+
+/// Whether `l` is a label: 1 to 64 letters, digits or `. _ - + / @` (a name scripts can pass
+/// around, and that `check --baseline label:NAME` finds).
+pub fn is_label(l: &str) -> bool {
+    let ok = |c: char| c.is_ascii_alphanumeric() || "._-+/@".contains(c);
+    !l.is_empty() && l.len() <= 64 && l.chars().all(ok)
+}
+
+/// `check --baseline`: an id, `label:NAME` or `latest`.
+impl FromStr for BaselineRef {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<BaselineRef, String> {
+        if s == "latest" {
+            return Ok(BaselineRef::Latest);
+        }
+        if let Some(name) = s.strip_prefix("label:") {
+            if !is_label(name) {
+                return Err(
+                    "label:NAME needs a label name (1 to 64 letters, digits or . _ - + / @)".into(),
+                );
+            }
+            return Ok(BaselineRef::Label(name.to_string()));
+        }
+        s.parse::<i64>()
+            .map(BaselineRef::Id)
+            .map_err(|_| "not a run or experiment id, label:NAME or latest".into())
+    }
+}
+
+/// `check --tolerance`: how far a ratio may lie from 1 and still be the same, as a fraction
+/// in [0, 1], given as a percentage (`10%`) or a fraction (`0.1`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Tolerance(pub f64);
+
+impl FromStr for Tolerance {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Tolerance, String> {
+        let t = s.trim();
+        let v = match t.strip_suffix('%') {
+            Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
+            None => t.parse::<f64>(),
+        };
+        match v {
+            Ok(x) if (0.0..=1.0).contains(&x) => Ok(Tolerance(x)),
+            _ => Err("not a percentage (10%) or a fraction (0.1) between 0 and 100 %".into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn baselines_tolerances_and_labels_parse_or_are_refused() {
+        assert_eq!("latest".parse(), Ok(BaselineRef::Latest));
+        assert_eq!("12".parse(), Ok(BaselineRef::Id(12)));
+        assert_eq!("label:v1.2".parse(), Ok(BaselineRef::Label("v1.2".into())));
+        for bad in ["label:", "x", "label:a b", ""] {
+            assert!(bad.parse::<BaselineRef>().is_err(), "{bad}");
+        }
+        assert_eq!(
+            "10%".parse::<Tolerance>().map(|t| (t.0 * 1e6).round()),
+            Ok(1e5)
+        );
+        assert_eq!("0.05".parse(), Ok(Tolerance(0.05)));
+        for bad in ["-1%", "x", "200%", "NaN", "1.5"] {
+            assert!(bad.parse::<Tolerance>().is_err(), "{bad}");
+        }
+        assert_eq!("0".parse(), Ok(CpuList(vec![0])));
+        assert!("99999".parse::<CpuList>().unwrap_err().contains("99999"));
+        assert!("x".parse::<CpuList>().is_err());
+        assert_eq!("600ms".parse(), Ok(DurationArg(Duration::from_millis(600))));
+        for bad in ["-1s", "5", "x"] {
+            assert!(bad.parse::<DurationArg>().is_err(), "{bad}");
+        }
+        assert!(is_label("v1.2-rc+3/x@y_z"));
+        for bad in ["", "a b", "é", &"x".repeat(65)] {
+            assert!(!is_label(bad), "{bad}");
+        }
+    }
+}
