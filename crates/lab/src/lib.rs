@@ -16,11 +16,14 @@
 
 mod agent_spec;
 pub mod agents;
+pub mod bursty;
 mod calibrate;
 pub mod check;
 mod colocate;
 pub mod converge;
 mod db;
+pub mod demo;
+pub mod doctor;
 mod error;
 pub mod experiment;
 pub mod figures;
@@ -29,6 +32,7 @@ mod interference;
 mod knob;
 mod local;
 mod measure;
+pub mod model_query;
 mod observer;
 mod percentile;
 mod placement;
