@@ -161,3 +161,47 @@ pub fn fit(w: &mut dyn Write, tests: usize, stack: &str, f: &FitResult) -> io::R
         f.rms_relative * 100.0
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_prediction_without_simulation_has_no_simulated_keys() {
+        let plan = BurstyPlan {
+            params: BurstyParams {
+                t0_ns: 4_000.0,
+                mt_ns_per_byte: 0.0,
+                r0_ns: 45_000.0,
+                mr_ns: 500.0,
+                m_ns: 70_000.0,
+            },
+            workload: BurstyWorkload {
+                n: 1000,
+                alpha: 0.05,
+                payload_bytes: 512.0,
+                workers: 29,
+                spacing_ns: 1_000.0,
+                percentile: 99.9,
+            },
+            stack: model::bursty::Stack::Priority,
+            entropy_bin_ns: None,
+            simulate: false,
+            bursts: 10,
+            seed: 1,
+        };
+        let r = plan.run().unwrap();
+        let v = serde_json::to_value(PredictionJson::of(&plan, &r)).unwrap();
+        assert_eq!(v["inputs"]["stack"], "priority");
+        assert_eq!(v["predicted_us"], r.prediction.latency_ns / 1e3);
+        assert!(v.get("simulated_us").is_none() && v.get("error_pct").is_none());
+        let mut out = Vec::new();
+        prediction(&mut out, &plan, &r).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("predicted p99.9 of delay-sensitive requests"),
+            "{text}"
+        );
+        assert!(!text.contains("simulated:"));
+    }
+}

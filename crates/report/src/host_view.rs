@@ -312,3 +312,43 @@ fn doctor_text(
     }
     Ok(s)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_noise_plot_is_an_svg_or_a_png() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(noise_plot_kind(&dir.path().join("n.SVG")).unwrap());
+        assert!(!noise_plot_kind(&dir.path().join("n.png")).unwrap());
+        let e = noise_plot_kind(&dir.path().join("n.txt")).unwrap_err();
+        assert!(
+            e.is_refused() && e.to_string().contains(".png or .svg"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_doctor_says_what_it_would_do() {
+        let plan = vec!["hold /dev/cpu_dma_latency at 0".to_string()];
+        let v = DoctorJson {
+            checks: &[],
+            plan: &plan,
+            applied: false,
+            reverted_leftovers: 2,
+        };
+        let text = doctor(false, &v).unwrap();
+        assert!(text.starts_with("reverted 2 change(s)"), "{text}");
+        assert!(text.contains(
+            "--apply would (dry run, nothing changed):\n  hold /dev/cpu_dma_latency at 0"
+        ));
+        let json: serde_json::Value = serde_json::from_str(&doctor(true, &v).unwrap()).unwrap();
+        assert_eq!(json["reverted_leftovers"], 2);
+        assert_eq!(json["plan"][0], plan[0]);
+        let none = DoctorJson { plan: &[], ..v };
+        assert!(doctor(false, &none)
+            .unwrap()
+            .contains("no safe, reversible mitigation applies"));
+    }
+}

@@ -465,3 +465,75 @@ impl<'a> FigureJson<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::query::ModelQuery;
+
+    fn plan() -> ModelPlan {
+        ModelQuery {
+            arrival: model::ArrivalSpec::Poisson,
+            arrival_text: "poisson".into(),
+            service: "det:50us".parse().unwrap(),
+            service_text: "det:50us".into(),
+            workers: 1,
+            discipline: "fifo".into(),
+            classes: None,
+            connections: None,
+            requests: "10k".into(),
+            warmup: 0.0,
+            seed: 1,
+            replications: 1,
+            exact_limit: "20M".into(),
+            confidence: 0.95,
+            load: Some(0.5),
+            rate: None,
+        }
+        .build()
+        .unwrap()
+    }
+
+    #[test]
+    fn closed_forms_are_in_microseconds_with_null_for_what_they_lack() {
+        let p = plan();
+        let fs = lab::model_query::closed_forms(&p).unwrap();
+        let v = serde_json::to_value(AnalyticJson {
+            model: &p.kendall,
+            inputs: Inputs::of(&p),
+            closed_forms: forms(&fs),
+        })
+        .unwrap();
+        assert_eq!(v["model"], "M/D/1");
+        assert_eq!(v["inputs"]["mean_service_us"], 50.0);
+        assert_eq!(v["inputs"]["arrival"], "poisson");
+        let md1 = &v["closed_forms"][0];
+        let mean = fs[0].mean_response_s.unwrap() * 1e6;
+        assert!((md1["mean_response_us"].as_f64().unwrap() - mean).abs() < 1e-9);
+        // Half the requests find the M/D/1 queue empty at ρ = 0.5: its median response is
+        // the service time; its p99 is beyond it.
+        let p50 = md1["response"]["p50"].as_f64().unwrap();
+        assert!((50.0..50.001).contains(&p50), "{p50}");
+        assert!(md1["response"]["p99"].as_f64().unwrap() > 100.0);
+        // Allen-Cunneen gives a mean only for a deterministic service: no distribution.
+        let forms = v["closed_forms"].as_array().unwrap();
+        assert!(forms
+            .iter()
+            .any(|f| f["exact"] == false && f["response"].is_null()));
+    }
+
+    #[test]
+    fn the_analytic_text_names_the_queue_and_every_form() {
+        let p = plan();
+        let fs = lab::model_query::closed_forms(&p).unwrap();
+        let mut out = Vec::new();
+        analytic_text(&mut out, &p, &fs).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("M/D/1 · ρ = 0.500 · λ = 10000 req/s · E[S] = 50.0 µs\n"));
+        assert_eq!(
+            text.matches(" [exact; ").count(),
+            fs.iter().filter(|f| f.exact).count()
+        );
+        assert!(text.contains("closed forms:"));
+    }
+}
