@@ -16,6 +16,7 @@
 
 mod agent_spec;
 pub mod agents;
+pub mod bursty;
 mod calibrate;
 pub mod check;
 mod cli_values;
@@ -23,6 +24,8 @@ mod colocate;
 mod container;
 pub mod converge;
 mod db;
+pub mod demo;
+pub mod doctor;
 mod error;
 pub mod experiment;
 pub mod figures;
@@ -32,6 +35,7 @@ mod knob;
 mod load_spec;
 mod local;
 mod measure;
+pub mod model_query;
 mod observer;
 mod percentile;
 mod placement;

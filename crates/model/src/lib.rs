@@ -9,6 +9,7 @@
 //!   random order, random worker, static partitioning and priorities.
 //! - [`collect`]: a [`Sink`] that records simulated latencies in `stats` recorders.
 //! - [`analytic`]: closed-form results.
+//! - [`query`]: a model query as a person asks it, checked and built into a simulation plan.
 //! - [`bursty`]: the LNS bursty tail-latency model (bottleneck decomposition, prioritised and
 //!   FCFS servers, parameter fitting) and a tandem-stage simulator to check it.
 //!
@@ -20,6 +21,7 @@ pub mod bursty;
 pub mod collect;
 mod error;
 mod fasthist;
+pub mod query;
 pub mod service;
 pub mod sim;
 pub mod units;

@@ -10,14 +10,19 @@
 //! [`stored`] reads a run back from the store for them.
 
 pub mod agents_view;
+pub mod bursty_view;
 pub mod check_view;
 pub mod compare;
+pub mod demo_tour;
 pub mod demo_view;
 pub mod experiment;
 pub mod figure;
+pub mod files;
 mod font;
 pub mod hdr;
+pub mod host_view;
 pub mod html;
+pub mod model_view;
 pub mod openmetrics;
 pub mod paper_figure;
 pub mod pushgateway;

@@ -1,19 +1,17 @@
 //! Printing helpers shared by the commands: writing to stdout (a reader that went away is
-//! success), microsecond formatting, the DESIGN.md distribution objects, and checking and
-//! writing the CCDF CSV / SVG (or PNG) files a command was asked for.
+//! success) and the output files' checks and writers of `report::files`, as usage errors.
 
-use std::ffi::CString;
 use std::fmt;
 use std::io::{self, Write};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
-use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use serde_json::{json, Map, Value};
+use report::files::{CcdfFiles, FileError};
+use serde::Serialize;
 
 use crate::cli::OutputArgs;
 use crate::exit::usage;
+
+pub use report::files::{resolved, same_file};
 
 /// Ends the process with 0 when `r` failed because stdout's reader went away (`tailscope runs
 /// list | head -1`): the output nobody reads is not a failure, as in ripgrep. Rust ignores
@@ -84,32 +82,10 @@ macro_rules! out {
 
 pub(crate) use {out, outln};
 
-/// Microseconds from nanoseconds.
-pub fn us(ns: f64) -> f64 {
-    ns / 1e3
-}
-
-/// A latency for a terminal (model's formatting), "-" when there is none.
-pub fn fmt_ns(ns: f64) -> String {
-    if ns.is_finite() {
-        model::format_duration_ns(ns)
-    } else {
-        "-".to_string()
-    }
-}
-
-/// `{"p50": µs, ...}` from (key, ns) pairs, as DESIGN.md specifies a distribution.
-pub fn dist_json<'a>(pairs: impl IntoIterator<Item = (&'a str, f64)>) -> Value {
-    let mut m = Map::new();
-    for (k, ns) in pairs {
-        m.insert(k.to_string(), json!(us(ns)));
-    }
-    Value::Object(m)
-}
-
-/// Prints one JSON object on stdout.
-pub fn print_json(v: &Value) -> anyhow::Result<()> {
-    let s = serde_json::to_string_pretty(v).context("cannot encode JSON")?;
+/// Prints one JSON object on stdout (keys in order, as a `serde_json::Value` prints them).
+pub fn print_json(v: &impl Serialize) -> anyhow::Result<()> {
+    let v = serde_json::to_value(v).context("cannot encode JSON")?;
+    let s = serde_json::to_string_pretty(&v).context("cannot encode JSON")?;
     outln!("{s}")?;
     Ok(())
 }
@@ -121,213 +97,52 @@ pub fn print_with(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> anyhow::R
     Ok(())
 }
 
-/// The directory a file `path` would be created in ("." for a bare name).
-fn dir_of(path: &Path) -> &Path {
-    match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    }
-}
-
-fn c_path(path: &Path) -> io::Result<CString> {
-    CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "the path holds a NUL byte"))
-}
-
-/// access(2) with the effective ids, the ones open(2) and creat(2) check.
-fn may(path: &Path, mode: libc::c_int) -> io::Result<()> {
-    let c = c_path(path)?;
-    // SAFETY: `c` is a NUL-terminated string that outlives the call.
-    let rc = unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), mode, libc::AT_EACCESS) };
-    if rc == 0 {
-        Ok(())
+/// A file error as the CLI reports it: a refused path is a usage error (exit 2).
+pub fn file_err(e: FileError) -> anyhow::Error {
+    if e.is_refused() {
+        usage(e)
     } else {
-        Err(io::Error::last_os_error())
+        anyhow::Error::new(e)
     }
 }
 
-/// Kernel filesystems whose directories take no new regular files and whose files are kernel
-/// interfaces, not output files. root passes access(2) on them, so it cannot tell.
-const PSEUDO_FILESYSTEMS: [(libc::c_long, &str); 9] = [
-    (libc::PROC_SUPER_MAGIC, "proc"),
-    (libc::SYSFS_MAGIC, "sysfs"),
-    (libc::CGROUP_SUPER_MAGIC, "cgroup"),
-    (libc::CGROUP2_SUPER_MAGIC, "cgroup2"),
-    (libc::DEBUGFS_MAGIC, "debugfs"),
-    (libc::TRACEFS_MAGIC, "tracefs"),
-    (libc::SECURITYFS_MAGIC, "securityfs"),
-    (libc::DEVPTS_SUPER_MAGIC, "devpts"),
-    (libc::BPF_FS_MAGIC, "bpf"),
-];
-
-/// The name of the pseudo filesystem `path` is on, if it is on one.
-fn pseudo_filesystem(path: &Path) -> Option<&'static str> {
-    let c = c_path(path).ok()?;
-    // SAFETY: an all-zero `statfs` is a valid value of this plain C struct.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `c` is NUL-terminated and `st` is a valid, writable `statfs`.
-    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
-        return None;
-    }
-    PSEUDO_FILESYSTEMS
-        .iter()
-        .find(|(magic, _)| st.f_type == *magic)
-        .map(|(_, name)| *name)
+/// See [`report::files::check_writable`].
+pub fn check_writable(flag: &str, path: &std::path::Path) -> anyhow::Result<()> {
+    report::files::check_writable(flag, path).map_err(file_err)
 }
 
-/// Checks, before any work starts and without creating anything, that the file `path` named by
-/// `flag` can be written: an existing target is a regular file (or a character device or FIFO,
-/// such as /dev/null or a shell's `>(…)`) that we may write; a new one goes into an existing
-/// directory in which we may create files. Kernel filesystems such as /proc are refused.
-pub fn check_writable(flag: &str, path: &Path) -> anyhow::Result<()> {
-    let bad = |why: String| usage(format!("{flag} {}: {why}", path.display()));
-    match std::fs::metadata(path) {
-        Ok(m) => {
-            let t = m.file_type();
-            if t.is_dir() {
-                return Err(bad("is a directory".into()));
-            }
-            if !(t.is_file() || t.is_char_device() || t.is_fifo()) {
-                return Err(bad("is not a regular file".into()));
-            }
-            may(path, libc::W_OK).map_err(|e| bad(format!("cannot write it: {e}")))?;
-            if let Some(fs) = pseudo_filesystem(path) {
-                return Err(bad(format!("is a kernel interface ({fs} filesystem)")));
-            }
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            // A dangling symbolic link: writing creates the file it points to.
-            let target = match std::fs::read_link(path) {
-                Ok(t) => dir_of(path).join(t),
-                Err(_) => path.to_path_buf(),
-            };
-            let dir = dir_of(&target);
-            match std::fs::metadata(dir) {
-                Ok(m) if m.is_dir() => {}
-                Ok(_) => return Err(bad(format!("{} is not a directory", dir.display()))),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    return Err(bad(format!("directory {} does not exist", dir.display())))
-                }
-                Err(e) => return Err(bad(format!("{}: {e}", dir.display()))),
-            }
-            may(dir, libc::W_OK | libc::X_OK)
-                .map_err(|e| bad(format!("cannot create files in {}: {e}", dir.display())))?;
-            if let Some(fs) = pseudo_filesystem(dir) {
-                return Err(bad(format!(
-                    "cannot create files in {} ({fs} filesystem)",
-                    dir.display()
-                )));
-            }
-        }
-        Err(e) => return Err(bad(e.to_string())),
-    }
-    Ok(())
-}
-
-/// `path` with symbolic links and `..` resolved, also when it does not exist yet (its
-/// directory resolved, its name kept), so that two names of one file compare equal.
-pub fn resolved(path: &Path) -> PathBuf {
-    if let Ok(p) = std::fs::canonicalize(path) {
-        return p;
-    }
-    match (std::fs::canonicalize(dir_of(path)), path.file_name()) {
-        (Ok(d), Some(name)) => d.join(name),
-        _ => std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+fn ccdf_files(out: &OutputArgs) -> CcdfFiles {
+    CcdfFiles {
+        ccdf: out.ccdf.clone(),
+        plot: out.plot.clone(),
     }
 }
 
-/// Whether `a` and `b` name one file: the same resolved path, or (hard links) the same inode.
-pub fn same_file(a: &Path, b: &Path) -> bool {
-    if resolved(a) == resolved(b) {
-        return true;
-    }
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
-        _ => false,
-    }
-}
-
-/// Checks the output files of `out` before any work starts (see [`check_writable`]), and that
-/// they are two files, not one written twice.
+/// Checks the output files of `out` before any work starts (see [`CcdfFiles::check`]).
 pub fn check_outputs(out: &OutputArgs) -> anyhow::Result<()> {
-    for (flag, p) in [("--ccdf", &out.ccdf), ("--plot", &out.plot)] {
-        if let Some(p) = p {
-            check_writable(flag, p)?;
-        }
-    }
-    if let (Some(c), Some(p)) = (&out.ccdf, &out.plot) {
-        let device = std::fs::metadata(c).is_ok_and(|m| m.file_type().is_char_device());
-        if !device && same_file(c, p) {
-            return Err(usage(format!(
-                "--ccdf and --plot name the same file {}",
-                c.display()
-            )));
-        }
-    }
-    Ok(())
+    ccdf_files(out).check().map_err(file_err)
 }
 
-/// Writes the CCDF CSV and/or SVG plot the user asked for; returns the paths written. On a
-/// failure the files this call created are removed again: no partial output is left.
+/// Writes the CCDF CSV and/or plot the user asked for; returns the paths written (none left
+/// on a failure).
 pub fn write_ccdf_outputs(
     out: &OutputArgs,
     title: &str,
     series: &[report::Series],
 ) -> anyhow::Result<Vec<String>> {
-    let mut created = Vec::new();
-    let r = write_ccdf_files(out, title, series, &mut created);
-    if r.is_err() {
-        for p in created {
-            let _ = std::fs::remove_file(p);
-        }
-    }
-    r
+    ccdf_files(out).write(title, series).map_err(file_err)
 }
 
-fn write_ccdf_files(
-    out: &OutputArgs,
-    title: &str,
-    series: &[report::Series],
-    created: &mut Vec<PathBuf>,
-) -> anyhow::Result<Vec<String>> {
-    let mut written = Vec::new();
-    if let Some(p) = &out.ccdf {
-        if !p.exists() {
-            created.push(p.clone());
-        }
-        let mut f = std::io::BufWriter::new(
-            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
-        );
-        report::ccdf_csv(&mut f, series)?;
-        std::io::Write::flush(&mut f)?;
-        written.push(p.display().to_string());
+/// Prints `v` as JSON with `--json`, else the text `text` writes; exit code 0.
+pub fn print_json_or(
+    json: bool,
+    v: &impl Serialize,
+    text: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> anyhow::Result<i32> {
+    if json {
+        print_json(v)?;
+    } else {
+        print_with(text)?;
     }
-    if let Some(p) = &out.plot {
-        if !p.exists() {
-            created.push(p.clone());
-        }
-        report::ccdf_plot(p, title, series)?;
-        written.push(p.display().to_string());
-    }
-    Ok(written)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn formats_pick_a_fitting_unit() {
-        assert_eq!(fmt_ns(50_000.0), "50.0 µs");
-        assert_eq!(fmt_ns(123_456.0), "123 µs");
-        assert_eq!(fmt_ns(1_500_000.0), "1.50 ms");
-        assert_eq!(fmt_ns(800.0), "800 ns");
-    }
-
-    #[test]
-    fn distributions_are_in_microseconds() {
-        let v = dist_json([("p50", 50_000.0), ("p99", 1_000.0)]);
-        assert_eq!(v["p50"], json!(50.0));
-        assert_eq!(v["p99"], json!(1.0));
-    }
+    Ok(0)
 }

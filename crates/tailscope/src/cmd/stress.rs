@@ -10,7 +10,7 @@ use stress::{StressSpec, Stressor};
 use super::common::{parse_cpus, parse_duration, shutdown_flag};
 use crate::cli::StressArgs;
 use crate::exit::{usage, OrUsage};
-use crate::output::{self, outln};
+use crate::output;
 
 pub fn run(a: &StressArgs) -> anyhow::Result<i32> {
     let cpus = parse_cpus(Some(&a.cpus))?;
@@ -55,47 +55,5 @@ pub fn run(a: &StressArgs) -> anyhow::Result<i32> {
         std::thread::sleep(Duration::from_millis(20));
     }
     let r = s.stop();
-    if a.json {
-        output::print_json(&serde_json::to_value(&r)?)?;
-        return Ok(0);
-    }
-    let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
-    outln!(
-        "{} stressor on CPUs {} at intensity {}: {:.1} s",
-        r.kind.name(),
-        host::probe::format_cpu_list(&r.cpus),
-        r.intensity,
-        r.duration_s
-    )?;
-    outln!(
-        "  iterations {} ({:.3e}/s){}",
-        r.iterations,
-        r.iterations_per_s,
-        if r.bytes > 0 {
-            format!(
-                ", {:.0} MiB touched ({:.0} MiB/s)",
-                mib(r.bytes),
-                r.bytes_per_s / (1u64 << 20) as f64
-            )
-        } else {
-            String::new()
-        }
-    )?;
-    if r.buffer_bytes > 0 {
-        outln!(
-            "  buffer {:.1} MiB per thread; LLC {:.1} MiB ({})",
-            mib(r.buffer_bytes),
-            mib(r.llc_bytes),
-            r.llc_source
-        )?;
-    }
-    for t in &r.threads {
-        outln!(
-            "  cpu {}: {} iterations, {:.0} MiB",
-            t.cpu,
-            t.iterations,
-            mib(t.bytes)
-        )?;
-    }
-    Ok(0)
+    output::print_json_or(a.json, &r, |w| report::host_view::stress(w, &r))
 }

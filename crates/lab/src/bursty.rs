@@ -1,0 +1,309 @@
+//! The LNS paper's model of a tandem server under bursty traffic as an experiment of its own
+//! (`tailscope model bursty`): the workload's bounds, the prediction beside a tandem
+//! simulation (formula 15's error), the validation grid, and the fit of the service-time laws
+//! to basic tests read from a file.
+
+use std::path::Path;
+
+use model::bursty::{
+    self, fit, predict, simulate_tandem, tandem_for, BasicTest, BurstyParams, BurstyWorkload,
+    Dispatch, FitResult, FitSpec, Prediction, Stack, TandemReport, ValidationGrid, ValidationRow,
+};
+use serde::Deserialize;
+
+use crate::error::{invalid, LabError};
+use crate::{check_not_saturated, read_bounded};
+
+/// Requests per burst (N).
+pub const MAX_BURST: u32 = 1_000_000;
+/// Worker threads (k); the tandem simulation scans them at every arrival.
+pub const MAX_BURSTY_WORKERS: u32 = 10_000;
+/// Bursts simulated.
+pub const MAX_BURSTS: u64 = 1_000_000;
+/// Requests simulated in all (N × bursts).
+pub const MAX_TANDEM_REQUESTS: u64 = 1_000_000_000;
+/// Payload length L in bytes.
+pub const MAX_PAYLOAD_BYTES: f64 = 1e9;
+/// A file of basic tests holds a few kilobytes; 16 MiB is far above any real one.
+const MAX_FIT_FILE_BYTES: u64 = 16 << 20;
+
+/// A bursty query, checked by [`BurstyPlan::check`].
+#[derive(Clone, Debug)]
+pub struct BurstyPlan {
+    pub params: BurstyParams,
+    pub workload: BurstyWorkload,
+    pub stack: Stack,
+    /// Bin width of the latency entropy (formulas 13–14).
+    pub entropy_bin_ns: Option<f64>,
+    /// Simulate the tandem too, over this many bursts.
+    pub simulate: bool,
+    pub bursts: u64,
+    pub seed: u64,
+}
+
+fn in_range<T: PartialOrd + std::fmt::Display>(
+    what: &str,
+    v: T,
+    min: T,
+    max: T,
+) -> Result<(), LabError> {
+    model::query::in_range(what, v, min, max).map_err(invalid)
+}
+
+/// The tandem simulation of a plan and its simulated percentile (the delay-sensitive
+/// requests' at the workload's percentile, else their p99, else all requests' p99).
+#[derive(Clone, Debug)]
+pub struct Simulated {
+    pub report: TandemReport,
+    pub latency_ns: f64,
+}
+
+impl Simulated {
+    /// Latency entropy in bits (of the delay-sensitive requests, else of all).
+    pub fn entropy_bits(&self) -> Option<f64> {
+        self.report
+            .sensitive_entropy_bits
+            .or(self.report.all_entropy_bits)
+    }
+}
+
+/// A prediction, the best worker count (formula 16) and, when asked, the simulation.
+#[derive(Clone, Debug)]
+pub struct Predicted {
+    pub prediction: Prediction,
+    pub best_workers: Option<u32>,
+    pub simulated: Option<Simulated>,
+}
+
+impl Predicted {
+    /// Formula 15's relative error of the prediction against the simulation, %.
+    pub fn error_pct(&self) -> Option<f64> {
+        let s = self.simulated.as_ref()?;
+        Some(bursty::formulas::relative_error_pct(
+            s.latency_ns,
+            self.prediction.latency_ns,
+        ))
+    }
+}
+
+/// `95` → "95", `99.9` → "99.9": a percentile as its quantile key writes it.
+pub fn percentile_text(p: f64) -> String {
+    format!("{p}").trim_end_matches(".0").to_string()
+}
+
+impl BurstyPlan {
+    /// The workload's ranges (the first out of range is the error).
+    pub fn check(&self) -> Result<(), LabError> {
+        let w = &self.workload;
+        in_range("--n", w.n, 1, MAX_BURST)?;
+        in_range("--workers", w.workers, 1, MAX_BURSTY_WORKERS)?;
+        if !(w.alpha > 0.0 && w.alpha <= 1.0) {
+            return Err(invalid(format!(
+                "--alpha must be in (0, 1], got {}",
+                w.alpha
+            )));
+        }
+        if !(w.payload_bytes >= 0.0 && w.payload_bytes <= MAX_PAYLOAD_BYTES) {
+            return Err(invalid(format!(
+                "--payload must be between 0 and {MAX_PAYLOAD_BYTES:e} bytes, got {:e}",
+                w.payload_bytes
+            )));
+        }
+        if !(w.percentile > 0.0 && w.percentile < 100.0) {
+            return Err(invalid(format!(
+                "--percentile must be in (0, 100), got {}",
+                w.percentile
+            )));
+        }
+        in_range("--bursts", self.bursts, 1, MAX_BURSTS)?;
+        if self.simulate && u64::from(w.n) * self.bursts > MAX_TANDEM_REQUESTS {
+            return Err(invalid(format!(
+                "--n × --bursts must be at most {MAX_TANDEM_REQUESTS} with --simulate, got {} × {}",
+                w.n, self.bursts
+            )));
+        }
+        Ok(())
+    }
+
+    /// Checks the plan, predicts, and simulates when asked.
+    pub fn run(&self) -> Result<Predicted, LabError> {
+        self.check()?;
+        let prediction = predict(&self.params, &self.workload, self.stack).map_err(invalid)?;
+        let simulated = if self.simulate {
+            Some(self.simulate(&prediction)?)
+        } else {
+            None
+        };
+        Ok(Predicted {
+            prediction,
+            best_workers: self.params.best_workers(self.workload.payload_bytes),
+            simulated,
+        })
+    }
+
+    fn simulate(&self, p: &Prediction) -> Result<Simulated, LabError> {
+        // The simulated M is T + R + the constant stage: give the constant stage what M
+        // leaves beyond the two queueing stages' service times.
+        let constant = (self.params.m_ns - p.t_ns - p.r_ns).max(0.0);
+        let (w, stack) = (&self.workload, self.stack);
+        let mut cfg = tandem_for(
+            &self.params,
+            w,
+            stack,
+            constant,
+            Dispatch::RoundRobin,
+            self.bursts,
+            self.seed,
+        );
+        cfg.entropy_bin_ns = self.entropy_bin_ns;
+        let r = simulate_tandem(&cfg).map_err(invalid)?;
+        check_not_saturated(r.all.max_ns)?;
+        let key = format!("p{}", percentile_text(w.percentile));
+        let at = r
+            .sensitive
+            .as_ref()
+            .and_then(|s| s.get(&key))
+            .map(|e| e.value);
+        let latency_ns = at.or(r.sensitive_p99_ns).unwrap_or(r.all_p99_ns);
+        Ok(Simulated {
+            report: r,
+            latency_ns,
+        })
+    }
+}
+
+/// The validation grid (the paper's, or a small one), simulated.
+pub fn validate(small: bool, seed: u64) -> Result<Vec<ValidationRow>, LabError> {
+    let mut grid = if small {
+        ValidationGrid::small()
+    } else {
+        ValidationGrid::paper()
+    };
+    grid.seed = seed;
+    bursty::validate_grid(&grid).map_err(invalid)
+}
+
+/// One basic test as written in a fit file.
+#[derive(Deserialize)]
+struct TestRow {
+    n: u32,
+    alpha: f64,
+    payload: f64,
+    workers: u32,
+    spacing_us: f64,
+    stack: String,
+    measured_p99_us: f64,
+}
+
+/// The basic tests of a JSON file (an array of `{n, alpha, payload, workers, spacing_us,
+/// stack, measured_p99_us}`), read with a bound, and the service-time laws of `stack` fitted
+/// to them.
+pub fn fit_file(
+    path: &Path,
+    stack: Stack,
+    percentile: f64,
+) -> Result<(usize, FitResult), LabError> {
+    let text = read_bounded(path, MAX_FIT_FILE_BYTES, "--fit")?;
+    let rows: Vec<TestRow> = serde_json::from_str(&text).map_err(|e| {
+        invalid(format!(
+            "{}: not a JSON array of basic tests: {e}",
+            path.display()
+        ))
+    })?;
+    let mut tests = Vec::new();
+    for r in &rows {
+        tests.push(BasicTest {
+            workload: BurstyWorkload {
+                n: r.n,
+                alpha: r.alpha,
+                payload_bytes: r.payload,
+                workers: r.workers,
+                spacing_ns: r.spacing_us * 1e3,
+                percentile,
+            },
+            stack: r.stack.parse().map_err(invalid)?,
+            measured_ns: r.measured_p99_us * 1e3,
+        });
+    }
+    let f = fit(&tests, &FitSpec::for_stack(stack)).map_err(invalid)?;
+    Ok((tests.len(), f))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> BurstyPlan {
+        BurstyPlan {
+            params: BurstyParams {
+                t0_ns: 4_000.0,
+                mt_ns_per_byte: 0.0,
+                r0_ns: 45_000.0,
+                mr_ns: 500.0,
+                m_ns: 70_000.0,
+            },
+            workload: BurstyWorkload {
+                n: 1000,
+                alpha: 0.05,
+                payload_bytes: 512.0,
+                workers: 29,
+                spacing_ns: 1_000.0,
+                percentile: 99.0,
+            },
+            stack: "priority".parse().unwrap(),
+            entropy_bin_ns: None,
+            simulate: false,
+            bursts: 20,
+            seed: 1,
+        }
+    }
+
+    #[test]
+    fn ranges_name_the_parameter() {
+        let mut p = plan();
+        p.workload.n = 0;
+        assert!(p
+            .run()
+            .unwrap_err()
+            .to_string()
+            .starts_with("--n must be between 1"));
+        let mut p = plan();
+        p.workload.alpha = 1.5;
+        assert!(p.check().unwrap_err().to_string().contains("--alpha"));
+        let mut p = plan();
+        p.simulate = true;
+        p.bursts = MAX_BURSTS;
+        p.workload.n = 2_000;
+        assert!(p
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("--n × --bursts"));
+        assert_eq!(percentile_text(99.0), "99");
+        assert_eq!(percentile_text(99.9), "99.9");
+    }
+
+    #[test]
+    fn the_simulation_lands_near_the_prediction() {
+        let mut p = plan();
+        p.simulate = true;
+        let r = p.run().unwrap();
+        let s = r.simulated.as_ref().unwrap();
+        assert!(s.latency_ns > 0.0 && s.latency_ns.is_finite());
+        let e = r.error_pct().unwrap();
+        assert!(e.is_finite());
+        assert!(plan().run().unwrap().error_pct().is_none());
+    }
+
+    #[test]
+    fn a_fit_file_that_is_not_tests_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("t.json");
+        std::fs::write(&f, "{\"n\": 1}").unwrap();
+        let e = fit_file(&f, Stack::Priority, 99.0).unwrap_err();
+        assert!(
+            e.is_invalid() && e.to_string().contains("not a JSON array"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,207 @@
+//! Views of `tailscope model bursty` (the LNS paper's model): a prediction beside its
+//! simulation, the validation grid, a fit; as `--json` objects and as text for a person.
+
+use std::io::{self, Write};
+
+use lab::bursty::{percentile_text, BurstyPlan, Predicted};
+use model::bursty::{BurstyParams, BurstyWorkload, FitResult, Prediction, ValidationRow};
+use serde::Serialize;
+use stats::Distribution;
+
+use crate::terminal::fmt_ns;
+
+/// What the prediction was made for.
+#[derive(Serialize)]
+pub struct InputsJson<'a> {
+    pub params: &'a BurstyParams,
+    pub workload: &'a BurstyWorkload,
+    pub stack: &'static str,
+}
+
+/// What `--simulate` adds.
+#[derive(Serialize)]
+pub struct SimulatedJson {
+    pub simulated_us: f64,
+    pub error_pct: Option<f64>,
+    pub simulated_sensitive: Option<Distribution>,
+    pub simulated_all: Distribution,
+    pub entropy_bits: Option<f64>,
+}
+
+/// `model bursty --json`.
+#[derive(Serialize)]
+pub struct PredictionJson<'a> {
+    pub inputs: InputsJson<'a>,
+    pub prediction: &'a Prediction,
+    pub predicted_us: f64,
+    pub best_workers: Option<u32>,
+    #[serde(flatten)]
+    pub simulated: Option<SimulatedJson>,
+}
+
+impl<'a> PredictionJson<'a> {
+    pub fn of(plan: &'a BurstyPlan, r: &'a Predicted) -> Self {
+        let simulated = r.simulated.as_ref().map(|s| SimulatedJson {
+            simulated_us: s.latency_ns / 1e3,
+            error_pct: r.error_pct(),
+            simulated_sensitive: s.report.sensitive.as_ref().map(|s| s.distribution()),
+            simulated_all: s.report.all.distribution(),
+            entropy_bits: s.entropy_bits(),
+        });
+        PredictionJson {
+            inputs: InputsJson {
+                params: &plan.params,
+                workload: &plan.workload,
+                stack: plan.stack.name(),
+            },
+            prediction: &r.prediction,
+            predicted_us: r.prediction.latency_ns / 1e3,
+            best_workers: r.best_workers,
+            simulated,
+        }
+    }
+}
+
+/// `model bursty --validate --json`.
+#[derive(Serialize)]
+pub struct ValidationJson<'a> {
+    pub rows: &'a [ValidationRow],
+}
+
+/// The prediction for a person (and the simulation's, when made).
+pub fn prediction(w: &mut dyn Write, plan: &BurstyPlan, r: &Predicted) -> io::Result<()> {
+    let (wl, p) = (&plan.workload, &r.prediction);
+    writeln!(
+        w,
+        "{} stack · N = {} per burst, U = {}, α = {}, L = {} B, k = {} · T = {}, R = {}, M = {}",
+        plan.stack.name(),
+        wl.n,
+        fmt_ns(wl.spacing_ns),
+        wl.alpha,
+        wl.payload_bytes,
+        wl.workers,
+        fmt_ns(p.t_ns),
+        fmt_ns(p.r_ns),
+        fmt_ns(p.m_ns)
+    )?;
+    writeln!(
+        w,
+        "bottleneck {:?} (B = {}, c_B = {}), regime {:?}{}",
+        p.bottleneck,
+        fmt_ns(p.b_ns),
+        p.c_b,
+        p.regime,
+        p.rho.map(|r| format!(", ρ = {r:.3}")).unwrap_or_default()
+    )?;
+    writeln!(
+        w,
+        "predicted p{} of delay-sensitive requests: {} (queueing {} + M; formula 2 bound {})",
+        percentile_text(wl.percentile),
+        fmt_ns(p.latency_ns),
+        fmt_ns(p.wait_ns),
+        fmt_ns(p.upper_bound_ns)
+    )?;
+    if let Some(k) = r.best_workers {
+        writeln!(w, "best worker count k_t (formula 16): {k}")?;
+    }
+    if let (Some(s), Some(e)) = (&r.simulated, r.error_pct()) {
+        writeln!(
+            w,
+            "simulated: {} ({} bursts) → error {e:.1}% (formula 15){}",
+            fmt_ns(s.latency_ns),
+            plan.bursts,
+            s.entropy_bits()
+                .map(|e| format!(" · latency entropy {e:.2} bits"))
+                .unwrap_or_default()
+        )?;
+    }
+    Ok(())
+}
+
+/// The validation grid for a person: formula against simulation per row, the worst error.
+pub fn validation(w: &mut dyn Write, rows: &[ValidationRow]) -> io::Result<()> {
+    writeln!(
+        w,
+        "{:>6} {:>5} {:>6} {:>3} {:<8} {:>12} {:>12} {:>7}",
+        "N", "α", "L", "k", "stack", "formula p99", "simulated", "err%"
+    )?;
+    for r in rows {
+        writeln!(
+            w,
+            "{:>6} {:>5} {:>6} {:>3} {:<8} {:>12} {:>12} {:>7.2}",
+            r.n,
+            r.alpha,
+            r.payload,
+            r.workers,
+            r.stack,
+            fmt_ns(r.formula_p99_us * 1e3),
+            fmt_ns(r.simulated_p99_us * 1e3),
+            r.error_pct
+        )?;
+    }
+    let worst = rows.iter().map(|r| r.error_pct.abs()).fold(0.0, f64::max);
+    writeln!(
+        w,
+        "{} rows; worst error {worst:.1}% (the LNS paper reports 0.8-24.4%)",
+        rows.len()
+    )
+}
+
+/// A fit for a person: the parameters and how well they reproduce the `tests` tests.
+pub fn fit(w: &mut dyn Write, tests: usize, stack: &str, f: &FitResult) -> io::Result<()> {
+    let p = &f.params;
+    writeln!(
+        w,
+        "fitted from {tests} tests ({stack} stack): T0 = {}, mT = {:.3} ns/B, R0 = {}, mR = {}, M = {}; rms relative residual {:.1}%",
+        fmt_ns(p.t0_ns),
+        p.mt_ns_per_byte,
+        fmt_ns(p.r0_ns),
+        fmt_ns(p.mr_ns),
+        fmt_ns(p.m_ns),
+        f.rms_relative * 100.0
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_prediction_without_simulation_has_no_simulated_keys() {
+        let plan = BurstyPlan {
+            params: BurstyParams {
+                t0_ns: 4_000.0,
+                mt_ns_per_byte: 0.0,
+                r0_ns: 45_000.0,
+                mr_ns: 500.0,
+                m_ns: 70_000.0,
+            },
+            workload: BurstyWorkload {
+                n: 1000,
+                alpha: 0.05,
+                payload_bytes: 512.0,
+                workers: 29,
+                spacing_ns: 1_000.0,
+                percentile: 99.9,
+            },
+            stack: model::bursty::Stack::Priority,
+            entropy_bin_ns: None,
+            simulate: false,
+            bursts: 10,
+            seed: 1,
+        };
+        let r = plan.run().unwrap();
+        let v = serde_json::to_value(PredictionJson::of(&plan, &r)).unwrap();
+        assert_eq!(v["inputs"]["stack"], "priority");
+        assert_eq!(v["predicted_us"], r.prediction.latency_ns / 1e3);
+        assert!(v.get("simulated_us").is_none() && v.get("error_pct").is_none());
+        let mut out = Vec::new();
+        prediction(&mut out, &plan, &r).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("predicted p99.9 of delay-sensitive requests"),
+            "{text}"
+        );
+        assert!(!text.contains("simulated:"));
+    }
+}
