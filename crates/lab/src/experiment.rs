@@ -282,7 +282,15 @@ where
     E: fmt::Display,
 {
     let v = T::deserialize(d)?;
-    check(&v).map_err(|e| de::Error::custom(clip(&e.to_string())))?;
+    check(&v).map_err(|e| {
+        // The message names the key already (with its line): "--loads: " is left out.
+        let m = e.to_string();
+        let m = m
+            .strip_prefix("--")
+            .and_then(|r| r.split_once(": "))
+            .map_or(m.as_str(), |(_, rest)| rest);
+        de::Error::custom(clip(m))
+    })?;
     Ok(Some(v))
 }
 
@@ -648,7 +656,8 @@ mod tests {
             ("agent-records = \"maybe\"", "agent-records"),
         ] {
             let e = err(&format!("target = \"nullrpc://\"\n\n{text}\n"));
-            assert!(e.contains("line 3") && e.contains(key), "{text}: {e}");
+            assert!(e.contains(&format!("line 3: {key}")), "{text}: {e}");
+            assert!(!e.contains("--"), "the key is named once: {e}");
             assert!(!e.contains('\n') && e.len() < 600, "{text}: {e}");
         }
         let e = err("target = \"memcached://\"\nworkload = \"etc\"\nkey-size = 10\n");
