@@ -1,8 +1,10 @@
 //! The experiment file (`sweep FILE.toml`, `colocate A.toml B.toml`): a sweep's options as a
 //! file one can commit and rerun. [`ExperimentFile::read`] reads it with a bound, parses it
 //! with serde into typed fields (an unknown key, a value of the wrong type or a duplicate key
-//! is refused naming the key and its line) and checks every axis of its `[param]` table; only
-//! then does the CLI turn it into a sweep's options ([`ExperimentFile::options`]).
+//! is refused naming the key and its line, and so is a value its option's parser refuses:
+//! durations, counts, loads, the SLO, percentiles) and checks every axis of its `[param]`
+//! table. The CLI lays its typed options under the command line's, option by option, and
+//! [`merge_axes`](crate::merge_axes) its axes under the command line's, axis by axis.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -15,7 +17,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use toml::Spanned;
 
 use crate::error::{invalid, LabError};
-use crate::knob::Knob;
+use crate::knob::{Axis, Knob};
 
 /// The largest experiment file read: far above any real one (a few hundred bytes), far below
 /// what would hurt (a file that is `/dev/zero` is refused, not read until memory runs out).
@@ -256,6 +258,73 @@ pub enum QueuesKey {
     PerWorker,
 }
 
+/// `workload`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkloadKey {
+    Etc,
+}
+
+/// `agent-records`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnOffKey {
+    On,
+    Off,
+}
+
+/// A key's text checked by `check` when the file is read: its error is serde's, so it names
+/// the key and its line.
+fn checked<'de, D, T, E>(d: D, check: impl Fn(&T) -> Result<(), E>) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+    E: fmt::Display,
+{
+    let v = T::deserialize(d)?;
+    check(&v).map_err(|e| {
+        // The message names the key already (with its line): "--loads: " is left out.
+        let m = e.to_string();
+        let m = m
+            .strip_prefix("--")
+            .and_then(|r| r.split_once(": "))
+            .map_or(m.as_str(), |(_, rest)| rest);
+        de::Error::custom(clip(m))
+    })?;
+    Ok(Some(v))
+}
+
+/// A duration (`duration`, `warmup`, `timeout`, …): a number with its unit.
+fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    checked(d, |s: &String| model::parse_duration_ns(s).map(|_| ()))
+}
+
+/// `requests`: a count (`100k`, `1e6`, 5000).
+fn count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Text>, D::Error> {
+    checked(d, |t: &Text| model::parse_count(&t.0).map(|_| ()))
+}
+
+/// `loads`: what `--loads` takes, as one text or an array.
+fn loads<'de, D: Deserializer<'de>>(d: D) -> Result<Option<List>, D::Error> {
+    checked(d, |l: &List| {
+        crate::loads::parse_loads(&l.0.join(",")).map(|_| ())
+    })
+}
+
+/// `slo`: what `--slo` takes.
+fn slo<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    checked(d, |s: &String| {
+        crate::slo::Slo::parse(s, crate::slo::ViewChoice::Auto).map(|_| ())
+    })
+}
+
+/// `percentiles`: what `--percentiles` takes.
+fn percentiles<'de, D: Deserializer<'de>>(d: D) -> Result<Option<List>, D::Error> {
+    checked(d, |l: &List| {
+        crate::percentile::parse_percentiles(&l.0.join(",")).map(|_| ())
+    })
+}
+
 /// An experiment file's keys: `sweep`'s options without their leading `--` (all but `db`
 /// and `json`, which belong to the command line), `target` for its URL, `[param]` for its
 /// axes, and three free-text keys that describe it. Each has the type of its option.
@@ -275,10 +344,13 @@ pub struct ExperimentSpec {
     #[serde(skip_serializing)]
     pub param: Option<BTreeMap<Spanned<String>, Spanned<KnobValues>>>,
     // The sweep's own options.
+    #[serde(default, deserialize_with = "loads")]
     pub loads: Option<List>,
     pub repeat: Option<u32>,
+    #[serde(default, deserialize_with = "slo")]
     pub slo: Option<String>,
     pub slo_view: Option<SloViewKey>,
+    #[serde(default, deserialize_with = "percentiles")]
     pub percentiles: Option<List>,
     pub slo_undecided: Option<UndecidedKey>,
     pub junit: Option<String>,
@@ -288,31 +360,38 @@ pub struct ExperimentSpec {
     /// One agent's command line (more: an `agents` file), as `sweep --agent`.
     pub agent: Option<String>,
     pub agents: Option<String>,
-    pub agent_records: Option<String>,
+    pub agent_records: Option<OnOffKey>,
     pub label: Option<String>,
     pub find_max: Option<bool>,
     pub max_steps: Option<u32>,
     // The load (as for `run`).
     pub arrival: Option<String>,
     pub trace_unit: Option<String>,
+    #[serde(default, deserialize_with = "duration")]
     pub duration: Option<String>,
+    #[serde(default, deserialize_with = "count")]
     pub requests: Option<Text>,
+    #[serde(default, deserialize_with = "duration")]
     pub warmup: Option<String>,
     pub connections: Option<usize>,
     pub threads: Option<usize>,
     pub cpus: Option<Text>,
     pub max_outstanding: Option<usize>,
+    #[serde(default, deserialize_with = "duration")]
     pub timeout: Option<String>,
     pub request_size: Option<usize>,
     pub no_stamps: Option<bool>,
     pub yield_when_far: Option<bool>,
+    #[serde(default, deserialize_with = "duration")]
     pub lateness_threshold: Option<String>,
     pub precision: Option<String>,
+    #[serde(default, deserialize_with = "duration")]
     pub max_duration: Option<String>,
     pub alpha: Option<f64>,
     pub seed: Option<u64>,
     pub confidence: Option<f64>,
     // The server side.
+    #[serde(default, deserialize_with = "duration")]
     pub service: Option<String>,
     pub workers: Option<u32>,
     pub queues: Option<QueuesKey>,
@@ -339,7 +418,7 @@ pub struct ExperimentSpec {
     pub server_instances: Option<u32>,
     pub server_smt: Option<String>,
     pub server_numa: Option<String>,
-    pub workload: Option<String>,
+    pub workload: Option<WorkloadKey>,
     pub server_cpuset: Option<Text>,
     pub server_memory: Option<Text>,
     pub server_cpu_quota: Option<Text>,
@@ -349,18 +428,16 @@ pub struct ExperimentSpec {
     pub stress: Option<String>,
 }
 
-/// A checked experiment file: its target, its options and its axes.
+/// A checked experiment file: its target, its typed options and its axes.
 #[derive(Clone, Debug)]
 pub struct ExperimentFile {
+    /// Every key as its option's type (`None`: not set by the file).
     pub spec: ExperimentSpec,
     /// The target URL.
     pub target: String,
-    /// Every option it sets other than the axes, in the name of `sweep`'s flag without the
-    /// `--`: `(name, Some(value))`, or `(name, None)` for a switch that is on. Switches that
-    /// are off are left out.
-    pub options: Vec<(String, Option<String>)>,
-    /// `[param]`: each knob and its values (every value checked).
-    pub axes: Vec<(String, Vec<String>)>,
+    /// `[param]`: each knob and its values (every value checked), in the file's order of
+    /// names.
+    pub axes: Vec<Axis>,
 }
 
 /// Line (from 1) of byte offset `at` in `text`.
@@ -411,7 +488,10 @@ pub(crate) fn toml_message(
         Some(span) => {
             let line = line_of(text, span.start);
             match key_on_line(text, span.start) {
-                Some(k) if !msg.contains(k) => format!("{name} line {line}: {k}: {msg}"),
+                // Named unless the message quotes it already ("unknown key 'x'").
+                Some(k) if !msg.contains(&format!("'{k}'")) && !msg.contains(&format!("`{k}`")) => {
+                    format!("{name} line {line}: {k}: {msg}")
+                }
                 _ => format!("{name} line {line}: {msg}"),
             }
         }
@@ -464,45 +544,42 @@ impl ExperimentFile {
                 )));
             }
         }
+        if spec.workload.is_some() {
+            let set = [
+                ("arrival", spec.arrival.is_some()),
+                ("key-size", spec.key_size.is_some()),
+                ("value-size", spec.value_size.is_some()),
+                ("get-ratio", spec.get_ratio.is_some()),
+            ];
+            if let Some((k, _)) = set.iter().find(|(_, on)| *on) {
+                return Err(invalid(format!(
+                    "{name}: workload sets {k} itself: give one of them, not both"
+                )));
+            }
+        }
         let mut axes = Vec::new();
         for (k, vals) in spec.param.iter().flatten() {
             let line = line_of(text, k.span().start);
             let knob = k.get_ref();
-            if vals.get_ref().0.is_empty() {
+            let values = vals.get_ref().0.clone();
+            if values.is_empty() {
                 return Err(invalid(format!(
                     "{name} line {line}: param {}: no values",
                     clip(knob)
                 )));
             }
-            for v in &vals.get_ref().0 {
-                Knob::parse(knob, v).map_err(|e| invalid(format!("{name} line {line}: {e}")))?;
-            }
-            axes.push((knob.clone(), vals.get_ref().0.clone()));
+            let knobs = values
+                .iter()
+                .map(|v| Knob::parse(knob, v))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| invalid(format!("{name} line {line}: {e}")))?;
+            axes.push(Axis {
+                name: knob.trim().replace('_', "-"),
+                values,
+                knobs,
+            });
         }
-        let table = toml::Table::try_from(&spec)
-            .map_err(|e| invalid(format!("{name}: {}", clip(&e.to_string()))))?;
-        let mut options = Vec::new();
-        for (k, v) in table {
-            match v {
-                toml::Value::Boolean(true) => options.push((k, None)),
-                toml::Value::Boolean(false) => {}
-                toml::Value::String(s) => options.push((k, Some(s))),
-                toml::Value::Integer(i) => options.push((k, Some(i.to_string()))),
-                toml::Value::Float(f) => options.push((k, Some(f.to_string()))),
-                other => {
-                    return Err(invalid(format!(
-                        "{name}: {k}: unexpected value {}",
-                        clip(&other.to_string())
-                    )))
-                }
-            }
-        }
-        Ok(ExperimentFile {
-            spec,
-            target,
-            options,
-            axes,
-        })
+        Ok(ExperimentFile { spec, target, axes })
     }
 }
 
@@ -526,11 +603,7 @@ mod tests {
                 let f = ExperimentFile::read(&p).unwrap_or_else(|e| panic!("{e}"));
                 assert!(f.target.contains("://"), "{}", p.display());
                 assert!(f.spec.description.is_some(), "{}", p.display());
-                assert!(
-                    f.options.iter().any(|(k, _)| k == "duration"),
-                    "{}",
-                    p.display()
-                );
+                assert!(f.spec.duration.is_some(), "{}", p.display());
                 n += 1;
             }
         }
@@ -543,34 +616,52 @@ mod tests {
             "e.toml",
             "target = \"nullrpc://\"\nspawn = true\nno-preload = false\nkey-size = 30\n\
              loads = [1000, \"20%\"]\nslo-view = \"server\"\nget-ratio = 0.5\n\
-             duration = \"-1s\"\n[param]\nserver-cpus = [\"0\", \"0-1\"]\nopen-file-cache = [true, false]\n",
+             duration = \"2s\"\nagent-records = \"off\"\n[param]\nserver-cpus = [\"0\", \"0-1\"]\n\
+             open_file_cache = [true, false]\n",
         )
         .unwrap();
+        let s = &f.spec;
         assert_eq!(f.target, "nullrpc://");
-        let get = |k: &str| {
-            f.options
-                .iter()
-                .find(|(n, _)| n == k)
-                .map(|(_, v)| v.clone())
-        };
-        assert_eq!(get("spawn"), Some(None));
-        assert_eq!(get("no-preload"), None);
-        assert_eq!(get("key-size"), Some(Some("30".into())));
-        assert_eq!(get("loads"), Some(Some("1000,20%".into())));
-        assert_eq!(get("slo-view"), Some(Some("server".into())));
-        assert_eq!(get("get-ratio"), Some(Some("0.5".into())));
-        // Values are passed on as given; their own checks come later, in tailscope's words.
-        assert_eq!(get("duration"), Some(Some("-1s".into())));
-        assert_eq!(
-            f.axes,
-            vec![
-                (
-                    "open-file-cache".into(),
-                    vec!["true".into(), "false".into()]
-                ),
-                ("server-cpus".into(), vec!["0".into(), "0-1".into()])
-            ]
-        );
+        assert_eq!(s.spawn, Some(true));
+        assert_eq!(s.no_preload, Some(false));
+        assert_eq!(s.key_size, Some(Text("30".into())));
+        assert_eq!(s.loads, Some(List(vec!["1000".into(), "20%".into()])));
+        assert_eq!(s.slo_view, Some(SloViewKey::Server));
+        assert_eq!(s.get_ratio, Some(0.5));
+        assert_eq!(s.duration.as_deref(), Some("2s"));
+        assert_eq!(s.agent_records, Some(OnOffKey::Off));
+        assert_eq!(s.warmup, None);
+        let axes: Vec<(&str, usize)> = f
+            .axes
+            .iter()
+            .map(|a| (a.name.as_str(), a.knobs.len()))
+            .collect();
+        assert_eq!(axes, [("open-file-cache", 2), ("server-cpus", 2)]);
+        assert_eq!(f.axes[0].values, ["true", "false"]);
+    }
+
+    #[test]
+    fn values_are_checked_by_their_option_s_parser_naming_the_line() {
+        for (text, key) in [
+            ("duration = \"-1s\"", "duration"),
+            ("warmup = \"1\"", "warmup"),
+            ("timeout = \"soon\"", "timeout"),
+            ("requests = \"many\"", "requests"),
+            ("loads = [\"10\", \"x\"]", "loads"),
+            ("loads = \"10,...\"", "loads"),
+            ("slo = \"p99<=1ms,\"", "slo"),
+            ("percentiles = [\"101\"]", "percentiles"),
+            ("service = \"50\"", "service"),
+            ("workload = \"tao\"", "workload"),
+            ("agent-records = \"maybe\"", "agent-records"),
+        ] {
+            let e = err(&format!("target = \"nullrpc://\"\n\n{text}\n"));
+            assert!(e.contains(&format!("line 3: {key}")), "{text}: {e}");
+            assert!(!e.contains("--"), "the key is named once: {e}");
+            assert!(!e.contains('\n') && e.len() < 600, "{text}: {e}");
+        }
+        let e = err("target = \"memcached://\"\nworkload = \"etc\"\nkey-size = 10\n");
+        assert!(e.contains("workload") && e.contains("key-size"), "{e}");
     }
 
     #[test]

@@ -348,9 +348,45 @@ impl Axis {
     }
 }
 
+/// A sweep's axes from an experiment file and from the command line: the command line's
+/// axis of a knob replaces the file's (the file's others stay, first); a knob given twice on
+/// the command line is refused (its first values would be lost).
+pub fn merge_axes(file: Vec<Axis>, cli: Vec<Axis>) -> Result<Vec<Axis>, LabError> {
+    for (i, a) in cli.iter().enumerate() {
+        if cli[..i].iter().any(|b| b.name == a.name) {
+            return Err(invalid(format!(
+                "--param {} is given twice: give its values once, --param {}=V1,V2,…",
+                crate::clip(&a.name),
+                crate::clip(&a.name)
+            )));
+        }
+    }
+    let mut out: Vec<Axis> = file
+        .into_iter()
+        .filter(|f| !cli.iter().any(|c| c.name == f.name))
+        .collect();
+    out.extend(cli);
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_command_line_replaces_a_file_axis_of_the_same_knob() {
+        let p = |t: &str| Axis::parse(t).unwrap();
+        let file = vec![p("connections=1,2"), p("server-cpus=0;0,1")];
+        let m = merge_axes(file.clone(), vec![p("connections=4")]).unwrap();
+        let names: Vec<_> = m
+            .iter()
+            .map(|a| (a.name.as_str(), a.values.len()))
+            .collect();
+        assert_eq!(names, [("server-cpus", 2), ("connections", 1)]);
+        assert_eq!(merge_axes(file.clone(), Vec::new()).unwrap(), file);
+        let e = merge_axes(file, vec![p("connections=4"), p("connections=8")]).unwrap_err();
+        assert!(e.is_invalid() && e.to_string().contains("twice"), "{e}");
+    }
 
     #[test]
     fn axes_parse_their_values_and_refuse_bad_ones() {

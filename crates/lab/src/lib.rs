@@ -26,17 +26,21 @@ pub mod converge;
 mod db;
 pub mod demo;
 pub mod doctor;
+mod dry_run;
 mod error;
 pub mod experiment;
 pub mod figures;
+mod headlines;
 pub mod instruments;
 mod interference;
 mod knob;
 mod load_spec;
+mod loads;
 mod local;
 mod measure;
 pub mod model_query;
 mod observer;
+mod outcome;
 mod percentile;
 mod placement;
 pub mod records;
@@ -63,14 +67,21 @@ pub use calibrate::{
 pub use cli_values::{is_label, CpuList, DurationArg, Tolerance};
 pub use colocate::{colocate, Cell, Colocation};
 pub use db::{host_facts, Db};
+pub use dry_run::{DryAxis, DryRun};
 pub use error::LabError;
-pub use experiment::{clip, read_bounded, ExperimentFile, ExperimentSpec};
+pub use experiment::{
+    clip, read_bounded, ExperimentFile, ExperimentSpec, OnOffKey, QueuesKey, SloViewKey,
+    UndecidedKey, WorkloadKey,
+};
+pub use headlines::Headlines;
 pub use instruments::{Instrument, ServerInfo};
 pub use interference::stress_cpus;
-pub use knob::{Axis, Knob, KNOBS};
+pub use knob::{merge_axes, Axis, Knob, KNOBS};
 pub use load_spec::LoadParseError;
+pub use loads::parse_loads;
 pub use measure::{check_load, expected_requests, measure};
 pub use observer::{Observer, Quiet};
+pub use outcome::{verdict_code, Suites, EXIT_FAILED, EXIT_SLO_VIOLATED};
 pub use placement::{parse_bytes, MAX_INSTANCES};
 pub use repeat::{measure_repeated, Combined, Repeated};
 pub use run::{

@@ -80,6 +80,36 @@ impl std::str::FromStr for TuneStepKind {
     }
 }
 
+impl TuneStepKind {
+    /// `rt,udp,…` (`tune --steps`): at least one step, no empty item, none twice.
+    pub fn parse_list(text: &str) -> Result<Vec<TuneStepKind>, LabError> {
+        const ALL: &str = "rt, udp, irq, numa, cstate, governor";
+        if text.trim().is_empty() {
+            return Err(invalid(format!(
+                "--steps: no step given (one or more of {ALL}, joined by commas)"
+            )));
+        }
+        let mut steps: Vec<TuneStepKind> = Vec::new();
+        for item in text.split(',').map(str::trim) {
+            if item.is_empty() {
+                return Err(invalid(format!(
+                    "--steps: an empty item in '{}' (steps are joined by single commas, e.g. rt,udp)",
+                    crate::clip(text)
+                )));
+            }
+            let step = item.parse::<TuneStepKind>()?;
+            if steps.contains(&step) {
+                return Err(invalid(format!(
+                    "--steps: '{}' is given twice (each mitigation is a step once)",
+                    crate::clip(item)
+                )));
+            }
+            steps.push(step);
+        }
+        Ok(steps)
+    }
+}
+
 /// A tuning walk.
 #[derive(Clone, Debug)]
 pub struct TunePlan {
@@ -425,6 +455,33 @@ fn walk(
     Ok(())
 }
 
+impl TunePlan {
+    /// Checks the walk before anything starts: the host root is a directory, the target a
+    /// server tailscope starts, and the walk's first (baseline) sweep passes a sweep's checks
+    /// (every step's server must be startable).
+    pub fn check(&self, db: &std::path::Path) -> Result<(), LabError> {
+        if !self.root.is_dir() {
+            return Err(invalid(format!(
+                "--root {} is not a directory",
+                crate::clip(&self.root.display().to_string())
+            )));
+        }
+        check_tunable(&self.template)?;
+        SweepPlan {
+            kind: "tune".into(),
+            template: self.template.clone(),
+            loads: vec![self.load],
+            axes: Vec::new(),
+            repeat: 1,
+            slo: self.slo.clone(),
+            find_max: self.slo.is_some(),
+            max_steps: self.max_steps,
+            experiment: None,
+        }
+        .check(db)
+    }
+}
+
 /// Whether a template's target is one tune can walk: a server tailscope starts.
 pub fn check_tunable(t: &RunTemplate) -> Result<(), LabError> {
     if t.target.spawn.is_none() {
@@ -433,4 +490,22 @@ pub fn check_tunable(t: &RunTemplate) -> Result<(), LabError> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_are_given_once_each() {
+        assert_eq!(
+            TuneStepKind::parse_list(" rt, udp ").unwrap(),
+            vec![TuneStepKind::Rt, TuneStepKind::Udp]
+        );
+        for bad in ["", " ", "rt,", ",rt", "rt,,udp", "rt,rt", "rt,bogus"] {
+            let e = TuneStepKind::parse_list(bad).unwrap_err();
+            assert!(e.is_invalid(), "{bad}");
+            assert!(e.to_string().contains("--steps"), "{bad}: {e}");
+        }
+    }
 }

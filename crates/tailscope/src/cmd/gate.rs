@@ -7,7 +7,7 @@ use lab::{Slo, SloReport, Verdict, ViewChoice};
 
 use super::target::lab_err;
 use crate::cli::{GateArgs, UndecidedArg};
-use crate::exit::{usage, SLO_VIOLATED};
+use crate::exit::usage;
 use crate::output;
 
 /// The validated options.
@@ -77,11 +77,7 @@ impl Gate {
     /// The exit code of a measurement that went fine, by the SLO's verdict: 3 when violated,
     /// or undecided under `--slo-undecided fail`; else 0.
     pub fn code(&self, v: Verdict) -> i32 {
-        match v {
-            Verdict::Violates => SLO_VIOLATED,
-            Verdict::Undecided if self.undecided_fails => SLO_VIOLATED,
-            _ => 0,
-        }
+        lab::verdict_code(v, self.undecided_fails)
     }
 
     /// Writes the JUnit and Markdown files asked for; returns the paths written.

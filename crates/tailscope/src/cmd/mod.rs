@@ -21,6 +21,7 @@ mod runs;
 mod serve;
 mod stress;
 mod sweep;
+mod sweep_file;
 mod target;
 mod tune;
 

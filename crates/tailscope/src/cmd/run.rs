@@ -3,7 +3,7 @@
 //! result printed with `report::run_view`.
 
 use lab::{Db, LoadOptions, LoadPlan, RunSpec, TargetPlan};
-use load::{LoadConfig, NullRpcWorkload, Target};
+use load::{LoadConfig, NullRpcWorkload};
 use serde_json::json;
 
 use super::common::{check_label, db_path, shutdown_flag};
@@ -30,10 +30,6 @@ pub fn parse_rate(s: &str) -> anyhow::Result<Rate> {
         Ok(lab::Load::OfCapacity(f)) => Ok(Rate::OfCapacity(f)),
         Err(e) => Err(usage(format!("--rate '{}': {e}", lab::clip(s)))),
     }
-}
-
-pub fn parse_target(s: &str) -> anyhow::Result<Target> {
-    s.parse::<Target>().or_usage_ctx("target")
 }
 
 /// The null-RPC request options of the load flags.
