@@ -36,10 +36,12 @@ pub mod records;
 pub mod repeat;
 pub mod reproduce;
 mod run;
+mod server_facts;
 mod simulate;
 mod slo;
 mod source;
 mod stages;
+pub mod summary;
 mod sweep;
 mod target;
 mod target_spec;
@@ -68,6 +70,7 @@ pub use run::{
     ExperimentStatus, JudgeInput, Judgement, LatenessCause, LatenessVerdict, LoadFacts, Run,
     RunStatus, Saturation, ViewValidity, Views, RUN_ENCODING_VERSION,
 };
+pub use server_facts::ServerFacts;
 pub use simulate::{
     check_not_saturated, simulate, SimResult, CI_BATCH_MEANS, CI_ORDER_STAT, CI_REPLICATIONS,
 };

@@ -41,8 +41,11 @@ fn summary(h: &Histogram<u64>, conf: f64) -> Option<Summary> {
         .flatten()
 }
 
+/// The percentile an agent's progress and the lateness verdict read.
+const P99: &str = "p99";
+
 fn p99(s: &Option<Summary>) -> Option<f64> {
-    s.as_ref().and_then(|s| s.get("p99")).map(|e| e.value)
+    s.as_ref().and_then(|s| s.get(P99)).map(|e| e.value)
 }
 
 fn outcomes(o: [u64; 4]) -> Outcomes {
@@ -130,7 +133,7 @@ fn from_histograms(c: &Collected, plan: &RunPlan) -> Result<RunAnalysis, Analysi
         }
     };
     let lateness_flagged = lateness
-        .get("p99")
+        .get(P99)
         .is_some_and(|e| e.value > plan.lateness_threshold_ns);
     let mut o = [0u64; 4];
     let mut sent = Sent::default();
