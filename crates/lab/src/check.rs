@@ -406,9 +406,8 @@ pub fn host_differences(candidate: &Value, baseline: &Value) -> Vec<String> {
     c.named()
         .into_iter()
         .zip(b.named())
-        .filter_map(|((k, c), (_, b))| {
-            (c != b).then(|| format!("host {k}: {b} (baseline) vs {c} (candidate)"))
-        })
+        .filter(|((_, c), (_, b))| c != b)
+        .map(|((k, c), (_, b))| format!("host {k}: {b} (baseline) vs {c} (candidate)"))
         .collect()
 }
 
