@@ -49,7 +49,9 @@ pub mod timeline;
 mod tune;
 mod view;
 
-pub use agent_spec::{agents_file, AgentClock, AgentCommand, AgentReport, Agents, AgentsReport};
+pub use agent_spec::{
+    agents_file, AgentClock, AgentCommand, AgentReport, AgentStatus, Agents, AgentsReport,
+};
 pub use calibrate::{
     calibrate, stored_calibration, CalibrateSpec, Calibration, CalibrationRecord, IdealSource,
     Step, StoredCalibration,

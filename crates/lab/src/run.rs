@@ -137,7 +137,7 @@ impl std::fmt::Display for RunStatus {
 }
 
 /// What the load generator reported beside the records: the engine's own summary, for a
-/// local run and for agents alike (theirs added up, see `agents::report`).
+/// local run and for agents alike (theirs added up, see `crate::agents`).
 pub type LoadFacts = load::RunSummary;
 
 /// Why a run counts as saturated, and what is true of it.

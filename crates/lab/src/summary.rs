@@ -799,7 +799,8 @@ mod tests {
                         "result": {"repeats": 1, "run_ids": [7]}}]
         }));
         let p = &e.points.unwrap()[0];
-        assert_eq!(p.params.get("conns").map(String::as_str), Some("4"));
+        let conns = BTreeMap::from([("conns".to_string(), "4".to_string())]);
+        assert_eq!(p.params, conns);
         assert_eq!(p.result.as_ref().map(|r| r.run_ids.clone()), Some(vec![7]));
         let r = ExperimentSummary::of(&json!({"repeats": 3, "run_ids": [1, 2, 3]}));
         assert!(r.points.is_none());
