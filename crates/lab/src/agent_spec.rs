@@ -156,9 +156,7 @@ pub struct AgentReport {
     /// The command line as given ("local" for this binary), or its name in the agents file.
     pub command: String,
     pub host: Option<String>,
-    /// `ok`; `late` (it fell behind its schedule: the user's view is invalid); `failed` (it died,
-    /// disconnected, hung or sent garbage: the run failed); `interrupted`.
-    pub status: String,
+    pub status: AgentStatus,
     pub error: Option<String>,
     /// Its measured requests (after the warm-up); the agents' add up to the run's.
     pub requests: u64,
@@ -167,8 +165,8 @@ pub struct AgentReport {
     /// Its share of the offered rate.
     pub offered_rate_rps: f64,
     pub lateness_p99_us: Option<f64>,
-    /// Its latency distribution, from its own histograms.
-    pub measured: Option<Value>,
+    /// Its latency distribution, from its own histograms (µs).
+    pub measured: Option<stats::Distribution>,
     /// The offset its start was converted with (agent − coordinator), what the pings
     /// measured, and the bound on their error; `clock` is `shared` when it reads this host's
     /// very clock (the applied offset is then exactly 0).
@@ -179,6 +177,37 @@ pub struct AgentReport {
     pub clock: AgentClock,
     /// Raw records it sent and the coordinator stored.
     pub records: u64,
+}
+
+/// How one agent's share of a run went (serialised in lowercase).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentStatus {
+    /// It sent its share on schedule.
+    Ok,
+    /// It fell behind its schedule: the user's view is invalid.
+    Late,
+    /// It died, disconnected, hung or sent garbage: the run failed.
+    Failed,
+    /// The run was stopped.
+    Interrupted,
+}
+
+impl AgentStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentStatus::Ok => "ok",
+            AgentStatus::Late => "late",
+            AgentStatus::Failed => "failed",
+            AgentStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
+impl std::fmt::Display for AgentStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
 }
 
 /// Where an agent's clock offset came from (serialised `shared` or `measured`).

@@ -11,6 +11,9 @@
 use std::collections::BTreeMap;
 
 use crate::run::RunStatus;
+use crate::summary::{
+    Ci, ExperimentSummary, HostFacts, Intervals, RepeatedFacts, RunSummary, StoredConfig,
+};
 use serde::Serialize;
 use serde_json::Value;
 use store::{ExperimentRow, RunRow, Store, StoreError};
@@ -119,8 +122,8 @@ pub fn ratio_of(c: Interval, b: Interval) -> Option<Interval> {
 /// percentile (µs, the shape of a run's `measured_ci`), or why it cannot be compared.
 #[derive(Clone, Debug)]
 pub struct Sides {
-    pub user: Result<Value, String>,
-    pub server: Result<Value, String>,
+    pub user: Result<Intervals, String>,
+    pub server: Result<Intervals, String>,
     /// Why this side's intervals cannot bound another run (a single run on a noisy host or
     /// with a tail that moved, in its own words): its verdicts are then `undecided`, for the
     /// difference between two such runs can exceed both intervals without any regression.
@@ -130,40 +133,48 @@ pub struct Sides {
 impl Sides {
     /// The views of a stored run's summary (`lab::Run::to_json`).
     pub fn of_run(summary: &Value) -> Sides {
-        let status = summary.get("status").and_then(Value::as_str).unwrap_or("");
-        let view = |name: &str, ci: Option<&Value>| -> Result<Value, String> {
-            if matches!(status.parse(), Err(_) | Ok(RunStatus::Failed)) {
-                return Err(format!("the run's status is '{status}'"));
+        Sides::of_summary(&RunSummary::of(summary))
+    }
+
+    /// The views of a stored run's summary, read by field.
+    pub fn of_summary(s: &RunSummary) -> Sides {
+        let views = s.views.clone().unwrap_or_default();
+        let view = |name: &str, ci: Option<&Intervals>| -> Result<Intervals, String> {
+            match s.status {
+                None => return Err("the run has no run status".into()),
+                Some(RunStatus::Failed) => return Err("the run's status is 'failed'".into()),
+                Some(_) => {}
             }
-            let v = summary.pointer(&format!("/views/{name}"));
-            match v {
-                None | Some(Value::Null) => Err(format!("no {name} view")),
-                Some(v) if v.get("valid").and_then(Value::as_bool) != Some(true) => {
-                    let why = v.get("why").and_then(Value::as_str).unwrap_or("not valid");
+            match views.of(name) {
+                None => Err(format!("no {name} view")),
+                Some(v) if v.valid != Some(true) => {
+                    let why = v.why.as_deref().unwrap_or("not valid");
                     Err(format!("{name} view invalid: {why}"))
                 }
                 Some(_) => match ci {
-                    Some(c) if c.is_object() => Ok(c.clone()),
+                    Some(c) => Ok(c.clone()),
                     _ => Err(format!("no {name} intervals stored")),
                 },
             }
         };
         Sides {
-            user: view("user", summary.get("measured_ci")),
-            server: view("server", summary.pointer("/server_view/measured_ci")),
-            unbounded: unbounded_of(summary),
+            user: view("user", s.measured_ci.as_ref()),
+            server: view(
+                "server",
+                s.server_view().and_then(|v| v.measured_ci.as_ref()),
+            ),
+            unbounded: unbounded_of(s),
         }
     }
 
     /// The views of an experiment's point (a `lab::Repeated` as stored, read by field): its
     /// repeats combined when there are two or more, else the one run's own (`run_summary`).
-    pub fn of_point(r: &Value, run_summary: Option<&Value>) -> Sides {
-        let repeats = r.get("repeats").and_then(Value::as_u64).unwrap_or(0);
-        if repeats >= 2 {
-            let of = |name: &str| match r.get(name).and_then(|c| c.get("summary")) {
-                Some(s) if !s.is_null() => intervals_of_summary(s)
+    pub fn of_point(r: &RepeatedFacts, run_summary: Option<&Value>) -> Sides {
+        if r.repeats.unwrap_or(0) >= 2 {
+            let of = |name: &str| match r.combined(name) {
+                Some(s) => intervals_of_summary(s)
                     .ok_or_else(|| format!("{name} view: no intervals stored")),
-                _ => Err(format!("{name} view: fewer than two valid repeats")),
+                None => Err(format!("{name} view: fewer than two valid repeats")),
             };
             return Sides {
                 user: of("user"),
@@ -185,22 +196,21 @@ impl Sides {
     }
 }
 
-/// `{"p50": {"value", "lo", "hi"}, …}` in µs from a stored `stats::Summary` (ns).
-fn intervals_of_summary(s: &Value) -> Option<Value> {
-    let mut m = serde_json::Map::new();
-    for q in s.get("quantiles")?.as_array()? {
-        let (Some(key), Some(est)) = (q.get("key").and_then(Value::as_str), q.get("est")) else {
-            continue;
-        };
-        let f = |k: &str| est.get(k).and_then(Value::as_f64).map(|x| x / 1e3);
-        if let (Some(value), Some(lo), Some(hi)) = (f("value"), f("lo"), f("hi")) {
-            m.insert(
-                key.to_string(),
-                serde_json::json!({"value": value, "lo": lo, "hi": hi}),
-            );
-        }
-    }
-    (!m.is_empty()).then_some(Value::Object(m))
+/// Intervals in µs from a stored `stats::Summary` (ns).
+fn intervals_of_summary(s: &stats::Summary) -> Option<Intervals> {
+    let out: Vec<(String, Ci)> = s
+        .quantiles
+        .iter()
+        .map(|q| {
+            let c = Ci {
+                value: q.est.value / 1e3,
+                lo: q.est.lo / 1e3,
+                hi: q.est.hi / 1e3,
+            };
+            (q.key.clone(), c)
+        })
+        .collect();
+    (!out.is_empty()).then_some(Intervals(out))
 }
 
 /// One row of a check.
@@ -257,13 +267,13 @@ impl PointKey {
     }
 }
 
-fn interval(ci: &Value, key: &str) -> Option<Interval> {
-    let e = ci.get(key)?;
-    let f = |k: &str| e.get(k).and_then(Value::as_f64);
-    Some(Interval {
-        value: f("value")?,
-        lo: f("lo")?,
-        hi: f("hi")?,
+fn interval(ci: &Intervals, key: &str) -> Option<Interval> {
+    let c = ci.of(key)?;
+    let finite = c.value.is_finite() && c.lo.is_finite() && c.hi.is_finite();
+    finite.then_some(Interval {
+        value: c.value,
+        lo: c.lo,
+        hi: c.hi,
     })
 }
 
@@ -392,15 +402,12 @@ impl Check {
 
 /// The host facts that differ: "kernel: 6.1.0 ≠ 6.8.0".
 pub fn host_differences(candidate: &Value, baseline: &Value) -> Vec<String> {
-    HOST_KEYS
-        .iter()
-        .filter_map(|k| {
-            let (c, b) = (
-                candidate.get(*k).unwrap_or(&Value::Null),
-                baseline.get(*k).unwrap_or(&Value::Null),
-            );
-            (c != b).then(|| format!("host {k}: {b} (baseline) vs {c} (candidate)"))
-        })
+    let (c, b) = (HostFacts::of(candidate), HostFacts::of(baseline));
+    c.named()
+        .into_iter()
+        .zip(b.named())
+        .filter(|((_, c), (_, b))| c != b)
+        .map(|((k, c), (_, b))| format!("host {k}: {b} (baseline) vs {c} (candidate)"))
         .collect()
 }
 
@@ -482,11 +489,8 @@ impl CheckError {
     }
 }
 
-fn label_of(config: &Value) -> Option<&str> {
-    config
-        .get("label")
-        .or_else(|| config.pointer("/run/label"))
-        .and_then(Value::as_str)
+fn label_of(config: &Value) -> Option<String> {
+    StoredConfig::of(config).label().map(str::to_string)
 }
 
 /// The differences that refuse a baseline: host facts and configuration.
@@ -515,7 +519,7 @@ pub fn check_runs(
         BaselineRef::Label(l) => store
             .list_runs()?
             .into_iter()
-            .filter(|r| r.id != c.id && label_of(&r.config) == Some(l.as_str()))
+            .filter(|r| r.id != c.id && label_of(&r.config).as_deref() == Some(l.as_str()))
             .max_by_key(|r| r.id)
             .ok_or_else(|| CheckError::NoLabel("run", l.clone()))?,
         BaselineRef::Latest => store
@@ -545,10 +549,11 @@ pub fn check_runs(
             differences: diffs,
         });
     }
-    let cs = c.summary.clone().unwrap_or(Value::Null);
-    let rows = compare_sides(None, &Sides::of_run(&cs), &Sides::of_run(bs), tol);
+    let cs = RunSummary::of(c.summary.as_ref().unwrap_or(&Value::Null));
+    let bs = RunSummary::of(bs);
+    let rows = compare_sides(None, &Sides::of_summary(&cs), &Sides::of_summary(&bs), tol);
     let mut check = Check::new("run", c.id, b.id, tol, diffs, rows);
-    for (who, s) in [("candidate", &cs), ("baseline", bs)] {
+    for (who, s) in [("candidate", &cs), ("baseline", &bs)] {
         check.caveats.extend(caveats_of(who, s));
     }
     Ok((check, c))
@@ -556,39 +561,32 @@ pub fn check_runs(
 
 /// The reasons a single run gives for its intervals not bounding a repeat, except the user
 /// view's own (its stalls make that view invalid, and invalid views are not compared).
-fn unbounded_of(summary: &Value) -> Option<String> {
+fn unbounded_of(summary: &RunSummary) -> Option<String> {
     let flags: Vec<&str> = summary
-        .pointer("/reproducibility/flags")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let flags: Vec<&str> = flags
-        .into_iter()
+        .reproducibility
+        .iter()
+        .flat_map(|r| &r.flags)
+        .map(String::as_str)
         .filter(|f| !f.starts_with("user view"))
         .collect();
     (!flags.is_empty()).then(|| flags.join("; "))
 }
 
 /// A run's own word that its intervals do not bound a repeat, with its reasons.
-pub fn caveats_of(who: &str, summary: &Value) -> Vec<String> {
-    let r = summary.get("reproducibility");
-    if r.and_then(|r| r.get("single_run_bounds_repeats"))
-        .and_then(Value::as_bool)
-        != Some(false)
-    {
+pub fn caveats_of(who: &str, summary: &RunSummary) -> Vec<String> {
+    let Some(r) = summary
+        .reproducibility
+        .as_ref()
+        .filter(|r| r.single_run_bounds_repeats == Some(false))
+    else {
         return Vec::new();
-    }
-    let flags: Vec<&str> = r
-        .and_then(|r| r.get("flags"))
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    };
     vec![format!(
         "{who}'s intervals do not bound a repeat ({})",
-        if flags.is_empty() {
+        if r.flags.is_empty() {
             "no reason stored".to_string()
         } else {
-            flags.join("; ")
+            r.flags.join("; ")
         }
     )]
 }
@@ -596,52 +594,36 @@ pub fn caveats_of(who: &str, summary: &Value) -> Vec<String> {
 /// One experiment's points, read back: key, combined result, and the summary of the point's
 /// single run (for a point of one repeat).
 fn points_of(store: &Store, e: &ExperimentRow) -> Result<Vec<(PointKey, Sides)>, CheckError> {
-    let points = e
-        .summary
-        .as_ref()
-        .and_then(|s| s.get("points"))
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let Some(summary) = e.summary.as_ref().map(ExperimentSummary::of) else {
+        return Ok(Vec::new());
+    };
     let mut out = Vec::new();
     // A `run --repeat N` experiment keeps its one point's combined result as its summary.
-    if e.summary
-        .as_ref()
-        .is_some_and(|s| s.get("points").is_none())
-    {
-        if let Some(r) = e.summary.as_ref().filter(|s| s.get("repeats").is_some()) {
-            let key = PointKey {
-                params: BTreeMap::new(),
-                offered_rps: e
-                    .config
-                    .pointer("/run/rate_rps")
-                    .and_then(Value::as_f64)
-                    .unwrap_or(0.0),
-                load_pct: None,
-            };
-            out.push((key, Sides::of_point(r, None)));
-        }
+    if summary.points.is_none() && summary.repeated.repeats.is_some() {
+        let config = StoredConfig::of(&e.config);
+        let key = PointKey {
+            params: BTreeMap::new(),
+            offered_rps: config.run.and_then(|r| r.rate_rps).unwrap_or(0.0),
+            load_pct: None,
+        };
+        out.push((key, Sides::of_point(&summary.repeated, None)));
     }
-    for p in points {
-        let Some(r) = p.get("result").filter(|r| r.is_object()) else {
+    for p in summary.points.unwrap_or_default() {
+        let Some(r) = p.result else {
             continue;
         };
-        let params: BTreeMap<String, String> = p
-            .get("params")
-            .and_then(|v| serde_json::from_value(v.clone()).ok())
-            .unwrap_or_default();
         let key = PointKey {
-            params,
-            offered_rps: p.get("offered_rps").and_then(Value::as_f64).unwrap_or(0.0),
-            load_pct: p.get("load_pct").and_then(Value::as_f64),
+            params: p.params,
+            offered_rps: p.offered_rps.unwrap_or(0.0),
+            load_pct: p.load_pct,
         };
-        let repeats = r.get("repeats").and_then(Value::as_u64).unwrap_or(0);
-        let first = r.pointer("/run_ids/0").and_then(Value::as_i64);
-        let run = match first {
-            Some(id) if repeats < 2 => store.get_run(id)?.and_then(|row| row.summary),
+        let run = match r.run_ids.first() {
+            Some(&id) if r.repeats.unwrap_or(0) < 2 => {
+                store.get_run(id)?.and_then(|row| row.summary)
+            }
             _ => None,
         };
-        out.push((key, Sides::of_point(r, run.as_ref())));
+        out.push((key, Sides::of_point(&r, run.as_ref())));
     }
     Ok(out)
 }
@@ -675,7 +657,7 @@ pub fn check_experiments(
         BaselineRef::Label(l) => store
             .list_experiments()?
             .into_iter()
-            .filter(|e| e.id != c.id && label_of(&e.config) == Some(l.as_str()))
+            .filter(|e| e.id != c.id && label_of(&e.config).as_deref() == Some(l.as_str()))
             .max_by_key(|e| e.id)
             .ok_or_else(|| CheckError::NoLabel("experiment", l.clone()))?,
         BaselineRef::Latest => {

@@ -4,10 +4,11 @@
 //! own eviction counter read before and after (a memcached whose item memory is full evicts
 //! silently; the run says how many). Both go into the run's `server` object.
 
-use serde_json::{json, Value};
+use serde_json::json;
 use stress::{StressSpec, Stressor};
 
 use crate::error::{invalid, LabError};
+use crate::server_facts::ServerFacts;
 use crate::target::Ready;
 use crate::Observer;
 
@@ -71,15 +72,15 @@ impl Beside {
     /// Stops the stressor and reads the counters again: the server's JSON with
     /// `colocated_stress` (what the stressor did) and `evictions_during_run` /
     /// `evictions_total` where the server counts evictions.
-    pub(crate) fn finish(self, ready: &Ready, obs: &dyn Observer) -> Value {
-        let mut v = ready.server_json();
+    pub(crate) fn finish(self, ready: &Ready, obs: &dyn Observer) -> ServerFacts {
+        let mut v = ready.server_facts();
         if let Some(s) = self.stressor {
-            v["colocated_stress"] = json!(s.stop());
+            v.colocated_stress = Some(json!(s.stop()));
         }
         if let (Some(before), Some(after)) = (self.evictions_before, ready.evictions()) {
             let during = after.saturating_sub(before);
-            v["evictions_during_run"] = json!(during);
-            v["evictions_total"] = json!(after);
+            v.evictions_during_run = Some(during);
+            v.evictions_total = Some(after);
             if during > 0 {
                 obs.note(&format!(
                     "the server evicted {during} items during the run ({after} since it started): its item memory is full (raise --server-memory-mb)"

@@ -48,10 +48,12 @@ pub mod repeat;
 pub mod reproduce;
 mod run;
 mod run_spec;
+mod server_facts;
 mod simulate;
 mod slo;
 mod source;
 mod stages;
+pub mod summary;
 mod sweep;
 mod target;
 mod target_spec;
@@ -59,7 +61,9 @@ pub mod timeline;
 mod tune;
 mod view;
 
-pub use agent_spec::{agents_file, AgentClock, AgentCommand, AgentReport, Agents, AgentsReport};
+pub use agent_spec::{
+    agents_file, AgentClock, AgentCommand, AgentReport, AgentStatus, Agents, AgentsReport,
+};
 pub use calibrate::{
     calibrate, stored_calibration, CalibrateSpec, Calibration, CalibrationRecord, IdealSource,
     Step, StoredCalibration,
@@ -93,6 +97,7 @@ pub use run_spec::{
     placeholder_target, probe_noise, resolve_ideal, CheckedRun, IdealAsk, LoadOptions, LoadPlan,
     RunSpec,
 };
+pub use server_facts::ServerFacts;
 pub use simulate::{
     check_not_saturated, simulate, SimResult, CI_BATCH_MEANS, CI_ORDER_STAT, CI_REPLICATIONS,
 };

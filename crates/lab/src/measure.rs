@@ -193,7 +193,7 @@ fn unanalysed(ready: &Ready, st: &Store, run_id: i64, l: &Loaded, e: AnalysisErr
         "error": message, "requests": o.ok + o.error + o.timeout + o.dropped, "outcomes": o,
         "connection_errors": l.facts.errors, "records": l.facts.records,
         "instruments": l.instruments,
-        "server": l.server,
+        "server": l.server.to_json(),
     });
     if let (Some(m), Some(a)) = (v.as_object_mut(), &l.agents) {
         m.insert("agents".into(), json!(a.agents));

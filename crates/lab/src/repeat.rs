@@ -269,7 +269,11 @@ pub fn measure_repeated(
     let experiment = db.store.begin_experiment(&store::NewExperiment {
         kind: "repeat".into(),
         started_at: store::now_rfc3339(),
-        config: json!({"repeat": n, "run": plan.config, "label": plan.config.get("label")}),
+        config: json!({
+            "repeat": n,
+            "run": plan.config,
+            "label": crate::summary::StoredConfig::of(&plan.config).label,
+        }),
     })?;
     let mut runs = Vec::new();
     let mut failure = None;

@@ -88,6 +88,15 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
+    /// Every status, in the order they are listed.
+    pub const ALL: [RunStatus; 5] = [
+        RunStatus::Ok,
+        RunStatus::Invalid,
+        RunStatus::Failed,
+        RunStatus::Saturated,
+        RunStatus::Interrupted,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             RunStatus::Ok => "ok",
@@ -114,16 +123,10 @@ impl std::str::FromStr for RunStatus {
     /// The stored and printed name ([`RunStatus::as_str`]); anything else (a row still
     /// `running`, an experiment's "2 ok, 1 invalid") is no run status.
     fn from_str(s: &str) -> Result<RunStatus, String> {
-        [
-            RunStatus::Ok,
-            RunStatus::Invalid,
-            RunStatus::Failed,
-            RunStatus::Interrupted,
-            RunStatus::Saturated,
-        ]
-        .into_iter()
-        .find(|r| r.as_str() == s)
-        .ok_or_else(|| format!("no run status '{s}'"))
+        RunStatus::ALL
+            .into_iter()
+            .find(|r| r.as_str() == s)
+            .ok_or_else(|| format!("no run status '{s}'"))
     }
 }
 
@@ -134,7 +137,7 @@ impl std::fmt::Display for RunStatus {
 }
 
 /// What the load generator reported beside the records: the engine's own summary, for a
-/// local run and for agents alike (theirs added up, see `agents::report`).
+/// local run and for agents alike (theirs added up, see `crate::agents`).
 pub type LoadFacts = load::RunSummary;
 
 /// Why a run counts as saturated, and what is true of it.
@@ -256,6 +259,9 @@ pub struct Judgement {
     pub lateness_verdict: LatenessVerdict,
 }
 
+/// The percentile a run's verdicts read.
+const P99: &str = "p99";
+
 fn fmt_ns(ns: f64) -> String {
     if ns.is_finite() {
         model::format_duration_ns(ns)
@@ -265,7 +271,7 @@ fn fmt_ns(ns: f64) -> String {
 }
 
 fn lateness_p99(a: &RunAnalysis) -> f64 {
-    a.lateness.get("p99").map_or(0.0, |e| e.value)
+    a.lateness.get(P99).map_or(0.0, |e| e.value)
 }
 
 /// Whose the lateness is: the host's stalls when the generator kept the offered rate (its
@@ -513,7 +519,7 @@ pub struct Run {
     /// The configuration stored with the run.
     pub config: Value,
     /// The server behind the target (spawned: version and command line).
-    pub server: Value,
+    pub server: crate::server_facts::ServerFacts,
     /// Where the ideal's service time came from.
     pub ideal_source: Option<crate::source::IdealSource>,
     pub analysis: RunAnalysis,
@@ -592,16 +598,8 @@ pub fn saturation_of(
 /// sweep, a [`noise::HostNoise`]). The CLI puts them there, so that every loop over
 /// [`crate::measure`] carries them without a field of its own.
 pub fn asked_of(config: &Value) -> (ViewChoice, Option<noise::HostNoise>) {
-    let asked = config
-        .get("view")
-        .and_then(Value::as_str)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_default();
-    let host = config
-        .get("host_noise")
-        .filter(|v| !v.is_null())
-        .and_then(|v| serde_json::from_value(v.clone()).ok());
-    (asked, host)
+    let c = crate::summary::StoredConfig::of(config);
+    (c.view.unwrap_or_default(), c.host_noise)
 }
 
 /// A run's status (see [`judge`] for the precedence).
@@ -752,7 +750,7 @@ impl Run {
             "records": l.records,
             "backlog": l.backlog,
             "instruments": self.instruments,
-            "server": self.server,
+            "server": self.server.to_json(),
             "convergence": self.convergence,
             "interval_method": a.interval_method,
             "windows": a.windows,

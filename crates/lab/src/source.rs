@@ -96,7 +96,7 @@ pub struct Loaded {
     pub generator_cpus: Vec<usize>,
     pub instruments: Vec<Instrument>,
     /// The server's side (`Beside::finish`).
-    pub server: Value,
+    pub server: crate::server_facts::ServerFacts,
     /// The records' time zero on this host's clock when the server's stamps share it.
     pub same_host_start_mono_ns: Option<u64>,
     /// The attribution sampler's series (the "why"), when it ran.

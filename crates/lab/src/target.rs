@@ -20,6 +20,7 @@ use stress::StressSpec;
 
 use crate::error::{invalid, LabError};
 use crate::placement;
+use crate::server_facts::ServerFacts;
 pub use crate::target_spec::{Scheme, SpawnSpec, TargetSpec, WorkloadSpec};
 use crate::Observer;
 
@@ -523,44 +524,53 @@ impl Ready {
         }
     }
 
-    /// What the store keeps about the server.
+    /// What the store keeps about the server, as JSON ([`ServerFacts::to_json`]).
     pub fn server_json(&self) -> Value {
+        self.server_facts().to_json()
+    }
+
+    /// What the store keeps about the server.
+    pub fn server_facts(&self) -> ServerFacts {
+        let isolation = self.isolation.as_ref().map(|i| json!(i.mechanisms()));
         match &self.server {
             Server::Spawned(v) => {
                 let s = &v[0];
-                let mut o = json!({
-                    "spawned": true,
-                    "kind": s.kind().name(),
-                    "version": s.version(),
-                    "command_line": s.command_line(),
-                    "worker_threads": s.worker_threads(),
-                    "pids": self.pids(),
-                    "instances": v.len(),
-                });
-                if v.len() > 1 {
-                    o["instance_addresses"] = json!(self.spread);
-                }
-                if let Some(iso) = &self.isolation {
-                    o["isolation"] = json!(iso.mechanisms());
-                }
-                if let Some((plan, net)) = &self.container {
-                    o["container"] = crate::container::describe(plan, net.as_ref());
-                }
                 // What the kernel says the server allocates under (`bind:0` once bound).
                 let policies = s.memory_policies();
-                if !policies.is_empty() {
-                    o["memory_policies"] = json!(policies);
+                ServerFacts {
+                    spawned: true,
+                    kind: Some(s.kind().name().to_string()),
+                    version: Some(s.version()),
+                    command_line: Some(s.command_line()),
+                    worker_threads: Some(s.worker_threads()),
+                    pids: Some(self.pids()),
+                    instances: Some(v.len()),
+                    instance_addresses: (v.len() > 1)
+                        .then(|| self.spread.iter().map(ToString::to_string).collect()),
+                    isolation,
+                    memory_policies: (!policies.is_empty()).then_some(policies),
+                    container: self
+                        .container
+                        .as_ref()
+                        .map(|(p, n)| crate::container::describe(p, n.as_ref())),
+                    ..ServerFacts::default()
                 }
-                o
             }
-            Server::Builtin(h, c) => json!({
-                "spawned": false, "builtin": true, "address": h.local_addr().to_string(),
-                "arch": c.arch.name(), "workers": c.workers, "cpus": c.cpus,
-                "sched": c.sched.as_ref().map(|s| s.to_string()),
-                "numa": c.numa.as_ref().map(|p| p.to_string()),
-                "isolation": self.isolation.as_ref().map(|i| i.mechanisms()),
-            }),
-            Server::External => json!({"spawned": false, "scheme": self.target.scheme}),
+            Server::Builtin(h, c) => ServerFacts {
+                builtin: Some(true),
+                address: Some(h.local_addr().to_string()),
+                arch: Some(c.arch.name().to_string()),
+                workers: Some(c.workers),
+                cpus: Some(c.cpus.clone()),
+                sched: Some(c.sched.as_ref().map(|s| s.to_string())),
+                numa: Some(c.numa.as_ref().map(|p| p.to_string())),
+                isolation: Some(isolation.unwrap_or(Value::Null)),
+                ..ServerFacts::default()
+            },
+            Server::External => ServerFacts {
+                scheme: Some(self.target.scheme.clone()),
+                ..ServerFacts::default()
+            },
         }
     }
 

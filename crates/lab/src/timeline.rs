@@ -104,9 +104,10 @@ mod tests {
             &[window(0.0, 0.1), window(0.1, 0.2)],
         );
         // 4 ms lost over 0.05–0.15 s: half in each window; counts are not time.
+        let steal = "steal time".to_string();
         let near = |v: Option<&f64>| v.is_some_and(|v| (v - 2000.0).abs() < 1e-6);
-        assert!(near(w[0].lost_us.get("steal time")), "{w:?}");
-        assert!(near(w[1].lost_us.get("steal time")), "{w:?}");
+        assert!(near(w[0].lost_us.get(&steal)), "{w:?}");
+        assert!(near(w[1].lost_us.get(&steal)), "{w:?}");
         assert!(!w[0].lost_us.contains_key("hard interrupts"));
     }
 }

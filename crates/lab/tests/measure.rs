@@ -251,6 +251,9 @@ fn overload_is_saturated_not_failed() {
     assert!(v["saturation"]["completed_rps"].as_f64().unwrap() > 0.0);
 }
 
+/// The percentile the round trip compares by field.
+const P99: &str = "p99";
+
 /// The bits of a float, so that NaN compares equal to itself.
 fn bits(x: f64) -> u64 {
     x.to_bits()
@@ -286,7 +289,40 @@ fn a_measured_run_loads_back_as_the_same_typed_run() {
     );
     assert_eq!(back.load.backlog, run.load.backlog);
     assert_eq!(back.window_host, run.window_host);
+    assert_eq!(back.server, run.server);
     assert!(back.analysis.measured.count > 0);
+    // The built-in server's facts are typed, and print as they always did.
+    assert_eq!(run.server.builtin, Some(true));
+    assert!(run.server.address.is_some() && run.server.workers.is_some());
+    let printed = run.to_json();
+    assert_eq!(printed["server"]["builtin"], true);
+    assert!(printed["server"]["sched"].is_null() && printed["server"].get("sched").is_some());
+
+    // The stored JSON summary reads back by field (the reader of runs without a typed form)
+    // to the typed run's own figures.
+    let row = reader.get_run(id).unwrap().unwrap();
+    let stored = row.summary.as_ref().expect("a stored summary");
+    assert_eq!(stored, &run.to_json());
+    let facts = lab::summary::RunSummary::of(stored);
+    assert_eq!(facts.status, Some(run.status));
+    assert_eq!(facts.rate_rps, Some(run.rate_rps));
+    assert_eq!(facts.requests, Some(run.analysis.requests as f64));
+    let p99 = run.analysis.measured.get(P99).unwrap();
+    let ci = facts.measured_ci.as_ref().and_then(|c| c.of(P99)).unwrap();
+    assert_eq!(
+        (ci.value, ci.lo, ci.hi),
+        (p99.value / 1e3, p99.lo / 1e3, p99.hi / 1e3)
+    );
+    assert_eq!(
+        lab::summary::figure(facts.measured.as_ref(), P99),
+        Some(p99.value / 1e3)
+    );
+    let user = facts.views.as_ref().and_then(|v| v.user.as_ref()).unwrap();
+    assert_eq!(user.valid, Some(run.views.user.valid));
+    assert_eq!(
+        facts.windows.as_ref().map(Vec::len),
+        Some(run.analysis.windows.len())
+    );
 
     // Floats JSON cannot hold survive the typed form, each as it was.
     let mut odd = back;

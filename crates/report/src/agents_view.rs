@@ -6,6 +6,9 @@ use std::io::{self, Write};
 
 use lab::AgentsReport;
 
+/// The percentile shown per agent.
+const P99: &str = "p99";
+
 fn us(v: Option<f64>) -> String {
     v.map(|x| format!("{x:.1} µs"))
         .unwrap_or_else(|| "-".into())
@@ -30,7 +33,7 @@ pub fn agents(w: &mut dyn Write, a: &AgentsReport) -> io::Result<()> {
         let p99 = r
             .measured
             .as_ref()
-            .and_then(|m| m["p99"].as_f64())
+            .and_then(|m| m.get(P99))
             .map(|x| format!("{x:.1} µs"))
             .unwrap_or_else(|| "-".into());
         let clock = match (r.clock, r.offset_ns, r.uncertainty_ns) {
@@ -59,7 +62,11 @@ pub fn agents(w: &mut dyn Write, a: &AgentsReport) -> io::Result<()> {
     if let Some(e) = &a.error {
         writeln!(w, "  FAILED: {e}")?;
     }
-    for r in a.agents.iter().filter(|r| r.status == "late") {
+    for r in a
+        .agents
+        .iter()
+        .filter(|r| r.status == lab::AgentStatus::Late)
+    {
         if let Some(e) = &r.error {
             writeln!(w, "  agent {} is late: {e}", r.agent)?;
         }

@@ -9,8 +9,9 @@ use serde_json::{json, Value};
 use stats::STANDARD_QUANTILES;
 
 use crate::figure::fmt_us;
-use crate::stored::{ci, num, text, StoredRun};
+use crate::stored::StoredRun;
 use crate::Series;
+use lab::summary::figure;
 
 /// One run's estimate of one percentile, against the first run's.
 #[derive(Clone, Debug, PartialEq)]
@@ -54,7 +55,7 @@ pub fn compare(runs: &[StoredRun]) -> Comparison {
             run_id: r.id(),
             target: r.row.target.clone(),
             status: r.status().to_string(),
-            rate_rps: num(r.summary(), "/rate_rps"),
+            rate_rps: r.facts.rate_rps,
         })
         .collect();
     let rows = STANDARD_QUANTILES
@@ -62,7 +63,10 @@ pub fn compare(runs: &[StoredRun]) -> Comparison {
         .map(|(key, _)| {
             let est: Vec<Option<(f64, f64, f64)>> = runs
                 .iter()
-                .map(|r| r.summary().get("measured_ci").and_then(|m| ci(m, key)))
+                .map(|r| {
+                    let c = r.facts.measured_ci.as_ref()?.of(key)?;
+                    Some((c.value, c.lo, c.hi))
+                })
                 .collect();
             let first = est.first().copied().flatten();
             let cells = est
@@ -202,7 +206,9 @@ pub fn series(runs: &[StoredRun]) -> Vec<Series> {
                 "run {} ({}{})",
                 r.id(),
                 r.status(),
-                text(r.summary(), "/url")
+                r.facts
+                    .url
+                    .as_deref()
                     .map(|u| format!(", {u}"))
                     .unwrap_or_default()
             );
@@ -211,9 +217,7 @@ pub fn series(runs: &[StoredRun]) -> Vec<Series> {
                 Err(_) => {
                     let pts = STANDARD_QUANTILES
                         .iter()
-                        .filter_map(|(k, q)| {
-                            Some((num(r.summary(), &format!("/measured/{k}"))?, 1.0 - q))
-                        })
+                        .filter_map(|(k, q)| Some((figure(r.facts.measured.as_ref(), k)?, 1.0 - q)))
                         .collect();
                     Series::new(format!("{label}, percentiles only"), pts)
                 }

@@ -1,6 +1,7 @@
 //! `tailscope demo`'s own lines: what each run shows this host allows, the closing summary
 //! (which view to read here) and how far the repeats of each load spread.
 
+use lab::summary::RunSummary;
 use serde_json::Value;
 
 use crate::terminal::fmt_ns;
@@ -54,13 +55,17 @@ pub fn closing(host: Option<&str>, per_run: &[String], runs: &[Value]) -> Vec<St
         None => "  host noise: not probed".into(),
     });
     out.extend(per_run.iter().map(|l| format!("  {l}")));
+    let runs: Vec<RunSummary> = runs.iter().map(RunSummary::of).collect();
     let heads: Vec<&str> = runs
         .iter()
-        .filter_map(|r| r["headline_view"].as_str())
+        .filter_map(|r| r.headline_view.as_deref())
         .collect();
     let valid = |view: &str| {
         runs.iter()
-            .filter(|r| r["views"][view]["valid"].as_bool() == Some(true))
+            .filter(|r| {
+                let v = r.views.as_ref().and_then(|v| v.of(view));
+                v.and_then(|v| v.valid) == Some(true)
+            })
             .count()
     };
     let (user, server) = (valid("user"), valid("server"));

@@ -21,10 +21,9 @@ use std::time::Duration;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::Histogram;
-use serde_json::Value;
+use lab::summary::RunSummary;
 use store::{RunRow, Store};
 
-use crate::stored::{num, text};
 use crate::ReportError;
 
 const SIGFIG: u8 = 3;
@@ -52,21 +51,26 @@ struct Ideal {
     service_ns: f64,
 }
 
-fn ideal_of(s: &Value) -> Result<Option<Ideal>, ReportError> {
-    if s.get("ideal").is_none_or(Value::is_null) {
+fn ideal_of(s: &RunSummary) -> Result<Option<Ideal>, ReportError> {
+    if s.ideal.is_none() {
         return Ok(None);
     }
-    let Some(spec) = s.get("ideal_spec").filter(|v| !v.is_null()) else {
+    let Some(spec) = &s.ideal_spec else {
         return Ok(None);
     };
-    let workers = num(spec, "/workers").map_or(1, |w| w as u32);
-    let service_ns = num(spec, "/service_ns").unwrap_or(0.0);
-    let queue = match text(spec, "/queues") {
+    let workers = spec.workers.map_or(1, |w| w as u32);
+    let service_ns = spec.service_ns.unwrap_or(0.0);
+    let queue = match spec.queues.as_deref() {
         Some("per-worker") => model::OnlineQueue::per_worker(workers),
         _ => model::OnlineQueue::shared(workers),
     }
     .map_err(|e| ReportError::Hdr(e.to_string()))?;
     Ok(Some(Ideal { queue, service_ns }))
+}
+
+/// A run's stored summary by field.
+fn summary_of(row: &RunRow) -> RunSummary {
+    row.summary.as_ref().map(RunSummary::of).unwrap_or_default()
 }
 
 /// Seconds since the epoch of an RFC 3339 UTC time as the store writes it
@@ -115,12 +119,9 @@ impl Interval {
 
 /// Writes the run's HdrHistogram interval log to `w`.
 pub fn interval_log(store: &Store, row: &RunRow, w: &mut dyn Write) -> Result<(), ReportError> {
-    let s = row.summary.clone().unwrap_or(Value::Null);
-    let warmup = num(&s, "/warmup_ns").map_or(0, |v| v as u64);
-    let per_class = s
-        .get("classes")
-        .and_then(Value::as_array)
-        .is_some_and(|c| c.len() > 1);
+    let s = summary_of(row);
+    let warmup = s.warmup_ns.map_or(0, |v| v as u64);
+    let per_class = s.classes.len() > 1;
     let mut ideal = ideal_of(&s)?;
     let start = epoch_s(&row.started_at).map(|t| t + warmup as f64 / 1e9);
     // The header: the version line, the times, the legend, as Java's HistogramLogWriter.
@@ -278,8 +279,7 @@ fn write_interval<W: Write>(
 /// percentile spectrum HdrHistogram and wrk2 print: values in µs, five ticks per half
 /// distance to 100 %, then the mean, deviation, maximum and count.
 pub fn hgrm(store: &Store, row: &RunRow, w: &mut dyn Write) -> Result<(), ReportError> {
-    let s = row.summary.clone().unwrap_or(Value::Null);
-    let warmup = num(&s, "/warmup_ns").map_or(0, |v| v as u64);
+    let warmup = summary_of(row).warmup_ns.map_or(0, |v| v as u64);
     let mut h = hist()?;
     let mut failed = None;
     let kept = lab::records::StoredRecords::new(store, row.id).for_each(&mut |r| {

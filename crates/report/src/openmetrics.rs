@@ -31,34 +31,73 @@
 
 use std::io::Write;
 
+use lab::summary::{figure, Intervals, RunSummary, StoredConfig};
+use lab::RunStatus;
 use serde_json::Value;
-use stats::STANDARD_QUANTILES;
+use stats::{Distribution, STANDARD_QUANTILES};
 use store::{ExperimentRow, RunRow};
-
-/// The statuses a run can have (`lab::RunStatus`), the states of `tailscope_status`.
-const STATUSES: [&str; 5] = ["ok", "invalid", "failed", "saturated", "interrupted"];
-
-/// The request outcomes of a run's `outcomes` object.
-const OUTCOMES: [&str; 4] = ["ok", "error", "timeout", "dropped"];
 
 /// One run to expose and the labels that tell its samples apart.
 struct Entry<'a> {
     row: &'a RunRow,
+    /// Its stored summary by field.
+    facts: RunSummary,
     labels: Vec<(String, String)>,
 }
 
-impl Entry<'_> {
-    fn summary(&self) -> &Value {
-        self.row.summary.as_ref().unwrap_or(&Value::Null)
+/// Which figures of a view a percentile family reads.
+#[derive(Clone, Copy)]
+enum Figures {
+    Measured,
+    Ideal,
+    Excess,
+}
+
+/// One view's distributions and intervals, as stored.
+struct ViewFigures<'a> {
+    measured: (Option<&'a Distribution>, Option<&'a Intervals>),
+    ideal: (Option<&'a Distribution>, Option<&'a Intervals>),
+    excess: (Option<&'a Distribution>, Option<&'a Intervals>),
+}
+
+impl ViewFigures<'_> {
+    fn of(&self, f: Figures) -> (Option<&Distribution>, Option<&Intervals>) {
+        match f {
+            Figures::Measured => self.measured,
+            Figures::Ideal => self.ideal,
+            Figures::Excess => self.excess,
+        }
+    }
+}
+
+impl<'a> Entry<'a> {
+    fn new(row: &'a RunRow, labels: Vec<(String, String)>) -> Entry<'a> {
+        let facts = row.summary.as_ref().map(RunSummary::of).unwrap_or_default();
+        Entry { row, facts, labels }
     }
 
-    /// The summary's objects of one view: (measured, measured_ci, ideal, ideal_ci, excess,
-    /// excess_ci).
-    fn view(&self, view: &str) -> Option<&Value> {
-        let s = self.summary();
+    /// The figures of one view ("user" or "server"), when the run has it.
+    fn view(&self, view: &str) -> Option<ViewFigures<'_>> {
+        let s = &self.facts;
         match view {
-            "user" => Some(s).filter(|s| !s.is_null()),
-            _ => s.get("server_view").filter(|v| !v.is_null()),
+            "user" => self.row.summary.as_ref().map(|_| ViewFigures {
+                measured: (s.measured.as_ref(), s.measured_ci.as_ref()),
+                ideal: (s.ideal.as_ref(), s.ideal_ci.as_ref()),
+                excess: (s.excess.as_ref(), s.excess_ci.as_ref()),
+            }),
+            _ => s.server_view().map(|v| ViewFigures {
+                measured: (v.measured.as_ref(), v.measured_ci.as_ref()),
+                ideal: (v.ideal.as_ref(), v.ideal_ci.as_ref()),
+                excess: (v.excess.as_ref(), v.excess_ci.as_ref()),
+            }),
+        }
+    }
+
+    /// The run's status: its summary's, else its row's.
+    fn status(&self) -> &str {
+        match self.facts.status {
+            Some(s) => s.as_str(),
+            None => &self.row.status,
         }
     }
 }
@@ -156,15 +195,15 @@ fn run_labels(row: &RunRow) -> Vec<(String, String)> {
         ("kind".to_string(), row.kind.clone()),
         (
             "host".to_string(),
-            row.host
-                .get("hostname")
-                .and_then(Value::as_str)
+            lab::summary::HostFacts::of(&row.host)
+                .hostname
+                .as_str()
                 .unwrap_or("")
                 .to_string(),
         ),
     ];
-    if let Some(label) = row.config.get("label").and_then(Value::as_str) {
-        l.push(("label".into(), label.to_string()));
+    if let Some(label) = StoredConfig::of(&row.config).label {
+        l.push(("label".into(), label));
     }
     l
 }
@@ -176,10 +215,9 @@ fn percentile_families(
     base: &str,
     unit: &str,
     what: &str,
-    value_key: &str,
+    figures: Figures,
     scale: f64,
 ) -> std::io::Result<()> {
-    let ci_key = format!("{value_key}_ci");
     for (suffix, pick, help_end) in [
         ("", 0usize, ""),
         ("_lower", 1, " (lower end of its 95 % interval)"),
@@ -190,13 +228,12 @@ fn percentile_families(
         for e in entries {
             for view in ["user", "server"] {
                 let Some(v) = e.view(view) else { continue };
+                let (dist, ci) = v.of(figures);
                 for (key, q) in STANDARD_QUANTILES {
                     let x = match pick {
-                        0 => v
-                            .get(value_key)
-                            .and_then(|d| d.get(key))
-                            .and_then(Value::as_f64),
-                        _ => ci_end(v.get(&ci_key), key, if pick == 1 { "lo" } else { "hi" }),
+                        0 => figure(dist, key),
+                        1 => ci.and_then(|c| c.of(key)).map(|c| c.lo),
+                        _ => ci.and_then(|c| c.of(key)).map(|c| c.hi),
                     };
                     let Some(x) = x else { continue };
                     let q = format!("{q}");
@@ -207,20 +244,6 @@ fn percentile_families(
         }
     }
     Ok(())
-}
-
-/// One end of a percentile's interval, from `{"p99": {"lo", "hi"}}` or `[{"key": "p99", "lo",
-/// "hi"}]`.
-fn ci_end(ci: Option<&Value>, key: &str, end: &str) -> Option<f64> {
-    match ci? {
-        Value::Object(m) => m.get(key)?.get(end)?.as_f64(),
-        Value::Array(a) => a
-            .iter()
-            .find(|e| e.get("key").and_then(Value::as_str) == Some(key))?
-            .get(end)?
-            .as_f64(),
-        _ => None,
-    }
 }
 
 /// The experiment the runs belong to.
@@ -254,20 +277,16 @@ fn run_info(out: &mut Out<'_>, entries: &[Entry<'_>]) -> std::io::Result<()> {
         "A stored tailscope run (always 1; its facts are the labels)",
     )?;
     for e in entries {
-        let s = e.summary();
-        let status = s
-            .get("status")
-            .and_then(Value::as_str)
-            .unwrap_or(&e.row.status);
-        let text = |p: &str| s.pointer(p).and_then(Value::as_str).unwrap_or("");
+        let status = e.status();
+        let s = &e.facts;
         let l = with(
             &e.labels,
             &[
                 ("status", status),
                 ("started_at", &e.row.started_at),
                 ("finished_at", e.row.finished_at.as_deref().unwrap_or("")),
-                ("url", text("/url")),
-                ("headline_view", text("/headline_view")),
+                ("url", s.url.as_deref().unwrap_or("")),
+                ("headline_view", s.headline_view.as_deref().unwrap_or("")),
             ],
         );
         out.sample("tailscope_run_info", &l, "1")?;
@@ -284,7 +303,7 @@ fn latency_families(out: &mut Out<'_>, entries: &[Entry<'_>]) -> std::io::Result
         "latency",
         "seconds",
         "Measured latency at a percentile: user view from the intended send, server view from the actual send",
-        "measured",
+        Figures::Measured,
         1e-6,
     )?;
     percentile_families(
@@ -293,7 +312,7 @@ fn latency_families(out: &mut Out<'_>, entries: &[Entry<'_>]) -> std::io::Result
         "ideal_latency",
         "seconds",
         "Ideal latency at a percentile: the queueing model for the same arrivals, service time and workers",
-        "ideal",
+        Figures::Ideal,
         1e-6,
     )?;
     percentile_families(
@@ -302,7 +321,7 @@ fn latency_families(out: &mut Out<'_>, entries: &[Entry<'_>]) -> std::io::Result
         "excess",
         "ratio",
         "Excess at a percentile: measured latency divided by ideal latency",
-        "excess",
+        Figures::Excess,
         1.0,
     )?;
 
@@ -320,9 +339,11 @@ fn validity_and_rates(out: &mut Out<'_>, entries: &[Entry<'_>]) -> std::io::Resu
     for e in entries {
         for view in ["user", "server"] {
             let Some(valid) = e
-                .summary()
-                .pointer(&format!("/views/{view}/valid"))
-                .and_then(Value::as_bool)
+                .facts
+                .views
+                .as_ref()
+                .and_then(|v| v.of(view))
+                .and_then(|v| v.valid)
             else {
                 continue;
             };
@@ -331,21 +352,23 @@ fn validity_and_rates(out: &mut Out<'_>, entries: &[Entry<'_>]) -> std::io::Resu
         }
     }
 
-    for (name, key, help) in [
+    let offered = |s: &RunSummary| s.rate_rps;
+    let achieved = |s: &RunSummary| s.achieved_rate_rps;
+    for (name, rate, help) in [
         (
             "tailscope_offered_rate_requests_per_second",
-            "rate_rps",
+            &offered as &dyn Fn(&RunSummary) -> Option<f64>,
             "Offered request rate (the schedule)",
         ),
         (
             "tailscope_achieved_rate_requests_per_second",
-            "achieved_rate_rps",
+            &achieved,
             "Achieved request rate (completed requests per second)",
         ),
     ] {
         out.family(name, "gauge", Some("requests_per_second"), help)?;
         for e in entries {
-            if let Some(x) = e.summary().get(key).and_then(Value::as_f64) {
+            if let Some(x) = rate(&e.facts) {
                 out.sample(name, &e.labels, &number(x))?;
             }
         }
@@ -363,11 +386,11 @@ fn requests_and_status(out: &mut Out<'_>, entries: &[Entry<'_>]) -> std::io::Res
         "Requests measured after the warm-up, by outcome",
     )?;
     for e in entries {
-        let Some(o) = e.summary().get("outcomes") else {
+        let Some(o) = &e.facts.outcomes else {
             continue;
         };
-        for outcome in OUTCOMES {
-            if let Some(n) = o.get(outcome).and_then(Value::as_u64) {
+        for (outcome, n) in o.named() {
+            if let Some(n) = n {
                 let l = with(&e.labels, &[("outcome", outcome)]);
                 out.sample("tailscope_requests_total", &l, &n.to_string())?;
             }
@@ -381,12 +404,8 @@ fn requests_and_status(out: &mut Out<'_>, entries: &[Entry<'_>]) -> std::io::Res
         "The run's status: 1 for its own (ok, invalid: no view valid, failed, saturated, interrupted), 0 for the others",
     )?;
     for e in entries {
-        let status = e
-            .summary()
-            .get("status")
-            .and_then(Value::as_str)
-            .unwrap_or(&e.row.status);
-        let mut states: Vec<&str> = STATUSES.to_vec();
+        let status = e.status();
+        let mut states: Vec<&str> = RunStatus::ALL.iter().map(|s| s.as_str()).collect();
         if !states.contains(&status) {
             states.push(status);
         }
@@ -416,10 +435,7 @@ fn write_entries(
 
 /// Writes one stored run's summary as an OpenMetrics exposition.
 pub fn run(row: &RunRow, w: &mut dyn Write) -> std::io::Result<()> {
-    let entries = [Entry {
-        row,
-        labels: run_labels(row),
-    }];
+    let entries = [Entry::new(row, run_labels(row))];
     write_entries(w, None, &entries)
 }
 
@@ -432,21 +448,18 @@ pub fn experiment(x: &ExperimentRow, runs: &[RunRow], w: &mut dyn Write) -> std:
         .map(|row| {
             let mut labels = run_labels(row);
             labels.push(("experiment_id".into(), x.id.to_string()));
-            let load = row
-                .config
-                .get("load_pct")
-                .and_then(Value::as_f64)
-                .or_else(|| {
-                    row.summary
-                        .as_ref()
-                        .and_then(|s| s.get("load_pct"))
-                        .and_then(Value::as_f64)
-                });
+            let config = StoredConfig::of(&row.config);
+            let load = config.load_pct.or_else(|| {
+                row.summary
+                    .as_ref()
+                    .and_then(|s| RunSummary::of(s).load_pct)
+            });
             if let Some(p) = load {
                 labels.push(("load_pct".into(), number(p)));
             }
-            if let Some(Value::Object(m)) = row.config.get("params") {
-                let mut kv: Vec<(String, String)> = m
+            {
+                let mut kv: Vec<(String, String)> = config
+                    .params
                     .iter()
                     .map(|(k, v)| {
                         let v = match v {
@@ -459,7 +472,7 @@ pub fn experiment(x: &ExperimentRow, runs: &[RunRow], w: &mut dyn Write) -> std:
                 kv.sort();
                 labels.extend(kv);
             }
-            Entry { row, labels }
+            Entry::new(row, labels)
         })
         .collect();
     write_entries(w, Some(x), &entries)

@@ -7,8 +7,8 @@
 //! the page says when they differ.
 
 use analysis::{AnalysisConfig, IdealSpec, QueueStructure};
-use serde_json::Value;
-use stats::STANDARD_QUANTILES;
+use lab::summary::{figure, RunSummary};
+use stats::{Distribution, STANDARD_QUANTILES};
 use store::{RunRow, Store, StoreError};
 
 /// Both distributions of one view, as CCDF points (µs, P[X ≥ x]), with their sample sizes.
@@ -42,36 +42,19 @@ pub struct StoredRun {
     pub run: Option<lab::Run>,
     /// Why a typed form that was stored could not be read (the views then read the summary).
     pub typed_error: Option<String>,
+    /// The stored summary by field (every field empty for a run that never finished).
+    pub facts: RunSummary,
     /// The curves, or why there are none (no records kept, nothing answered, …).
     pub curves: Result<Curves, String>,
 }
 
-/// `(key, µs)` of a distribution object `{"p50": µs, …}`, in the standard order.
-pub fn dist(v: &Value) -> Vec<(&'static str, f64)> {
+/// `(key, µs)` of a stored distribution, in the standard order (figures that are numbers).
+pub fn dist(d: &Distribution) -> Vec<(&'static str, f64)> {
     STANDARD_QUANTILES
         .iter()
-        .filter_map(|(k, _)| v.get(*k).and_then(Value::as_f64).map(|x| (*k, x)))
+        .filter_map(|(k, _)| figure(Some(d), k).map(|x| (*k, x)))
         .collect()
 }
-
-/// `(value, lo, hi)` of `key` in an interval object `{"p50": {"value", "lo", "hi"}, …}`.
-pub fn ci(v: &Value, key: &str) -> Option<(f64, f64, f64)> {
-    let e = v.get(key)?;
-    let f = |k: &str| e.get(k).and_then(Value::as_f64);
-    Some((f("value")?, f("lo")?, f("hi")?))
-}
-
-/// A number at a JSON pointer.
-pub fn num(v: &Value, pointer: &str) -> Option<f64> {
-    v.pointer(pointer).and_then(Value::as_f64)
-}
-
-/// A string at a JSON pointer.
-pub fn text<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
-    v.pointer(pointer).and_then(Value::as_str)
-}
-
-static NULL: Value = Value::Null;
 
 impl StoredRun {
     /// Reads run `id` and recomputes its curves from its records; `Ok(None)` when there is no
@@ -84,14 +67,16 @@ impl StoredRun {
             Ok(run) => (run, None),
             Err(e) => (None, Some(e.to_string())),
         };
+        let facts = facts_of(&row);
         let curves = match &run {
             Some(run) => curves_of_run(run),
-            None => curves_of(store, &row),
+            None => curves_of(store, &row, &facts),
         };
         Ok(Some(StoredRun {
             row,
             run,
             typed_error,
+            facts,
             curves,
         }))
     }
@@ -99,6 +84,7 @@ impl StoredRun {
     /// A run without curves (tests; runs that kept no records), read from its summary.
     pub fn without_curves(row: RunRow, why: &str) -> StoredRun {
         StoredRun {
+            facts: facts_of(&row),
             row,
             run: None,
             typed_error: None,
@@ -110,6 +96,7 @@ impl StoredRun {
     pub fn typed(row: RunRow, run: lab::Run) -> StoredRun {
         let curves = curves_of_run(&run);
         StoredRun {
+            facts: facts_of(&row),
             row,
             run: Some(run),
             typed_error: None,
@@ -121,53 +108,57 @@ impl StoredRun {
         self.row.id
     }
 
-    /// The stored summary (`null` for a run that never finished).
-    pub fn summary(&self) -> &Value {
-        self.row.summary.as_ref().unwrap_or(&NULL)
-    }
-
     /// The run's status: the summary's, else the row's ("running" for one never finished).
     pub fn status(&self) -> &str {
         if let Some(run) = &self.run {
             return run.status.as_str();
         }
-        text(self.summary(), "/status").unwrap_or(&self.row.status)
+        match self.facts.status {
+            Some(s) => s.as_str(),
+            None => &self.row.status,
+        }
     }
+}
+
+/// A row's summary by field.
+fn facts_of(row: &RunRow) -> RunSummary {
+    row.summary.as_ref().map(RunSummary::of).unwrap_or_default()
 }
 
 /// The analysis' configuration for a stored run, from its summary: the same ideal, warm-up,
 /// seed and clock as when it ran (the arrival check is not needed for curves).
-fn config_of(s: &Value) -> Result<AnalysisConfig, String> {
-    let ideal = match s.get("ideal_spec") {
-        Some(v) if !v.is_null() => {
-            let queues = match text(v, "/queues") {
+fn config_of(s: &RunSummary) -> Result<AnalysisConfig, String> {
+    let ideal = match &s.ideal_spec {
+        Some(v) => {
+            let queues = match v.queues.as_deref() {
                 Some("per-worker") => QueueStructure::PerWorker,
                 _ => QueueStructure::Single,
             };
             Some(IdealSpec {
-                service_ns: num(v, "/service_ns").ok_or("ideal_spec without service_ns")?,
-                workers: num(v, "/workers")
+                service_ns: v.service_ns.ok_or("ideal_spec without service_ns")?,
+                workers: v
+                    .workers
                     .and_then(|w| u32::try_from(w as u64).ok())
                     .ok_or("ideal_spec without workers")?,
                 queues,
             })
         }
-        _ => None,
+        None => None,
     };
-    let loopback = text(s, "/url").is_some_and(|u| {
+    let loopback = s.url.as_deref().is_some_and(|u| {
         let host = u.split("://").nth(1).unwrap_or(u);
         host.starts_with("127.") || host.starts_with("localhost") || host.starts_with("[::1]")
     });
-    let start = num(s, "/start_mono_ns").map(|v| v as u64);
+    let start = s.start_mono_ns.map(|v| v as u64);
     Ok(AnalysisConfig {
         window_ns: 0,
         extra_quantiles: Vec::new(),
         ideal,
-        warmup_ns: num(s, "/warmup_ns").map_or(0, |v| v as u64),
+        warmup_ns: s.warmup_ns.map_or(0, |v| v as u64),
         arrival: model::ArrivalSpec::Deterministic,
         confidence: 0.95,
         lateness_threshold_ns: f64::INFINITY,
-        seed: num(s, "/seed").map_or(1, |v| v as u64),
+        seed: s.seed.map_or(1, |v| v as u64),
         same_host_start_mono_ns: start.filter(|_| loopback),
     })
 }
@@ -200,28 +191,30 @@ fn curves_of_analysis(a: &analysis::RunAnalysis, agrees: bool) -> Curves {
     }
 }
 
-fn curves_of(store: &Store, row: &RunRow) -> Result<Curves, String> {
-    let s = row
-        .summary
-        .as_ref()
-        .ok_or("the run never finished: no summary")?;
+fn curves_of(store: &Store, row: &RunRow, s: &RunSummary) -> Result<Curves, String> {
+    if row.summary.is_none() {
+        return Err("the run never finished: no summary".into());
+    }
     if row.requests.is_none() {
         return Err("the run kept no per-request records".into());
     }
-    if s.get("measured").is_none_or(Value::is_null) {
+    if s.measured.is_none() {
         return Err("the run measured no latency".into());
     }
     let cfg = config_of(s)?;
     let mut records = lab::records::StoredRecords::new(store, row.id);
     let a = analysis::analyse_records(&mut records, &cfg, None).map_err(|e| e.to_string())?;
-    let stored_p99 = num(s, "/measured/p99");
-    let p99 = a.measured.get("p99").map(|e| e.value / 1e3);
+    let stored_p99 = figure(s.measured.as_ref(), P99);
+    let p99 = a.measured.get(P99).map(|e| e.value / 1e3);
     let agrees = match (stored_p99, p99) {
         (Some(x), Some(y)) => (x - y).abs() <= 1e-6 * x.abs().max(1.0),
         _ => false,
     };
     Ok(curves_of_analysis(&a, agrees))
 }
+
+/// The percentile whose recomputed figure is checked against the stored one.
+const P99: &str = "p99";
 
 /// The pointwise 95 % band of a CCDF estimated from `n` values: at each point, the Wilson
 /// interval of the binomial proportion P[X ≥ x] (the same order-statistic reasoning as the
@@ -250,11 +243,10 @@ mod tests {
 
     #[test]
     fn distributions_read_in_standard_order() {
-        let v = json!({"p99": 2.0, "p50": 1.0, "junk": "x"});
+        let v: Distribution =
+            serde_json::from_value(json!({"p99": 2.0, "p50": 1.0, "p99.9": null, "p42": 5.0}))
+                .unwrap();
         assert_eq!(dist(&v), vec![("p50", 1.0), ("p99", 2.0)]);
-        let c = json!({"p99": {"value": 2.0, "lo": 1.5, "hi": 2.5}});
-        assert_eq!(ci(&c, "p99"), Some((2.0, 1.5, 2.5)));
-        assert_eq!(ci(&c, "p50"), None);
     }
 
     #[test]
@@ -276,7 +268,7 @@ mod tests {
             "ideal_spec": {"service_ns": 50000.0, "workers": 2, "queues": "per-worker"},
             "warmup_ns": 1000, "seed": 7, "start_mono_ns": 5, "url": "nullrpc://127.0.0.1:7000"
         });
-        let c = config_of(&s).unwrap();
+        let c = config_of(&RunSummary::of(&s)).unwrap();
         let i = c.ideal.unwrap();
         assert_eq!((i.workers, i.queues), (2, QueueStructure::PerWorker));
         assert_eq!((c.warmup_ns, c.seed), (1000, 7));

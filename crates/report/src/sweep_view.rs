@@ -7,8 +7,6 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use lab::{Row, SweepResult};
-use serde::Deserialize;
-use serde_json::Value;
 use stats::Distribution;
 
 use crate::terminal::fmt_ns;
@@ -23,11 +21,6 @@ fn ratio(v: Option<&Distribution>, k: &str) -> String {
     v.and_then(|d| d.get(k))
         .map(|e| format!("{e:.2}x"))
         .unwrap_or_else(|| "-".into())
-}
-
-/// A tuning step's distribution (kept as JSON by the walk), typed.
-fn dist(v: &Value) -> Option<Distribution> {
-    Distribution::deserialize(v).ok()
 }
 
 fn params(p: &BTreeMap<String, String>) -> String {
@@ -159,7 +152,7 @@ pub fn tune(w: &mut dyn Write, r: &lab::TuneResult) -> io::Result<()> {
             writeln!(w, "  {:<9} skipped: {why}", s.name)?;
             continue;
         }
-        let (measured, ideal) = (dist(&s.measured), dist(&s.ideal));
+        let (measured, ideal) = (&s.measured, &s.ideal);
         writeln!(
             w,
             "  {:<9} {:>6} {:>10} | {:>9} {:>9} {:>9} | {:>9} {:>9} | {:>8} {:>12}",
@@ -171,7 +164,7 @@ pub fn tune(w: &mut dyn Write, r: &lab::TuneResult) -> io::Result<()> {
             us(measured.as_ref(), "p99.9"),
             us(ideal.as_ref(), "p50"),
             us(ideal.as_ref(), "p99"),
-            ratio(dist(&s.excess).as_ref(), "p99"),
+            ratio(s.excess.as_ref(), "p99"),
             s.max_load_rps
                 .map(|m| format!("{m:.0} req/s"))
                 .unwrap_or_else(|| "-".into()),

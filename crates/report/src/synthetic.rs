@@ -125,7 +125,10 @@ pub fn run(
             "ideal": ideal, "server": {"spawned": false, "scheme": "nullrpc"},
             "workload": "NullRpc(synthetic)",
         }),
-        server: json!({"spawned": false, "scheme": "nullrpc"}),
+        server: lab::ServerFacts {
+            scheme: Some("nullrpc".into()),
+            ..lab::ServerFacts::default()
+        },
         ideal_source: Some(lab::IdealSource::given()),
         analysis,
         saturation: None,

@@ -2,10 +2,8 @@
 //! What the store does not keep is not invented: it is listed beside the command, with the
 //! value the command will use instead (the flag's default).
 
-use serde_json::Value;
+use lab::summary::{RunSummary, StoredConfig};
 use store::RunRow;
-
-use crate::stored::{num, text};
 
 /// A shell word: quoted when it holds anything a shell would read specially.
 fn sh(s: &str) -> String {
@@ -30,9 +28,9 @@ fn exact(v: f64) -> String {
 
 /// The command and what it could not reconstruct.
 pub fn reproduce(row: &RunRow) -> (String, Vec<String>) {
-    let c = &row.config;
-    if c.get("demo").and_then(Value::as_bool) == Some(true) {
-        return demo(c);
+    let c = StoredConfig::of(&row.config);
+    if c.demo == Some(true) {
+        return demo(&c);
     }
     if row.kind == "calibrate" {
         return (
@@ -40,24 +38,24 @@ pub fn reproduce(row: &RunRow) -> (String, Vec<String>) {
             vec!["a calibration stores its search, not its flags: --max-connections, --max-depth, --duration and --cpus are their defaults here".into()],
         );
     }
-    let Some(target) = text(c, "/target") else {
+    let Some(target) = c.target.as_deref() else {
         return (
             "# this run's configuration does not name its target".into(),
-            vec![format!("stored configuration: {c}")],
+            vec![format!("stored configuration: {}", row.config)],
         );
     };
-    run(row, c, target)
+    run(row, &c, target)
 }
 
-fn demo(c: &Value) -> (String, Vec<String>) {
+fn demo(c: &StoredConfig) -> (String, Vec<String>) {
     let mut cmd = String::from("tailscope demo");
-    if let Some(w) = text(c, "/work") {
+    if let Some(w) = &c.work {
         cmd += &format!(" --work {}", sh(w));
     }
-    if let Some(d) = text(c, "/duration") {
+    if let Some(d) = &c.duration {
         cmd += &format!(" --duration {}", sh(d));
     }
-    if let Some(p) = num(c, "/load_pct") {
+    if let Some(p) = c.load_pct {
         cmd += &format!(" --loads {}", exact(p));
     }
     (
@@ -69,8 +67,8 @@ fn demo(c: &Value) -> (String, Vec<String>) {
     )
 }
 
-fn run(row: &RunRow, c: &Value, target: &str) -> (String, Vec<String>) {
-    let s = row.summary.as_ref().cloned().unwrap_or(Value::Null);
+fn run(row: &RunRow, c: &StoredConfig, target: &str) -> (String, Vec<String>) {
+    let s = row.summary.as_ref().map(RunSummary::of).unwrap_or_default();
     let mut w: Vec<String> = vec!["tailscope".into(), "run".into(), sh(target)];
     let mut caveats = Vec::new();
     let mut flag = |name: &str, v: String| {
@@ -78,113 +76,71 @@ fn run(row: &RunRow, c: &Value, target: &str) -> (String, Vec<String>) {
         w.push(v);
     };
     // The offered rate itself: a percentage means the capacity known at the time.
-    if let Some(r) = num(c, "/rate_rps") {
+    if let Some(r) = c.rate_rps {
         flag("rate", exact(r));
-        if let Some(orig) = text(c, "/rate").filter(|r| r.ends_with('%')) {
+        if let Some(orig) = c.rate.as_deref().filter(|r| r.ends_with('%')) {
             caveats.push(format!(
                 "the run asked for --rate {orig} of the capacity calibrated then; the command gives the rate that offered ({} req/s)",
                 exact(r)
             ));
         }
     }
-    if let Some(a) = text(c, "/arrival").filter(|a| *a != "poisson") {
+    if let Some(a) = c.arrival.as_deref().filter(|a| *a != "poisson") {
         flag("arrival", sh(a));
         if a.starts_with("trace:") {
             caveats.push("a trace's --trace-unit is not stored: ns here".into());
         }
     }
-    match (text(c, "/requests"), text(c, "/duration")) {
+    match (&c.requests, &c.duration) {
         (Some(n), _) => flag("requests", sh(n)),
         (None, Some(d)) => flag("duration", sh(d)),
         _ => {}
     }
-    for (key, name) in [("/warmup", "warmup"), ("/timeout", "timeout")] {
-        if let Some(v) = text(c, key) {
+    for (v, name) in [(&c.warmup, "warmup"), (&c.timeout, "timeout")] {
+        if let Some(v) = v {
             flag(name, sh(v));
         }
     }
-    for (key, name) in [
-        ("/connections", "connections"),
-        ("/threads", "threads"),
-        ("/max_outstanding", "max-outstanding"),
-        ("/request_size", "request-size"),
-        ("/seed", "seed"),
+    for (v, name) in [
+        (c.connections, "connections"),
+        (c.threads, "threads"),
+        (c.max_outstanding, "max-outstanding"),
+        (c.request_size, "request-size"),
+        (c.seed, "seed"),
     ] {
-        if let Some(v) = num(c, key) {
+        if let Some(v) = v {
             flag(name, exact(v));
         }
     }
-    if let Some(cpus) = c
-        .get("cpus")
-        .and_then(Value::as_array)
-        .filter(|a| !a.is_empty())
-    {
-        let list: Vec<String> = cpus.iter().map(|v| v.to_string()).collect();
+    if !c.cpus.is_empty() {
+        let list: Vec<String> = c.cpus.iter().map(u64::to_string).collect();
         flag("cpus", list.join(","));
     }
-    if let Some(a) = num(c, "/alpha") {
+    if let Some(a) = c.alpha {
         flag("alpha", exact(a));
     }
-    if c.get("stamps").and_then(Value::as_bool) == Some(false) {
+    if c.stamps == Some(false) {
         w.push("--no-stamps".into());
     }
-    // The ideal: its service time as it was (given, or from a calibration), its shape.
-    let ideal = c.get("ideal").filter(|v| !v.is_null());
-    if let Some(i) = ideal {
-        if let Some(ns) = num(i, "/service_ns") {
-            w.push("--service".into());
-            w.push(format!("{}ns", exact(ns.round())));
-            if text(&s, "/ideal_source/from").is_some_and(|f| f != "given") {
-                caveats.push(format!(
-                    "the ideal's service time came from {} (run {}); --service gives the same value without calibrating again",
-                    text(&s, "/ideal_source/from").unwrap_or("a calibration"),
-                    num(&s, "/ideal_source/calibration_run").map_or("?".into(), exact)
-                ));
-            }
-        }
-        if let Some(n) = num(i, "/workers") {
-            w.push("--workers".into());
-            w.push(exact(n));
-        }
-        if let Some(q) = text(i, "/queues") {
-            w.push("--queues".into());
-            w.push(q.into());
-        }
-    }
-    let server = c.get("server").unwrap_or(&Value::Null);
-    if server.get("spawned").and_then(Value::as_bool) == Some(true) {
-        w.push("--spawn".into());
-        if let Some(t) = num(server, "/worker_threads") {
-            w.push("--server-threads".into());
-            w.push(exact(t));
-        }
-        caveats.push(format!(
-            "--server-cpus and --server-sched of the spawned server are not stored as flags; its command line was: {}",
-            server
-                .get("command_line")
-                .map_or("-".into(), |v| v.to_string())
-        ));
-    }
-    if let Some(wl) = text(c, "/workload").filter(|wl| !wl.starts_with("NullRpc")) {
+    ideal_flags(c, &s, &mut w, &mut caveats);
+    server_flags(c, &mut w, &mut caveats);
+    if let Some(wl) = c
+        .workload
+        .as_deref()
+        .filter(|wl| !wl.starts_with("NullRpc"))
+    {
         caveats.push(format!(
             "the workload is stored only as text ({wl}): give --get-ratio, --key-size, --value-size, --items, --popularity, --files and --file-size again"
         ));
     }
-    if c.get("churn").is_some_and(|v| !v.is_null()) {
-        let ch = &c["churn"];
-        if let (Some(a), Some(b)) = (
-            ch.get(0).and_then(Value::as_u64),
-            ch.get(1).and_then(Value::as_u64),
-        ) {
-            w.push("--churn".into());
-            w.push(format!("{a},{b}"));
-        }
+    if let Some((a, b)) = c.churn {
+        w.push("--churn".into());
+        w.push(format!("{a},{b}"));
     }
-    let off = s
-        .get("instruments")
-        .and_then(Value::as_array)
-        .is_some_and(|a| a.iter().any(|i| text(i, "/mode") == Some("off")));
-    if off {
+    if s.instruments
+        .iter()
+        .any(|i| i.mode.as_deref() == Some("off"))
+    {
         w.push("--no-attribution".into());
     }
     caveats.push(
@@ -193,10 +149,60 @@ fn run(row: &RunRow, c: &Value, target: &str) -> (String, Vec<String>) {
     (w.join(" "), caveats)
 }
 
+/// The ideal: its service time as it was (given, or from a calibration), its shape.
+fn ideal_flags(c: &StoredConfig, s: &RunSummary, w: &mut Vec<String>, caveats: &mut Vec<String>) {
+    let Some(i) = &c.ideal else {
+        return;
+    };
+    if let Some(ns) = i.service_ns {
+        w.push("--service".into());
+        w.push(format!("{}ns", exact(ns.round())));
+        let source = s.ideal_source.as_ref();
+        if let Some(from) = source
+            .and_then(|x| x.from.as_deref())
+            .filter(|f| *f != "given")
+        {
+            caveats.push(format!(
+                "the ideal's service time came from {from} (run {}); --service gives the same value without calibrating again",
+                source
+                    .and_then(|x| x.calibration_run)
+                    .map_or("?".into(), exact)
+            ));
+        }
+    }
+    if let Some(n) = i.workers {
+        w.push("--workers".into());
+        w.push(exact(n));
+    }
+    if let Some(q) = &i.queues {
+        w.push("--queues".into());
+        w.push(q.clone());
+    }
+}
+
+/// A spawned server: `--spawn`, its threads, and what of it the flags cannot say.
+fn server_flags(c: &StoredConfig, w: &mut Vec<String>, caveats: &mut Vec<String>) {
+    let Some(server) = c.server.as_ref().filter(|s| s.spawned) else {
+        return;
+    };
+    w.push("--spawn".into());
+    if let Some(t) = server.worker_threads {
+        w.push("--server-threads".into());
+        w.push(t.to_string());
+    }
+    caveats.push(format!(
+        "--server-cpus and --server-sched of the spawned server are not stored as flags; its command line was: {}",
+        server
+            .command_line
+            .as_ref()
+            .map_or("-".into(), |v| serde_json::json!(v).to_string())
+    ));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn row(config: Value, summary: Value) -> RunRow {
         RunRow {

@@ -543,11 +543,11 @@ fn why(out: &mut String, run: &Run) {
 /// Host facts and the instruments that ran beside the load.
 fn host(out: &mut String, r: &StoredRun, run: &Run) {
     host_facts(out, r);
-    if !run.server.is_null() {
+    if !run.server.is_empty() {
         let _ = writeln!(
             out,
             "<dt>server</dt><dd>{}</dd>",
-            esc(&run.server.to_string())
+            esc(&run.server.to_json().to_string())
         );
     }
     for i in &run.instruments {

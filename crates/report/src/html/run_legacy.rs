@@ -1,31 +1,33 @@
 //! A run's section from its JSON summary alone: the fallback for runs stored without a typed
 //! form (before the store kept one, schema 4; or a run that failed before it was analysed).
-//! Everything here reads the summary ([`lab::Run::to_json`]'s shape) by JSON path; a run with
-//! a typed form is drawn by [`super::run`] from its fields, the same page.
+//! Everything here reads the summary ([`lab::Run::to_json`]'s shape, from any version) by
+//! field, through [`lab::summary::RunSummary`]; a run with a typed form is drawn by
+//! [`super::run`] from the [`lab::Run`] itself, the same page.
 
 use std::fmt::Write as _;
 
-use serde_json::Value;
+use lab::summary::{figure as fig, Intervals, RunSummary};
+use lab::RunStatus;
+use stats::Distribution;
 
 use super::run_parts::view_figure;
 use super::{badge, esc, figure_html, thousands};
 use crate::figure::{self, fmt_us, Body, Figure, StageBar, StagesFigure};
-use crate::stored::{ci, dist, num, text, StoredRun};
+use crate::stored::{dist, StoredRun};
 use crate::ReportError;
 
+/// The percentile of the headline.
+const P99: &str = "p99";
+
 /// The headline: p99 measured against ideal, or why there is no comparison.
-fn headline(s: &Value) -> String {
-    let m = num(s, "/measured/p99");
-    let i = num(s, "/ideal/p99");
-    let e = s
-        .get("excess_ci")
-        .and_then(Value::as_array)
-        .and_then(|a| a.iter().find(|e| text(e, "/key") == Some("p99")));
+fn headline(s: &RunSummary) -> String {
+    let m = fig(s.measured.as_ref(), P99);
+    let i = fig(s.ideal.as_ref(), P99);
+    let e = s.excess_ci.as_ref().and_then(|e| e.of(P99));
     match (m, i) {
         (Some(m), Some(i)) => {
             let ci = e
-                .and_then(|e| Some((num(e, "/lo")?, num(e, "/hi")?)))
-                .map(|(lo, hi)| format!(" (95 % CI {lo:.2}–{hi:.2}×)"))
+                .map(|e| format!(" (95 % CI {:.2}–{:.2}×)", e.lo, e.hi))
                 .unwrap_or_default();
             format!(
                 "p99 <b>{}</b> measured against <b>{}</b> ideal: <b>{:.2}×</b> the ideal{ci}",
@@ -37,13 +39,15 @@ fn headline(s: &Value) -> String {
         (Some(m), None) => format!(
             "p99 <b>{}</b> measured; no ideal to compare with{}",
             fmt_us(m),
-            text(s, "/ideal_note")
+            s.ideal_note
+                .as_deref()
                 .map(|n| format!(" ({})", esc(n)))
                 .unwrap_or_default()
         ),
         _ => format!(
             "nothing measured{}",
-            text(s, "/error")
+            s.error
+                .as_deref()
                 .map(|e| format!(": {}", esc(e)))
                 .unwrap_or_default()
         ),
@@ -56,7 +60,7 @@ pub(super) fn section(
     r: &StoredRun,
     figures: &mut Vec<Figure>,
 ) -> Result<(), ReportError> {
-    let s = r.summary();
+    let s = &r.facts;
     let id = r.id();
     let _ = writeln!(
         out,
@@ -65,19 +69,20 @@ pub(super) fn section(
         badge(r.status())
     );
     let _ = writeln!(out, "<p class=\"lede\">{}</p>", headline(s));
-    let o = |k: &str| num(s, &format!("/outcomes/{k}")).unwrap_or(0.0);
+    let o = s.outcomes.clone().unwrap_or_default();
+    let n = |x: Option<u64>| x.unwrap_or(0) as f64;
     let _ = writeln!(
         out,
         "<p class=\"muted\">{} · started {} · {} requests after the warm-up · offered {} req/s, achieved {} req/s · outcomes: ok {}, error {}, timeout {}, dropped {}</p>",
         esc(&r.row.kind),
         esc(&r.row.started_at),
-        thousands(num(s, "/requests").unwrap_or(0.0)),
-        thousands(num(s, "/rate_rps").unwrap_or(f64::NAN)),
-        thousands(num(s, "/achieved_rate_rps").unwrap_or(f64::NAN)),
-        thousands(o("ok")),
-        thousands(o("error")),
-        thousands(o("timeout")),
-        thousands(o("dropped")),
+        thousands(s.requests.unwrap_or(0.0)),
+        thousands(s.rate_rps.unwrap_or(f64::NAN)),
+        thousands(s.achieved_rate_rps.unwrap_or(f64::NAN)),
+        thousands(n(o.ok)),
+        thousands(n(o.error)),
+        thousands(n(o.timeout)),
+        thousands(n(o.dropped)),
     );
     notes(out, r);
     views(out, r, figures)?;
@@ -93,50 +98,53 @@ pub(super) fn section(
 
 /// What a reader must know before trusting the numbers.
 fn notes(out: &mut String, r: &StoredRun) {
-    let s = r.summary();
+    let s = &r.facts;
     let mut note = |class: &str, t: String| {
         let _ = writeln!(out, "<p class=\"note {class}\">{t}</p>");
     };
-    match r.status() {
-        "invalid" => note(
+    match r.status().parse::<RunStatus>().ok() {
+        Some(RunStatus::Invalid) => note(
             "bad",
             "INVALID: no view asked for is valid — the generator fell behind its schedule (its own lateness p99 above the threshold), so the user's view counts its stalls, and the server's view is missing or its offered load was not sent.".into(),
         ),
-        "saturated" => note(
-            "",
-            format!(
-                "SATURATED: offered {} req/s, the server completed {} req/s — the completion rate is the capacity measured; beyond saturation the percentiles grow with the run's length.",
-                thousands(num(s, "/saturation/offered_rps").unwrap_or(f64::NAN)),
-                thousands(num(s, "/saturation/completed_rps").unwrap_or(f64::NAN))
-            ),
-        ),
-        "failed" | "interrupted" => note(
+        Some(RunStatus::Saturated) => {
+            let sat = s.saturation.clone().unwrap_or_default();
+            note(
+                "",
+                format!(
+                    "SATURATED: offered {} req/s, the server completed {} req/s — the completion rate is the capacity measured; beyond saturation the percentiles grow with the run's length.",
+                    thousands(sat.offered_rps.unwrap_or(f64::NAN)),
+                    thousands(sat.completed_rps.unwrap_or(f64::NAN))
+                ),
+            )
+        }
+        Some(st @ (RunStatus::Failed | RunStatus::Interrupted)) => note(
             "bad",
             format!(
                 "{}: {}",
-                r.status().to_uppercase(),
-                esc(text(s, "/error").unwrap_or("the run did not complete as planned"))
+                st.as_str().to_uppercase(),
+                esc(s
+                    .error
+                    .as_deref()
+                    .unwrap_or("the run did not complete as planned"))
             ),
         ),
         _ => {}
     }
-    if let Some(h) = text(s, "/headline_view") {
+    if let Some(h) = &s.headline_view {
+        let why = s.views.as_ref().and_then(|v| v.headline_why.as_deref());
         note(
             "",
-            format!(
-                "headline: {} view — {}",
-                esc(h),
-                esc(text(s, "/views/headline_why").unwrap_or(""))
-            ),
+            format!("headline: {} view — {}", esc(h), esc(why.unwrap_or(""))),
         );
     }
-    if let Some(t) = text(s, "/status_note") {
+    if let Some(t) = &s.status_note {
         note("bad", esc(t));
     }
-    if let Some(t) = text(s, "/ideal_check") {
+    if let Some(t) = &s.ideal_check {
         note("", format!("WARNING: {}", esc(t)));
     }
-    if let Some(t) = text(s, "/ideal_note") {
+    if let Some(t) = &s.ideal_note {
         note("", format!("ideal: {}", esc(t)));
     }
     if let Some(e) = &r.typed_error {
@@ -160,16 +168,16 @@ fn notes(out: &mut String, r: &StoredRun) {
 
 /// Both views: their CCDFs side by side, then their tables.
 fn views(out: &mut String, r: &StoredRun, figures: &mut Vec<Figure>) -> Result<(), ReportError> {
-    let s = r.summary();
+    let s = &r.facts;
     let id = r.id();
-    let ideal_label = match s.get("ideal_spec") {
-        Some(v) if !v.is_null() => format!(
+    let ideal_label = match &s.ideal_spec {
+        Some(v) => format!(
             "ideal: {} worker(s), {} queue(s), {}",
-            num(v, "/workers").unwrap_or(1.0),
-            text(v, "/queues").unwrap_or("single"),
-            fmt_us(num(v, "/service_ns").unwrap_or(f64::NAN) / 1e3)
+            v.workers.unwrap_or(1.0),
+            v.queues.as_deref().unwrap_or("single"),
+            fmt_us(v.service_ns.unwrap_or(f64::NAN) / 1e3)
         ),
-        _ => "ideal".into(),
+        None => "ideal".into(),
     };
     if let Ok(c) = &r.curves {
         out.push_str("<div class=\"figs\">\n");
@@ -203,16 +211,20 @@ fn views(out: &mut String, r: &StoredRun, figures: &mut Vec<Figure>) -> Result<(
     let _ = writeln!(
         out,
         "<p class=\"muted\">The user's view (intended send → received):</p>{}",
-        view_table(s.get("measured_ci"), s.get("ideal_ci"), s.get("excess_ci"))
+        view_table(
+            s.measured_ci.as_ref(),
+            s.ideal_ci.as_ref(),
+            s.excess_ci.as_ref()
+        )
     );
-    if let Some(sv) = s.get("server_view").filter(|v| !v.is_null()) {
+    if let Some(sv) = s.server_view() {
         let _ = writeln!(
             out,
             "<p class=\"muted\">The server's view (sent → client kernel receive):</p>{}",
             view_table(
-                sv.get("measured_ci"),
-                sv.get("ideal_ci"),
-                sv.get("excess_ci")
+                sv.measured_ci.as_ref(),
+                sv.ideal_ci.as_ref(),
+                sv.excess_ci.as_ref()
             )
         );
     }
@@ -220,24 +232,21 @@ fn views(out: &mut String, r: &StoredRun, figures: &mut Vec<Figure>) -> Result<(
 }
 
 /// Measured, ideal and excess per percentile, each with its interval.
-fn view_table(m: Option<&Value>, i: Option<&Value>, e: Option<&Value>) -> String {
-    let Some(m) = m.filter(|v| !v.is_null()) else {
+fn view_table(m: Option<&Intervals>, i: Option<&Intervals>, e: Option<&Intervals>) -> String {
+    let Some(m) = m else {
         return "<p class=\"muted\">nothing measured</p>".into();
     };
     let mut t = String::from(
         "<table><tr><th class=\"l\"></th><th>measured</th><th>95 % CI</th><th>ideal</th><th>95 % CI</th><th>excess</th><th>95 % CI</th></tr>",
     );
-    for (key, _) in stats::STANDARD_QUANTILES
+    for (key, mc) in stats::STANDARD_QUANTILES
         .iter()
-        .filter(|(k, _)| ci(m, k).is_some())
+        .filter_map(|(k, _)| Some((*k, m.of(k)?)))
     {
-        let cell = |v: Option<&Value>| v.and_then(|v| ci(v, key));
-        let (mv, ml, mh) = cell(Some(m)).unwrap_or((f64::NAN, f64::NAN, f64::NAN));
-        let iv = cell(i);
-        let ex = e
-            .and_then(Value::as_array)
-            .and_then(|a| a.iter().find(|x| text(x, "/key") == Some(key)));
-        let exv = ex.and_then(|x| num(x, "/value"));
+        let (mv, ml, mh) = (mc.value, mc.lo, mc.hi);
+        let iv = i.and_then(|i| i.of(key));
+        let ex = e.and_then(|e| e.of(key));
+        let exv = ex.map(|x| x.value);
         let class = match exv {
             Some(x) if x >= 10.0 => " class=\"vhi\"",
             Some(x) if x >= 2.0 => " class=\"hi\"",
@@ -249,11 +258,10 @@ fn view_table(m: Option<&Value>, i: Option<&Value>, e: Option<&Value>) -> String
             fmt_us(mv),
             fmt_us(ml),
             fmt_us(mh),
-            iv.map_or("-".into(), |v| fmt_us(v.0)),
-            iv.map_or(String::new(), |v| format!("[{}, {}]", fmt_us(v.1), fmt_us(v.2))),
+            iv.map_or("-".into(), |v| fmt_us(v.value)),
+            iv.map_or(String::new(), |v| format!("[{}, {}]", fmt_us(v.lo), fmt_us(v.hi))),
             exv.map_or("-".into(), |x| format!("{x:.2}×")),
-            ex.and_then(|x| Some((num(x, "/lo")?, num(x, "/hi")?)))
-                .map_or(String::new(), |(lo, hi)| format!("[{lo:.2}, {hi:.2}]")),
+            ex.map_or(String::new(), |x| format!("[{:.2}, {:.2}]", x.lo, x.hi)),
         );
     }
     t.push_str("</table>");
@@ -261,10 +269,10 @@ fn view_table(m: Option<&Value>, i: Option<&Value>, e: Option<&Value>) -> String
 }
 
 /// Lateness, time held, the path's decomposition, the arrival check, per-class latency.
-fn validity(out: &mut String, s: &Value) {
+fn validity(out: &mut String, s: &RunSummary) {
     let _ = writeln!(out, "<h3>Lateness, time held and validity</h3><table><tr><th class=\"l\"></th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>p99.99</th><th class=\"l\"></th></tr>");
-    let mut row = |name: &str, v: Option<&Value>, note: String| {
-        let Some(v) = v.filter(|v| !v.is_null()) else {
+    let mut row = |name: &str, v: Option<&Distribution>, note: String| {
+        let Some(v) = v else {
             return;
         };
         let d = dist(v);
@@ -281,95 +289,89 @@ fn validity(out: &mut String, s: &Value) {
             esc(name)
         );
     };
-    let flagged = s.get("lateness_flagged").and_then(Value::as_bool) == Some(true);
+    let flagged = s.lateness_flagged == Some(true);
     row(
         "generator lateness (due → seen by its loop)",
-        s.get("lateness"),
+        s.lateness.as_ref(),
         if flagged {
             "<b>FLAGGED</b>: the generator fell behind".into()
         } else {
             "within the threshold".into()
         },
     );
-    if let Some(h) = s.get("held_in_client").filter(|v| !v.is_null()) {
+    if let Some(h) = &s.held_in_client {
         row(
             "held in the client (all connections busy)",
-            h.get("held"),
+            h.held.as_ref(),
             format!(
                 "{} requests ({:.1} %)",
-                thousands(num(h, "/requests").unwrap_or(0.0)),
-                100.0 * num(h, "/fraction").unwrap_or(0.0)
+                thousands(h.requests.unwrap_or(0.0)),
+                100.0 * h.fraction.unwrap_or(0.0)
             ),
         );
     }
-    if let Some(d) = s.get("decomposition").filter(|v| !v.is_null()) {
+    if let Some(d) = &s.decomposition {
         row(
             "path: generator (intended → sent)",
-            d.get("lateness"),
+            d.lateness.as_ref(),
             String::new(),
         );
         row(
             "path: network + server (sent → kernel)",
-            d.get("network_server"),
+            d.network_server.as_ref(),
             String::new(),
         );
         row(
             "path: client wake-up (kernel → user)",
-            d.get("client_wakeup"),
+            d.client_wakeup.as_ref(),
             String::new(),
         );
     }
-    if let Some(classes) = s.get("classes").and_then(Value::as_array) {
-        for c in classes {
-            row(
-                &format!(
-                    "class {} ({})",
-                    num(c, "/class").unwrap_or(0.0),
-                    text(c, "/label").unwrap_or("")
-                ),
-                c.get("measured"),
-                format!("{} requests", thousands(num(c, "/requests").unwrap_or(0.0))),
-            );
-        }
+    for c in &s.classes {
+        row(
+            &format!(
+                "class {} ({})",
+                c.class.unwrap_or(0.0),
+                c.label.as_deref().unwrap_or("")
+            ),
+            c.measured.as_ref(),
+            format!("{} requests", thousands(c.requests.unwrap_or(0.0))),
+        );
     }
     out.push_str("</table>\n");
-    if let Some(a) = s.get("arrival_check").filter(|v| !v.is_null()) {
+    if let Some(a) = &s.arrival_check {
         let _ = writeln!(
             out,
             "<p class=\"muted\">Arrivals as sent: Anderson–Darling on {} inter-arrival gaps: A² = {:.3}, p = {:.3} → {} (the schedule's own gaps: p = {:.3}).</p>",
-            num(a, "/n").unwrap_or(0.0),
-            num(a, "/statistic").unwrap_or(f64::NAN),
-            num(a, "/p_value").unwrap_or(f64::NAN),
-            if a.get("exponential").and_then(Value::as_bool) == Some(true) {
+            a.n.unwrap_or(0.0),
+            a.statistic.unwrap_or(f64::NAN),
+            a.p_value.unwrap_or(f64::NAN),
+            if a.exponential == Some(true) {
                 "consistent with exponential"
             } else {
                 "NOT exponential"
             },
-            num(a, "/schedule_p_value").unwrap_or(f64::NAN)
+            a.schedule_p_value.unwrap_or(f64::NAN)
         );
     }
 }
 
 /// The stage breakdown as bars.
 fn stages(out: &mut String, r: &StoredRun, figures: &mut Vec<Figure>) -> Result<(), ReportError> {
-    let Some(st) = r.summary().get("stages").filter(|v| !v.is_null()) else {
+    let Some(st) = &r.facts.stages else {
         return Ok(());
     };
     let rows: Vec<StageBar> = st
-        .get("rows")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .map(|x| StageBar {
-                    stage: text(x, "/stage").unwrap_or("?").to_string(),
-                    slow_p50: num(x, "/slow_p50_us").unwrap_or(0.0),
-                    slow_p99: num(x, "/slow_p99_us").unwrap_or(0.0),
-                    median_p50: num(x, "/median_p50_us").unwrap_or(0.0),
-                    median_p99: num(x, "/median_p99_us").unwrap_or(0.0),
-                })
-                .collect()
+        .rows
+        .iter()
+        .map(|x| StageBar {
+            stage: x.stage.clone().unwrap_or_else(|| "?".into()),
+            slow_p50: x.slow_p50_us.unwrap_or(0.0),
+            slow_p99: x.slow_p99_us.unwrap_or(0.0),
+            median_p50: x.median_p50_us.unwrap_or(0.0),
+            median_p99: x.median_p99_us.unwrap_or(0.0),
         })
-        .unwrap_or_default();
+        .collect();
     let n = rows.len();
     let _ = writeln!(out, "<h3>Where the time goes: stages</h3>");
     let f = Figure {
@@ -384,11 +386,11 @@ fn stages(out: &mut String, r: &StoredRun, figures: &mut Vec<Figure>) -> Result<
             rows,
             slow_label: format!(
                 "slowest 1 % ({} requests): median, whisker to p99",
-                thousands(num(st, "/slow_requests").unwrap_or(0.0))
+                thousands(st.slow_requests.unwrap_or(0.0))
             ),
             median_label: format!(
                 "median requests ({}): median, whisker to p99",
-                thousands(num(st, "/median_requests").unwrap_or(0.0))
+                thousands(st.median_requests.unwrap_or(0.0))
             ),
         }),
     };
@@ -401,35 +403,33 @@ fn stages(out: &mut String, r: &StoredRun, figures: &mut Vec<Figure>) -> Result<
 }
 
 /// The "why": whose the excess is, then each sampled source with its fix and trade-off.
-fn why(out: &mut String, s: &Value) {
+fn why(out: &mut String, s: &RunSummary) {
     let _ = writeln!(out, "<h3>Why</h3>");
-    if let Some(split) = s
-        .get("excess_split")
-        .and_then(Value::as_array)
-        .filter(|a| !a.is_empty())
-    {
+    let split = &s.excess_split;
+    if !split.is_empty() {
         let _ = writeln!(out, "<table><tr><th class=\"l\">excess time</th><th>total</th><th>client</th><th>server</th></tr>");
         for e in split {
             let _ = writeln!(
                 out,
                 "<tr><th class=\"l\">{}</th><td>{:.1} µs</td><td>{:.1} µs</td><td>{:.1} µs</td></tr>",
-                esc(text(e, "/key").unwrap_or("")),
-                num(e, "/total_us").unwrap_or(f64::NAN),
-                num(e, "/client_us").unwrap_or(f64::NAN),
-                num(e, "/server_us").unwrap_or(f64::NAN)
+                esc(e.key.as_deref().unwrap_or("")),
+                e.total_us.unwrap_or(f64::NAN),
+                e.client_us.unwrap_or(f64::NAN),
+                e.server_us.unwrap_or(f64::NAN)
             );
         }
         out.push_str("</table>\n");
     }
+    let source = s.ideal_source.as_ref();
     if let (Some(g), Some(u)) = (
-        num(s, "/ideal_source/batching_gain"),
-        num(s, "/ideal_source/unbatched_per_worker_service_ns"),
+        source.and_then(|x| x.batching_gain),
+        source.and_then(|x| x.unbatched_per_worker_service_ns),
     ) {
         if g > 1.02 {
             let _ = writeln!(out, "<p>Batching: the ideal uses the server's batched cost ({g:.2}× the rate with one request in flight); a request that arrives alone costs {} — up to {g:.2}× of excess at low load is this.</p>", fmt_us(u / 1e3));
         }
     }
-    let Some(w) = s.get("why").filter(|v| !v.is_null()) else {
+    let Some(w) = &s.why else {
         let _ = writeln!(
             out,
             "<p class=\"muted\">No sources were sampled for this run (attribution off).</p>"
@@ -439,39 +439,32 @@ fn why(out: &mut String, s: &Value) {
     let _ = writeln!(
         out,
         "<p class=\"muted\">{} slowest requests; {} of {} sampled intervals held one. Sources ranked by significance (Holm-adjusted p of a circular-shift test), then lift.</p>",
-        thousands(num(w, "/slow_requests").unwrap_or(0.0)),
-        thousands(num(w, "/slow_intervals").unwrap_or(0.0)),
-        thousands(num(w, "/intervals").unwrap_or(0.0))
+        thousands(w.slow_requests.unwrap_or(0.0)),
+        thousands(w.slow_intervals.unwrap_or(0.0)),
+        thousands(w.intervals.unwrap_or(0.0))
     );
-    let sources = w
-        .get("sources")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let sources = &w.sources;
     if sources.is_empty() {
         let _ = writeln!(out, "<p>No sampled source moved during the run.</p>");
     } else {
         let _ = writeln!(out, "<table><tr><th>#</th><th class=\"l\">source</th><th>lift</th><th>p</th><th class=\"l\">evidence</th><th class=\"l\">fix</th><th class=\"l\">trade-off</th></tr>");
         for (i, x) in sources.iter().enumerate() {
-            let p = num(x, "/p_value").unwrap_or(1.0);
+            let p = x.p_value.unwrap_or(1.0);
             let _ = writeln!(
                 out,
                 "<tr{}><td>{}</td><td class=\"l\">{} <span class=\"muted\">({})</span></td><td>{:.1}×</td><td>{p:.3}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
                 if p < 0.05 { "" } else { " class=\"insig\"" },
                 i + 1,
-                esc(text(x, "/source").unwrap_or("")),
-                esc(&x.get("kind").map(|k| k.to_string().trim_matches('"').to_string()).unwrap_or_default()),
-                num(x, "/lift").unwrap_or(f64::NAN),
-                esc(text(x, "/evidence").unwrap_or("")),
-                esc(text(x, "/mitigation").unwrap_or("")),
-                esc(text(x, "/tradeoff").unwrap_or("")),
+                esc(x.source.as_deref().unwrap_or("")),
+                esc(&x.kind.as_ref().map(|k| k.to_string().trim_matches('"').to_string()).unwrap_or_default()),
+                x.lift.unwrap_or(f64::NAN),
+                esc(x.evidence.as_deref().unwrap_or("")),
+                esc(x.mitigation.as_deref().unwrap_or("")),
+                esc(x.tradeoff.as_deref().unwrap_or("")),
             );
         }
         out.push_str("</table>\n");
-        if sources
-            .iter()
-            .all(|x| num(x, "/p_value").unwrap_or(1.0) >= 0.05)
-        {
+        if sources.iter().all(|x| x.p_value.unwrap_or(1.0) >= 0.05) {
             let _ = writeln!(out, "<p class=\"muted\">No source lines up with the slowest requests at 5 % (all greyed): the table shows what moved, not a cause.</p>");
         }
     }
@@ -480,25 +473,20 @@ fn why(out: &mut String, s: &Value) {
 /// Host facts and the instruments that ran beside the load.
 fn host(out: &mut String, r: &StoredRun) {
     super::run_parts::host_facts(out, r);
-    let s = r.summary();
-    if let Some(server) = s.get("server").filter(|v| !v.is_null()) {
+    let s = &r.facts;
+    if let Some(server) = &s.server {
         let _ = writeln!(out, "<dt>server</dt><dd>{}</dd>", esc(&server.to_string()));
     }
-    for i in s
-        .get("instruments")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for i in &s.instruments {
         let _ = writeln!(
             out,
             "<dt>{}</dt><dd>{} · CPUs {} · {} samples ({} skipped), {} each</dd>",
-            esc(text(i, "/name").unwrap_or("instrument")),
-            esc(text(i, "/mode").unwrap_or("")),
-            i.get("cpus").map_or("-".into(), |c| c.to_string()),
-            thousands(num(i, "/samples").unwrap_or(0.0)),
-            thousands(num(i, "/skipped").unwrap_or(0.0)),
-            fmt_us(num(i, "/cost_per_sample_ns").unwrap_or(f64::NAN) / 1e3)
+            esc(i.name.as_deref().unwrap_or("instrument")),
+            esc(i.mode.as_deref().unwrap_or("")),
+            i.cpus.as_ref().map_or("-".into(), |c| c.to_string()),
+            thousands(i.samples.unwrap_or(0.0)),
+            thousands(i.skipped.unwrap_or(0.0)),
+            fmt_us(i.cost_per_sample_ns.unwrap_or(f64::NAN) / 1e3)
         );
     }
     out.push_str("</dl>\n");

@@ -9,11 +9,11 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use analysis::Window;
-use serde_json::Value;
+use lab::summary::{MovedFacts, RunSummary};
 
 use super::{esc, figure_html};
 use crate::figure::{self, Body, Figure, LoadFigure, LoadLine, LoadPanel};
-use crate::stored::{num, text, StoredRun};
+use crate::stored::StoredRun;
 use crate::ReportError;
 
 const IDEAL: plotters::style::RGBColor = plotters::style::RGBColor(40, 40, 40);
@@ -91,64 +91,21 @@ fn of_run(run: &lab::Run) -> Timeline {
     }
 }
 
-/// From a summary alone (runs stored without a typed form), by JSON path; None without
-/// windows.
-fn of_summary(s: &Value) -> Option<Timeline> {
-    let windows = s
-        .get("windows")
-        .and_then(Value::as_array)?
-        .iter()
-        .map(|w| {
-            let f = |k: &str| num(w, &format!("/{k}"));
-            Window {
-                start_s: f("start_s").unwrap_or(f64::NAN),
-                end_s: f("end_s").unwrap_or(f64::NAN),
-                count: f("count").map_or(0, |c| c as u64),
-                p50_us: f("p50_us").unwrap_or(f64::NAN),
-                p99_us: f("p99_us").unwrap_or(f64::NAN),
-                max_us: f("max_us").unwrap_or(f64::NAN),
-                server_p50_us: f("server_p50_us"),
-                server_p99_us: f("server_p99_us"),
-                ideal_p99_us: f("ideal_p99_us"),
-                server_ideal_p99_us: f("server_ideal_p99_us"),
-                lateness_p99_us: f("lateness_p99_us").unwrap_or(f64::NAN),
-            }
-        })
-        .collect();
-    let st = s.get("stationarity").filter(|v| !v.is_null());
-    let spans = |t: Option<&Value>| -> Vec<(f64, f64)> {
-        t.and_then(|s| s.get("moved"))
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|m| Some((num(m, "/start_s")?, num(m, "/end_s")?)))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+/// From a summary alone (runs stored without a typed form), by field; None without windows.
+fn of_summary(s: &RunSummary) -> Option<Timeline> {
+    let windows = s.windows.as_ref()?.iter().map(|w| w.to_window()).collect();
+    let st = s.stationarity.as_ref();
+    let spans = |m: Option<&MovedFacts>| m.map(MovedFacts::spans).unwrap_or_default();
     let host = s
-        .get("window_host")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|h| {
-            let lost = h
-                .get("lost_us")
-                .and_then(Value::as_object)
-                .map(|m| {
-                    m.iter()
-                        .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
-                        .collect()
-                })
-                .unwrap_or_default();
-            Some((num(h, "/start_s")?, num(h, "/end_s")?, lost))
-        })
+        .window_host
+        .iter()
+        .filter_map(|h| Some((h.start_s?, h.end_s?, h.lost_us.clone())))
         .collect();
     Some(Timeline {
         windows,
-        user_spans: spans(st.and_then(|s| s.get("user"))),
-        server_spans: spans(st.and_then(|s| s.get("server"))),
-        steady: st.and_then(|s| text(s, "/summary")).map(str::to_string),
+        user_spans: spans(st.and_then(|s| s.user.as_ref())),
+        server_spans: spans(st.and_then(|s| s.server.as_ref())),
+        steady: st.and_then(|s| s.summary.clone()),
         host,
     })
 }
@@ -161,7 +118,7 @@ pub(crate) fn section(
 ) -> Result<(), ReportError> {
     let t = match &r.run {
         Some(run) => of_run(run),
-        None => match of_summary(r.summary()) {
+        None => match of_summary(&r.facts) {
             Some(t) => t,
             None => return Ok(()),
         },

@@ -15,10 +15,10 @@ use std::time::Duration;
 
 use store::Columns;
 
-use super::frame::{self, read_frame, write_frame, FrameError, Kind, Reader};
-use super::hist::Interval;
-use super::job::{Done, Hello};
-use super::AgentCommand;
+use crate::frame::{self, read_frame, write_frame, FrameError, Kind, Reader};
+use crate::hist::Interval;
+use crate::job::{Done, Hello};
+use crate::Launch;
 
 /// Lines of an agent's stderr kept for the message when it fails.
 const TAIL_LINES: usize = 6;
@@ -96,7 +96,7 @@ fn decode(kind: Kind, p: &[u8]) -> Result<Msg, FrameError> {
             let cols = store::decode_chunk(r.rest(), len as usize)
                 .map_err(|e| FrameError::payload(kind, e))?;
             // Records the analysis could not read back are refused now, naming the agent.
-            crate::records::from_columns(&cols).map_err(|e| FrameError::payload(kind, e))?;
+            crate::columns::from_columns(&cols).map_err(|e| FrameError::payload(kind, e))?;
             Msg::Chunk { thread, seq, cols }
         }
         Kind::Done => Msg::Done(Box::new(frame::from_json(kind, p)?)),
@@ -124,7 +124,7 @@ pub struct Fleet {
 impl Fleet {
     /// Starts every agent; an agent that cannot be started is reported as an event (it
     /// fails the run like one that dies, naming it).
-    pub fn spawn(cmds: &[AgentCommand]) -> Fleet {
+    pub fn spawn(cmds: &[Launch]) -> Fleet {
         let (tx, rx) = mpsc::channel();
         let procs = cmds
             .iter()
@@ -216,7 +216,7 @@ impl Drop for Fleet {
     }
 }
 
-fn start(i: usize, c: &AgentCommand, tx: &Sender<Event>) -> Proc {
+fn start(i: usize, c: &Launch, tx: &Sender<Event>) -> Proc {
     let tail = Arc::new(Mutex::new(VecDeque::new()));
     let fail = |e: String| {
         let _ = tx.send(Event {
@@ -316,14 +316,14 @@ mod tests {
 
     #[test]
     fn garbage_and_a_dead_command_are_events_naming_nothing_but_what_happened() {
-        let sh = |s: &str| AgentCommand {
+        let sh = |s: &str| Launch {
             label: s.into(),
             argv: vec!["sh".into(), "-c".into(), s.into()],
         };
         let cmds = [
             sh("echo Welcome to the box"),
             sh("exit 3"),
-            AgentCommand {
+            Launch {
                 label: "nope".into(),
                 argv: vec!["/nonexistent/tailscope".into()],
             },

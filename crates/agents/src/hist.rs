@@ -8,7 +8,7 @@
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 
-use super::frame::{put_bytes, put_u32, put_u64, FrameError, Kind, Reader};
+use crate::frame::{put_bytes, put_u32, put_u64, FrameError, Kind, Reader};
 
 /// Significant digits of every histogram sent: 0.1 % resolution, as the stats crate's.
 pub const SIGFIG: u8 = 3;

@@ -311,7 +311,7 @@ impl Job {
         if self.interval_ns == 0 {
             return Err("the histogram interval must be positive".into());
         }
-        let start = super::clock::to_agent_clock(self.start_mono_ns, self.offset_ns)
+        let start = crate::clock::to_agent_clock(self.start_mono_ns, self.offset_ns)
             .ok_or("the common start is before this host's clock began")?;
         let mut cfg = LoadConfig::new(target, self.rate_per_s);
         cfg.arrival = self.arrival.spec();

@@ -16,10 +16,10 @@ use std::time::Instant;
 
 use load::{Outcome, RecordSink, RequestRecord};
 
-use super::frame::{self, put_u32, put_u64, read_frame, write_frame, FrameError, Kind};
-use super::hist::Interval;
-use super::job::{Done, Hello, Job, Sent};
-use crate::error::LabError;
+use crate::error::AgentError;
+use crate::frame::{self, put_u32, put_u64, read_frame, write_frame, FrameError, Kind};
+use crate::hist::Interval;
+use crate::job::{Done, Hello, Job, Sent};
 
 /// The agent's stdout, shared by the record writer thread and the progress callback.
 type Out<W> = Arc<Mutex<W>>;
@@ -38,13 +38,13 @@ fn send_error<W: Write>(out: &Out<W>, message: &str) {
     }
 }
 
-fn failed(e: impl std::fmt::Display) -> LabError {
-    LabError::Failed(e.to_string())
+fn failed(e: impl std::fmt::Display) -> AgentError {
+    AgentError::Failed(e.to_string())
 }
 
 /// Serves one coordinator on `input`/`output` (the process's stdin and stdout): returns when
 /// the run is done and reported, or the coordinator went away before starting one.
-pub fn serve<R, W>(mut input: R, output: W) -> Result<(), LabError>
+pub fn serve<R, W>(mut input: R, output: W) -> Result<(), AgentError>
 where
     R: Read + Send + 'static,
     W: Write + Send + 'static,
@@ -56,15 +56,15 @@ where
     };
     let cfg = job.load_config().map_err(|e| {
         send_error(&out, &format!("cannot run the job: {e}"));
-        LabError::Invalid(e)
+        AgentError::Invalid(e)
     })?;
     let workload = job.work.workload().map_err(|e| {
         send_error(&out, &format!("cannot run the job: {e}"));
-        LabError::Invalid(e)
+        AgentError::Invalid(e)
     })?;
     let factory = load::protocol_factory(&cfg.target, &workload, job.work_seed).map_err(|e| {
         send_error(&out, &format!("cannot run the job: {e}"));
-        LabError::from(e)
+        AgentError::from(e)
     })?;
     eprintln!(
         "tailscope agent {} on {}: share {} of {} against {}, {} thread(s), {} connection(s)",
@@ -139,7 +139,7 @@ fn handshake<R: Read, W: Write>(
     input: &mut R,
     out: &Out<W>,
     here: &Hello,
-) -> Result<Option<Job>, LabError> {
+) -> Result<Option<Job>, AgentError> {
     let mut greeted = false;
     loop {
         let Some((kind, payload)) = read_frame(input).map_err(failed)? else {
@@ -152,7 +152,7 @@ fn handshake<R: Read, W: Write>(
                 let theirs: Hello = frame::from_json(kind, &payload).map_err(failed)?;
                 if let Some(m) = here.mismatch(&theirs) {
                     send_error(out, &m);
-                    return Err(LabError::Invalid(m));
+                    return Err(AgentError::Invalid(m));
                 }
                 let p = frame::to_json(Kind::Hello, here).map_err(failed)?;
                 send(out, Kind::Hello, &p).map_err(failed)?;
@@ -175,7 +175,7 @@ fn handshake<R: Read, W: Write>(
             other => {
                 let m = format!("unexpected {other:?} frame before the run");
                 send_error(out, &m);
-                return Err(LabError::Failed(m));
+                return Err(AgentError::Failed(m));
             }
         }
     }
@@ -285,7 +285,7 @@ impl<W: Write + Send> RecordSink for AgentSink<W> {
         if !self.records || records.is_empty() {
             return Ok(());
         }
-        let cols = crate::records::to_columns(records).map_err(|e| e.to_string())?;
+        let cols = crate::columns::to_columns(records).map_err(|e| e.to_string())?;
         let blob = store::encode_chunk(&cols).map_err(|e| e.to_string())?;
         let acc = &mut self.threads[thread];
         let mut p = Vec::with_capacity(12 + blob.len());
@@ -346,7 +346,7 @@ mod tests {
     fn another_version_is_refused_with_an_error_frame() {
         let out = Shared::default();
         let r = serve(input(&[hello("9.9.9")]), out.clone());
-        assert!(matches!(r, Err(LabError::Invalid(m)) if m.contains("9.9.9")));
+        assert!(matches!(r, Err(AgentError::Invalid(m)) if m.contains("9.9.9")));
         let f = frames(&out.0.lock().unwrap());
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].0, Kind::Error);
@@ -358,7 +358,7 @@ mod tests {
         put_u64(&mut ping, 7);
         put_u64(&mut ping, 123);
         let out = Shared::default();
-        let me = super::super::job::VERSION;
+        let me = crate::job::VERSION;
         serve(input(&[hello(me), (Kind::Ping, ping)]), out.clone()).unwrap();
         let f = frames(&out.0.lock().unwrap());
         assert_eq!(f.len(), 2);
@@ -382,13 +382,13 @@ mod tests {
         assert_eq!(frames(&out.0.lock().unwrap())[0].0, Kind::Error);
 
         let out = Shared::default();
-        let me = super::super::job::VERSION;
+        let me = crate::job::VERSION;
         let cfg = load::LoadConfig::new("nullrpc://127.0.0.1:9".parse().unwrap(), 100.0);
         let mut job = Job::of(&cfg, &load::Workload::NullRpc(Default::default()), (5, 2));
         job.start_mono_ns = 1;
         let start = (Kind::Start, serde_json::to_vec(&job).unwrap());
         let r = serve(input(&[hello(me), start]), out.clone());
-        assert!(matches!(r, Err(LabError::Invalid(_))));
+        assert!(matches!(r, Err(AgentError::Invalid(_))));
         let f = frames(&out.0.lock().unwrap());
         assert_eq!(f.last().unwrap().0, Kind::Error);
         let v: serde_json::Value = serde_json::from_slice(&f.last().unwrap().1).unwrap();

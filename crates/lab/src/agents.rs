@@ -1,27 +1,87 @@
-//! A run with agents, end to end on the coordinator: the run is opened in the store, the
-//! agents run it ([`super::coord`]), and what they sent becomes one [`Run`] — analysed from
-//! all agents' stored records merged by intended time (the exact distribution, and the ideal
-//! on the merged arrival stream), or, without records, from their added histograms — with
-//! one [`AgentReport`] per agent: its requests, rate, lateness, clock and status.
+//! Agents as a run's load source: `tailscope agent` processes on other hosts send the load,
+//! driven by the coordinator of the `agents` crate (the protocol, the clocks, the merged
+//! histograms and records, the agent's own side); here they become a [`LoadSource`]: the run
+//! is opened in the store, the agents run it (`agents::run`), and what they sent becomes one
+//! [`crate::Run`] — analysed from all agents' stored records merged by intended time (the
+//! exact distribution, and the ideal on the merged arrival stream), or, without records, from
+//! their added histograms — with one [`AgentReport`] per agent: its requests, rate,
+//! lateness, clock and status. `measure` finishes it as any other run.
+//!
+//! The types a run with agents is asked and reports ([`Agents`], [`AgentReport`]) are in
+//! `agent_spec`, re-exported here and from the crate root.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
 
+use ::agents::{hist, AgentError, AgentState, Collected, Sent, Sink};
 use analysis::{AnalysisError, Outcomes, RunAnalysis};
 use hdrhistogram::Histogram;
 use load::{BacklogSample, LoadConfig, RecordSink, RunSummary, WriterStats};
 use serde_json::{json, Value};
 use stats::{Recorder, Summary};
 
-use super::coord::{self, AgentState, Collected, Sink};
-use super::hist;
-use super::job::Sent;
-use crate::agent_spec::{AgentClock, AgentReport, Agents, AgentsReport};
+pub use crate::agent_spec::{
+    agents_file, AgentClock, AgentCommand, AgentReport, AgentStatus, Agents, AgentsReport,
+    MAX_AGENTS,
+};
+pub use ::agents::ClockOffset;
+
 use crate::error::{invalid, LabError};
 use crate::instruments::{writer_instrument, Instrument};
 use crate::source::{LoadSource, Loaded, Measured, RunPlan, Sending};
 use crate::target::Ready;
 use crate::Observer;
+
+/// Serves one coordinator on `input`/`output` (the process's stdin and stdout): the agent's
+/// side, `tailscope agent` (see `agents::serve`).
+pub fn serve<R, W>(input: R, output: W) -> Result<(), LabError>
+where
+    R: std::io::Read + Send + 'static,
+    W: std::io::Write + Send + 'static,
+{
+    ::agents::serve(input, output).map_err(LabError::from)
+}
+
+impl From<AgentError> for LabError {
+    fn from(e: AgentError) -> LabError {
+        match e {
+            AgentError::Invalid(m) => LabError::Invalid(m),
+            AgentError::Load(e) => LabError::Load(e),
+            other => LabError::Failed(other.to_string()),
+        }
+    }
+}
+
+/// An experiment's observer as the coordinator's progress.
+struct Watch<'a>(&'a dyn Observer);
+
+impl ::agents::Progress for Watch<'_> {
+    fn note(&self, msg: &str) {
+        self.0.note(msg);
+    }
+
+    fn progress(&self, phase: &str, done: u64, total: u64) {
+        self.0.progress(phase, done, total);
+    }
+}
+
+impl Agents {
+    /// What the coordinator starts and how.
+    fn plan(&self) -> ::agents::Plan {
+        ::agents::Plan {
+            launch: self
+                .commands
+                .iter()
+                .map(|c| ::agents::Launch {
+                    label: c.label.clone(),
+                    argv: c.argv.clone(),
+                })
+                .collect(),
+            records: self.records,
+            lead: self.lead,
+        }
+    }
+}
 
 /// What a run without raw records cannot say.
 const WITHOUT_RECORDS: &str = "agents sent histograms only (--agent-records off): the ideal, the excess, the server's view, the per-class and per-stage figures and the arrival check need every request's times";
@@ -41,8 +101,11 @@ fn summary(h: &Histogram<u64>, conf: f64) -> Option<Summary> {
         .flatten()
 }
 
+/// The percentile an agent's progress and the lateness verdict read.
+const P99: &str = "p99";
+
 fn p99(s: &Option<Summary>) -> Option<f64> {
-    s.as_ref().and_then(|s| s.get("p99")).map(|e| e.value)
+    s.as_ref().and_then(|s| s.get(P99)).map(|e| e.value)
 }
 
 fn outcomes(o: [u64; 4]) -> Outcomes {
@@ -65,19 +128,19 @@ fn agent_report(
     let lateness = summary(&a.lateness, conf);
     let late = p99(&lateness).is_some_and(|p| p > plan.lateness_threshold_ns);
     let status = if a.failure.is_some() {
-        "failed"
+        AgentStatus::Failed
     } else if late {
-        "late"
+        AgentStatus::Late
     } else if interrupted || a.done.as_ref().is_some_and(|d| d.summary.interrupted) {
-        "interrupted"
+        AgentStatus::Interrupted
     } else {
-        "ok"
+        AgentStatus::Ok
     };
     AgentReport {
         agent: i + 1,
         command: a.cmd.label.clone(),
         host: a.hello.as_ref().and_then(|h| h.hostname.clone()),
-        status: status.into(),
+        status,
         error: a.failure.clone().or_else(|| {
             late.then(|| {
                 format!(
@@ -92,7 +155,7 @@ fn agent_report(
         achieved_rate_rps: a.done.as_ref().map_or(0.0, |d| d.sent.rate_rps()),
         offered_rate_rps: plan.load.rate_per_s / n as f64,
         lateness_p99_us: p99(&lateness).map(|p| p / 1e3),
-        measured: summary(&a.latency, conf).map(|s| s.distribution_json()),
+        measured: summary(&a.latency, conf).map(|s| s.distribution()),
         offset_ns: a.clock.map(|_| a.applied_offset_ns),
         measured_offset_ns: a.clock.map(|c| c.offset_ns),
         uncertainty_ns: a.clock.map(|c| if a.shared_clock { 0 } else { c.uncertainty_ns }),
@@ -131,7 +194,7 @@ fn from_histograms(c: &Collected, plan: &RunPlan) -> Result<RunAnalysis, Analysi
         }
     };
     let lateness_flagged = lateness
-        .get("p99")
+        .get(P99)
         .is_some_and(|e| e.value > plan.lateness_threshold_ns);
     let mut o = [0u64; 4];
     let mut sent = Sent::default();
@@ -346,7 +409,14 @@ impl LoadSource for Agents {
             store: &s.db.store,
             run_id: s.run_id,
         };
-        let c = coord::run(&cfg, &ready.workload, self, sink, s.stop, obs);
+        let c = ::agents::run(
+            &cfg,
+            &ready.workload,
+            &self.plan(),
+            sink,
+            s.stop,
+            &Watch(obs),
+        );
         obs.phase_done("run");
         let server = beside.finish(ready, obs);
         let failures = failures_of(&c);
@@ -363,7 +433,7 @@ impl LoadSource for Agents {
         let late: Vec<String> = report
             .agents
             .iter()
-            .filter(|a| a.status == "late")
+            .filter(|a| a.status == AgentStatus::Late)
             .map(|a| a.agent.to_string())
             .collect();
         Ok(Loaded {
@@ -407,13 +477,13 @@ impl LoadSource for Agents {
             ..self.clone()
         };
         // A calibration's many short steps: their agents' greetings are not news.
-        let c = coord::run(
+        let c = ::agents::run(
             &cfg,
             &ready.workload,
-            &agents,
+            &agents.plan(),
             Sink::Records(sink),
             stop,
-            &crate::Quiet,
+            &Watch(&crate::Quiet),
         );
         let failures = failures_of(&c);
         if !failures.is_empty() {

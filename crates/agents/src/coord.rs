@@ -11,13 +11,12 @@ use hdrhistogram::Histogram;
 use load::{LoadConfig, RecordSink, Workload};
 use store::{Columns, Store};
 
-use super::clock::{self, ClockOffset, Exchange};
-use super::fleet::{with_tail, Event, Fleet, Msg};
-use super::frame::{self, put_u64, Kind};
-use super::hist::{self, Interval};
-use super::job::{Done, Hello, Job};
-use super::{AgentCommand, Agents};
-use crate::Observer;
+use crate::clock::{self, ClockOffset, Exchange};
+use crate::fleet::{with_tail, Event, Fleet, Msg};
+use crate::frame::{self, put_u64, Kind};
+use crate::hist::{self, Interval};
+use crate::job::{Done, Hello, Job};
+use crate::{Launch, Plan, Progress};
 
 /// How long an agent may take to answer the hello (ssh and kubectl connect first).
 const HELLO_TIMEOUT: Duration = Duration::from_secs(30);
@@ -28,7 +27,7 @@ const SILENCE: Duration = Duration::from_secs(20);
 
 /// What the coordinator knows of one agent.
 pub struct AgentState {
-    pub cmd: AgentCommand,
+    pub cmd: Launch,
     pub hello: Option<Hello>,
     pub clock: Option<ClockOffset>,
     /// It reads this host's very CLOCK_MONOTONIC (same boot, same time namespace): its
@@ -52,7 +51,7 @@ pub struct AgentState {
 }
 
 impl AgentState {
-    fn new(cmd: AgentCommand) -> Self {
+    fn new(cmd: Launch) -> Self {
         AgentState {
             cmd,
             hello: None,
@@ -103,7 +102,7 @@ impl Sink<'_> {
                 .put_chunk(*run_id, stream, seq, cols)
                 .map_err(|e| e.to_string()),
             Sink::Records(sink) => {
-                let records = crate::records::from_columns(cols).map_err(|e| e.to_string())?;
+                let records = crate::columns::from_columns(cols).map_err(|e| e.to_string())?;
                 sink.write(stream as usize, &records)
             }
         }
@@ -351,7 +350,7 @@ impl Coordinator<'_> {
 
     /// Takes events until every agent is done or failed; stops them all on Ctrl-C, a failed
     /// agent or a store error.
-    fn collect(&mut self, stop: &AtomicBool, grace: Duration, obs: &dyn Observer) -> bool {
+    fn collect(&mut self, stop: &AtomicBool, grace: Duration, obs: &dyn Progress) -> bool {
         let mut stopping: Option<Instant> = None;
         let mut interrupted = false;
         let mut last_progress = Instant::now();
@@ -404,15 +403,15 @@ impl Coordinator<'_> {
 pub fn run(
     cfg: &LoadConfig,
     work: &Workload,
-    plan: &Agents,
+    plan: &Plan,
     sink: Sink<'_>,
     stop: &AtomicBool,
-    obs: &dyn Observer,
+    obs: &dyn Progress,
 ) -> Collected {
-    let n = plan.commands.len();
+    let n = plan.launch.len();
     let mut c = Coordinator {
-        fleet: Fleet::spawn(&plan.commands),
-        agents: plan.commands.iter().cloned().map(AgentState::new).collect(),
+        fleet: Fleet::spawn(&plan.launch),
+        agents: plan.launch.iter().cloned().map(AgentState::new).collect(),
         sink,
         threads: cfg.effective_threads(),
         connections: cfg.connections,

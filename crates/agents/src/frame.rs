@@ -23,7 +23,7 @@ const HEADER: usize = 7;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Kind {
-    /// JSON [`super::job::Hello`], both ways: versions checked before anything else.
+    /// JSON [`crate::job::Hello`], both ways: versions checked before anything else.
     Hello = 1,
     /// JSON `{"message": …}`: the agent cannot go on (it ends after sending it).
     Error = 2,
@@ -32,7 +32,7 @@ pub enum Kind {
     /// Agent → coordinator: `u64 seq, u64 t1, u64 t2, u64 t3` (agent's clock at receipt and
     /// at reply).
     Pong = 4,
-    /// Coordinator → agent: JSON [`super::job::Job`], the share to run and when to start.
+    /// Coordinator → agent: JSON [`crate::job::Job`], the share to run and when to start.
     Start = 5,
     /// Coordinator → agent: stop now (Ctrl-C, or another agent failed); empty.
     Stop = 6,
@@ -40,12 +40,12 @@ pub enum Kind {
     /// heartbeat: an agent silent for long has hung).
     Progress = 7,
     /// Agent → coordinator: one generator thread's histograms of (its records so far in) one
-    /// interval of intended time, see [`super::hist::Interval`].
+    /// interval of intended time, see [`crate::hist::Interval`].
     Interval = 8,
     /// Agent → coordinator: `u32 thread, u32 seq, u32 records`, then a chunk of raw records
     /// in the store's blob encoding (`store::encode_chunk`).
     Chunk = 9,
-    /// Agent → coordinator: JSON [`super::job::Done`], its last frame.
+    /// Agent → coordinator: JSON [`crate::job::Done`], its last frame.
     Done = 10,
 }
 
