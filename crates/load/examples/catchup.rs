@@ -61,7 +61,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect();
     late.sort_by(f64::total_cmp);
     let p99 = late.get(late.len() * 99 / 100).copied().unwrap_or(f64::NAN);
-    let ok = run.records.iter().filter(|r| r.outcome == Outcome::Ok).count();
+    let ok = run
+        .records
+        .iter()
+        .filter(|r| r.outcome == Outcome::Ok)
+        .count();
     println!(
         "pauses={} ratio_median={:.4} ratio_max={:.4} catch_up_us={:.1} pause_us={:.1} due={:.0} sends={} writes={} ok={} requests={} lateness_p99_us={:.1}",
         p.len(),

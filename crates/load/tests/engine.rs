@@ -902,5 +902,9 @@ fn a_stalls_backlog_goes_out_in_one_write_per_connection() {
         .collect();
     assert!((1..=8).contains(&stamps.len()), "{per:?} {g:?}");
     assert!(stamps[0] >= 119_000_000, "{stamps:?}");
-    assert!(due.iter().all(|r| r.outcome == Outcome::Ok), "{:?}", out.errors);
+    assert!(
+        due.iter().all(|r| r.outcome == Outcome::Ok),
+        "{:?}",
+        out.errors
+    );
 }

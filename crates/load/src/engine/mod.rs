@@ -375,7 +375,9 @@ impl<'a> Engine<'a> {
                 self.cut_schedule(now);
                 drain_deadline = Some(now + STOP_GRACE_NS.min(self.timeout_ns));
             }
-            let now = self.pauses.maybe_pause(now, &self.clock, self.cost.due_in_stalls);
+            let now = self
+                .pauses
+                .maybe_pause(now, &self.clock, self.cost.due_in_stalls);
             let done = self.send_due(now);
             self.flush_batch();
             if done {
