@@ -39,11 +39,19 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<i32> {
     if duration.is_zero() {
         return Err(usage("--duration must be positive"));
     }
+    let confirm = match a.confirm.as_deref() {
+        Some(c) => parse_duration("--confirm", c)?,
+        None => CalibrateSpec::default().overload_time,
+    };
+    if confirm.is_zero() {
+        return Err(usage("--confirm must be positive"));
+    }
     let cspec = CalibrateSpec {
         max_connections: a.max_connections,
         max_depth: a.max_depth,
         step: duration,
         step_warmup: warmup,
+        overload_time: confirm,
         cpus: super::common::parse_cpus(a.cpus.as_deref())?,
         agents: super::sweep::agents_of(&a.agents)?,
         ..CalibrateSpec::default()
