@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Issue 24 item 7: a faster calibration with the same peak. `tailscope calibrate` as it was
-# (each step 200 ms warm-up + 600 ms measured, a 2 s confirmation) beside the defaults now
-# (100 ms + 250 ms, 800 ms), alternating, REPS times each, on
+# (each step 200 ms warm-up + 600 ms measured, a 2 s confirmation, each step draining its
+# overload's backlog) beside the defaults now (100 ms + 200 ms, 600 ms, each step ended with
+# its window), alternating, REPS times each, on
 #   * the built-in server (epoll, 1 worker, det:50us spin, CPU 1), started once beforehand:
 #     the wall time is the calibration's alone;
 #   * memcached (1 thread, CPU 1) spawned by each calibration (--spawn): the wall time also
 #     holds starting memcached and storing its items.
 # The load runs on CPU 0. Prints medians: wall time, peak, the peaks' difference, steps.
-# Usage: bench/calibrate.sh [REPS]
+# OLD_TS=path: a tailscope whose calibration is as it was before 5bba71c but which takes the
+# hidden --confirm (5bba71c's cli.rs over 3856d0b) for "old"; without it "old" is this binary
+# with the old lengths (its steps then also end with their window).
+# Usage: [OLD_TS=path] bench/calibrate.sh [REPS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=${1:-3}
@@ -29,11 +33,11 @@ echo "load at start:$(uptime | sed 's/.*load average//')"
 # calibrate NAME MODE ARGS...: one calibration; appends "seconds peak steps" to $tmp/NAME.MODE
 calibrate() {
   local name=$1 mode=$2; shift 2
-  local extra=()
-  [ "$mode" = old ] && extra=("${OLD[@]}")
+  local extra=() ts=$TS
+  if [ "$mode" = old ]; then extra=("${OLD[@]}"); ts=${OLD_TS:-$TS}; fi
   local t0 t1 out
   t0=$(date +%s.%N)
-  out=$("$TS" calibrate "$@" --cpus 0 "${extra[@]}" --json 2>/dev/null)
+  out=$("$ts" calibrate "$@" --cpus 0 "${extra[@]}" --json 2>/dev/null)
   t1=$(date +%s.%N)
   echo "$out" | python3 -c '
 import json, sys
@@ -49,7 +53,7 @@ for rep in $(seq "$REPS"); do
   done
 done
 col() { awk -v c="$1" '{print $c}' "$2" | median; }
-echo "medians of $REPS (old: 200+600 ms steps, 2 s confirmation; new: 100+250 ms, 800 ms)"
+echo "medians of $REPS (old: 200+600 ms steps, 2 s confirmation${OLD_TS:+, $OLD_TS}; new: 100+200 ms, 600 ms)"
 printf '%-28s | %-8s %-10s %-6s | %-8s %-10s %-6s | %s\n' target "old s" "old peak" steps "new s" "new peak" steps "peak new/old"
 for name in builtin memcached; do
   os=$(col 1 "$tmp/$name.old"); op=$(col 2 "$tmp/$name.old"); on=$(col 3 "$tmp/$name.old")
