@@ -622,3 +622,71 @@ pub fn stored_calibration(
     }
     Ok(None)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags() -> (AtomicBool, AtomicBool, AtomicBool, AtomicU64) {
+        (
+            AtomicBool::new(false),
+            AtomicBool::new(false),
+            AtomicBool::new(false),
+            AtomicU64::new(0),
+        )
+    }
+
+    #[test]
+    fn a_step_is_stopped_once_its_window_is_over() {
+        let (user, step, done, start) = flags();
+        // The run started 10 ms ago and its window ended 1 ms after it: stop.
+        start.store(host::tstamp::mono_now_ns() - 10_000_000, Ordering::Relaxed);
+        watch(&user, &step, &done, &start, 1_000_000);
+        assert!(step.load(Ordering::Relaxed));
+        assert!(!user.load(Ordering::Relaxed));
+    }
+
+    #[test]
+    fn the_users_stop_stops_the_step_and_an_unstarted_run_is_left_alone() {
+        let (user, step, done, start) = flags();
+        user.store(true, Ordering::Relaxed);
+        watch(&user, &step, &done, &start, u64::MAX);
+        assert!(step.load(Ordering::Relaxed));
+        // Not started (no time zero yet) and not stopped: the watchdog waits until the step
+        // is done, without stopping it.
+        let (user, step, done, start) = flags();
+        std::thread::scope(|sc| {
+            sc.spawn(|| watch(&user, &step, &done, &start, 0));
+            std::thread::sleep(Duration::from_millis(5));
+            done.store(true, Ordering::Relaxed);
+        });
+        assert!(!step.load(Ordering::Relaxed));
+    }
+
+    #[test]
+    fn the_window_counts_ok_replies_received_inside_it_and_notes_the_start() {
+        let start = AtomicU64::new(0);
+        let mut c = WindowCount {
+            from: 100,
+            to: 200,
+            ok: 0,
+            start: &start,
+        };
+        c.started(42);
+        assert_eq!(start.load(Ordering::Relaxed), 42);
+        let rec = |received_ns, outcome| RequestRecord {
+            received_ns,
+            outcome,
+            ..RequestRecord::scheduled(0, 0)
+        };
+        let recs = [
+            rec(99, load::Outcome::Ok),
+            rec(100, load::Outcome::Ok),
+            rec(150, load::Outcome::Error),
+            rec(199, load::Outcome::Ok),
+            rec(200, load::Outcome::Ok),
+        ];
+        c.write(0, &recs).unwrap();
+        assert_eq!(c.ok, 2);
+    }
+}
