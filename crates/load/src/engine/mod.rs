@@ -844,12 +844,14 @@ impl<'a> Engine<'a> {
         let mut batch = std::mem::take(&mut self.batch);
         for &(i, s) in &batch {
             let at = self.slots[s].flushed_at;
-            let held = i < self.blocked_end;
             if let Some(r) = self.rec_mut(i) {
-                r.sent_ns = at;
-                if !held {
+                // Sent on the loop's first try (stamp_sent made seen = sent): still so. One
+                // held for a slot keeps when it was seen. (`blocked_end` may have moved past
+                // it later in the pass, so it cannot tell.)
+                if r.seen_ns == r.sent_ns {
                     r.seen_ns = at;
                 }
+                r.sent_ns = at;
             }
         }
         batch.clear();
