@@ -17,7 +17,7 @@
 //! The load runs on the generator's CPUs (as a run's does), so that it does not take the
 //! server's CPU away while measuring it.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use load::{LoadConfig, RecordSink, RequestRecord, StopAt};
@@ -63,11 +63,11 @@ impl Default for CalibrateSpec {
         CalibrateSpec {
             max_connections: 16,
             max_depth: 64,
-            step: Duration::from_millis(600),
-            step_warmup: Duration::from_millis(200),
+            step: Duration::from_millis(200),
+            step_warmup: Duration::from_millis(100),
             plateau: 0.02,
             overload: 1.5,
-            overload_time: Duration::from_secs(2),
+            overload_time: Duration::from_millis(600),
             cpus: Vec::new(),
             agents: None,
         }
@@ -216,14 +216,16 @@ fn f64_or_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
-/// Counts the successful replies received inside a window (run-relative ns).
-struct WindowCount {
+/// Counts the successful replies received inside a window (run-relative ns), and tells the
+/// step's watchdog when the run's time zero is.
+struct WindowCount<'a> {
     from: u64,
     to: u64,
     ok: u64,
+    start: &'a AtomicU64,
 }
 
-impl RecordSink for WindowCount {
+impl RecordSink for WindowCount<'_> {
     fn write(&mut self, _thread: usize, records: &[RequestRecord]) -> Result<(), String> {
         self.ok += records
             .iter()
@@ -231,6 +233,37 @@ impl RecordSink for WindowCount {
             .filter(|r| (self.from..self.to).contains(&r.received_ns))
             .count() as u64;
         Ok(())
+    }
+
+    fn started(&mut self, start_mono_ns: u64) {
+        self.start.store(start_mono_ns, Ordering::Relaxed);
+    }
+}
+
+/// A step ends this long after its window (run-relative), so that no reply inside the window
+/// is missed.
+const STEP_END_SLACK: Duration = Duration::from_millis(2);
+
+/// Ends a step once its counting window is over (sets `step_stop`, the engine's stop flag:
+/// what is not yet due leaves the run, what waits for a slot is dropped, and the replies in
+/// flight get a short grace), instead of letting the engine send the backlog an overload
+/// piles up, which counts for nothing; passes on the user's stop. Returns once `done`.
+fn watch(
+    user: &AtomicBool,
+    step_stop: &AtomicBool,
+    done: &AtomicBool,
+    start: &AtomicU64,
+    end: u64,
+) {
+    while !done.load(Ordering::Relaxed) {
+        let t0 = start.load(Ordering::Relaxed);
+        if user.load(Ordering::Relaxed)
+            || (t0 != 0 && host::tstamp::mono_now_ns() >= t0.saturating_add(end))
+        {
+            step_stop.store(true, Ordering::Relaxed);
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 
@@ -264,13 +297,24 @@ fn overload(
     cfg.yield_when_far = false;
     cfg.churn = ready.churn;
     cfg.spread = ready.spread();
+    let start = AtomicU64::new(0);
     let mut count = WindowCount {
         from: warm.as_nanos() as u64,
         to: (warm + time).as_nanos() as u64,
         ok: 0,
+        start: &start,
     };
     cfg.seed = 1;
-    spec.source().send_to(&cfg, ready, &mut count, stop, obs)?;
+    let (step_stop, done) = (AtomicBool::new(false), AtomicBool::new(false));
+    let end = (warm + time + STEP_END_SLACK).as_nanos() as u64;
+    std::thread::scope(|sc| {
+        sc.spawn(|| watch(stop, &step_stop, &done, &start, end));
+        let sent = spec
+            .source()
+            .send_to(&cfg, ready, &mut count, &step_stop, obs);
+        done.store(true, Ordering::Relaxed);
+        sent
+    })?;
     Ok((count.ok as f64 / time.as_secs_f64(), count.ok))
 }
 
@@ -577,4 +621,72 @@ pub fn stored_calibration(
         }
     }
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags() -> (AtomicBool, AtomicBool, AtomicBool, AtomicU64) {
+        (
+            AtomicBool::new(false),
+            AtomicBool::new(false),
+            AtomicBool::new(false),
+            AtomicU64::new(0),
+        )
+    }
+
+    #[test]
+    fn a_step_is_stopped_once_its_window_is_over() {
+        let (user, step, done, start) = flags();
+        // The run started 10 ms ago and its window ended 1 ms after it: stop.
+        start.store(host::tstamp::mono_now_ns() - 10_000_000, Ordering::Relaxed);
+        watch(&user, &step, &done, &start, 1_000_000);
+        assert!(step.load(Ordering::Relaxed));
+        assert!(!user.load(Ordering::Relaxed));
+    }
+
+    #[test]
+    fn the_users_stop_stops_the_step_and_an_unstarted_run_is_left_alone() {
+        let (user, step, done, start) = flags();
+        user.store(true, Ordering::Relaxed);
+        watch(&user, &step, &done, &start, u64::MAX);
+        assert!(step.load(Ordering::Relaxed));
+        // Not started (no time zero yet) and not stopped: the watchdog waits until the step
+        // is done, without stopping it.
+        let (user, step, done, start) = flags();
+        std::thread::scope(|sc| {
+            sc.spawn(|| watch(&user, &step, &done, &start, 0));
+            std::thread::sleep(Duration::from_millis(5));
+            done.store(true, Ordering::Relaxed);
+        });
+        assert!(!step.load(Ordering::Relaxed));
+    }
+
+    #[test]
+    fn the_window_counts_ok_replies_received_inside_it_and_notes_the_start() {
+        let start = AtomicU64::new(0);
+        let mut c = WindowCount {
+            from: 100,
+            to: 200,
+            ok: 0,
+            start: &start,
+        };
+        c.started(42);
+        assert_eq!(start.load(Ordering::Relaxed), 42);
+        let rec = |received_ns, outcome| RequestRecord {
+            received_ns,
+            outcome,
+            ..RequestRecord::scheduled(0, 0)
+        };
+        let recs = [
+            rec(99, load::Outcome::Ok),
+            rec(100, load::Outcome::Ok),
+            rec(150, load::Outcome::Error),
+            rec(199, load::Outcome::Ok),
+            rec(200, load::Outcome::Ok),
+        ];
+        c.write(0, &recs).unwrap();
+        assert_eq!(c.ok, 2);
+    }
 }

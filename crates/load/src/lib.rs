@@ -57,7 +57,8 @@ mod workload;
 
 pub use calibrate::{calibrate, Calibration};
 pub use config::{LoadConfig, StopAt, MAX_RATE};
-pub use engine::cost::{GeneratorCost, STALL_NS};
+pub use engine::cost::{GeneratorCost, InjectedPause, STALL_NS};
+pub use engine::inject::{PAUSE_ENV, WRITES_ENV};
 pub use engine::SlackTask;
 pub use error::{LoadError, ProtoError};
 pub use preload::{preload, PreloadStats};

@@ -855,3 +855,56 @@ fn a_stall_of_the_loop_is_counted_with_its_backlog_and_catch_up() {
         .count();
     assert!(late >= 90, "{late} requests more than 10 ms late");
 }
+
+#[test]
+fn a_stalls_backlog_goes_out_in_one_write_per_connection() {
+    let server = TcpEcho::start(Behaviour::default());
+    // 10k req/s deterministic, one thread, 4 connections: a 20 ms stall while encoding
+    // request 1000 (t = 100 ms) leaves about 200 requests due at once.
+    let mut cfg = det_cfg(target(server.addr, false), 10_000.0, 400);
+    cfg.connections = 4;
+    cfg.yield_when_far = false;
+    let stall = Duration::from_millis(20);
+    let factory = move || {
+        Box::new(Stalling {
+            inner: NullRpc::new(Transport::Tcp, 64, false, false),
+            stall_at: 1000,
+            stall,
+        }) as Box<dyn Protocol>
+    };
+    let stop = AtomicBool::new(false);
+    let out = run_open_loop(&cfg, &factory, &stop, &|_, _| {}).unwrap();
+    let g = &out.summary.generator;
+    assert_eq!(g.sends, out.records.len() as u64, "{g:?}");
+    // The ~190 requests due in the stall share the connections' writes.
+    assert!(g.writes + 150 <= g.sends, "{g:?}");
+    // Those requests (intended well inside the stall) were written in one write per
+    // connection and pass: the pass the stall interrupted (the requests it had taken before
+    // the stall, when the host made the loop late) and the next one (the rest). At most 8
+    // distinct send stamps, each request stamped just before the write that carried it.
+    let due: Vec<_> = out
+        .records
+        .iter()
+        .filter(|r| (100_500_000..119_000_000).contains(&r.intended_ns))
+        .collect();
+    assert!(due.len() >= 180, "{}", due.len());
+    let mut stamps: Vec<u64> = due.iter().map(|r| r.sent_ns).collect();
+    stamps.sort_unstable();
+    stamps.dedup();
+    let per: Vec<(u64, usize, Vec<u32>)> = stamps
+        .iter()
+        .map(|&t| {
+            let on: Vec<_> = due.iter().filter(|r| r.sent_ns == t).collect();
+            let mut c: Vec<u32> = on.iter().map(|r| r.conn).collect();
+            c.dedup();
+            (t, on.len(), c)
+        })
+        .collect();
+    assert!((1..=8).contains(&stamps.len()), "{per:?} {g:?}");
+    assert!(stamps[0] >= 119_000_000, "{stamps:?}");
+    assert!(
+        due.iter().all(|r| r.outcome == Outcome::Ok),
+        "{:?}",
+        out.errors
+    );
+}

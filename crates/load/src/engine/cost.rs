@@ -27,6 +27,11 @@ pub struct GeneratorCost {
     /// Requests written (first attempts) and replies read.
     pub sends: u64,
     pub replies: u64,
+    /// Write system calls that carried them (TCP writes, UDP `sendmmsg` calls): fewer than
+    /// the sends when requests due together go out together (absent in runs stored before
+    /// it was counted).
+    #[serde(default)]
+    pub writes: u64,
     /// Running time of the loop's work (see the module doc), ns.
     pub busy_ns: u64,
     /// The threads' whole CPU time (CLOCK_THREAD_CPUTIME_ID), spinning included, ns.
@@ -43,6 +48,29 @@ pub struct GeneratorCost {
     pub catch_ups: u64,
     pub catch_up_ns: u64,
     pub longest_catch_up_ns: u64,
+    /// Pauses injected by the catch-up benchmark (a testing knob, see `engine::inject`; empty
+    /// in every ordinary run, and then absent from the serialized form).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub injected_pauses: Vec<InjectedPause>,
+}
+
+/// One pause injected into a generator thread's loop (a testing knob standing in for a host
+/// stall of a known length) and how the loop recovered from it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct InjectedPause {
+    /// How long the loop did not run, from its clock (the asked length plus the wake-up), ns.
+    pub pause_ns: u64,
+    /// Requests that fell due during the pause.
+    pub due: u64,
+    /// From the pause's end until every request due was written to the kernel, ns.
+    pub catch_up_ns: u64,
+}
+
+impl InjectedPause {
+    /// The catch-up as a fraction of the pause (the goal: <= 0.1).
+    pub fn ratio(&self) -> f64 {
+        self.catch_up_ns as f64 / self.pause_ns.max(1) as f64
+    }
 }
 
 impl GeneratorCost {
@@ -51,6 +79,7 @@ impl GeneratorCost {
         self.threads += o.threads;
         self.sends += o.sends;
         self.replies += o.replies;
+        self.writes += o.writes;
         self.busy_ns += o.busy_ns;
         self.thread_cpu_ns += o.thread_cpu_ns;
         self.stalls += o.stalls;
@@ -60,6 +89,7 @@ impl GeneratorCost {
         self.catch_ups += o.catch_ups;
         self.catch_up_ns += o.catch_up_ns;
         self.longest_catch_up_ns = self.longest_catch_up_ns.max(o.longest_catch_up_ns);
+        self.injected_pauses.extend_from_slice(&o.injected_pauses);
     }
 
     /// The work's running time per request sent, ns (None before any send).

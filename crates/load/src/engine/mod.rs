@@ -42,6 +42,7 @@ pub(crate) enum ToWriter {
 mod churn;
 pub(crate) mod cost;
 mod faults;
+pub(crate) mod inject;
 pub(crate) mod window;
 
 use window::{Entry, St, Window};
@@ -127,6 +128,10 @@ pub(crate) struct Slot {
     closing: bool,
     /// Where it connects (and reconnects) to: one of several instances' addresses.
     addr: SocketAddr,
+    /// Requests are queued on it in this pass and not yet written (it is in `Engine::dirty`).
+    batched: bool,
+    /// When its last batch was written (the send stamp of the requests in it).
+    flushed_at: u64,
 }
 
 impl Slot {
@@ -144,6 +149,8 @@ impl Slot {
             quota: u32::MAX,
             parked: false,
             closing: false,
+            batched: false,
+            flushed_at: 0,
         }
     }
 }
@@ -216,6 +223,14 @@ pub(crate) struct Engine<'a> {
     replies: Vec<(Reply, u64, Option<u64>)>,
     /// Slots holding output the kernel did not take yet.
     pending_out: Vec<usize>,
+    /// Slots with requests queued in this pass, written once the pass has queued everything
+    /// due (one write per connection), and the first sends among those requests (their
+    /// send stamp is the write's).
+    dirty: Vec<usize>,
+    batch: Vec<(u64, usize)>,
+    /// Testing knobs (see [`inject`]): one write per request; injected pauses.
+    per_request_writes: bool,
+    pauses: inject::Pauses,
     start: u64,
     completed: u64,
     errors: Vec<String>,
@@ -273,6 +288,7 @@ impl<'a> Engine<'a> {
             Some(s) => s.conn.proto.carries_id(),
             None => true,
         };
+        let knobs = inject::Knobs::from_env(thread as u64);
         let churn_rng = <rand_xoshiro::Xoshiro256PlusPlus as rand::SeedableRng>::seed_from_u64(
             crate::schedule::mix_seed(cfg.seed, 0xc4 + thread as u64),
         );
@@ -295,6 +311,10 @@ impl<'a> Engine<'a> {
             ready: Vec::with_capacity(64),
             replies: Vec::with_capacity(64),
             pending_out: Vec::new(),
+            dirty: Vec::new(),
+            batch: Vec::new(),
+            per_request_writes: knobs.per_request_writes,
+            pauses: inject::Pauses::new(knobs.pause),
             start: 0,
             completed: 0,
             errors: Vec::new(),
@@ -355,7 +375,14 @@ impl<'a> Engine<'a> {
                 self.cut_schedule(now);
                 drain_deadline = Some(now + STOP_GRACE_NS.min(self.timeout_ns));
             }
-            self.send_due(now);
+            let now = self
+                .pauses
+                .maybe_pause(now, &self.clock, self.cost.due_in_stalls);
+            let done = self.send_due(now);
+            self.flush_batch();
+            if done {
+                self.caught_up();
+            }
             self.flush_pending();
             let now = self.now();
             if let Some(due) = self.next_intended() {
@@ -417,6 +444,7 @@ impl<'a> Engine<'a> {
         let done_ns = self.now();
         self.account(done_ns, mark);
         self.cost.threads = 1;
+        self.cost.writes = self.slots.iter().map(|s| s.conn.writes).sum();
         self.cost.thread_cpu_ns = host::tstamp::thread_cpu_ns().saturating_sub(cpu_at_start);
         self.clock.fill(&mut self.cost);
         ThreadOutput {
@@ -589,21 +617,24 @@ impl<'a> Engine<'a> {
         }
     }
 
-    fn send_due(&mut self, now: u64) {
+    /// Queues every request due at `now` on a usable connection (written by
+    /// [`Engine::flush_batch`]). Returns whether the loop has done what it could with what is
+    /// due: everything queued, or the rest held for a connection.
+    fn send_due(&mut self, now: u64) -> bool {
         if self.dead_slots == self.slots.len() && !self.schedule_exhausted() {
             // Every connection is gone for good: nothing more can be sent, so the rest of the
             // schedule is Dropped now (streamed to the sink) and the run can end promptly.
             self.drop_rest();
         }
         if !self.send_retries() {
-            return;
+            return false;
         }
         self.take_due(now);
         while self.next < self.win.end() {
             let i = self.next;
             let (intended, forced) = match self.win.get(i) {
                 Some(e) => (e.rec.intended_ns, self.forced_slot(e.forced)),
-                None => return,
+                None => return false,
             };
             match self.pick(forced) {
                 Some(s) => self.send(i, s),
@@ -621,13 +652,12 @@ impl<'a> Engine<'a> {
                         // due so far is now held in the client (its own figure): the loop has
                         // done what it could.
                         self.blocked_end = self.win.end();
-                        self.caught_up();
-                        return;
+                        return true;
                     }
                 }
             }
         }
-        self.caught_up();
+        true
     }
 
     /// Everything due has been sent (or is held for a connection): a stall's backlog, if any,
@@ -637,6 +667,12 @@ impl<'a> Engine<'a> {
         if let (Some(_), Some(later)) = (self.catching_up, self.clock.open_until()) {
             self.catching_up = Some(later);
             return;
+        }
+        if self.next == self.win.end() {
+            let now = self.now();
+            if let Some(p) = self.pauses.caught_up(now, self.cost.due_in_stalls) {
+                self.cost.injected_pauses.push(p);
+            }
         }
         if let Some(stall_end) = self.catching_up.take() {
             let took = self.now().saturating_sub(stall_end);
@@ -695,7 +731,7 @@ impl<'a> Engine<'a> {
         slot.conn.is_open()
             && !slot.closing
             && slot.sent_on_conn < slot.quota
-            && !slot.conn.has_pending_output()
+            && !slot.conn.write_blocked()
             && slot.live + slot.zombies < self.max_outstanding
     }
 
@@ -751,7 +787,9 @@ impl<'a> Engine<'a> {
             }
         }
         self.slots[s].conn.queue(id, class);
-        // Stamped just before the write that carries the request (or before the connect).
+        // Stamped now; a first send on an open connection is stamped again just before the
+        // write that carries it (flush_batch), one on a reopened one keeps the stamp taken
+        // before the connect.
         let at = if reopened {
             before_connect
         } else {
@@ -762,11 +800,62 @@ impl<'a> Engine<'a> {
         slot.sent_on_conn += 1;
         slot.inflight.push_back((i, sent));
         slot.live += 1;
-        match slot.conn.flush() {
-            Ok(()) if slot.conn.has_pending_output() => self.pending_out.push(s),
-            Ok(()) => {}
-            Err(f) => self.fail(s, &f),
+        if self.per_request_writes {
+            match slot.conn.flush() {
+                Ok(()) if slot.conn.has_pending_output() => self.pending_out.push(s),
+                Ok(()) => {}
+                Err(f) => self.fail(s, &f),
+            }
+            return;
         }
+        // Written with everything else due on this connection in the pass, by flush_batch;
+        // a first send on an open connection takes that write's time as its send stamp.
+        if first && !reopened {
+            self.batch.push((i, s));
+        }
+        if !slot.batched {
+            slot.batched = true;
+            self.dirty.push(s);
+        }
+    }
+
+    /// Writes what the pass queued: one write per connection, each request stamped sent just
+    /// before the write that carries it (the timeouts keep the stamp taken when it was
+    /// queued, at most one pass earlier).
+    fn flush_batch(&mut self) {
+        if self.dirty.is_empty() {
+            return;
+        }
+        let mut dirty = std::mem::take(&mut self.dirty);
+        for &s in &dirty {
+            let at = self.now().max(1);
+            let slot = &mut self.slots[s];
+            slot.batched = false;
+            slot.flushed_at = at;
+            match slot.conn.flush() {
+                Ok(()) if slot.conn.has_pending_output() => self.pending_out.push(s),
+                Ok(()) => {}
+                Err(ConnFail::Closed) if !slot.conn.is_open() => {}
+                Err(f) => self.fail(s, &f),
+            }
+        }
+        dirty.clear();
+        self.dirty = dirty;
+        let mut batch = std::mem::take(&mut self.batch);
+        for &(i, s) in &batch {
+            let at = self.slots[s].flushed_at;
+            if let Some(r) = self.rec_mut(i) {
+                // Sent on the loop's first try (stamp_sent made seen = sent): still so. One
+                // held for a slot keeps when it was seen. (`blocked_end` may have moved past
+                // it later in the pass, so it cannot tell.)
+                if r.seen_ns == r.sent_ns {
+                    r.seen_ns = at;
+                }
+                r.sent_ns = at;
+            }
+        }
+        batch.clear();
+        self.batch = batch;
     }
 
     /// Records that request `i` goes out on connection `global` at `at` (the first attempt

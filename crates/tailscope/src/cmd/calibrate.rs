@@ -38,11 +38,19 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<i32> {
     if duration.is_zero() {
         return Err(usage("--duration must be positive"));
     }
+    let confirm = match &a.confirm {
+        Some(c) => c.0,
+        None => CalibrateSpec::default().overload_time,
+    };
+    if confirm.is_zero() {
+        return Err(usage("--confirm must be positive"));
+    }
     let cspec = CalibrateSpec {
         max_connections: a.max_connections,
         max_depth: a.max_depth,
         step: duration,
         step_warmup: warmup,
+        overload_time: confirm,
         cpus: a.cpus.clone().unwrap_or_default().0,
         agents: lab::Agents::from_args(
             &a.agents.agent,
