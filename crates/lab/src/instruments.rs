@@ -212,6 +212,8 @@ pub(crate) fn generator_instrument(g: &load::GeneratorCost, cpus: &[usize]) -> I
             "busy_per_request_ns": g.busy_per_request_ns(),
             "ceiling_per_core_rps": g.ceiling_per_core_rps(),
             "sends": g.sends,
+            "writes": g.writes,
+            "requests_per_write": (g.writes > 0).then(|| g.sends as f64 / g.writes as f64),
             "replies": g.replies,
             "thread_cpu_ns": g.thread_cpu_ns,
             "stall_threshold_ns": load::STALL_NS,
