@@ -9,21 +9,22 @@ use crate::sweep::Load;
 /// The most loads one `...` may add (a typo such as `1,2,...,1e9` is refused, not expanded).
 const MAX_STEPS: f64 = 10_000.0;
 
-/// One item: its value and whether it is a percentage.
+/// One item, read by [`Load`]'s own parser (as `--rate` is): its value (req/s, or percent)
+/// and whether it is a percentage.
 fn item(x: &str, all_pct: bool) -> Result<(f64, bool), LabError> {
-    let pct = x.ends_with('%') || all_pct;
-    let v = x.trim_end_matches('%').trim();
-    let n = model::parse_count(v)
-        .map(|c| c as f64)
-        .or_else(|_| v.parse::<f64>())
-        .map_err(|_| invalid(format!("--loads: cannot parse '{}'", crate::clip(x))))?;
-    if !(n > 0.0 && n.is_finite()) {
-        return Err(invalid(format!(
-            "--loads: '{}' must be positive",
+    let text = if all_pct && !x.ends_with('%') {
+        format!("{x}%")
+    } else {
+        x.to_string()
+    };
+    match text.parse::<Load>() {
+        Ok(Load::Rps(r)) => Ok((r, false)),
+        Ok(Load::OfCapacity(f)) => Ok((f * 100.0, true)),
+        Err(e) => Err(invalid(format!(
+            "--loads: cannot parse '{}': {e}",
             crate::clip(x)
-        )));
+        ))),
     }
-    Ok((n, pct))
 }
 
 /// Parses a list of loads (see the module's documentation); at least one.

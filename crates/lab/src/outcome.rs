@@ -219,9 +219,9 @@ mod tests {
             skipped: verdict.is_none().then(|| "not on this host".into()),
             run_id: verdict.map(|_| 1),
             status: verdict.map(|_| crate::RunStatus::Ok),
-            measured: serde_json::Value::Null,
-            ideal: serde_json::Value::Null,
-            excess: serde_json::Value::Null,
+            measured: None,
+            ideal: None,
+            excess: None,
             max_load_rps: None,
             max_load_pct: None,
             slo: verdict.map(|verdict| SloReport {

@@ -851,7 +851,7 @@ pub struct SweepArgs {
     /// items, popularity, get-ratio, file-size, files, arrival; isolation and colocation:
     /// server-memory, server-cpu-quota, server-cpuset, net-rate, llc-ways, memcached-mb,
     /// open-file-cache, server-instances, server-smt, server-numa, stress (none, cpu:1,
-    /// cache:1@0.5, …).
+    /// cache:1@0.5, …), server-container (none, namespaces, veth), server-rx-cpus.
     #[arg(long = "param", value_name = "NAME=V1,V2")]
     pub params: Vec<String>,
     /// Run each point this many times (each with its own seed derived from --seed).
