@@ -402,17 +402,7 @@ pub fn analyse_records(
         cfg.ideal.as_ref(),
         stamped_service_ns,
     );
-    let excess_split = match (&ideal, &server_view) {
-        (
-            Some(i),
-            Some(ServerView {
-                measured: sm,
-                ideal: Some(si),
-                ..
-            }),
-        ) => excess_split(&measured_s, i, sm, si),
-        _ => Vec::new(),
-    };
+    let excess_split = excess_split_of(&measured_s, ideal.as_ref(), server_view.as_ref());
     let stationarity = stationarity::stationarity(
         &f.measured_blk,
         (!f.network_server_blk.is_empty()).then_some(&f.network_server_blk),
@@ -457,6 +447,25 @@ pub fn analyse_records(
         stationarity,
         entropy: entropy_of(&f.measured),
     })
+}
+
+/// The excess split between client and server, when both views have an ideal.
+fn excess_split_of(
+    measured: &Summary,
+    ideal: Option<&Summary>,
+    server_view: Option<&ServerView>,
+) -> Vec<ExcessSplit> {
+    match (ideal, server_view) {
+        (
+            Some(i),
+            Some(ServerView {
+                measured: sm,
+                ideal: Some(si),
+                ..
+            }),
+        ) => excess_split(measured, i, sm, si),
+        _ => Vec::new(),
+    }
 }
 
 /// The ideal's parameters must make a queue: a positive, finite service time and a worker.

@@ -1,4 +1,4 @@
-//! Colocation (ThunderX Fig. 11, Table VI): two services on one host, each under its own
+//! Colocation (ThunderX Fig. 11): two services on one host, each under its own
 //! grid of offered loads; for every pair of loads both are measured at once, and the QoS
 //! matrix says which of them meets its SLO. Each service is first calibrated alone (its
 //! loads in % are of its own capacity), then every cell runs the two measurements
@@ -20,6 +20,9 @@ use crate::slo::{SloReport, Verdict};
 use crate::sweep::{Load, SweepPlan};
 use crate::target::{Ready, TargetPlan};
 use crate::Observer;
+
+/// The percentile a colocation cell reports.
+const P99: &str = "p99";
 
 /// One cell of the matrix.
 #[derive(Clone, Debug, Serialize)]
@@ -138,6 +141,38 @@ fn start<'a>(
 
 /// Runs the QoS matrix of `a` against `b` (each a sweep plan of loads and an SLO, without
 /// axes), storing every measurement in one experiment in the store at `db_path`.
+/// One side of a cell: its run, status, p99 (µs), verdict and SLO report.
+type CellSide = (
+    Option<i64>,
+    Option<RunStatus>,
+    Option<f64>,
+    Option<Verdict>,
+    Option<SloReport>,
+);
+
+fn side_of(x: &Result<crate::Run, LabError>, slo: &Option<crate::Slo>) -> CellSide {
+    match x {
+        Ok(r) => {
+            let report = slo.as_ref().map(|s| s.evaluate(r));
+            (
+                r.run_id,
+                Some(r.status),
+                r.analysis.measured.get(P99).map(|e| e.value / 1e3),
+                report.as_ref().map(|x| x.verdict),
+                report,
+            )
+        }
+        Err(LabError::RunFailed { run_id, .. }) => (
+            Some(*run_id),
+            Some(RunStatus::Failed),
+            None,
+            slo.as_ref().map(|_| Verdict::Violates),
+            None,
+        ),
+        Err(_) => (None, None, None, None, None),
+    }
+}
+
 pub fn colocate(
     a: &SweepPlan,
     b: &SweepPlan,
@@ -193,26 +228,6 @@ pub fn colocate(
                     };
                     (join(ha), join(hb))
                 });
-                let side = |x: &Result<crate::Run, LabError>, slo: &Option<crate::Slo>| match x {
-                    Ok(r) => {
-                        let report = slo.as_ref().map(|s| s.evaluate(r));
-                        (
-                            r.run_id,
-                            Some(r.status),
-                            r.analysis.measured.get("p99").map(|e| e.value / 1e3),
-                            report.as_ref().map(|x| x.verdict),
-                            report,
-                        )
-                    }
-                    Err(LabError::RunFailed { run_id, .. }) => (
-                        Some(*run_id),
-                        Some(RunStatus::Failed),
-                        None,
-                        slo.as_ref().map(|_| Verdict::Violates),
-                        None,
-                    ),
-                    Err(_) => (None, None, None, None, None),
-                };
                 for x in [&xa, &xb] {
                     if let Err(e) = x {
                         if !matches!(e, LabError::RunFailed { .. }) {
@@ -220,8 +235,8 @@ pub fn colocate(
                         }
                     }
                 }
-                let (run_a, status_a, p99_a_us, slo_a, report_a) = side(&xa, &a.slo);
-                let (run_b, status_b, p99_b_us, slo_b, report_b) = side(&xb, &b.slo);
+                let (run_a, status_a, p99_a_us, slo_a, report_a) = side_of(&xa, &a.slo);
+                let (run_b, status_b, p99_b_us, slo_b, report_b) = side_of(&xb, &b.slo);
                 let ok = |v: Option<Verdict>| v == Some(Verdict::Meets);
                 let meets = match (ok(slo_a), ok(slo_b)) {
                     (true, true) => "both",

@@ -34,6 +34,7 @@ mod headlines;
 pub mod instruments;
 mod interference;
 mod knob;
+mod lenient;
 mod load_spec;
 mod loads;
 mod local;
@@ -89,7 +90,7 @@ pub use outcome::{verdict_code, Suites, EXIT_FAILED, EXIT_SLO_VIOLATED};
 pub use placement::{parse_bytes, MAX_INSTANCES};
 pub use repeat::{measure_repeated, Combined, Repeated};
 pub use run::{
-    asked_of, judge, lateness_verdict_of, load_run, saturation_of, status_of, store_run, views_of,
+    judge, lateness_verdict_of, load_run, saturation_of, status_of, store_run, views_of,
     ExperimentStatus, JudgeInput, Judgement, LatenessCause, LatenessVerdict, LoadFacts, Run,
     RunStatus, Saturation, ViewValidity, Views, RUN_ENCODING_VERSION,
 };

@@ -16,8 +16,9 @@ use crate::db::{free_bytes, host_facts, Db};
 use crate::error::{invalid, LabError};
 use crate::local::LocalEngine;
 use crate::records::StoredRecords;
-use crate::run::{asked_of, judge, saturation_of, JudgeInput, Run, RunStatus};
+use crate::run::{judge, saturation_of, JudgeInput, Run, RunStatus};
 use crate::source::{LoadSource, Loaded, Measured, Sending};
+use crate::summary::asked_of;
 use crate::target::Ready;
 use crate::Observer;
 

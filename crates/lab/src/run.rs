@@ -593,15 +593,6 @@ pub fn saturation_of(
     })
 }
 
-/// What a run's stored configuration says of its views and the host: `"view"` (the view
-/// asked for; auto when absent) and `"host_noise"` (the probe made before the run or its
-/// sweep, a [`noise::HostNoise`]). The CLI puts them there, so that every loop over
-/// [`crate::measure`] carries them without a field of its own.
-pub fn asked_of(config: &Value) -> (ViewChoice, Option<noise::HostNoise>) {
-    let c = crate::summary::StoredConfig::of(config);
-    (c.view.unwrap_or_default(), c.host_noise)
-}
-
 /// A run's status (see [`judge`] for the precedence).
 pub fn status_of(interrupted: bool, a: &RunAnalysis, saturated: bool, views: &Views) -> RunStatus {
     let o = &a.outcomes;

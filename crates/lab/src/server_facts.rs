@@ -12,7 +12,7 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
-use crate::summary::lenient;
+use crate::lenient::lenient;
 
 /// A key present (`Some`, its value possibly `null`) or absent (`None`).
 fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>

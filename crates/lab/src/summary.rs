@@ -11,7 +11,6 @@
 
 use std::collections::BTreeMap;
 
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use stats::Distribution;
@@ -20,41 +19,7 @@ use crate::run::RunStatus;
 use crate::server_facts::ServerFacts;
 use crate::view::ViewChoice;
 
-/// Reads a field through [`Value`]: a value this type cannot hold reads as its default.
-pub fn lenient<'de, D, T>(d: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: DeserializeOwned + Default,
-{
-    let v = Value::deserialize(d)?;
-    Ok(serde_json::from_value(v).unwrap_or_default())
-}
-
-/// A list read element by element: an element this type cannot hold reads as its default
-/// (a list that is no list: empty).
-pub fn lenient_each<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: DeserializeOwned + Default,
-{
-    let v: Vec<Value> = lenient(d)?;
-    Ok(v.iter().map(read).collect())
-}
-
-/// A list present (`Some`, read as [`lenient_each`]: a value that is no list is empty) or
-/// absent (`None`, with `#[serde(default)]`).
-pub fn lenient_list<'de, D, T>(d: D) -> Result<Option<Vec<T>>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: DeserializeOwned + Default,
-{
-    lenient_each(d).map(Some)
-}
-
-/// A stored JSON value read as `T`; the default when it is not an object of that shape.
-pub fn read<T: DeserializeOwned + Default>(v: &Value) -> T {
-    T::deserialize(v).unwrap_or_default()
-}
+pub use crate::lenient::{lenient, lenient_each, lenient_list, read};
 
 /// A figure with its interval (µs for latencies, a ratio for an excess).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -668,6 +633,15 @@ pub struct StoredConfig {
     /// The host's noise probed before the run or its sweep.
     #[serde(default, deserialize_with = "lenient")]
     pub host_noise: Option<noise::HostNoise>,
+}
+
+/// What a run's stored configuration says of its views and the host: `"view"` (the view
+/// asked for; auto when absent) and `"host_noise"` (the probe made before the run or its
+/// sweep, a [`noise::HostNoise`]). The CLI puts them there, so that every loop over
+/// [`crate::measure`] carries them without a field of its own.
+pub fn asked_of(config: &Value) -> (ViewChoice, Option<noise::HostNoise>) {
+    let c = StoredConfig::of(config);
+    (c.view.unwrap_or_default(), c.host_noise)
 }
 
 impl StoredConfig {

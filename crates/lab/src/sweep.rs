@@ -457,30 +457,33 @@ impl Ctx<'_> {
             // A point that measured nothing is a failed row, not the end of the sweep.
             Err(LabError::RunFailed {
                 run_id, summary, ..
-            }) => (
-                Row {
-                    run_id: Some(run_id),
-                    params: combo.params.clone(),
-                    role,
-                    load_pct,
-                    offered_rps: rate,
-                    achieved_rps: 0.0,
-                    status: if summary["status"] == "interrupted" {
-                        RunStatus::Interrupted
-                    } else {
-                        RunStatus::Failed
+            }) => {
+                let summary: crate::summary::RunSummary = crate::summary::read(&summary);
+                (
+                    Row {
+                        run_id: Some(run_id),
+                        params: combo.params.clone(),
+                        role,
+                        load_pct,
+                        offered_rps: rate,
+                        achieved_rps: 0.0,
+                        status: if summary.status == Some(RunStatus::Interrupted) {
+                            RunStatus::Interrupted
+                        } else {
+                            RunStatus::Failed
+                        },
+                        timeouts: summary.outcomes.and_then(|o| o.timeout).unwrap_or(0),
+                        measured: None,
+                        ideal: None,
+                        excess: None,
+                        slo: self.plan.slo.as_ref().map(|_| Verdict::Violates),
+                        slo_report: None,
+                        seed,
+                        repeat,
                     },
-                    timeouts: summary["outcomes"]["timeout"].as_u64().unwrap_or(0),
-                    measured: None,
-                    ideal: None,
-                    excess: None,
-                    slo: self.plan.slo.as_ref().map(|_| Verdict::Violates),
-                    slo_report: None,
-                    seed,
-                    repeat,
-                },
-                None,
-            ),
+                    None,
+                )
+            }
             Err(e) => return Err(e),
         };
         self.rows.push(row.clone());
@@ -674,7 +677,7 @@ pub fn sweep(
                 "axes": plan.axes, "loads": plan.loads, "repeat": plan.repeat,
                 "slo": plan.slo, "find_max": plan.find_max, "max_steps": plan.max_steps,
                 "run": plan.template.config,
-                "label": plan.template.config.get("label"),
+                "label": crate::summary::StoredConfig::of(&plan.template.config).label,
             }),
         })?,
     };

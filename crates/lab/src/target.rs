@@ -79,6 +79,37 @@ fn check_no_address(url: &str) -> Result<(), LabError> {
     )))
 }
 
+/// The load's workload for the target's scheme, from the spec's workload options.
+fn workload_of(spec: &TargetSpec, scheme: Scheme, target: &Target) -> Result<Workload, LabError> {
+    let w = &spec.workload;
+    Ok(match scheme {
+        Scheme::Http => {
+            let paths = match w.files {
+                Some(0) => return Err(invalid("--files must be at least 1")),
+                Some(n) => (0..n).map(|i| format!("/f{i}")).collect(),
+                None if spec.spawn.is_some() => (0..100).map(|i| format!("/f{i}")).collect(),
+                None => vec![target.path.clone().unwrap_or_else(|| "/".into())],
+            };
+            Workload::Http(HttpWorkload {
+                paths,
+                popularity: w.popularity,
+            })
+        }
+        Scheme::NullRpc => Workload::NullRpc(w.nullrpc),
+        Scheme::Memcached | Scheme::Redis => {
+            let kv = KvWorkload {
+                get_ratio: w.get_ratio,
+                key_size: w.key_size,
+                value_size: w.value_size,
+                items: w.items,
+                popularity: w.popularity,
+            };
+            kv.validate().map_err(invalid)?;
+            Workload::Kv(kv)
+        }
+    })
+}
+
 impl TargetPlan {
     /// Validates the target and its options (no process started, nothing sent).
     pub fn new(spec: &TargetSpec) -> Result<TargetPlan, LabError> {
@@ -94,33 +125,8 @@ impl TargetPlan {
         let target: Target = url.parse().map_err(|e| invalid(format!("target: {e}")))?;
         let scheme = Scheme::of(&target)?;
         let kind = scheme.kind();
+        let workload = workload_of(spec, scheme, &target)?;
         let w = &spec.workload;
-        let workload = match scheme {
-            Scheme::Http => {
-                let paths = match w.files {
-                    Some(0) => return Err(invalid("--files must be at least 1")),
-                    Some(n) => (0..n).map(|i| format!("/f{i}")).collect(),
-                    None if spec.spawn.is_some() => (0..100).map(|i| format!("/f{i}")).collect(),
-                    None => vec![target.path.clone().unwrap_or_else(|| "/".into())],
-                };
-                Workload::Http(HttpWorkload {
-                    paths,
-                    popularity: w.popularity,
-                })
-            }
-            Scheme::NullRpc => Workload::NullRpc(w.nullrpc),
-            Scheme::Memcached | Scheme::Redis => {
-                let kv = KvWorkload {
-                    get_ratio: w.get_ratio,
-                    key_size: w.key_size,
-                    value_size: w.value_size,
-                    items: w.items,
-                    popularity: w.popularity,
-                };
-                kv.validate().map_err(invalid)?;
-                Workload::Kv(kv)
-            }
-        };
         // The codec factory checks the workload against the scheme (e.g. the request size).
         let _checked = load::protocol_factory(&target, &workload, 1).map_err(invalid)?;
         if spec.churn.is_some() && scheme != Scheme::Http {

@@ -145,16 +145,51 @@ fn probe_all(
     let window_s = started.elapsed().as_secs_f64();
     progress(1.0);
 
-    let mut reports = Vec::with_capacity(results.len());
-    for (&cpu, r) in cfg.cpus.iter().zip(results) {
-        let r = r?;
-        let mut w = warnings.clone();
+    let ctx = ReportCtx {
+        cfg,
+        kind,
+        ns_per_tick,
+        t0,
+        realtime,
+        rt,
+        before: &before,
+        after: &after,
+        window_s,
+        warnings: &warnings,
+    };
+    cfg.cpus
+        .iter()
+        .zip(results)
+        .map(|(&cpu, r)| Ok(ctx.report(cpu, r?)))
+        .collect()
+}
+
+/// What every CPU's report is built from.
+struct ReportCtx<'a> {
+    cfg: &'a NoiseConfig,
+    kind: clock::ClockKind,
+    ns_per_tick: f64,
+    t0: u64,
+    realtime: bool,
+    rt: Option<RtThrottle>,
+    before: &'a SystemCounters,
+    after: &'a SystemCounters,
+    window_s: f64,
+    warnings: &'a [String],
+}
+
+impl ReportCtx<'_> {
+    /// One CPU's report from its probe thread's result.
+    fn report(&self, cpu: usize, r: ThreadResult) -> CpuReport {
+        let (cfg, ns_per_tick, window_s) = (self.cfg, self.ns_per_tick, self.window_s);
+        let (realtime, rt) = (self.realtime, self.rt);
+        let mut w = self.warnings.to_vec();
         let mut gaps: Vec<Gap> = r
             .raw
             .gaps
             .iter()
             .map(|g| Gap {
-                start_ns: (g.start.saturating_sub(t0) as f64 * ns_per_tick).round() as u64,
+                start_ns: (g.start.saturating_sub(self.t0) as f64 * ns_per_tick).round() as u64,
                 len_ns: (g.len as f64 * ns_per_tick).round() as u64,
                 throttle: false,
             })
@@ -173,7 +208,15 @@ fn probe_all(
             .map(|g| g.len_ns)
             .max()
             .unwrap_or(0) as f64;
-        let mut classes = attribute(cpu, &before, &after, &r.ctxt, window_s, max_gap, &mut w);
+        let mut classes = attribute(
+            cpu,
+            self.before,
+            self.after,
+            &r.ctxt,
+            window_s,
+            max_gap,
+            &mut w,
+        );
         if rt_matters(realtime, rt) && gaps.iter().any(|g| g.throttle) {
             classes.push(crate::Contributor {
                 source: "RT throttling".into(),
@@ -193,7 +236,7 @@ fn probe_all(
         let mut rep = CpuReport {
             cpu,
             loop_kind: cfg.loop_kind,
-            clock: kind.describe().to_string(),
+            clock: self.kind.describe().to_string(),
             ns_per_tick,
             threshold_ns: cfg.threshold_ns,
             loops: r.raw.loops,
@@ -223,9 +266,8 @@ fn probe_all(
             dropped_ns: (r.raw.dropped_ticks as f64 * ns_per_tick).round() as u64,
         };
         finish(&mut rep, &totals);
-        reports.push(rep);
+        rep
     }
-    Ok(reports)
 }
 
 fn rt_matters(realtime: bool, rt: Option<RtThrottle>) -> bool {

@@ -110,6 +110,38 @@ fn of_summary(s: &RunSummary) -> Option<Timeline> {
     })
 }
 
+/// The host's time lost per window, one line per source (None when nothing was lost).
+fn host_panel(host: &[(f64, f64, BTreeMap<String, f64>)]) -> Option<LoadPanel> {
+    let mut names: Vec<&String> = Vec::new();
+    for (_, _, lost) in host {
+        for k in lost.keys() {
+            if !names.contains(&k) {
+                names.push(k);
+            }
+        }
+    }
+    let lines: Vec<LoadLine> = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let pts = host
+                .iter()
+                .filter_map(|(a, b, lost)| {
+                    let v = *lost.get(*name)?;
+                    (v > 0.0).then_some((0.5 * (a + b), v))
+                })
+                .collect();
+            line(name, 4 + i, false, pts, &[])
+        })
+        .filter(|l| !l.points.is_empty())
+        .collect();
+    (!lines.is_empty()).then(|| LoadPanel {
+        key: "host: time lost per window".into(),
+        lines,
+        slo_us: None,
+    })
+}
+
 /// The run's latency-over-time section (nothing when the run kept no windows).
 pub(crate) fn section(
     out: &mut String,
@@ -196,38 +228,8 @@ pub(crate) fn section(
         });
     }
     // The host's time lost per window, as the sampler saw it (µs of CPU time per window).
-    if !t.host.is_empty() {
-        let mut names: Vec<&String> = Vec::new();
-        for (_, _, lost) in &t.host {
-            for k in lost.keys() {
-                if !names.contains(&k) {
-                    names.push(k);
-                }
-            }
-        }
-        let lines: Vec<LoadLine> = names
-            .iter()
-            .enumerate()
-            .map(|(i, name)| {
-                let pts = t
-                    .host
-                    .iter()
-                    .filter_map(|(a, b, lost)| {
-                        let v = *lost.get(*name)?;
-                        (v > 0.0).then_some((0.5 * (a + b), v))
-                    })
-                    .collect();
-                line(name, 4 + i, false, pts, &[])
-            })
-            .filter(|l| !l.points.is_empty())
-            .collect();
-        if !lines.is_empty() {
-            panels.push(LoadPanel {
-                key: "host: time lost per window".into(),
-                lines,
-                slo_us: None,
-            });
-        }
+    if let Some(p) = host_panel(&t.host) {
+        panels.push(p);
     }
     let id = r.id();
     let n = panels.len() as u32;
