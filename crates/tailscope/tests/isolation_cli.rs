@@ -451,20 +451,24 @@ fn containers_are_made_recorded_and_removed_and_bad_input_is_refused() {
 
     let o = sweep(&["--param", "server-container=none,veth"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // Two containers one after the other in one process (a server knob restarts the
+    // server): the second must not collide with the first's teardown.
     let o2 = sweep(&[
         "--param",
         "server-container=veth",
         "--param",
         &format!("server-rx-cpus={cpu}"),
+        "--param",
+        "server-threads=1,2",
     ]);
     assert_eq!(o2.status.code(), Some(0), "{}", stderr(&o2));
     let rows: Vec<serde_json::Value> = [json_of(&o), json_of(&o2)]
         .iter()
         .flat_map(|v| v["rows"].as_array().unwrap().clone())
         .collect();
-    assert_eq!(rows.len(), 3);
+    assert_eq!(rows.len(), 4);
     let mut made = Vec::new();
-    for (row, want) in rows.iter().zip(["none", "veth", "veth"]) {
+    for (row, want) in rows.iter().zip(["none", "veth", "veth", "veth"]) {
         assert_eq!(row["status"], "ok", "{row}");
         let id = row["run_id"].as_i64().unwrap().to_string();
         let shown = bin()
@@ -491,7 +495,10 @@ fn containers_are_made_recorded_and_removed_and_bad_input_is_refused() {
         made.push((name, c["rx_cpus"].clone()));
     }
     assert_eq!(made[0].1, serde_json::json!([]));
-    assert_eq!(made[1].1, serde_json::json!([cpu.parse::<u64>().unwrap()]));
+    for m in &made[1..] {
+        assert_eq!(m.1, serde_json::json!([cpu.parse::<u64>().unwrap()]));
+    }
+    assert_ne!(made[1].0, made[2].0, "each container has its own namespace");
     for (name, _) in &made {
         assert!(
             !Path::new("/run/netns").join(name).exists(),

@@ -43,17 +43,9 @@ pub struct ContainerNet {
     pub apply_us: f64,
 }
 
-fn ip_path() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from))
-        .map(|d| d.join("ip"))
-        .find(|p| p.is_file())
-}
-
 /// Runs `ip ARGS`; its stderr as the error.
 fn ip(args: &[&str]) -> Result<(), HostError> {
-    let bin = ip_path().ok_or_else(|| HostError::Unavailable {
+    let bin = super::net::tool_path("ip").ok_or_else(|| HostError::Unavailable {
         what: "container network".into(),
         reason: "ip is not installed (apt-get install iproute2)".into(),
     })?;
@@ -104,14 +96,13 @@ impl ContainerNet {
     pub fn create(journal: &IsoJournal, rx_cpus: Option<&[usize]>) -> Result<Self, HostError> {
         let t = std::time::Instant::now();
         let pid = std::process::id();
-        let session = format!(
-            "{pid}-{}-ctr{}",
-            now_ms(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let session = format!("{pid}-{}-ctr{n}", now_ms());
         // A namespace name is taken atomically by `ip netns add`: the first free slot wins,
-        // so two tailscope processes never share one.
-        let start = pid.wrapping_mul(7) % SLOTS;
+        // so two tailscope processes never share one. Each container of this process starts
+        // its search elsewhere, so that a sweep's next one does not wait for the kernel to
+        // finish tearing down the last.
+        let start = pid.wrapping_mul(7).wrapping_add(n.wrapping_mul(64)) % SLOTS;
         let hr = crate::probe::HostRoot::default();
         let root = std::path::absolute(hr.as_path()).unwrap_or_else(|_| hr.as_path().into());
         let mut last = None;
@@ -234,6 +225,14 @@ impl Drop for ContainerNet {
 /// Deletes namespace `name` (gone already: fine). The host end of its veth pair disappears
 /// with the container end once no process keeps the namespace alive.
 pub(crate) fn remove_netns(name: &str) -> Result<(), HostError> {
+    // The pair goes first, synchronously: a namespace's own teardown is asynchronous, and
+    // the host end would keep its name (and address) for a while after `netns del`.
+    if let Some(slot) = name.strip_prefix(PREFIX) {
+        let host_end = format!("tsh-{slot}");
+        if PathBuf::from("/sys/class/net").join(&host_end).exists() {
+            ip(&["link", "del", &host_end])?;
+        }
+    }
     if !PathBuf::from("/run/netns").join(name).exists() {
         return Ok(());
     }

@@ -127,17 +127,18 @@ pub fn parse_dev(s: &str) -> Result<(Option<String>, String), HostError> {
     Ok((ns, dev))
 }
 
-fn tc_path() -> Option<PathBuf> {
+/// An iproute2 tool (`tc`, `ip`) on `PATH` or in the system directories root's `PATH` has.
+pub(crate) fn tool_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/sbin", "/usr/bin"].map(PathBuf::from))
-        .map(|d| d.join("tc"))
+        .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from))
+        .map(|d| d.join(name))
         .find(|p| p.is_file())
 }
 
 /// Runs `tc [-n NETNS] ARGS`; its stdout, or its stderr as the error.
 fn tc(netns: Option<&str>, args: &[&str]) -> Result<String, HostError> {
-    let bin = tc_path().ok_or_else(|| HostError::Unavailable {
+    let bin = tool_path("tc").ok_or_else(|| HostError::Unavailable {
         what: "net rate".into(),
         reason: "tc is not installed (apt-get install iproute2)".into(),
     })?;
