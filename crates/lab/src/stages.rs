@@ -348,7 +348,9 @@ impl Join {
         let mut order: Vec<usize> = (0..records.len())
             .filter(|&i| records[i].sent_ns > 0)
             .collect();
-        order.sort_by_key(|&i| (records[i].conn, records[i].sent_ns));
+        // Requests written together share their send stamp (one write per connection and
+        // pass): among them the intended order is the order they were queued in.
+        order.sort_by_key(|&i| (records[i].conn, records[i].sent_ns, records[i].intended_ns));
         // One connection's requests at a time, in the order they were sent.
         let mut from = 0;
         while from < order.len() {
