@@ -18,7 +18,7 @@ use analysis::{AnalysisError, Outcomes, RunAnalysis};
 use hdrhistogram::Histogram;
 use load::{BacklogSample, LoadConfig, RecordSink, RunSummary, WriterStats};
 use serde_json::{json, Value};
-use stats::{Recorder, Summary};
+use stats::{Recorder, Summary, P99};
 
 pub use crate::agent_spec::{
     agents_file, AgentClock, AgentCommand, AgentReport, AgentStatus, Agents, AgentsReport,
@@ -100,9 +100,6 @@ fn summary(h: &Histogram<u64>, conf: f64) -> Option<Summary> {
         .then(|| Recorder::from_histogram(h.clone()).summarize(conf).ok())
         .flatten()
 }
-
-/// The percentile an agent's progress and the lateness verdict read.
-const P99: &str = "p99";
 
 fn p99(s: &Option<Summary>) -> Option<f64> {
     s.as_ref().and_then(|s| s.get(P99)).map(|e| e.value)

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use analysis::IdealSpec;
 use serde::Serialize;
 use serde_json::{json, Value};
+use stats::P99;
 
 use crate::calibrate::IdealSource;
 use crate::db::Db;
@@ -20,9 +21,6 @@ use crate::slo::{SloReport, Verdict};
 use crate::sweep::{Load, SweepPlan};
 use crate::target::{Ready, TargetPlan};
 use crate::Observer;
-
-/// The percentile a colocation cell reports.
-const P99: &str = "p99";
 
 /// One cell of the matrix.
 #[derive(Clone, Debug, Serialize)]

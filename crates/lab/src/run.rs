@@ -23,6 +23,7 @@ use analysis::RunAnalysis;
 use load::BacklogSample;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use stats::P99;
 
 use crate::error::LabError;
 use crate::instruments::Instrument;
@@ -258,9 +259,6 @@ pub struct Judgement {
     pub status_note: Option<String>,
     pub lateness_verdict: LatenessVerdict,
 }
-
-/// The percentile a run's verdicts read.
-const P99: &str = "p99";
 
 fn fmt_ns(ns: f64) -> String {
     if ns.is_finite() {

@@ -9,6 +9,7 @@ use analysis::{IdealSpec, QueueStructure};
 use lab::{Db, Quiet, RunPlan, TargetPlan};
 use load::{LoadConfig, NullRpcWorkload, StopAt};
 use server::{Arch, ServerConfig};
+use stats::P99;
 
 /// One measurement at a time: they share the host's CPUs with the servers they start.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -250,9 +251,6 @@ fn overload_is_saturated_not_failed() {
     assert_eq!(v["status"], "saturated");
     assert!(v["saturation"]["completed_rps"].as_f64().unwrap() > 0.0);
 }
-
-/// The percentile the round trip compares by field.
-const P99: &str = "p99";
 
 /// The bits of a float, so that NaN compares equal to itself.
 fn bits(x: f64) -> u64 {

@@ -5,9 +5,7 @@
 use std::io::{self, Write};
 
 use lab::AgentsReport;
-
-/// The percentile shown per agent.
-const P99: &str = "p99";
+use stats::P99;
 
 fn us(v: Option<f64>) -> String {
     v.map(|x| format!("{x:.1} µs"))

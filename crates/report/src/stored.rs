@@ -8,7 +8,7 @@
 
 use analysis::{AnalysisConfig, IdealSpec, QueueStructure};
 use lab::summary::{figure, RunSummary};
-use stats::{Distribution, STANDARD_QUANTILES};
+use stats::{Distribution, P99, STANDARD_QUANTILES};
 use store::{RunRow, Store, StoreError};
 
 /// Both distributions of one view, as CCDF points (µs, P[X ≥ x]), with their sample sizes.
@@ -212,9 +212,6 @@ fn curves_of(store: &Store, row: &RunRow, s: &RunSummary) -> Result<Curves, Stri
     };
     Ok(curves_of_analysis(&a, agrees))
 }
-
-/// The percentile whose recomputed figure is checked against the stored one.
-const P99: &str = "p99";
 
 /// The pointwise 95 % band of a CCDF estimated from `n` values: at each point, the Wilson
 /// interval of the binomial proportion P[X ≥ x] (the same order-statistic reasoning as the

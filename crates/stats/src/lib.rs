@@ -54,11 +54,14 @@ pub use recorder::{ExactSamples, Recorder, StreamingHistogram, ORDER_STAT_METHOD
 pub use special::{normal_cdf, normal_quantile, student_t_quantile, student_t_two_sided_p};
 pub use summary::{QuantileEstimate, Summary};
 
+/// The key of the 99th percentile, the one most views and verdicts read.
+pub const P99: &str = "p99";
+
 /// The five percentiles tailscope always reports, with their JSON keys.
 pub const STANDARD_QUANTILES: [(&str, f64); 5] = [
     ("p50", 0.5),
     ("p90", 0.9),
-    ("p99", 0.99),
+    (P99, 0.99),
     ("p99.9", 0.999),
     ("p99.99", 0.9999),
 ];

@@ -8,16 +8,13 @@ use std::fmt::Write as _;
 
 use lab::summary::{figure as fig, Intervals, RunSummary};
 use lab::RunStatus;
-use stats::Distribution;
+use stats::{Distribution, P99};
 
 use super::run_parts::view_figure;
 use super::{badge, esc, figure_html, thousands};
 use crate::figure::{self, fmt_us, Body, Figure, StageBar, StagesFigure};
 use crate::stored::{dist, StoredRun};
 use crate::ReportError;
-
-/// The percentile of the headline.
-const P99: &str = "p99";
 
 /// The headline: p99 measured against ideal, or why there is no comparison.
 fn headline(s: &RunSummary) -> String {
