@@ -302,12 +302,23 @@ impl Joiner {
             self.held -= used;
             return Err(Miss::Arrival);
         };
-        // Reads before ours are of earlier requests whose replies were lost or late.
-        let mut read = None;
-        for _ in 0..=pos {
-            read = c.reads.pop_front();
+        let read = if r.rid.is_some() {
+            // Only our read: a server whose threads share the socket (memcached's workers)
+            // may read the next request's datagram before ours, and its read event can come
+            // first in the ring. Those left in front go once a later request's send passes
+            // them, or with the horizon.
             used += 1;
-        }
+            c.reads.remove(pos)
+        } else {
+            // Without ids, reads before ours are of earlier requests whose replies were
+            // lost or late.
+            let mut read = None;
+            for _ in 0..=pos {
+                read = c.reads.pop_front();
+                used += 1;
+            }
+            read
+        };
         let Some(read) = read else {
             self.held -= used;
             return Err(Miss::Arrival);

@@ -271,6 +271,23 @@ fn udp_matches_by_datagram_and_survives_a_lost_one() {
 }
 
 #[test]
+fn udp_reads_out_of_send_order_each_find_their_request() {
+    // Two datagrams written together (one send stamp); two server threads sharing the
+    // socket read the second (rid 1) before the first (rid 0).
+    let mut j = Joiner::new(1_000);
+    udp(&mut j, Kind::Read, 110_000, 1);
+    udp(&mut j, Kind::Read, 111_000, 0);
+    udp(&mut j, Kind::Write, 115_000, 1);
+    udp(&mut j, Kind::Write, 116_000, 0);
+    let got = j.join_conn(&[udp_req(100_000, 130_000, 0), udp_req(100_000, 129_000, 1)]);
+    let (a, b) = (got[0].unwrap(), got[1].unwrap());
+    assert_eq!((a.stamps[2], a.stamps[4]), (111_000, 115_000));
+    assert_eq!((b.stamps[2], b.stamps[4]), (110_000, 114_000));
+    assert_eq!(j.stats().no_arrival, 0);
+    assert_eq!(j.held(), 0);
+}
+
+#[test]
 fn memory_is_bounded_by_pruning_and_the_cap() {
     let mut j = Joiner::new(100);
     for k in 0..200u64 {
