@@ -1,5 +1,5 @@
 //! [`Collector`]: the BPF programs loaded (CO-RE, libbpf), told which processes, threads and
-//! ports are the server's, attached to their raw tracepoints, and drained on demand.
+//! ports are the server's, attached to their tracepoints, and drained on demand.
 //!
 //! Nothing runs in user space while a run goes on: the kernel writes its records into one
 //! ring buffer of bounded size without waking anyone, and the caller drains it when it wants
@@ -20,14 +20,6 @@ use crate::EbpfError;
 struct Aligned<T: ?Sized>(T);
 static OBJECT: &Aligned<[u8]> =
     &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/stages.bpf.o")));
-
-/// System call classes, as the kernel side numbers them.
-const CLS_READ: u8 = 1;
-const CLS_WRITE: u8 = 2;
-const CLS_EPOLL: u8 = 3;
-const CLS_RECVFROM: u8 = 4;
-const CLS_RECVMSG: u8 = 5;
-const MAX_SYSCALL: i64 = 1024;
 
 /// Smallest and largest ring buffer (bytes; the kernel wants a power of two of pages).
 pub const MIN_RING_BYTES: usize = 1 << 20;
@@ -70,28 +62,6 @@ pub struct KernelCost {
     pub run_time_ns: u64,
     /// Per program: (name, runs, ns).
     pub programs: Vec<(String, u64, u64)>,
-}
-
-/// System calls and their classes on this architecture.
-fn syscall_classes() -> Vec<(i64, u8)> {
-    let mut v = vec![
-        (libc::SYS_read, CLS_READ),
-        (libc::SYS_readv, CLS_READ),
-        (libc::SYS_recvfrom, CLS_RECVFROM),
-        (libc::SYS_recvmsg, CLS_RECVMSG),
-        (libc::SYS_recvmmsg, CLS_READ),
-        (libc::SYS_write, CLS_WRITE),
-        (libc::SYS_writev, CLS_WRITE),
-        (libc::SYS_sendto, CLS_WRITE),
-        (libc::SYS_sendmsg, CLS_WRITE),
-        (libc::SYS_sendmmsg, CLS_WRITE),
-        (libc::SYS_sendfile, CLS_WRITE),
-        (libc::SYS_epoll_pwait, CLS_EPOLL),
-        (libc::SYS_epoll_pwait2, CLS_EPOLL),
-    ];
-    #[cfg(target_arch = "x86_64")]
-    v.push((libc::SYS_epoll_wait, CLS_EPOLL));
-    v
 }
 
 /// Most server processes traced (`MAX_TGIDS` in the programs).
@@ -187,6 +157,24 @@ impl Collector {
         let mut open = ObjectBuilder::default()
             .open_memory(&OBJECT.0)
             .map_err(|e| load_error("opening the BPF object", e))?;
+        // A call whose tracepoint this kernel lacks (an optional one) is not loaded.
+        for mut prog in open.progs_mut() {
+            let name = prog.name().to_string_lossy().into_owned();
+            let call = name
+                .strip_prefix("enter_")
+                .or_else(|| name.strip_prefix("exit_"));
+            if let Some(call) = call {
+                let side = if name.starts_with("enter_") {
+                    "enter"
+                } else {
+                    "exit"
+                };
+                let tp = format!("sys_{side}_{call}");
+                if !crate::support::has_tracepoint("syscalls", &tp) {
+                    prog.set_autoload(false);
+                }
+            }
+        }
         for mut m in open.maps_mut() {
             if m.name() == "events" {
                 let n = u32::try_from(ring).unwrap_or(u32::MAX);
@@ -205,11 +193,6 @@ impl Collector {
             map.update(key, value, MapFlags::ANY)
                 .map_err(|e| load_error(&format!("filling map {name}"), e))
         };
-        for (nr, cls) in syscall_classes() {
-            if (0..MAX_SYSCALL).contains(&nr) {
-                update("sysclass", &(nr as u32).to_ne_bytes(), &[cls])?;
-            }
-        }
         for t in &cfg.tids {
             update("tids", &t.to_ne_bytes(), &[1])?;
         }
@@ -253,7 +236,7 @@ impl Collector {
             (fd >= 0).then(|| OwnedFd::from_raw_fd(fd))
         };
         let mut links = Vec::new();
-        for prog in obj.progs_mut() {
+        for prog in obj.progs_mut().filter(|p| p.autoload()) {
             let name = prog.name().to_string_lossy().into_owned();
             let link = prog
                 .attach()

@@ -15,11 +15,11 @@
 //!                                 └─► T1..T6 per request
 //! ```
 //!
-//! ## What is traced (raw tracepoints only: no kprobes, no patches)
+//! ## What is traced (tracepoints only: no kprobes, no patches)
 //!
 //! | tracepoint | for the server's threads (tgid or tid filter) |
 //! |---|---|
-//! | `raw_syscalls:sys_enter` / `sys_exit` | entry and return (and, for UDP reads, the datagram's source port and first bytes from the caller's buffers — x86-64 and arm64) of `epoll_wait`/`epoll_pwait[2]`, `read`/`readv`/`recvfrom`/`recvmsg`/`recvmmsg`, `write`/`writev`/`sendto`/`sendmsg`/`sendmmsg`/`sendfile` (memcached: `read` + `sendmsg`, UDP `recvfrom` + `sendmsg`; nginx: `recvfrom` + `writev` + `sendfile`; Redis: `read` + `write`, checked with strace) |
+//! | `syscalls:sys_enter_CALL` / `sys_exit_CALL`, one program per call (not `raw_syscalls:*`, which run a program on every system call of every process) | entry and return (and, for UDP reads, the datagram's source port and first bytes from the caller's buffers) of `epoll_wait`/`epoll_pwait[2]`, `read`/`readv`/`recvfrom`/`recvmsg`/`recvmmsg`, `write`/`writev`/`sendto`/`sendmsg`/`sendmmsg`/`sendfile64` (memcached: `read` + `sendmsg`, UDP `recvfrom` + `sendmsg`; nginx: `recvfrom` + `writev` + `sendfile`; Redis: `read` + `write`, checked with strace) |
 //! | `sock:sock_recv_length` / `sock_send_length` | which socket a read or write used, its bytes, and (TCP) the stream position after it (`copied_seq`, `write_seq`) |
 //! | `sock:sk_data_ready` | data reached a socket on the server's port: the arrival (T1); TCP: `rcv_nxt`; UDP: the queued datagram's client port and request id |
 //! | `net:net_dev_queue` | a write's packet handed to the device (T6; the software transmit stamp's point) |

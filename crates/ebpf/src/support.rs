@@ -10,10 +10,8 @@ use std::path::{Path, PathBuf};
 /// unsupported paths with a fixture tree; unset: `/`).
 pub const ROOT_ENV: &str = "TAILSCOPE_EBPF_ROOT";
 
-/// Tracepoints the collector attaches to (category, name), all raw: none needs a kprobe.
-pub const TRACEPOINTS: [(&str, &str); 9] = [
-    ("raw_syscalls", "sys_enter"),
-    ("raw_syscalls", "sys_exit"),
+/// Raw tracepoints the collector attaches to (category, name): none needs a kprobe.
+pub const TRACEPOINTS: [(&str, &str); 7] = [
     ("sock", "sock_recv_length"),
     ("sock", "sock_send_length"),
     ("sock", "sk_data_ready"),
@@ -22,6 +20,55 @@ pub const TRACEPOINTS: [(&str, &str); 9] = [
     ("sched", "sched_switch"),
     ("sched", "sched_process_fork"),
 ];
+
+/// System calls watched on their own tracepoints (`syscalls:sys_enter_CALL` and
+/// `sys_exit_CALL`), and whether the collector needs them: the others are left out where
+/// the kernel lacks them (`epoll_wait` on arm64, `epoll_pwait2` before Linux 5.11).
+pub const SYSCALLS: [(&str, bool); 14] = [
+    ("read", true),
+    ("readv", true),
+    ("recvfrom", true),
+    ("recvmsg", true),
+    ("recvmmsg", true),
+    ("write", true),
+    ("writev", true),
+    ("sendto", true),
+    ("sendmsg", true),
+    ("sendmmsg", true),
+    ("sendfile64", true),
+    ("epoll_wait", false),
+    ("epoll_pwait", true),
+    ("epoll_pwait2", false),
+];
+
+/// Every tracepoint the collector needs (category, name): the raw ones and both of each
+/// needed system call's.
+pub fn required_tracepoints() -> Vec<(String, String)> {
+    let raw = TRACEPOINTS
+        .iter()
+        .map(|(c, n)| (c.to_string(), n.to_string()));
+    let calls = SYSCALLS
+        .iter()
+        .filter(|(_, need)| *need)
+        .flat_map(|(call, _)| {
+            ["enter", "exit"].map(|side| ("syscalls".to_string(), format!("sys_{side}_{call}")))
+        });
+    raw.chain(calls).collect()
+}
+
+/// Whether the kernel has tracepoint `category:name` (under [`root`]'s tracefs).
+pub fn has_tracepoint(category: &str, name: &str) -> bool {
+    let root = root();
+    ["sys/kernel/tracing", "sys/kernel/debug/tracing"]
+        .iter()
+        .any(|d| {
+            root.join(d)
+                .join("events")
+                .join(category)
+                .join(name)
+                .is_dir()
+        })
+}
 
 /// Why the collector cannot run here.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,6 +95,10 @@ impl std::fmt::Display for Unsupported {
                 p.display()
             ),
             Unsupported::NoTracefs(why) => write!(f, "tracefs not mounted: {why}"),
+            Unsupported::NoTracepoint(tp) if tp.starts_with("syscalls:") => write!(
+                f,
+                "the kernel has no tracepoint {tp} (system call tracepoints need CONFIG_FTRACE_SYSCALLS)"
+            ),
             Unsupported::NoTracepoint(tp) => write!(
                 f,
                 "the kernel has no tracepoint {tp} (sock:sock_recv_length and sock_send_length need Linux 6.3)"
@@ -79,8 +130,8 @@ pub fn check_at(root: &Path) -> Result<(), Unsupported> {
         return Err(Unsupported::NoBtf(PathBuf::from("/sys/kernel/btf/vmlinux")));
     }
     let tracing = tracefs(root)?;
-    for (cat, name) in TRACEPOINTS {
-        if !tracing.join("events").join(cat).join(name).is_dir() {
+    for (cat, name) in required_tracepoints() {
+        if !tracing.join("events").join(&cat).join(&name).is_dir() {
             return Err(Unsupported::NoTracepoint(format!("{cat}:{name}")));
         }
     }
@@ -156,7 +207,7 @@ fn mount_tracefs(target: &Path) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
-    fn tree(caps: &str, btf: bool, events: &[(&str, &str)]) -> tempfile::TempDir {
+    fn tree(caps: &str, btf: bool, events: &[(String, String)]) -> tempfile::TempDir {
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(d.path().join("proc/self")).unwrap();
         std::fs::write(
@@ -179,23 +230,24 @@ mod tests {
 
     #[test]
     fn a_complete_host_is_supported() {
-        let d = tree(ROOT_CAPS, true, &TRACEPOINTS);
+        let d = tree(ROOT_CAPS, true, &required_tracepoints());
         assert_eq!(check_at(d.path()), Ok(()));
     }
 
     #[test]
     fn each_missing_piece_is_named() {
-        let d = tree("0000000000000000", true, &TRACEPOINTS);
+        let all = required_tracepoints();
+        let d = tree("0000000000000000", true, &all);
         assert_eq!(check_at(d.path()), Err(Unsupported::NotRoot));
         // CAP_BPF + CAP_PERFMON without CAP_SYS_ADMIN is enough.
-        let d = tree("000000c000000000", true, &TRACEPOINTS);
+        let d = tree("000000c000000000", true, &all);
         assert_eq!(check_at(d.path()), Ok(()));
-        let d = tree(ROOT_CAPS, false, &TRACEPOINTS);
+        let d = tree(ROOT_CAPS, false, &all);
         assert!(matches!(check_at(d.path()), Err(Unsupported::NoBtf(_))));
         let d = tree(ROOT_CAPS, true, &[]);
         let e = check_at(d.path()).unwrap_err();
         assert!(matches!(e, Unsupported::NoTracefs(_)), "{e}");
-        let d = tree(ROOT_CAPS, true, &TRACEPOINTS[..2]);
+        let d = tree(ROOT_CAPS, true, &all[2..]);
         let e = check_at(d.path()).unwrap_err();
         assert_eq!(
             e,
@@ -203,5 +255,18 @@ mod tests {
             "{e}"
         );
         assert!(e.to_string().contains("6.3"));
+        // A needed system call's tracepoint, not an optional one.
+        let no_read: Vec<_> = all
+            .iter()
+            .filter(|(_, n)| n != "sys_exit_read")
+            .cloned()
+            .collect();
+        let e = check_at(tree(ROOT_CAPS, true, &no_read).path()).unwrap_err();
+        assert_eq!(
+            e,
+            Unsupported::NoTracepoint("syscalls:sys_exit_read".into())
+        );
+        assert!(e.to_string().contains("CONFIG_FTRACE_SYSCALLS"), "{e}");
+        assert!(!all.iter().any(|(_, n)| n.contains("epoll_pwait2")));
     }
 }
