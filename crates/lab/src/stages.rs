@@ -86,9 +86,9 @@ const JOIN_WAIT_NS: u64 = 2_000_000;
 /// Most kernel events held for requests not yet seen (~100 MB at worst; a run holds about
 /// a chunk's worth per generator thread).
 const MAX_HELD_EVENTS: usize = 1 << 20;
-/// Ring buffer bytes per request the records of one chunk may need (4 records of 88 bytes,
-/// twice over).
-const RING_BYTES_PER_REQUEST: usize = 2 * 4 * 88;
+/// Ring buffer bytes per request (4 records of 88 bytes and their 8-byte headers; memcached
+/// gives ~2.9 per request).
+const RING_BYTES_PER_REQUEST: usize = 4 * 96;
 /// Exact quantiles up to this many values, a histogram beyond.
 const EXACT: u64 = 200_000;
 
@@ -116,9 +116,10 @@ impl Stages {
         mode: StagesMode,
         ready: &Ready,
         server: &ServerInfo,
-        threads: usize,
+        load: &load::LoadConfig,
         obs: &dyn Observer,
     ) -> Result<Stages, LabError> {
+        let threads = load.threads.min(load.connections);
         let spawned = ready.owns_server() && !server.pids.is_empty();
         // The built-in server runs in this process: its threads are told by their names.
         let builtin = ready.owns_server() && ready.scheme == Scheme::NullRpc;
@@ -154,7 +155,7 @@ impl Stages {
             tids: Vec::new(),
             thread_prefix: builtin.then(|| (std::process::id(), BUILTIN_PREFIX.to_string())),
             ports: vec![ready.target.addr.port()],
-            ring_bytes: threads.max(1) * load_chunk() * RING_BYTES_PER_REQUEST,
+            ring_bytes: ring_bytes(load),
         };
         let collector =
             ebpf::Collector::start(&cfg).map_err(|e| LabError::Failed(e.to_string()))?;
@@ -225,6 +226,23 @@ impl Stages {
 /// Records per chunk the load engine hands the sink (its `CHUNK`), for sizing the ring.
 fn load_chunk() -> usize {
     8192
+}
+
+/// The ring buffer a run needs so that nothing is dropped between two drains. The ring is
+/// drained when a chunk of records is joined, and a chunk goes when its oldest request is
+/// done: up to a chunk's time at the offered rate, plus a timeout when a request waits for
+/// it (at overload), plus the join's wait. Bounded by the rate, not the run's length.
+fn ring_bytes(load: &load::LoadConfig) -> usize {
+    let threads = load.threads.min(load.connections).max(1);
+    let chunks = threads * load_chunk() * RING_BYTES_PER_REQUEST;
+    let window = load.timeout.as_secs_f64() + JOIN_WAIT_NS as f64 * 1e-9;
+    let rate = if load.rate_per_s.is_finite() {
+        load.rate_per_s.max(0.0)
+    } else {
+        0.0
+    };
+    let late = (rate * window) as usize * RING_BYTES_PER_REQUEST;
+    chunks.saturating_add(late)
 }
 
 /// The record sink of a run with stages: joins (or clears) and passes on.
