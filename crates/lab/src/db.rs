@@ -12,8 +12,9 @@ pub struct Db {
 }
 
 impl Db {
-    /// Opens (creating if needed) the store at `path`, and marks `abandoned` the runs whose
-    /// process died without finishing them, saying so on stderr, one line per run.
+    /// Opens (creating if needed) the store at `path`, and marks `abandoned` the runs and
+    /// experiments whose process died without finishing them, saying so on stderr, one line
+    /// each.
     pub fn open(path: &Path) -> Result<Db, StoreError> {
         let store = Store::open(path)?;
         for a in store.mark_abandoned()? {
@@ -26,11 +27,16 @@ impl Db {
     }
 }
 
-/// The line that reports a run found orphaned.
+/// The line that reports a run or an experiment found orphaned.
 fn abandoned_line(a: &store::Abandoned) -> String {
+    let what = if a.experiment {
+        format!("experiment {} ({}", a.id, a.kind)
+    } else {
+        format!("run {} ({} of {}", a.id, a.kind, a.target)
+    };
     format!(
-        "tailscope: run {} ({} of {}, started {}) was abandoned: its process ended without finishing it; marked abandoned",
-        a.id, a.kind, a.target, a.started_at
+        "tailscope: {what}, started {}) was abandoned: its process ended without finishing it; marked abandoned",
+        a.started_at
     )
 }
 

@@ -12,7 +12,7 @@ use crate::{codec, time, Columns, StoreError};
 
 /// The schema this build writes, kept in SQLite's `user_version`. Version 0 is an empty
 /// file. The migration step `n -> n + 1` is the `n`-th entry of the private `MIGRATIONS`.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// The oldest schema [`Store::open_existing`] reads as it is (what it lacks reads as absent:
 /// a schema-3 file has no typed runs). Older files must be migrated by a command that writes.
@@ -77,6 +77,9 @@ const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
     // abandoned. Runs begun before have none and are never judged.
     "ALTER TABLE runs ADD COLUMN owner_pid INTEGER;
     ALTER TABLE runs ADD COLUMN owner_start INTEGER;",
+    // 5 -> 6: the same of an experiment (a sweep killed by SIGKILL is marked too).
+    "ALTER TABLE experiments ADD COLUMN owner_pid INTEGER;
+    ALTER TABLE experiments ADD COLUMN owner_start INTEGER;",
 ];
 
 /// The status of a run in progress: set by [`Store::begin_run`] until
@@ -89,11 +92,14 @@ pub const STATUS_RUNNING: &str = "running";
 /// gone even before any writer has marked it, and leave the row as it is.
 pub const STATUS_ABANDONED: &str = "abandoned";
 
-/// A run [`Store::mark_abandoned`] found orphaned and marked.
+/// A run or an experiment [`Store::mark_abandoned`] found orphaned and marked.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Abandoned {
+    /// Whether it is an experiment (else a run).
+    pub experiment: bool,
     pub id: i64,
     pub kind: String,
+    /// A run's target ("" for an experiment).
     pub target: String,
     /// When it began (RFC 3339 UTC).
     pub started_at: String,
@@ -154,7 +160,7 @@ pub struct Store {
     pub(crate) conn: Connection,
     /// The schema of the open file: [`SCHEMA_VERSION`], or older when opened read-only by
     /// [`Store::open_existing`].
-    schema: i64,
+    pub(crate) schema: i64,
 }
 
 impl std::fmt::Debug for Store {
@@ -526,17 +532,33 @@ impl Store {
         &self,
         start_of: &dyn Fn(i64) -> Option<i64>,
     ) -> Result<Vec<Abandoned>, StoreError> {
-        if self.schema < 5 {
-            return Ok(Vec::new());
+        let mut marked = Vec::new();
+        if self.schema >= 6 {
+            marked = self.mark_orphans("experiments", "''", start_of)?;
         }
-        let mut q = self.conn.prepare(
-            "SELECT id, kind, target, started_at, owner_pid, owner_start FROM runs
+        if self.schema >= 5 {
+            marked.extend(self.mark_orphans("runs", "target", start_of)?);
+        }
+        Ok(marked)
+    }
+
+    /// [`Store::mark_abandoned_by`] of one table (`runs` or `experiments`); `target` is the
+    /// column (or literal) that gives an orphan's target.
+    fn mark_orphans(
+        &self,
+        table: &'static str,
+        target: &'static str,
+        start_of: &dyn Fn(i64) -> Option<i64>,
+    ) -> Result<Vec<Abandoned>, StoreError> {
+        let mut q = self.conn.prepare(&format!(
+            "SELECT id, kind, {target}, started_at, owner_pid, owner_start FROM {table}
              WHERE status = 'running' AND owner_pid IS NOT NULL AND owner_start IS NOT NULL
-             ORDER BY id",
-        )?;
+             ORDER BY id"
+        ))?;
         let orphans = q
             .query_map([], |r| {
                 let run = Abandoned {
+                    experiment: table == "experiments",
                     id: r.get(0)?,
                     kind: r.get(1)?,
                     target: r.get(2)?,
@@ -563,7 +585,9 @@ impl Store {
         for run in orphans {
             // Another writer may have marked (or its owner finished) it meanwhile.
             let n = tx.execute(
-                "UPDATE runs SET status = 'abandoned' WHERE id = ?1 AND status = 'running'",
+                &format!(
+                    "UPDATE {table} SET status = 'abandoned' WHERE id = ?1 AND status = 'running'"
+                ),
                 [run.id],
             )?;
             if n == 1 {

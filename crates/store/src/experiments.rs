@@ -5,7 +5,8 @@
 use rusqlite::{params, OptionalExtension, Row};
 use serde::{Deserialize, Serialize};
 
-use crate::{NewRun, RunRow, Store, StoreError};
+use crate::owner::Owner;
+use crate::{NewRun, RunRow, Store, StoreError, STATUS_ABANDONED, STATUS_RUNNING};
 
 /// What is known of an experiment when it starts.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -23,7 +24,8 @@ pub struct NewExperiment {
 pub struct ExperimentRow {
     pub id: i64,
     pub kind: String,
-    /// "running" until finished ("ok", "interrupted", "failed").
+    /// "running" until finished ("ok", "interrupted", "failed"); "abandoned" when the
+    /// process that began it is gone and never finished it (as for a run).
     pub status: String,
     pub started_at: String,
     pub finished_at: Option<String>,
@@ -41,9 +43,14 @@ type Raw = (
     Option<String>,
     String,
     Option<String>,
+    Option<Owner>,
 );
 
 fn row(r: &Row<'_>) -> rusqlite::Result<Raw> {
+    let owner = match (r.get(7)?, r.get(8)?) {
+        (Some(pid), Some(start)) => Some(Owner { pid, start }),
+        _ => None,
+    };
     Ok((
         r.get(0)?,
         r.get(1)?,
@@ -52,11 +59,19 @@ fn row(r: &Row<'_>) -> rusqlite::Result<Raw> {
         r.get(4)?,
         r.get(5)?,
         r.get(6)?,
+        owner,
     ))
 }
 
 fn parse(r: Raw) -> Result<ExperimentRow, StoreError> {
-    let (id, kind, status, started_at, finished_at, config, summary) = r;
+    let (id, kind, status, started_at, finished_at, config, summary, owner) = r;
+    // A running experiment whose process is gone reads abandoned (the row is marked by the
+    // next writer, as a run's is).
+    let status = if status == STATUS_RUNNING && owner.is_some_and(|o| !o.alive()) {
+        STATUS_ABANDONED.to_string()
+    } else {
+        status
+    };
     let json = |field: &str, text: &str| {
         serde_json::from_str(text)
             .map_err(|e| StoreError::Corrupt(format!("experiment {id}: {field}: {e}")))
@@ -73,11 +88,29 @@ fn parse(r: Raw) -> Result<ExperimentRow, StoreError> {
 }
 
 impl Store {
+    /// The columns [`row`] reads; a file older than schema 6 has no owners.
+    fn experiment_columns(&self) -> String {
+        let owner = if self.schema >= 6 {
+            "owner_pid, owner_start"
+        } else {
+            "NULL, NULL"
+        };
+        format!("{EXPERIMENT_COLUMNS}, {owner}")
+    }
+
     /// Inserts an experiment at its start, status "running"; returns its id.
     pub fn begin_experiment(&self, e: &NewExperiment) -> Result<i64, StoreError> {
+        let owner = Owner::current();
         self.conn.execute(
-            "INSERT INTO experiments (kind, status, started_at, config) VALUES (?1, 'running', ?2, ?3)",
-            params![e.kind, e.started_at, serde_json::to_string(&e.config)?],
+            "INSERT INTO experiments (kind, status, started_at, config, owner_pid, owner_start)
+             VALUES (?1, 'running', ?2, ?3, ?4, ?5)",
+            params![
+                e.kind,
+                e.started_at,
+                serde_json::to_string(&e.config)?,
+                owner.map(|o| o.pid),
+                owner.map(|o| o.start),
+            ],
         )?;
         Ok(self.conn.last_insert_rowid())
     }
@@ -119,7 +152,10 @@ impl Store {
     pub fn get_experiment(&self, id: i64) -> Result<Option<ExperimentRow>, StoreError> {
         self.conn
             .query_row(
-                &format!("SELECT {EXPERIMENT_COLUMNS} FROM experiments WHERE id = ?1"),
+                &format!(
+                    "SELECT {} FROM experiments WHERE id = ?1",
+                    self.experiment_columns()
+                ),
                 [id],
                 row,
             )
@@ -131,7 +167,8 @@ impl Store {
     /// All experiments, newest first.
     pub fn list_experiments(&self) -> Result<Vec<ExperimentRow>, StoreError> {
         let mut q = self.conn.prepare(&format!(
-            "SELECT {EXPERIMENT_COLUMNS} FROM experiments ORDER BY id DESC"
+            "SELECT {} FROM experiments ORDER BY id DESC",
+            self.experiment_columns()
         ))?;
         let raw = q.query_map([], row)?.collect::<Result<Vec<_>, _>>()?;
         raw.into_iter().map(parse).collect()
@@ -196,5 +233,51 @@ mod tests {
         assert_eq!(x.status, "ok");
         assert_eq!(x.summary.unwrap()["rows"], 2);
         assert_eq!(st.list_experiments().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn an_experiment_whose_process_died_is_abandoned_and_marked_once() {
+        let st = Store::open_in_memory().unwrap();
+        let begin = || {
+            st.begin_experiment(&NewExperiment {
+                kind: "sweep".into(),
+                started_at: time::now_rfc3339(),
+                config: serde_json::json!({}),
+            })
+            .unwrap()
+        };
+        let (mine, dead, done) = (begin(), begin(), begin());
+        st.finish_experiment(done, "ok", &serde_json::json!({}))
+            .unwrap();
+        let me = Owner::current().unwrap();
+        let stored = |id: i64| -> String {
+            st.conn
+                .query_row("SELECT status FROM experiments WHERE id = ?1", [id], |r| {
+                    r.get(0)
+                })
+                .unwrap()
+        };
+        // This pid with another start time: a process that reused the owner's pid.
+        for id in [dead, done] {
+            st.conn
+                .execute(
+                    "UPDATE experiments SET owner_start = ?2 WHERE id = ?1",
+                    params![id, me.start + 1],
+                )
+                .unwrap();
+        }
+        assert_eq!(st.get_experiment(mine).unwrap().unwrap().status, "running");
+        assert_eq!(
+            st.get_experiment(dead).unwrap().unwrap().status,
+            STATUS_ABANDONED
+        );
+        assert_eq!(stored(dead), "running", "a read changes nothing");
+        let marked = st.mark_abandoned().unwrap();
+        assert_eq!(marked.len(), 1, "{marked:?}");
+        assert!(marked[0].experiment && marked[0].id == dead && marked[0].kind == "sweep");
+        assert_eq!(stored(dead), STATUS_ABANDONED);
+        assert_eq!(stored(done), "ok");
+        assert_eq!(stored(mine), "running");
+        assert!(st.mark_abandoned().unwrap().is_empty(), "once");
     }
 }

@@ -14,9 +14,9 @@
 //! writer stream ([`Store::put_chunk`], read back with [`Store::chunk`]). The crate is generic: columns are named `i64`
 //! vectors and JSON fields are `serde_json::Value`s; the meaning belongs to the callers.
 //!
-//! Each run records the process that began it (pid and start time, schema 5): a run left
-//! `running` by a process that died is marked `abandoned` by [`Store::mark_abandoned`] (a
-//! writer, when it opens the store) and reads as such meanwhile.
+//! Each run (schema 5) and experiment (schema 6) records the process that began it (pid and
+//! start time): one left `running` by a process that died is marked `abandoned` by
+//! [`Store::mark_abandoned`] (a writer, when it opens the store) and reads as such meanwhile.
 //!
 //! The default file is [`default_path`] (`$TAILSCOPE_DB`, else
 //! `$XDG_DATA_HOME/tailscope/runs.db`, else `~/.local/share/tailscope/runs.db`). Stored runs

@@ -358,6 +358,59 @@ fn a_run_killed_by_sigkill_is_marked_abandoned_by_the_next_writer() {
 }
 
 #[test]
+fn a_sweep_killed_by_sigkill_is_marked_abandoned_with_its_point() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let s = serve(&["--arch", "epoll"]);
+    let mut sweep = bin()
+        .args(["sweep", &format!("nullrpc://{}", s.addr)])
+        .args([
+            "--loads",
+            "500,600",
+            "--duration",
+            "600s",
+            "--warmup",
+            "100ms",
+        ])
+        .args(["--service", "20us", "--no-noise-probe", "--db"])
+        .arg(&db)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut running = false;
+    for _ in 0..600 {
+        if db.exists() && common::runs_list(&db)["runs"][0]["status"] == "running" {
+            running = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(running, "the sweep's first point never read as running");
+    sweep.kill().unwrap(); // SIGKILL
+    sweep.wait().unwrap();
+    // A read sees the experiment abandoned without marking it.
+    let st = store::Store::open_existing(&db).unwrap().unwrap();
+    assert_eq!(st.get_experiment(1).unwrap().unwrap().status, "abandoned");
+    drop(st);
+    // The next writer marks both, a line each.
+    let out = short_run(&s.addr, &db);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("abandoned")).collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(
+        lines[0].starts_with("tailscope: experiment 1 (sweep, started 20"),
+        "{err}"
+    );
+    assert!(lines[1].starts_with("tailscope: run 1 ("), "{err}");
+    let st = store::Store::open_existing(&db).unwrap().unwrap();
+    let stored: String = st.get_experiment(1).unwrap().unwrap().status;
+    assert_eq!(stored, "abandoned");
+}
+
+#[test]
 fn calibrate_inverts_the_peak_throughput_and_feeds_percent_rates() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
