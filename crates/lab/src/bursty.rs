@@ -6,8 +6,9 @@
 use std::path::Path;
 
 use model::bursty::{
-    self, fit, predict, simulate_tandem, tandem_for, BasicTest, BurstyParams, BurstyWorkload,
-    Dispatch, FitResult, FitSpec, Prediction, Stack, TandemReport, ValidationGrid, ValidationRow,
+    self, concurrency_rows, fit, predict, simulate_tandem, tandem_for, BasicTest, BurstyParams,
+    BurstyWorkload, ConcurrencyRow, Dispatch, FitResult, FitSpec, Prediction, Stack, TandemReport,
+    ValidationGrid, ValidationRow,
 };
 use serde::Deserialize;
 
@@ -24,6 +25,8 @@ pub const MAX_BURSTS: u64 = 1_000_000;
 pub const MAX_TANDEM_REQUESTS: u64 = 1_000_000_000;
 /// Payload length L in bytes.
 pub const MAX_PAYLOAD_BYTES: f64 = 1e9;
+/// Shares α in one `--concurrency` table.
+pub const MAX_ALPHAS: usize = 100;
 /// A file of basic tests holds a few kilobytes; 16 MiB is far above any real one.
 const MAX_FIT_FILE_BYTES: u64 = 16 << 20;
 
@@ -168,6 +171,57 @@ impl BurstyPlan {
         Ok(Simulated {
             report: r,
             latency_ns,
+        })
+    }
+}
+
+/// Fig. 7 of the LNS paper: at each share α, the largest burst (up to [`MAX_BURST`]) whose
+/// predicted latency stays within `target_ns`, at the plan's workers and at k_t.
+#[derive(Clone, Debug)]
+pub struct Concurrency {
+    pub target_ns: f64,
+    /// k_t (formula 16) for the plan's payload; None when the worker stage is always the
+    /// bottleneck.
+    pub best_workers: Option<u32>,
+    pub rows: Vec<ConcurrencyRow>,
+}
+
+impl BurstyPlan {
+    /// [`Concurrency`] over `alphas` (each in (0, 1], at most [`MAX_ALPHAS`]); the plan's own
+    /// α and N are not used.
+    pub fn concurrency(&self, target_ns: f64, alphas: &[f64]) -> Result<Concurrency, LabError> {
+        let mut probe = self.clone();
+        probe.workload.n = 1;
+        probe.check()?;
+        if !(target_ns.is_finite() && target_ns > 0.0) {
+            return Err(invalid(
+                "--concurrency must be a positive duration (e.g. 50ms)",
+            ));
+        }
+        if alphas.is_empty() || alphas.len() > MAX_ALPHAS {
+            return Err(invalid(format!(
+                "--alphas must list 1 to {MAX_ALPHAS} shares, got {}",
+                alphas.len()
+            )));
+        }
+        if let Some(a) = alphas.iter().find(|a| !(**a > 0.0 && **a <= 1.0)) {
+            return Err(invalid(format!(
+                "--alphas: each must be in (0, 1], got {a}"
+            )));
+        }
+        let (best_workers, rows) = concurrency_rows(
+            &self.params,
+            &self.workload,
+            self.stack,
+            target_ns,
+            alphas,
+            MAX_BURST,
+        )
+        .map_err(invalid)?;
+        Ok(Concurrency {
+            target_ns,
+            best_workers,
+            rows,
         })
     }
 }

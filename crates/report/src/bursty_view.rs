@@ -3,8 +3,10 @@
 
 use std::io::{self, Write};
 
-use lab::bursty::{percentile_text, BurstyPlan, Predicted};
-use model::bursty::{BurstyParams, BurstyWorkload, FitResult, Prediction, ValidationRow};
+use lab::bursty::{percentile_text, BurstyPlan, Concurrency, Predicted, MAX_BURST};
+use model::bursty::{
+    BurstyParams, BurstyWorkload, ConcurrencyRow, FitResult, Prediction, ValidationRow,
+};
 use serde::Serialize;
 use stats::Distribution;
 
@@ -60,6 +62,86 @@ impl<'a> PredictionJson<'a> {
             simulated,
         }
     }
+}
+
+/// `model bursty --concurrency T --json`.
+#[derive(Serialize)]
+pub struct ConcurrencyJson<'a> {
+    pub inputs: InputsJson<'a>,
+    pub target_us: f64,
+    pub workers: u32,
+    pub best_workers: Option<u32>,
+    /// The largest burst searched: a row at it met the target at every N up to it.
+    pub max_burst: u32,
+    pub rows: &'a [ConcurrencyRow],
+}
+
+impl<'a> ConcurrencyJson<'a> {
+    pub fn of(plan: &'a BurstyPlan, c: &'a Concurrency) -> Self {
+        ConcurrencyJson {
+            inputs: InputsJson {
+                params: &plan.params,
+                workload: &plan.workload,
+                stack: plan.stack.name(),
+            },
+            target_us: c.target_ns / 1e3,
+            workers: plan.workload.workers,
+            best_workers: c.best_workers,
+            max_burst: MAX_BURST,
+            rows: &c.rows,
+        }
+    }
+}
+
+/// Fig. 7 for a person: per α, the largest burst meeting the target at k and at k_t.
+pub fn concurrency(w: &mut dyn Write, plan: &BurstyPlan, c: &Concurrency) -> io::Result<()> {
+    let wl = &plan.workload;
+    writeln!(
+        w,
+        "concurrency (LNS Fig. 7): the largest burst N whose predicted p{} stays within {} · {} stack, U = {}, L = {} B · T = {}",
+        percentile_text(wl.percentile),
+        fmt_ns(c.target_ns),
+        plan.stack.name(),
+        fmt_ns(wl.spacing_ns),
+        wl.payload_bytes,
+        fmt_ns(plan.params.t_ns(wl.payload_bytes)),
+    )?;
+    let best = c
+        .best_workers
+        .map_or("k_t undefined".to_string(), |k| format!("k_t = {k}"));
+    writeln!(
+        w,
+        "{:>8} {:>14} {:>14} {:>8}",
+        "α",
+        format!("k = {}", wl.workers),
+        best,
+        "gain"
+    )?;
+    let n = |v: Option<u32>| match v {
+        None => "none".to_string(),
+        Some(n) if n >= MAX_BURST => format!("≥ {n}"),
+        Some(n) => n.to_string(),
+    };
+    for r in &c.rows {
+        let gain = r.gain.map_or("-".into(), |g| format!("{g:.2}×"));
+        writeln!(
+            w,
+            "{:>8} {:>14} {:>14} {:>8}",
+            r.alpha,
+            n(r.at_workers),
+            n(r.at_best),
+            gain
+        )?;
+    }
+    if c.rows.iter().any(|r| {
+        r.at_workers.is_some_and(|n| n >= MAX_BURST) || r.at_best.is_some_and(|n| n >= MAX_BURST)
+    }) {
+        writeln!(
+            w,
+            "(\"≥ {MAX_BURST}\": every burst searched meets the target — the delay-sensitive requests are in formula 7's steady regime, where N does not matter)"
+        )?;
+    }
+    Ok(())
 }
 
 /// `model bursty --validate --json`.

@@ -803,6 +803,18 @@ pub struct BurstyArgs {
     /// Bin width of the latency entropy (formulas 13-14) in --simulate.
     #[arg(long, allow_hyphen_values = true)]
     pub entropy_bin: Option<String>,
+    /// LNS Fig. 7: for each share in --alphas, the largest burst N whose predicted latency
+    /// stays within this target (the paper: 50ms), at --workers and at k_t (formula 16).
+    #[arg(long, value_name = "TARGET")]
+    pub concurrency: Option<lab::DurationArg>,
+    /// With --concurrency: the shares α of delay-sensitive requests.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "0.05,0.1,0.2,0.5,1",
+        allow_negative_numbers = true
+    )]
+    pub alphas: Vec<f64>,
     /// Formulas against tandem simulation over a grid of N, L, α and k, both stacks.
     #[arg(long)]
     pub validate: bool,

@@ -163,6 +163,65 @@ fn fit_recovers_the_parameters_of_predicted_basic_tests() {
 }
 
 #[test]
+fn concurrency_is_where_the_prediction_crosses_the_target_at_k_and_k_t() {
+    // LNS Fig. 7: the largest burst whose predicted p99 is within 50 ms. Checked against the
+    // prediction itself: N meets the target and N + 1 does not, at k = 4 and at k_t = 13.
+    let base = [
+        "model",
+        "bursty",
+        "--t0",
+        "4us",
+        "--mt",
+        "0ns",
+        "--r0",
+        "45us",
+        "--mr",
+        "500ns",
+        "--m",
+        "70us",
+        "--spacing",
+        "100ns",
+    ];
+    let mut args = base.to_vec();
+    args.extend([
+        "--workers",
+        "4",
+        "--concurrency",
+        "50ms",
+        "--alphas",
+        "0.05,1",
+        "--json",
+    ]);
+    let v = json(&ts(&args));
+    assert_eq!(v["best_workers"], 13, "{v}");
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    let p99_us = |n: u64, alpha: f64, k: u64| -> f64 {
+        let (n, alpha, k) = (n.to_string(), alpha.to_string(), k.to_string());
+        let mut a = base.to_vec();
+        a.extend(["--n", &n, "--alpha", &alpha, "--workers", &k, "--json"]);
+        json(&ts(&a))["predicted_us"].as_f64().unwrap()
+    };
+    for r in rows {
+        let alpha = r["alpha"].as_f64().unwrap();
+        for (key, k) in [("at_workers", 4), ("at_best", 13)] {
+            let n = r[key].as_u64().unwrap();
+            assert!(p99_us(n, alpha, k) <= 50_000.0, "{r}");
+            assert!(p99_us(n + 1, alpha, k) > 50_000.0, "{r}");
+        }
+        assert!(r["gain"].as_f64().unwrap() > 1.0, "{r}");
+    }
+    // The table for a person names k and k_t.
+    args.pop();
+    let out = ts(&args);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("k = 4") && text.contains("k_t = 13"),
+        "{text}"
+    );
+}
+
+#[test]
 fn bad_input_exits_2() {
     for (args, needle) in [
         (vec!["model", "bursty", "--alpha", "0"], "alpha"),
@@ -170,6 +229,25 @@ fn bad_input_exits_2() {
         (vec!["model", "bursty", "--spacing", "0us"], "spacing"),
         (vec!["model", "bursty", "--workers", "0"], "workers"),
         (vec!["model", "bursty", "--stack", "lifo"], "lifo"),
+        (
+            vec!["model", "bursty", "--concurrency", "0ms"],
+            "--concurrency",
+        ),
+        (
+            vec!["model", "bursty", "--concurrency", "5xs"],
+            "--concurrency",
+        ),
+        (
+            vec![
+                "model",
+                "bursty",
+                "--concurrency",
+                "50ms",
+                "--alphas",
+                "0,0.5",
+            ],
+            "--alphas",
+        ),
     ] {
         let out = ts(&args);
         let err = String::from_utf8_lossy(&out.stderr);

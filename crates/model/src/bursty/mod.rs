@@ -8,6 +8,8 @@
 //! - [`fit`]: the parameters from the basic tests of Table 3.
 //! - [`tandem`]: a tandem-stage simulator to check the formulas without any measurement.
 //! - [`validate_grid`]: formulas against the simulator over a grid of N, L, α and k.
+//! - [`concurrency_rows`]: Fig. 7, the largest burst meeting a latency target at k workers
+//!   and at k_t.
 //!
 //! ```
 //! use model::bursty::{predict, BurstyParams, BurstyWorkload, Regime, Stack};
@@ -36,6 +38,7 @@
 //! # Ok::<(), model::ModelError>(())
 //! ```
 
+mod concurrency;
 pub mod fit;
 pub mod formulas;
 pub mod tandem;
@@ -46,6 +49,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::ModelError;
+pub use concurrency::{concurrency_rows, max_burst_within, ConcurrencyRow};
 pub use fit::{fit, table3_workloads, BasicTest, FitResult, FitSpec};
 pub use formulas::Bottleneck;
 pub use tandem::{simulate_tandem, Dispatch, Stage, StageDiscipline, TandemConfig, TandemReport};

@@ -5,7 +5,7 @@
 
 use lab::bursty::BurstyPlan;
 use model::bursty::{BurstyParams, BurstyWorkload, Stack};
-use report::bursty_view::{self as view, PredictionJson, ValidationJson};
+use report::bursty_view::{self as view, ConcurrencyJson, PredictionJson, ValidationJson};
 
 use super::target::lab_err;
 use crate::cli::BurstyArgs;
@@ -55,6 +55,14 @@ pub fn run(a: &BurstyArgs) -> anyhow::Result<i32> {
         bursts: a.bursts,
         seed: a.seed,
     };
+    if let Some(t) = &a.concurrency {
+        let c = plan
+            .concurrency(t.0.as_nanos() as f64, &a.alphas)
+            .map_err(lab_err)?;
+        return output::print_json_or(a.json, &ConcurrencyJson::of(&plan, &c), |w| {
+            view::concurrency(w, &plan, &c)
+        });
+    }
     let r = plan.run().map_err(lab_err)?;
     output::print_json_or(a.json, &PredictionJson::of(&plan, &r), |w| {
         view::prediction(w, &plan, &r)
