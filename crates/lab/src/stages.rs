@@ -541,7 +541,7 @@ impl Join {
         Instrument {
             name: NAME.into(),
             mode: format!(
-                "kernel: raw tracepoints into a ring buffer; user space: on the record writer ({}-class) per chunk",
+                "kernel: tracepoints into a ring buffer; user space: on the record writer ({}-class) per chunk",
                 writer.policy
             ),
             cpus: writer.cpus.clone(),

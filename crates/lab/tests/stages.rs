@@ -118,36 +118,59 @@ fn run_checked(target: TargetPlan, plan: &RunPlan) -> lab::Run {
 /// agree: the read's return comes before the server's post-read stamp, the write's entry
 /// after its pre-write stamp, each within [`TOL_US`] at the median (a system call's entry or
 /// return path, plus the decoding: a few µs).
+///
+/// A server thread preempted between the kernel's boundary and its own stamp widens the
+/// gap by the preemption: on a host whose CPUs are contended (seen in CI beside a build:
+/// T3 median 36 µs) the bound cannot hold. A run whose bound fails is measured again only
+/// when its own evidence shows the contention — the server's threads waited for a CPU
+/// (run-queue wait p99 over 50 µs) — and at most three times; causality is checked on
+/// every run.
 #[test]
 fn builtin_server_stamps_agree_with_the_kernel() {
     const TOL_US: f64 = 10.0;
+    const CONTENDED_RUNQUEUE_P99_US: f64 = 50.0;
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let cfg = ServerConfig {
-        arch: Arch::Epoll,
-        workers: 1,
-        work: Some(model::ServiceSpec::Deterministic { mean_ns: 20_000.0 }),
-        ..ServerConfig::default()
-    };
-    let target = TargetPlan::builtin(cfg, NullRpcWorkload::default()).unwrap();
-    let run = run_checked(target, &plan(5_000.0, 1_500, 4));
-    let d = collector(&run).detail.clone().unwrap();
-    let agree = d["agreement"].as_array().unwrap();
-    assert_eq!(agree.len(), 4, "{d}");
-    for a in agree {
-        let stamp = a["stamp"].as_str().unwrap();
-        let p50 = a["p50_abs_us"].as_f64().unwrap();
-        assert!(
-            p50 <= TOL_US,
-            "{stamp}: median |kernel − server| {p50} µs: {a}"
-        );
-        let first = a["kernel_first_fraction"].as_f64().unwrap();
-        match stamp {
-            // Causality: the read returned before the server stamped after it…
-            "T3" => assert!(first >= 0.99, "{a}"),
-            // …and the server stamped before it entered the write (T4: the work's end).
-            "T4" | "T5" => assert!(first <= 0.01, "{a}"),
-            _ => {}
+    for attempt in 1..=3 {
+        let cfg = ServerConfig {
+            arch: Arch::Epoll,
+            workers: 1,
+            work: Some(model::ServiceSpec::Deterministic { mean_ns: 20_000.0 }),
+            ..ServerConfig::default()
+        };
+        let target = TargetPlan::builtin(cfg, NullRpcWorkload::default()).unwrap();
+        let run = run_checked(target, &plan(5_000.0, 1_500, 4));
+        let d = collector(&run).detail.clone().unwrap();
+        let agree = d["agreement"].as_array().unwrap();
+        assert_eq!(agree.len(), 4, "{d}");
+        let mut wide = Vec::new();
+        for a in agree {
+            let stamp = a["stamp"].as_str().unwrap();
+            let p50 = a["p50_abs_us"].as_f64().unwrap();
+            if p50 > TOL_US {
+                wide.push(format!("{stamp}: median |kernel − server| {p50} µs: {a}"));
+            }
+            let first = a["kernel_first_fraction"].as_f64().unwrap();
+            match stamp {
+                // Causality: the read returned before the server stamped after it…
+                "T3" => assert!(first >= 0.99, "{a}"),
+                // …and the server stamped before it entered the write (T4: the work's end).
+                "T4" | "T5" => assert!(first <= 0.01, "{a}"),
+                _ => {}
+            }
         }
+        if wide.is_empty() {
+            return;
+        }
+        let rq_p99 = d["runqueue_wait_us"]["p99"].as_f64().unwrap_or(0.0);
+        assert!(
+            rq_p99 > CONTENDED_RUNQUEUE_P99_US,
+            "{wide:?} with no sign of CPU contention (run-queue wait p99 {rq_p99} µs): {d}"
+        );
+        assert!(
+            attempt < 3,
+            "contended in 3 runs: {wide:?}; run-queue wait p99 {rq_p99} µs"
+        );
+        eprintln!("attempt {attempt}: {wide:?}; run-queue wait p99 {rq_p99} µs: again");
     }
 }
 
