@@ -7,6 +7,7 @@ use host::isolate::{ContainerNet, IsoJournal};
 use host::probe::HostRoot;
 
 use crate::error::{invalid, LabError};
+use crate::server_facts::ContainerFacts;
 use crate::target_spec::{Container, SpawnSpec};
 
 /// A checked container request.
@@ -91,15 +92,16 @@ pub(crate) fn start(
 }
 
 /// What a run's record says about the container.
-pub(crate) fn describe(plan: &ContainerPlan, net: Option<&ContainerNet>) -> serde_json::Value {
-    serde_json::json!({
-        "kind": plan.kind,
-        "namespaces": match plan.kind {
-            Container::Namespaces => vec!["mnt", "uts", "ipc"],
-            Container::Veth => vec!["mnt", "uts", "ipc", "net"],
-        },
-        "network": net.map(|n| n.detail.clone()),
-        "rx_cpus": plan.rx_cpus,
-        "apply_us": net.map(|n| n.apply_us),
-    })
+pub(crate) fn describe(plan: &ContainerPlan, net: Option<&ContainerNet>) -> ContainerFacts {
+    let mut namespaces = vec!["mnt", "uts", "ipc"];
+    if plan.kind == Container::Veth {
+        namespaces.push("net");
+    }
+    ContainerFacts {
+        kind: plan.kind,
+        namespaces: namespaces.into_iter().map(String::from).collect(),
+        network: net.map(|n| n.detail.clone()),
+        rx_cpus: plan.rx_cpus.clone(),
+        apply_us: net.map(|n| n.apply_us),
+    }
 }

@@ -98,7 +98,7 @@ pub use run_spec::{
     placeholder_target, probe_noise, resolve_ideal, CheckedRun, IdealAsk, LoadOptions, LoadPlan,
     RunSpec,
 };
-pub use server_facts::ServerFacts;
+pub use server_facts::{ContainerFacts, ServerFacts};
 pub use simulate::{
     check_not_saturated, simulate, SimResult, CI_BATCH_MEANS, CI_ORDER_STAT, CI_REPLICATIONS,
 };
@@ -115,4 +115,5 @@ pub use sweep::{
 pub use target::{
     own_server_threads, Ready, Scheme, SpawnSpec, TargetPlan, TargetSpec, WorkloadSpec,
 };
+pub use target_spec::Container;
 pub use tune::{check_tunable, tune, TunePlan, TuneResult, TuneStep, TuneStepKind};

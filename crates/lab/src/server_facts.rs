@@ -14,6 +14,21 @@ use serde_json::{Map, Value};
 
 use crate::lenient::lenient;
 
+/// A spawned server's container as a run records it (ThunderX Fig. 8).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ContainerFacts {
+    pub kind: crate::Container,
+    /// The namespaces of its own: `mnt`, `uts`, `ipc`, and `net` with a veth pair.
+    pub namespaces: Vec<String>,
+    /// Its network (namespace, veth pair, addresses), when it has its own.
+    pub network: Option<String>,
+    /// CPUs that handle its network's receive processing (RPS on its veth end); empty: the
+    /// kernel's default.
+    pub rx_cpus: Vec<usize>,
+    /// How long making its network took, µs.
+    pub apply_us: Option<f64>,
+}
+
 /// A key present (`Some`, its value possibly `null`) or absent (`None`).
 fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
 where
@@ -108,7 +123,7 @@ pub struct ServerFacts {
         deserialize_with = "lenient",
         skip_serializing_if = "Option::is_none"
     )]
-    pub container: Option<Value>,
+    pub container: Option<ContainerFacts>,
     /// The built-in server's address, architecture, workers and CPUs.
     #[serde(
         default,

@@ -5,7 +5,7 @@
 use host::placement::SchedSpec;
 use host::topology::SmtPolicy;
 use load::{KvWorkload, NullRpcWorkload, Popularity, SizeDist, Target};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use stress::StressSpec;
 
 use crate::error::{invalid, LabError};
@@ -92,7 +92,7 @@ pub struct SpawnSpec {
 }
 
 /// How a spawned server is contained.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Container {
     /// Mount, UTS and IPC namespaces of its own; the host's network.
