@@ -94,7 +94,7 @@ fn without_records_the_histograms_are_the_distribution_and_the_gaps_are_named() 
     let s = serve("127.0.0.1:0", None);
     let agents = ["local".to_string(), "local".to_string()];
     let out = run_cmd(s.port, "2000", "2s", &agents, &db)
-        .args(["--agent-records", "off", "--lateness-threshold", "5ms"])
+        .args(["--agent-records", "off", "--lateness-threshold", "1s"])
         .output()
         .unwrap();
     let v = json_of(&out);
