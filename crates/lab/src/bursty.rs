@@ -226,6 +226,120 @@ impl BurstyPlan {
     }
 }
 
+/// Points of one `--sweep`.
+pub const MAX_SWEEP_POINTS: usize = 100;
+
+/// The factor a sweep varies (LNS Figs. 5–6: (a) N, (b) L, (c) α, (d) k).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Factor {
+    N,
+    Payload,
+    Alpha,
+    Workers,
+}
+
+impl Factor {
+    pub fn name(self) -> &'static str {
+        match self {
+            Factor::N => "n",
+            Factor::Payload => "payload",
+            Factor::Alpha => "alpha",
+            Factor::Workers => "workers",
+        }
+    }
+}
+
+/// `--sweep KEY=V1,V2,…`: the factor and its values, as given.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sweep {
+    pub factor: Factor,
+    pub values: Vec<f64>,
+}
+
+impl std::str::FromStr for Sweep {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Sweep, String> {
+        let (k, vs) = s.split_once('=').ok_or_else(|| {
+            format!(
+                "'{}': want KEY=V1,V2,… (KEY: n, payload, alpha, workers)",
+                crate::clip(s)
+            )
+        })?;
+        let factor = match k.trim() {
+            "n" => Factor::N,
+            "payload" => Factor::Payload,
+            "alpha" => Factor::Alpha,
+            "workers" | "k" => Factor::Workers,
+            other => {
+                return Err(format!(
+                    "unknown factor '{}' (n, payload, alpha or workers)",
+                    crate::clip(other)
+                ))
+            }
+        };
+        let values = vs
+            .split(',')
+            .map(|v| {
+                let v = v.trim();
+                v.parse::<f64>()
+                    .ok()
+                    .filter(|x| x.is_finite())
+                    .or_else(|| model::parse_count(v).ok().map(|c| c as f64))
+                    .ok_or_else(|| format!("'{}' is not a number", crate::clip(v)))
+            })
+            .collect::<Result<Vec<f64>, String>>()?;
+        if values.is_empty() || values.len() > MAX_SWEEP_POINTS {
+            return Err(format!(
+                "1 to {MAX_SWEEP_POINTS} values, got {}",
+                values.len()
+            ));
+        }
+        Ok(Sweep { factor, values })
+    }
+}
+
+impl BurstyPlan {
+    /// The plan with `factor` set to `v` (a count must be a whole number).
+    fn with(&self, factor: Factor, v: f64) -> Result<BurstyPlan, LabError> {
+        let whole = |what: &str| -> Result<u32, LabError> {
+            if v.fract() == 0.0 && v >= 0.0 && v <= f64::from(u32::MAX) {
+                Ok(v as u32)
+            } else {
+                Err(invalid(format!(
+                    "--sweep {what}: {v} is not a whole number"
+                )))
+            }
+        };
+        let mut p = self.clone();
+        match factor {
+            Factor::N => p.workload.n = whole("n")?,
+            Factor::Workers => p.workload.workers = whole("workers")?,
+            Factor::Payload => p.workload.payload_bytes = v,
+            Factor::Alpha => p.workload.alpha = v,
+        }
+        Ok(p)
+    }
+
+    /// LNS Figs. 5–6: the plan at each value of one factor, every point checked before any
+    /// is computed; each point predicted, and simulated (with its entropy) when the plan
+    /// simulates.
+    pub fn sweep(&self, sweep: &Sweep) -> Result<Vec<(f64, Predicted)>, LabError> {
+        let plans = sweep
+            .values
+            .iter()
+            .map(|&v| {
+                let p = self.with(sweep.factor, v)?;
+                p.check()
+                    .map_err(|e| invalid(format!("--sweep {}={v}: {e}", sweep.factor.name())))?;
+                Ok((v, p))
+            })
+            .collect::<Result<Vec<_>, LabError>>()?;
+        plans.into_iter().map(|(v, p)| Ok((v, p.run()?))).collect()
+    }
+}
+
 /// The validation grid (the paper's, or a small one), simulated.
 pub fn validate(small: bool, seed: u64) -> Result<Vec<ValidationRow>, LabError> {
     let mut grid = if small {
@@ -347,6 +461,31 @@ mod tests {
         let e = r.error_pct().unwrap();
         assert!(e.is_finite());
         assert!(plan().run().unwrap().error_pct().is_none());
+    }
+
+    #[test]
+    fn a_sweep_varies_one_factor_and_checks_every_point_first() {
+        let sw: Sweep = "alpha=0.05,0.5,1".parse().unwrap();
+        assert_eq!(sw.factor, Factor::Alpha);
+        let rows = plan().sweep(&sw).unwrap();
+        assert_eq!(rows.len(), 3);
+        for (v, r) in &rows {
+            let mut p = plan();
+            p.workload.alpha = *v;
+            assert_eq!(r.prediction, p.run().unwrap().prediction);
+        }
+        let sw: Sweep = "n=1k,20k".parse().unwrap();
+        assert_eq!(sw.values, [1000.0, 20000.0]);
+        // A bad point anywhere refuses the whole sweep, naming it.
+        let e = plan().sweep(&"workers=4,0".parse().unwrap()).unwrap_err();
+        assert!(e.to_string().contains("--sweep workers=0"), "{e}");
+        let e = plan().sweep(&"n=1.5".parse().unwrap()).unwrap_err();
+        assert!(e.to_string().contains("whole number"), "{e}");
+        assert!("speed=1"
+            .parse::<Sweep>()
+            .unwrap_err()
+            .contains("unknown factor"));
+        assert!("n".parse::<Sweep>().unwrap_err().contains("KEY=V1"));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::io::{self, Write};
 
-use lab::bursty::{percentile_text, BurstyPlan, Concurrency, Predicted, MAX_BURST};
+use lab::bursty::{percentile_text, BurstyPlan, Concurrency, Predicted, Sweep, MAX_BURST};
 use model::bursty::{
     BurstyParams, BurstyWorkload, ConcurrencyRow, FitResult, Prediction, ValidationRow,
 };
@@ -139,6 +139,90 @@ pub fn concurrency(w: &mut dyn Write, plan: &BurstyPlan, c: &Concurrency) -> io:
         writeln!(
             w,
             "(\"≥ {MAX_BURST}\": every burst searched meets the target — the delay-sensitive requests are in formula 7's steady regime, where N does not matter)"
+        )?;
+    }
+    Ok(())
+}
+
+/// One point of `model bursty --sweep --json`.
+#[derive(Serialize)]
+pub struct SweepPointJson {
+    pub value: f64,
+    pub predicted_us: f64,
+    pub best_workers: Option<u32>,
+    #[serde(flatten)]
+    pub simulated: Option<SimulatedJson>,
+}
+
+/// `model bursty --sweep KEY=… --json`: LNS Figs. 5 (the percentile) and 6 (the entropy).
+#[derive(Serialize)]
+pub struct SweepJson<'a> {
+    pub inputs: InputsJson<'a>,
+    pub factor: &'static str,
+    pub points: Vec<SweepPointJson>,
+}
+
+impl<'a> SweepJson<'a> {
+    pub fn of(plan: &'a BurstyPlan, sweep: &Sweep, rows: &[(f64, Predicted)]) -> Self {
+        let points = rows
+            .iter()
+            .map(|(v, r)| {
+                let one = PredictionJson::of(plan, r);
+                SweepPointJson {
+                    value: *v,
+                    predicted_us: one.predicted_us,
+                    best_workers: one.best_workers,
+                    simulated: one.simulated,
+                }
+            })
+            .collect();
+        SweepJson {
+            inputs: InputsJson {
+                params: &plan.params,
+                workload: &plan.workload,
+                stack: plan.stack.name(),
+            },
+            factor: sweep.factor.name(),
+            points,
+        }
+    }
+}
+
+/// LNS Figs. 5–6 for a person: per value of the factor, the predicted percentile and, when
+/// simulated, the simulated one, formula 15's error and the latency entropy.
+pub fn sweep(
+    w: &mut dyn Write,
+    plan: &BurstyPlan,
+    sweep: &Sweep,
+    rows: &[(f64, Predicted)],
+) -> io::Result<()> {
+    let p = percentile_text(plan.workload.percentile);
+    writeln!(
+        w,
+        "{} stack, the others as given · LNS Fig. 5 (p{p}) and Fig. 6 (entropy, with --simulate --entropy-bin) over {}",
+        plan.stack.name(),
+        sweep.factor.name(),
+    )?;
+    writeln!(
+        w,
+        "{:>10} {:>14} {:>14} {:>9} {:>14}",
+        sweep.factor.name(),
+        format!("predicted p{p}"),
+        format!("simulated p{p}"),
+        "error",
+        "entropy (bits)"
+    )?;
+    for (v, r) in rows {
+        let s = r.simulated.as_ref();
+        writeln!(
+            w,
+            "{:>10} {:>14} {:>14} {:>9} {:>14}",
+            v,
+            fmt_ns(r.prediction.latency_ns),
+            s.map_or("-".into(), |s| fmt_ns(s.latency_ns)),
+            r.error_pct().map_or("-".into(), |e| format!("{e:.1} %")),
+            s.and_then(|s| s.entropy_bits())
+                .map_or("-".into(), |b| format!("{b:.2}")),
         )?;
     }
     Ok(())

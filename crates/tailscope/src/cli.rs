@@ -815,6 +815,11 @@ pub struct BurstyArgs {
         allow_negative_numbers = true
     )]
     pub alphas: Vec<f64>,
+    /// LNS Figs. 5–6: the prediction (and with --simulate the simulation and its entropy)
+    /// at each value of one factor, the others as given: n=1k,5k,20k, payload=…, alpha=…,
+    /// workers=….
+    #[arg(long, value_name = "KEY=V1,V2,..", conflicts_with = "concurrency")]
+    pub sweep: Option<lab::bursty::Sweep>,
     /// Formulas against tandem simulation over a grid of N, L, α and k, both stacks.
     #[arg(long)]
     pub validate: bool,

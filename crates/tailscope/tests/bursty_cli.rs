@@ -222,6 +222,37 @@ fn concurrency_is_where_the_prediction_crosses_the_target_at_k_and_k_t() {
 }
 
 #[test]
+fn a_sweep_gives_fig_5_and_6_per_value_of_one_factor() {
+    // LNS Figs. 5c and 6c: the delay-sensitive p99 and its entropy over α, FCFS stack.
+    let base = [
+        "model",
+        "bursty",
+        "--n",
+        "2000",
+        "--stack",
+        "fcfs",
+        "--spacing",
+        "100ns",
+    ];
+    let mut args = base.to_vec();
+    args.extend(["--sweep", "alpha=0.05,0.5", "--simulate", "--bursts", "20"]);
+    args.extend(["--entropy-bin", "10us", "--json"]);
+    let v = json(&ts(&args));
+    assert_eq!(v["factor"], "alpha");
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    for p in points {
+        // Each point is the plain prediction at that value.
+        let alpha = p["value"].as_f64().unwrap().to_string();
+        let mut one = base.to_vec();
+        one.extend(["--alpha", &alpha, "--json"]);
+        assert_eq!(p["predicted_us"], json(&ts(&one))["predicted_us"], "{p}");
+        assert!(p["entropy_bits"].as_f64().unwrap() > 0.0, "{p}");
+        assert!(p["simulated_us"].as_f64().unwrap() > 0.0, "{p}");
+    }
+}
+
+#[test]
 fn bad_input_exits_2() {
     for (args, needle) in [
         (vec!["model", "bursty", "--alpha", "0"], "alpha"),

@@ -5,7 +5,9 @@
 
 use lab::bursty::BurstyPlan;
 use model::bursty::{BurstyParams, BurstyWorkload, Stack};
-use report::bursty_view::{self as view, ConcurrencyJson, PredictionJson, ValidationJson};
+use report::bursty_view::{
+    self as view, ConcurrencyJson, PredictionJson, SweepJson, ValidationJson,
+};
 
 use super::target::lab_err;
 use crate::cli::BurstyArgs;
@@ -61,6 +63,12 @@ pub fn run(a: &BurstyArgs) -> anyhow::Result<i32> {
             .map_err(lab_err)?;
         return output::print_json_or(a.json, &ConcurrencyJson::of(&plan, &c), |w| {
             view::concurrency(w, &plan, &c)
+        });
+    }
+    if let Some(sw) = &a.sweep {
+        let rows = plan.sweep(sw).map_err(lab_err)?;
+        return output::print_json_or(a.json, &SweepJson::of(&plan, sw, &rows), |w| {
+            view::sweep(w, &plan, sw, &rows)
         });
     }
     let r = plan.run().map_err(lab_err)?;
