@@ -274,6 +274,18 @@ fn short_run(addr: &str, db: &Path) -> std::process::Output {
         .unwrap()
 }
 
+/// Waits (polling, read-only, up to 60 s) until the store's first run is there and
+/// running.
+fn first_run_running(db: &Path) -> bool {
+    for _ in 0..600 {
+        if db.exists() && common::runs_list(db)["runs"][0]["status"] == "running" {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
 #[test]
 fn a_run_killed_by_sigkill_is_marked_abandoned_by_the_next_writer() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -299,16 +311,10 @@ fn a_run_killed_by_sigkill_is_marked_abandoned_by_the_next_writer() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // Wait (polling, read-only) until its row is there and running.
-    let mut running = false;
-    for _ in 0..600 {
-        if db.exists() && common::runs_list(&db)["runs"][0]["status"] == "running" {
-            running = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert!(running, "the run's row never read as running");
+    assert!(
+        first_run_running(&db),
+        "the run's row never read as running"
+    );
     run.kill().unwrap(); // SIGKILL
     run.wait().unwrap(); // reaped: not left a zombie
 
@@ -379,15 +385,10 @@ fn a_sweep_killed_by_sigkill_is_marked_abandoned_with_its_point() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut running = false;
-    for _ in 0..600 {
-        if db.exists() && common::runs_list(&db)["runs"][0]["status"] == "running" {
-            running = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert!(running, "the sweep's first point never read as running");
+    assert!(
+        first_run_running(&db),
+        "the sweep's first point never read as running"
+    );
     sweep.kill().unwrap(); // SIGKILL
     sweep.wait().unwrap();
     // A read sees the experiment abandoned without marking it.
