@@ -682,12 +682,7 @@ impl RawRun {
 
     fn parse(self) -> Result<RunRow, StoreError> {
         let id = self.id;
-        let gone = self.owner.is_some_and(|o| !o.alive());
-        let status = if self.status == STATUS_RUNNING && gone {
-            STATUS_ABANDONED.to_string()
-        } else {
-            self.status
-        };
+        let status = owner::status_as_read(self.status, self.owner);
         let json = |field: &str, text: &str| {
             serde_json::from_str(text)
                 .map_err(|e| StoreError::Corrupt(format!("run {id}: {field}: {e}")))

@@ -6,7 +6,7 @@ use rusqlite::{params, OptionalExtension, Row};
 use serde::{Deserialize, Serialize};
 
 use crate::owner::Owner;
-use crate::{NewRun, RunRow, Store, StoreError, STATUS_ABANDONED, STATUS_RUNNING};
+use crate::{NewRun, RunRow, Store, StoreError};
 
 /// What is known of an experiment when it starts.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -65,13 +65,7 @@ fn row(r: &Row<'_>) -> rusqlite::Result<Raw> {
 
 fn parse(r: Raw) -> Result<ExperimentRow, StoreError> {
     let (id, kind, status, started_at, finished_at, config, summary, owner) = r;
-    // A running experiment whose process is gone reads abandoned (the row is marked by the
-    // next writer, as a run's is).
-    let status = if status == STATUS_RUNNING && owner.is_some_and(|o| !o.alive()) {
-        STATUS_ABANDONED.to_string()
-    } else {
-        status
-    };
+    let status = crate::owner::status_as_read(status, owner);
     let json = |field: &str, text: &str| {
         serde_json::from_str(text)
             .map_err(|e| StoreError::Corrupt(format!("experiment {id}: {field}: {e}")))
@@ -192,7 +186,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time;
+    use crate::{time, STATUS_ABANDONED};
 
     fn new_run() -> NewRun {
         NewRun {

@@ -35,6 +35,16 @@ impl Owner {
     }
 }
 
+/// A row's status as read: `running` whose recorded owner is gone reads `abandoned` (the
+/// row itself is marked by the next writer); any other status as stored.
+pub(crate) fn status_as_read(status: String, owner: Option<Owner>) -> String {
+    if status == crate::STATUS_RUNNING && owner.is_some_and(|o| !o.alive()) {
+        crate::STATUS_ABANDONED.to_string()
+    } else {
+        status
+    }
+}
+
 /// The start time of process `pid` from `/proc`, `None` when it is gone or a zombie.
 pub(crate) fn live_start_of(pid: i64) -> Option<i64> {
     if pid <= 0 {
