@@ -20,6 +20,16 @@ pub struct InputsJson<'a> {
     pub stack: &'static str,
 }
 
+impl<'a> InputsJson<'a> {
+    pub fn of(plan: &'a BurstyPlan) -> Self {
+        InputsJson {
+            params: &plan.params,
+            workload: &plan.workload,
+            stack: plan.stack.name(),
+        }
+    }
+}
+
 /// What `--simulate` adds.
 #[derive(Serialize)]
 pub struct SimulatedJson {
@@ -51,11 +61,7 @@ impl<'a> PredictionJson<'a> {
             entropy_bits: s.entropy_bits(),
         });
         PredictionJson {
-            inputs: InputsJson {
-                params: &plan.params,
-                workload: &plan.workload,
-                stack: plan.stack.name(),
-            },
+            inputs: InputsJson::of(plan),
             prediction: &r.prediction,
             predicted_us: r.prediction.latency_ns / 1e3,
             best_workers: r.best_workers,
@@ -79,11 +85,7 @@ pub struct ConcurrencyJson<'a> {
 impl<'a> ConcurrencyJson<'a> {
     pub fn of(plan: &'a BurstyPlan, c: &'a Concurrency) -> Self {
         ConcurrencyJson {
-            inputs: InputsJson {
-                params: &plan.params,
-                workload: &plan.workload,
-                stack: plan.stack.name(),
-            },
+            inputs: InputsJson::of(plan),
             target_us: c.target_ns / 1e3,
             workers: plan.workload.workers,
             best_workers: c.best_workers,
@@ -177,11 +179,7 @@ impl<'a> SweepJson<'a> {
             })
             .collect();
         SweepJson {
-            inputs: InputsJson {
-                params: &plan.params,
-                workload: &plan.workload,
-                stack: plan.stack.name(),
-            },
+            inputs: InputsJson::of(plan),
             factor: sweep.factor.name(),
             points,
         }

@@ -27,12 +27,11 @@ pub fn max_burst_within(
     if max_n == 0 || !meets(1)? {
         return Ok(None);
     }
-    // Invariant: meets(lo), and hi is past the last N that meets (or max_n + 1).
-    let (mut lo, mut hi) = (1u32, max_n.saturating_add(1));
     if meets(max_n)? {
         return Ok(Some(max_n));
     }
-    hi = hi.min(max_n);
+    // Invariant: meets(lo) and not meets(hi).
+    let (mut lo, mut hi) = (1u32, max_n);
     while hi - lo > 1 {
         let mid = lo + (hi - lo) / 2;
         if meets(mid)? {
