@@ -56,18 +56,19 @@ pub fn required_tracepoints() -> Vec<(String, String)> {
     raw.chain(calls).collect()
 }
 
+/// Where tracefs is mounted, under a root: its own mount point, else debugfs's.
+const TRACEFS_DIRS: [&str; 2] = ["sys/kernel/tracing", "sys/kernel/debug/tracing"];
+
 /// Whether the kernel has tracepoint `category:name` (under [`root`]'s tracefs).
 pub fn has_tracepoint(category: &str, name: &str) -> bool {
     let root = root();
-    ["sys/kernel/tracing", "sys/kernel/debug/tracing"]
-        .iter()
-        .any(|d| {
-            root.join(d)
-                .join("events")
-                .join(category)
-                .join(name)
-                .is_dir()
-        })
+    TRACEFS_DIRS.iter().any(|d| {
+        root.join(d)
+            .join("events")
+            .join(category)
+            .join(name)
+            .is_dir()
+    })
 }
 
 /// Why the collector cannot run here.
@@ -154,7 +155,7 @@ fn privileged(root: &Path) -> bool {
 
 /// The tracefs directory under `root`, mounting it on the real root when we may.
 fn tracefs(root: &Path) -> Result<PathBuf, Unsupported> {
-    for dir in ["sys/kernel/tracing", "sys/kernel/debug/tracing"] {
+    for dir in TRACEFS_DIRS {
         let p = root.join(dir);
         if p.join("events").is_dir() {
             return Ok(p);

@@ -155,7 +155,7 @@ impl Stages {
             tids: Vec::new(),
             thread_prefix: builtin.then(|| (std::process::id(), BUILTIN_PREFIX.to_string())),
             ports: vec![ready.target.addr.port()],
-            ring_bytes: ring_bytes(load),
+            ring_bytes: ring_bytes(load, threads),
         };
         let collector =
             ebpf::Collector::start(&cfg).map_err(|e| LabError::Failed(e.to_string()))?;
@@ -231,10 +231,10 @@ fn load_chunk() -> usize {
 /// The ring buffer a run needs so that nothing is dropped between two drains. The ring is
 /// drained when a chunk of records is joined, and a chunk goes when its oldest request is
 /// done: up to a chunk's time at the offered rate, plus a timeout when a request waits for
-/// it (at overload), plus the join's wait. Bounded by the rate, not the run's length.
-fn ring_bytes(load: &load::LoadConfig) -> usize {
-    let threads = load.threads.min(load.connections).max(1);
-    let chunks = threads * load_chunk() * RING_BYTES_PER_REQUEST;
+/// it (at overload), plus the join's wait. Bounded by the rate, not the run's length;
+/// `threads` are the generator's (a chunk each).
+fn ring_bytes(load: &load::LoadConfig, threads: usize) -> usize {
+    let chunks = threads.max(1) * load_chunk() * RING_BYTES_PER_REQUEST;
     let window = load.timeout.as_secs_f64() + JOIN_WAIT_NS as f64 * 1e-9;
     let rate = if load.rate_per_s.is_finite() {
         load.rate_per_s.max(0.0)
