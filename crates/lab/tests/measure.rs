@@ -151,49 +151,93 @@ fn the_server_view_agrees_with_the_stamped_path() {
     ready.stop().unwrap();
     let start = run.load.start_mono_ns;
     const TOL: i64 = 5_000; // the REALTIME → MONOTONIC conversion is good to ~1 µs
+    let mut recs = Vec::new();
+    lab::records::StoredRecords::new(&db.store, run.run_id.unwrap())
+        .for_each(&mut |r| recs.push(*r))
+        .unwrap();
+    let warmup = run.load.warmup_ns;
+    let lat: Vec<u64> = recs
+        .iter()
+        .filter(|r| r.outcome == load::Outcome::Ok && r.intended_ns >= warmup)
+        .map(|r| {
+            let arrived = if r.kernel_rx_ns > 0 {
+                r.kernel_rx_ns
+            } else {
+                r.received_ns
+            };
+            arrived - r.sent_ns
+        })
+        .collect();
+    let ok: Vec<&load::RequestRecord> = recs
+        .iter()
+        .filter(|r| r.outcome == load::Outcome::Ok)
+        .collect();
+    assert!(
+        ok.len() > 1_500,
+        "{} of {} requests answered",
+        ok.len(),
+        recs.len()
+    );
+    // Every answer carries the client's kernel stamp and the server's T2..T5.
+    assert!(ok
+        .iter()
+        .all(|r| r.kernel_rx_ns > 0 && !r.stamps[1..5].contains(&0)));
+    // T1 is the kernel's stamp of the packet that carried a request's last byte, so the
+    // server knows it only for the request at the end of a read. A request without T1 must
+    // have shared its read with a later one: a request on its connection sent with it (the
+    // generator coalesces what is due) or after it, and before the server decoded it (T3). Under a stalled host many do (CI saw 505 of 2,000).
+    let mono = |ns: u64| (start + ns) as i64;
+    let without_t1: Vec<&&load::RequestRecord> = ok.iter().filter(|r| r.stamps[0] == 0).collect();
+    let unexplained = without_t1
+        .iter()
+        .filter(|a| {
+            !recs.iter().any(|b| {
+                !std::ptr::eq(b, ***a)
+                    && b.conn == a.conn
+                    && b.sent_ns >= a.sent_ns
+                    && mono(b.sent_ns) <= a.stamps[2] as i64 + TOL
+            })
+        })
+        .count();
+    assert_eq!(
+        unexplained,
+        0,
+        "{unexplained} of {} answers without T1 shared no read",
+        without_t1.len()
+    );
     let (mut n, mut ordered) = (0u64, 0u64);
     let mut sv = Vec::new();
-    let mut lat = Vec::new();
-    let warmup = run.load.warmup_ns;
-    lab::records::StoredRecords::new(&db.store, run.run_id.unwrap())
-        .for_each(&mut |r| {
-            if r.outcome == load::Outcome::Ok && r.intended_ns >= warmup {
-                let arrived = if r.kernel_rx_ns > 0 {
-                    r.kernel_rx_ns
-                } else {
-                    r.received_ns
-                };
-                lat.push(arrived - r.sent_ns);
-            }
-            let t = r.stamps;
-            if r.outcome != load::Outcome::Ok || r.kernel_rx_ns == 0 || t[..5].contains(&0) {
-                return;
-            }
-            n += 1;
-            let sent = (start + r.sent_ns) as i64;
-            let krx = (start + r.kernel_rx_ns) as i64;
-            let path = [
-                sent,
-                t[0] as i64,
-                t[1] as i64,
-                t[2] as i64,
-                t[3] as i64,
-                t[4] as i64,
-                krx,
-            ];
-            if path.windows(2).all(|w| w[1] >= w[0] - TOL) {
-                ordered += 1;
-            }
-            // The stamped path from the send to the client's kernel, piece by piece.
-            let pieces: i64 = path.windows(2).map(|w| w[1] - w[0]).sum();
-            sv.push((r.kernel_rx_ns - r.sent_ns, pieces));
-        })
-        .unwrap();
-    assert!(n > 1_500, "{n} stamped requests");
+    for r in ok.iter().filter(|r| r.stamps[0] != 0) {
+        let t = r.stamps;
+        n += 1;
+        let path = [
+            mono(r.sent_ns),
+            t[0] as i64,
+            t[1] as i64,
+            t[2] as i64,
+            t[3] as i64,
+            t[4] as i64,
+            mono(r.kernel_rx_ns),
+        ];
+        if path.windows(2).all(|w| w[1] >= w[0] - TOL) {
+            ordered += 1;
+        }
+        // The stamped path from the send to the client's kernel, piece by piece.
+        let pieces: i64 = path.windows(2).map(|w| w[1] - w[0]).sum();
+        sv.push((r.kernel_rx_ns - r.sent_ns, pieces));
+    }
+    eprintln!(
+        "{} answered, {} without T1, {n} on the whole path",
+        ok.len(),
+        without_t1.len()
+    );
+    // Enough whole paths for the order check below to mean something.
+    assert!(n >= 500, "{n} of {} with T1", ok.len());
     assert!(ordered * 1000 >= n * 999, "{ordered} of {n} in order");
     assert!(sv.iter().all(|&(a, b)| a as i64 == b));
     // The run's server-view distribution is exactly that of these latencies (exact
     // quantiles: type 7 median of the post-warm-up successes).
+    let mut lat = lat;
     lat.sort_unstable();
     let k = lat.len() - 1;
     let med = (lat[k / 2] as f64 + lat[k.div_ceil(2)] as f64) / 2.0;
