@@ -26,7 +26,7 @@ use serde_json::json;
 
 use crate::agent_spec::Agents;
 use crate::db::{host_facts, Db};
-use crate::error::LabError;
+use crate::error::{invalid, LabError};
 use crate::local::LocalEngine;
 use crate::run::RunStatus;
 use crate::source::LoadSource;
@@ -75,6 +75,27 @@ impl Default for CalibrateSpec {
 }
 
 impl CalibrateSpec {
+    /// Checks the search's bounds and step lengths; the error names the flag.
+    pub fn check(&self) -> Result<(), LabError> {
+        if self.max_connections == 0 || self.max_depth == 0 {
+            return Err(invalid(
+                "--max-connections and --max-depth must be at least 1",
+            ));
+        }
+        if self.max_connections > 4096 || self.max_depth > 4096 {
+            return Err(invalid(
+                "--max-connections and --max-depth must be at most 4096",
+            ));
+        }
+        if self.step.is_zero() {
+            return Err(invalid("--duration must be positive"));
+        }
+        if self.overload_time.is_zero() {
+            return Err(invalid("--confirm must be positive"));
+        }
+        Ok(())
+    }
+
     /// Where the steps' load comes from: the agents, or this process.
     fn source(&self) -> &dyn LoadSource {
         match &self.agents {

@@ -39,6 +39,60 @@ impl FromStr for DurationArg {
     }
 }
 
+/// A per-request time of a model (`4us`, `0ns`): not negative and at most
+/// [`model::MAX_SERVICE_NS`], as the model's service times are; in ns.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ServiceTime(pub f64);
+
+impl FromStr for ServiceTime {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<ServiceTime, String> {
+        let ns = model::parse_duration_ns(s).map_err(|e| e.to_string())?;
+        if ns > model::MAX_SERVICE_NS {
+            return Err("at most 1e6 s".into());
+        }
+        Ok(ServiceTime(ns))
+    }
+}
+
+/// A number of requests (`100k`, `1e6`, `5000`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Count(pub u64);
+
+impl FromStr for Count {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Count, String> {
+        model::parse_count(s).map(Count).map_err(|e| e.to_string())
+    }
+}
+
+/// `--label NAME` (and an experiment file's `label`): a name stored with a run or an
+/// experiment, which `check --baseline label:NAME` finds.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(transparent)]
+pub struct Label(pub String);
+
+impl FromStr for Label {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Label, String> {
+        if is_label(s) {
+            Ok(Label(s.to_string()))
+        } else {
+            Err("a label is 1 to 64 letters, digits or . _ - + / @".into())
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Label {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Label, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// Whether `l` is a label: 1 to 64 letters, digits or `. _ - + / @` (a name scripts can pass
 /// around, and that `check --baseline label:NAME` finds).
 pub fn is_label(l: &str) -> bool {
@@ -113,10 +167,16 @@ mod tests {
         assert!("99999".parse::<CpuList>().unwrap_err().contains("99999"));
         assert!("x".parse::<CpuList>().is_err());
         assert_eq!("600ms".parse(), Ok(DurationArg(Duration::from_millis(600))));
+        assert_eq!("4us".parse(), Ok(ServiceTime(4_000.0)));
+        for bad in ["2e6s", "1e99s", "-1us", "4"] {
+            assert!(bad.parse::<ServiceTime>().is_err(), "{bad}");
+        }
         for bad in ["-1s", "5", "x"] {
             assert!(bad.parse::<DurationArg>().is_err(), "{bad}");
         }
         assert!(is_label("v1.2-rc+3/x@y_z"));
+        assert_eq!("v1".parse(), Ok(Label("v1".into())));
+        assert!("a b".parse::<Label>().is_err());
         for bad in ["", "a b", "é", &"x".repeat(65)] {
             assert!(!is_label(bad), "{bad}");
         }

@@ -18,6 +18,7 @@ use toml::Spanned;
 
 use crate::error::{invalid, LabError};
 use crate::knob::{Axis, Knob};
+use crate::options::{OnOff, QueuesArg, UndecidedArg, ViewArg, WorkloadArg};
 
 /// The largest experiment file read: far above any real one (a few hundred bytes), far below
 /// what would hurt (a file that is `/dev/zero` is refused, not read until memory runs out).
@@ -232,47 +233,6 @@ impl<'de> de::DeserializeSeed<'de> for TextSeed {
     }
 }
 
-/// `slo-view`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SloViewKey {
-    Auto,
-    User,
-    Server,
-}
-
-/// `slo-undecided`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum UndecidedKey {
-    Fail,
-    Pass,
-}
-
-/// `queues`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum QueuesKey {
-    Auto,
-    Single,
-    PerWorker,
-}
-
-/// `workload`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum WorkloadKey {
-    Etc,
-}
-
-/// `agent-records`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum OnOffKey {
-    On,
-    Off,
-}
-
 /// A key's text checked by `check` when the file is read: its error is serde's, so it names
 /// the key and its line.
 fn checked<'de, D, T, E>(d: D, check: impl Fn(&T) -> Result<(), E>) -> Result<Option<T>, D::Error>
@@ -349,10 +309,10 @@ pub struct ExperimentSpec {
     pub repeat: Option<u32>,
     #[serde(default, deserialize_with = "slo")]
     pub slo: Option<String>,
-    pub slo_view: Option<SloViewKey>,
+    pub slo_view: Option<ViewArg>,
     #[serde(default, deserialize_with = "percentiles")]
     pub percentiles: Option<List>,
-    pub slo_undecided: Option<UndecidedKey>,
+    pub slo_undecided: Option<UndecidedArg>,
     pub junit: Option<String>,
     pub markdown: Option<String>,
     pub no_noise_probe: Option<bool>,
@@ -360,8 +320,8 @@ pub struct ExperimentSpec {
     /// One agent's command line (more: an `agents` file), as `sweep --agent`.
     pub agent: Option<String>,
     pub agents: Option<String>,
-    pub agent_records: Option<OnOffKey>,
-    pub label: Option<String>,
+    pub agent_records: Option<OnOff>,
+    pub label: Option<crate::Label>,
     pub find_max: Option<bool>,
     pub max_steps: Option<u32>,
     // The load (as for `run`).
@@ -394,7 +354,7 @@ pub struct ExperimentSpec {
     #[serde(default, deserialize_with = "duration")]
     pub service: Option<String>,
     pub workers: Option<u32>,
-    pub queues: Option<QueuesKey>,
+    pub queues: Option<QueuesArg>,
     pub server_pid: Option<Spanned<List>>,
     pub server_cpus: Option<Text>,
     pub no_attribution: Option<bool>,
@@ -418,7 +378,7 @@ pub struct ExperimentSpec {
     pub server_instances: Option<u32>,
     pub server_smt: Option<String>,
     pub server_numa: Option<String>,
-    pub workload: Option<WorkloadKey>,
+    pub workload: Option<WorkloadArg>,
     pub server_cpuset: Option<Text>,
     pub server_memory: Option<Text>,
     pub server_cpu_quota: Option<Text>,
@@ -626,10 +586,10 @@ mod tests {
         assert_eq!(s.no_preload, Some(false));
         assert_eq!(s.key_size, Some(Text("30".into())));
         assert_eq!(s.loads, Some(List(vec!["1000".into(), "20%".into()])));
-        assert_eq!(s.slo_view, Some(SloViewKey::Server));
+        assert_eq!(s.slo_view, Some(ViewArg::Server));
         assert_eq!(s.get_ratio, Some(0.5));
         assert_eq!(s.duration.as_deref(), Some("2s"));
-        assert_eq!(s.agent_records, Some(OnOffKey::Off));
+        assert_eq!(s.agent_records, Some(OnOff::Off));
         assert_eq!(s.warmup, None);
         let axes: Vec<(&str, usize)> = f
             .axes

@@ -41,6 +41,11 @@ mod local;
 mod measure;
 pub mod model_query;
 mod observer;
+pub mod options;
+mod options_cmd;
+mod options_file;
+mod options_model;
+mod options_plan;
 mod outcome;
 mod percentile;
 mod placement;
@@ -69,15 +74,12 @@ pub use calibrate::{
     calibrate, stored_calibration, CalibrateSpec, Calibration, CalibrationRecord, IdealSource,
     Step, StoredCalibration,
 };
-pub use cli_values::{is_label, CpuList, DurationArg, Tolerance};
+pub use cli_values::{is_label, Count, CpuList, DurationArg, Label, ServiceTime, Tolerance};
 pub use colocate::{colocate, Cell, Colocation};
 pub use db::{host_facts, Db};
 pub use dry_run::{DryAxis, DryRun};
 pub use error::LabError;
-pub use experiment::{
-    clip, read_bounded, ExperimentFile, ExperimentSpec, OnOffKey, QueuesKey, SloViewKey,
-    UndecidedKey, WorkloadKey,
-};
+pub use experiment::{clip, read_bounded, ExperimentFile, ExperimentSpec};
 pub use headlines::Headlines;
 pub use instruments::{Instrument, ServerInfo};
 pub use interference::stress_cpus;
@@ -86,6 +88,9 @@ pub use load_spec::LoadParseError;
 pub use loads::parse_loads;
 pub use measure::{check_load, expected_requests, measure};
 pub use observer::{Observer, Quiet};
+pub use options::SweepOptions;
+pub use options_cmd::{check_dir_flag, CalibrateOptions, RunOptions, TuneOptions};
+pub use options_model::{BurstyOptions, ModelOptions};
 pub use outcome::{verdict_code, Suites, EXIT_FAILED, EXIT_SLO_VIOLATED};
 pub use placement::{parse_bytes, MAX_INSTANCES};
 pub use repeat::{measure_repeated, Combined, Repeated};
@@ -95,8 +100,7 @@ pub use run::{
     RunStatus, Saturation, ViewValidity, Views, RUN_ENCODING_VERSION,
 };
 pub use run_spec::{
-    placeholder_target, probe_noise, resolve_ideal, CheckedRun, IdealAsk, LoadOptions, LoadPlan,
-    RunSpec,
+    placeholder_target, probe_noise, resolve_ideal, CheckedRun, IdealAsk, LoadPlan, RunSpec,
 };
 pub use server_facts::{ContainerFacts, ServerFacts};
 pub use simulate::{

@@ -18,6 +18,7 @@ use crate::converge::Precision;
 use crate::db::Db;
 use crate::error::{invalid, LabError};
 use crate::measure::check_load;
+use crate::options::LoadArgs;
 use crate::slo::{View, ViewChoice};
 use crate::source::RunPlan;
 use crate::stages::StagesMode;
@@ -27,28 +28,6 @@ use crate::Observer;
 
 /// Most connections of one load.
 pub const MAX_CONNECTIONS: usize = 100_000;
-
-/// The load options as given (`run`, `sweep`, `tune` share them); durations keep the text
-/// the user wrote, which the stored configuration repeats.
-#[derive(Clone, Debug)]
-pub struct LoadOptions {
-    pub arrival: model::ArrivalSpec,
-    pub duration: String,
-    pub requests: Option<String>,
-    pub warmup: String,
-    pub timeout: String,
-    pub connections: usize,
-    pub threads: usize,
-    pub max_outstanding: usize,
-    pub cpus: Vec<usize>,
-    pub lateness_threshold: String,
-    pub precision: Option<String>,
-    pub max_duration: Option<String>,
-    pub alpha: Option<f64>,
-    pub seed: u64,
-    pub confidence: f64,
-    pub yield_when_far: bool,
-}
 
 /// Validated load options: everything of a [`LoadConfig`] but the rate and the target.
 #[derive(Clone, Debug)]
@@ -69,13 +48,9 @@ pub struct LoadPlan {
     pub yield_when_far: bool,
 }
 
-fn duration(flag: &str, text: &str) -> Result<Duration, LabError> {
-    let ns = model::parse_duration_ns(text).map_err(|e| invalid(format!("{flag}: {e}")))?;
-    Ok(Duration::from_nanos(ns.round() as u64))
-}
-
-impl LoadOptions {
-    /// Checks every option (and their combinations); the error names the flag.
+impl LoadArgs {
+    /// Checks every option (and their combinations); the error names the flag. A trace
+    /// file named by `--arrival trace:PATH` is read here.
     pub fn plan(&self) -> Result<LoadPlan, LabError> {
         let stop = self.stop()?;
         self.check_counts()?;
@@ -90,7 +65,7 @@ impl LoadOptions {
                 return Err(invalid(format!("--alpha must be in (0, 1], got {alpha}")));
             }
         }
-        let warmup = duration("--warmup", &self.warmup)?;
+        let warmup = self.warmup.value.0;
         if let StopAt::Duration(d) = stop {
             if warmup >= d {
                 return Err(invalid(format!(
@@ -99,18 +74,17 @@ impl LoadOptions {
                 )));
             }
         }
-        let timeout = duration("--timeout", &self.timeout)?;
+        let timeout = self.timeout.value.0;
         if timeout.is_zero() {
             return Err(invalid("--timeout must be positive"));
         }
         Ok(LoadPlan {
-            arrival: self.arrival.clone(),
+            arrival: self.arrival_spec()?,
             stop,
             warmup,
             timeout,
-            cpus: self.cpus.clone(),
-            lateness_threshold_ns: model::parse_duration_ns(&self.lateness_threshold)
-                .map_err(|e| invalid(format!("--lateness-threshold: {e}")))?,
+            cpus: self.cpus.clone().unwrap_or_default().0,
+            lateness_threshold_ns: self.lateness_threshold.0.as_nanos() as f64,
             precision: self.precision(stop)?,
             connections: self.connections,
             threads: self.threads,
@@ -124,13 +98,13 @@ impl LoadOptions {
 
     fn stop(&self) -> Result<StopAt, LabError> {
         if let Some(r) = &self.requests {
-            let n = model::parse_count(r).map_err(|e| invalid(format!("--requests: {e}")))?;
+            let n = r.value.0;
             if n == 0 {
                 return Err(invalid("--requests must be at least 1"));
             }
             return Ok(StopAt::Requests(n));
         }
-        let d = duration("--duration", &self.duration)?;
+        let d = self.duration.value.0;
         if d.is_zero() {
             return Err(invalid("--duration must be positive"));
         }
@@ -168,8 +142,10 @@ impl LoadOptions {
             }
             return Ok(None);
         };
-        let max_text = self.max_duration.as_deref().unwrap_or("60s");
-        let max = duration("--max-duration", max_text)?;
+        let (max_text, max) = match &self.max_duration {
+            Some(m) => (m.text.as_str(), m.value.0),
+            None => ("60s", Duration::from_secs(60)),
+        };
         let p = Precision::parse(text, View::User, max)?;
         match stop {
             StopAt::Requests(_) => Err(invalid(
@@ -488,32 +464,30 @@ impl RunSpec {
 
 #[cfg(test)]
 mod tests {
+    use clap::{Args, FromArgMatches};
+
     use super::*;
 
-    fn options() -> LoadOptions {
-        LoadOptions {
-            arrival: model::ArrivalSpec::Poisson,
-            duration: "2s".into(),
-            requests: None,
-            warmup: "500ms".into(),
-            timeout: "1s".into(),
-            connections: 4,
-            threads: 2,
-            max_outstanding: 8,
-            cpus: Vec::new(),
-            lateness_threshold: "50us".into(),
-            precision: None,
-            max_duration: None,
-            alpha: Some(0.25),
-            seed: 7,
-            confidence: 0.95,
-            yield_when_far: false,
-        }
+    /// The load options of a command line: `--duration 2s --warmup 500ms …` and `extra`.
+    fn options(extra: &[&str]) -> LoadArgs {
+        let base = [
+            "x",
+            "--duration=2s",
+            "--warmup=500ms",
+            "--connections=4",
+            "--threads=2",
+            "--max-outstanding=8",
+            "--alpha=0.25",
+            "--seed=7",
+        ];
+        let cmd = LoadArgs::augment_args(clap::Command::new("x").args_override_self(true));
+        let m = cmd.try_get_matches_from(base.iter().chain(extra)).unwrap();
+        LoadArgs::from_arg_matches(&m).unwrap()
     }
 
     #[test]
     fn load_options_become_a_plan_and_a_config() {
-        let p = options().plan().unwrap();
+        let p = options(&[]).plan().unwrap();
         assert_eq!(p.stop, StopAt::Duration(Duration::from_secs(2)));
         assert_eq!(p.warmup, Duration::from_millis(500));
         assert_eq!(p.lateness_threshold_ns, 50_000.0);
@@ -522,70 +496,48 @@ mod tests {
         assert_eq!((c.connections, c.threads, c.seed), (4, 2, 7));
         assert_eq!(c.class_probs, vec![0.25, 0.75]);
         assert!(!c.yield_when_far);
-        let r = LoadOptions {
-            requests: Some("10k".into()),
-            ..options()
-        };
+        let mut r = options(&[]);
+        r.requests = Some("10k".parse().unwrap());
         assert_eq!(r.plan().unwrap().stop, StopAt::Requests(10_000));
     }
 
     #[test]
     fn bad_load_options_name_their_flag() {
-        let cases: Vec<(LoadOptions, &str)> = vec![
+        let connections = format!("--connections={}", MAX_CONNECTIONS + 1);
+        let cases: Vec<(LoadArgs, &str)> = vec![
+            (options(&["--threads=5"]), "--threads (5) cannot exceed"),
+            (options(&["--warmup=3s"]), "--warmup (3s) must be shorter"),
+            (options(&["--timeout=0s"]), "--timeout must be positive"),
+            (options(&["--confidence=1"]), "--confidence"),
             (
-                LoadOptions {
-                    threads: 5,
-                    ..options()
-                },
-                "--threads (5) cannot exceed",
-            ),
-            (
-                LoadOptions {
-                    warmup: "3s".into(),
-                    ..options()
-                },
-                "--warmup (3s) must be shorter",
-            ),
-            (
-                LoadOptions {
-                    timeout: "0s".into(),
-                    ..options()
-                },
-                "--timeout must be positive",
-            ),
-            (
-                LoadOptions {
-                    confidence: 1.0,
-                    ..options()
-                },
-                "--confidence",
-            ),
-            (
-                LoadOptions {
-                    max_duration: Some("9s".into()),
-                    ..options()
-                },
+                options(&["--max-duration=9s"]),
                 "--max-duration goes with --precision",
             ),
-            (
-                LoadOptions {
-                    connections: MAX_CONNECTIONS + 1,
-                    ..options()
-                },
-                "--connections must be at most",
-            ),
-            (
-                LoadOptions {
-                    requests: Some("0".into()),
-                    ..options()
-                },
-                "--requests must be at least 1",
-            ),
+            (options(&[&connections]), "--connections must be at most"),
         ];
         for (o, needle) in cases {
             let e = o.plan().unwrap_err();
             assert!(e.is_invalid(), "{needle}: {e}");
             assert!(e.to_string().contains(needle), "{needle}: {e}");
+        }
+        let mut zero = options(&[]);
+        zero.requests = Some("0".parse().unwrap());
+        let e = zero.plan().unwrap_err();
+        assert!(
+            e.to_string().contains("--requests must be at least 1"),
+            "{e}"
+        );
+        // Values of no option's type are refused by clap, naming the flag.
+        let cmd = LoadArgs::augment_args(clap::Command::new("x"));
+        for bad in [
+            "--warmup=soon",
+            "--timeout=-1s",
+            "--requests=many",
+            "--trace-unit=ms",
+        ] {
+            let e = cmd.clone().try_get_matches_from(["x", bad]).unwrap_err();
+            let flag = bad.split('=').next().unwrap();
+            assert!(e.to_string().contains(flag), "{bad}: {e}");
         }
     }
 }

@@ -133,6 +133,31 @@ pub fn check_writable(flag: &str, path: &Path) -> Result<(), FileError> {
     Ok(())
 }
 
+/// Refuses an output file that is the store itself or one of SQLite's files beside it:
+/// writing the export there would destroy the runs being exported.
+pub fn check_not_the_store(flag: &str, out: &Path, db: &Path) -> Result<(), FileError> {
+    let mut names = vec![db.to_path_buf()];
+    // SQLite names its side files after the path it opened and, for a symbolic link, after
+    // the link's target: check both spellings.
+    let real = resolved(db);
+    for base in [db.as_os_str(), real.as_os_str()] {
+        for suffix in ["-wal", "-shm", "-journal"] {
+            let mut n = base.to_owned();
+            n.push(suffix);
+            names.push(n.into());
+        }
+    }
+    if names.iter().any(|n| same_file(out, n)) {
+        return Err(FileError::Refused(format!(
+            "{flag} {} is the results store {} (or a file SQLite keeps beside it); \
+             write to another file",
+            out.display(),
+            db.display()
+        )));
+    }
+    Ok(())
+}
+
 /// `path` with symbolic links and `..` resolved, also when it does not exist yet (its
 /// directory resolved, its name kept), so that two names of one file compare equal.
 pub fn resolved(path: &Path) -> PathBuf {

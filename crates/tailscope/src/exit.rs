@@ -32,9 +32,19 @@ pub fn usage(msg: impl fmt::Display) -> anyhow::Error {
     anyhow::Error::new(Usage(msg.to_string()))
 }
 
-/// The exit code for an error: 2 when any error in its chain is a usage error, else 1.
+/// The exit code for an error: 2 when any error in its chain is the user's input at fault
+/// (a usage error, or a library's error that says so), else 1.
 pub fn code_of(e: &anyhow::Error) -> i32 {
-    if e.chain().any(|c| c.downcast_ref::<Usage>().is_some()) {
+    let invalid = |c: &(dyn std::error::Error + 'static)| {
+        c.downcast_ref::<Usage>().is_some()
+            || c.downcast_ref::<lab::LabError>()
+                .is_some_and(|e| e.is_invalid())
+            || c.downcast_ref::<report::files::FileError>()
+                .is_some_and(|e| e.is_refused())
+            || c.downcast_ref::<report::gate::GateError>()
+                .is_some_and(|e| e.is_invalid())
+    };
+    if e.chain().any(invalid) {
         2
     } else {
         1
@@ -89,5 +99,10 @@ mod tests {
         assert_eq!(code_of(&usage("bad")), 2);
         assert_eq!(code_of(&usage("bad").context("while parsing")), 2);
         assert_eq!(code_of(&anyhow::anyhow!("measurement failed")), 1);
+        let refused = report::files::FileError::Refused("--plot: no such directory".into());
+        assert_eq!(code_of(&anyhow::Error::new(refused)), 2);
+        let e = lab::Slo::parse("p99<=", lab::ViewChoice::Auto).unwrap_err();
+        assert!(e.is_invalid());
+        assert_eq!(code_of(&anyhow::Error::new(e).context("--slo")), 2);
     }
 }

@@ -25,16 +25,6 @@ pub fn at_most<T: PartialOrd + Display>(flag: &str, v: T, max: T) -> anyhow::Res
     Ok(v)
 }
 
-/// A duration flag (in ns) that is a per-request service time: at most
-/// [`model::MAX_SERVICE_NS`], as the model's service times are.
-pub fn service_ns(flag: &str, s: &str) -> anyhow::Result<f64> {
-    let ns = model::parse_duration_ns(s).map_err(|e| usage(format!("{flag}: {e}")))?;
-    if ns > model::MAX_SERVICE_NS {
-        return Err(usage(format!("{flag} must be at most 1e6 s, got {s}")));
-    }
-    Ok(ns)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -48,14 +38,5 @@ mod tests {
             "--workers must be at most 100000, got 4000000000"
         );
         assert_eq!(crate::exit::code_of(&e), 2);
-        assert!(service_ns("--t0", "2e6s")
-            .unwrap_err()
-            .to_string()
-            .contains("--t0"));
-        assert!(service_ns("--t0", "1e99s")
-            .unwrap_err()
-            .to_string()
-            .contains("--t0"));
-        assert_eq!(service_ns("--t0", "4us").unwrap(), 4_000.0);
     }
 }

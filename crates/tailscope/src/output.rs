@@ -1,17 +1,14 @@
 //! Printing helpers shared by the commands: writing to stdout (a reader that went away is
-//! success) and the output files' checks and writers of `report::files`, as usage errors.
+//! success) and the output files' checks and writers of `report::files`.
 
 use std::fmt;
 use std::io::{self, Write};
 
 use anyhow::Context;
-use report::files::{CcdfFiles, FileError};
+use report::files::CcdfFiles;
 use serde::Serialize;
 
 use crate::cli::OutputArgs;
-use crate::exit::usage;
-
-pub use report::files::{resolved, same_file};
 
 /// Ends the process with 0 when `r` failed because stdout's reader went away (`tailscope runs
 /// list | head -1`): the output nobody reads is not a failure, as in ripgrep. Rust ignores
@@ -97,20 +94,6 @@ pub fn print_with(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> anyhow::R
     Ok(())
 }
 
-/// A file error as the CLI reports it: a refused path is a usage error (exit 2).
-pub fn file_err(e: FileError) -> anyhow::Error {
-    if e.is_refused() {
-        usage(e)
-    } else {
-        anyhow::Error::new(e)
-    }
-}
-
-/// See [`report::files::check_writable`].
-pub fn check_writable(flag: &str, path: &std::path::Path) -> anyhow::Result<()> {
-    report::files::check_writable(flag, path).map_err(file_err)
-}
-
 fn ccdf_files(out: &OutputArgs) -> CcdfFiles {
     CcdfFiles {
         ccdf: out.ccdf.clone(),
@@ -120,7 +103,7 @@ fn ccdf_files(out: &OutputArgs) -> CcdfFiles {
 
 /// Checks the output files of `out` before any work starts (see [`CcdfFiles::check`]).
 pub fn check_outputs(out: &OutputArgs) -> anyhow::Result<()> {
-    ccdf_files(out).check().map_err(file_err)
+    Ok(ccdf_files(out).check()?)
 }
 
 /// Writes the CCDF CSV and/or plot the user asked for; returns the paths written (none left
@@ -130,7 +113,7 @@ pub fn write_ccdf_outputs(
     title: &str,
     series: &[report::Series],
 ) -> anyhow::Result<Vec<String>> {
-    ccdf_files(out).write(title, series).map_err(file_err)
+    Ok(ccdf_files(out).write(title, series)?)
 }
 
 /// Prints `v` as JSON with `--json`, else the text `text` writes; exit code 0.

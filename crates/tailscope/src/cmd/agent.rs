@@ -8,7 +8,6 @@ use std::os::fd::AsFd;
 
 use anyhow::Context;
 
-use super::target::lab_err;
 use crate::exit::usage;
 
 pub fn run() -> anyhow::Result<i32> {
@@ -33,7 +32,6 @@ pub fn run() -> anyhow::Result<i32> {
     lab::agents::serve(
         BufReader::with_capacity(1 << 16, input),
         BufWriter::with_capacity(1 << 16, output),
-    )
-    .map_err(lab_err)?;
+    )?;
     Ok(0)
 }

@@ -2,14 +2,13 @@
 //! matrix; `lab::colocate` runs it.
 
 use super::common::{db_path, shutdown_flag};
-use super::gate::Gate;
 use super::progress::Progress;
-use super::sweep::{agents_of, sweep_plan};
+use super::sweep::sweep_plan;
 use super::sweep_file::from_file;
-use super::target::lab_err;
 use crate::cli::ColocateArgs;
 use crate::exit::usage;
 use crate::output;
+use report::gate::Gate;
 
 /// One side: its file's options as a sweep's, with the shared overrides.
 fn side(file: &str, a: &ColocateArgs) -> anyhow::Result<lab::SweepPlan> {
@@ -22,15 +21,15 @@ fn side(file: &str, a: &ColocateArgs) -> anyhow::Result<lab::SweepPlan> {
     let (mut args, axes) = from_file(file)?;
     // --duration / --warmup replace both files' (a duration also their requests).
     if let Some(d) = &a.duration {
-        args.load.duration = d.clone();
-        args.load.requests = None;
+        args.opts.load.duration = d.clone();
+        args.opts.load.requests = None;
     }
     if let Some(w) = &a.warmup {
-        args.load.warmup = w.clone();
+        args.opts.load.warmup = w.clone();
     }
-    let mut plan = sweep_plan(&args, axes)?;
+    let (mut plan, _) = sweep_plan(&args, axes)?;
     // The command line's agents send both services' load.
-    if let Some(agents) = agents_of(&a.agents)? {
+    if let Some(agents) = a.agents.agents()? {
         plan.template.agents = Some(agents);
     }
     if plan.loads.is_empty() {
@@ -40,14 +39,13 @@ fn side(file: &str, a: &ColocateArgs) -> anyhow::Result<lab::SweepPlan> {
 }
 
 pub fn run(a: &ColocateArgs) -> anyhow::Result<i32> {
-    super::common::check_label(a.label.as_deref())?;
     let mut pa = side(&a.a, a)?;
     let mut pb = side(&a.b, a)?;
     // --slo-a / --slo-b, else --slo, in place of the files' own SLOs.
     let view: lab::ViewChoice = a.slo_view.into();
     for (plan, own) in [(&mut pa, &a.slo_a), (&mut pb, &a.slo_b)] {
         if let Some(text) = own.as_deref().or(a.slo.as_deref()) {
-            plan.slo = Some(lab::Slo::parse(text, view).map_err(lab_err)?);
+            plan.slo = Some(lab::Slo::parse(text, view)?);
         }
         if a.label.is_some() {
             plan.template.config["label"] = serde_json::json!(a.label);
@@ -63,8 +61,8 @@ pub fn run(a: &ColocateArgs) -> anyhow::Result<i32> {
         }
     }
     let db = db_path(&a.db)?;
-    pa.check(&db).map_err(lab_err)?;
-    pb.check(&db).map_err(lab_err)?;
+    pa.check(&db)?;
+    pb.check(&db)?;
     let obs = Progress::new(a.json);
     // Opening it here creates it before the two sides open their own connections.
     drop(
@@ -72,7 +70,7 @@ pub fn run(a: &ColocateArgs) -> anyhow::Result<i32> {
             .map_err(|e| usage(format!("cannot open results store {}: {e}", db.display())))?,
     );
     let stop = shutdown_flag()?;
-    let r = lab::colocate(&pa, &pb, &db, &stop, &obs).map_err(lab_err)?;
+    let r = lab::colocate(&pa, &pb, &db, &stop, &obs)?;
     let suites = r.suites();
     let written = gate.write(&suites)?;
     if a.json {

@@ -5,11 +5,11 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use super::common::check_not_the_store;
 use super::common::open_existing_store;
 use crate::cli::{DbArgs, OutputArgs};
 use crate::exit::usage;
 use crate::output::{self, outln};
+use report::files::check_not_the_store;
 
 pub fn run(ids: &[i64], plot: Option<&PathBuf>, db: &DbArgs, json: bool) -> anyhow::Result<i32> {
     if ids.len() < 2 {

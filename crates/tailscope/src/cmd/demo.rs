@@ -8,15 +8,13 @@ use lab::demo::{calibration_of, DemoSpec};
 use lab::Db;
 use report::demo_tour::{DemoJson, DemoServer, Tour};
 
-use super::common::{db_path, parse_duration, parse_sched, shutdown_flag};
+use super::common::{db_path, shutdown_flag};
 use super::progress::Progress;
-use super::target::lab_err;
 use crate::cli::{DemoArgs, GateArgs, OutputArgs};
 use crate::exit::usage;
 use crate::output::{self, outln};
 
 pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
-    super::common::check_label(a.label.as_deref())?;
     let out = OutputArgs {
         json: a.json,
         ccdf: None,
@@ -28,25 +26,25 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
         junit: None,
         markdown: None,
     };
-    let gate = super::gate::Gate::new(a.slo.as_deref(), lab::ViewChoice::Auto, &gate_args)?;
+    let gate = report::gate::Gate::new(a.slo.as_deref(), lab::ViewChoice::Auto, &gate_args)?;
     let spec = DemoSpec {
         server_cpu: a.server_cpu,
         client_cpu: a.client_cpu,
-        work: super::model::parse_service(&a.work)?,
+        work: lab::model_query::read_service(&a.work)?,
         work_text: a.work.clone(),
-        sched: parse_sched(a.sched.as_deref())?,
-        duration: parse_duration("--duration", &a.duration)?,
-        duration_text: a.duration.clone(),
+        sched: a.sched.clone(),
+        duration: a.duration.value.0,
+        duration_text: a.duration.text.clone(),
         loads_pct: a.loads.clone(),
         repeat: a.repeat,
-        label: a.label.clone(),
+        label: a.label.clone().map(|l| l.0),
         slo: gate.slo.clone(),
         extra_quantiles: gate.extra.clone(),
     };
-    let mut plan = spec.plan(host::placement::online_cpus()).map_err(lab_err)?;
+    let mut plan = spec.plan(host::placement::online_cpus())?;
     output::check_outputs(&out)?;
     let db = db_path(&a.db)?;
-    plan.sweep.check(&db).map_err(lab_err)?;
+    plan.sweep.check(&db)?;
     let (server_cpu, client_cpu) = (plan.server_cpu, plan.client_cpu);
     let progress = Progress::new(a.json);
     let show = |run: &lab::Run| {
@@ -58,10 +56,9 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
     let db = Db::open(&db)
         .map_err(|e| usage(format!("cannot open results store {}: {e}", db.display())))?;
     let stop = shutdown_flag()?;
-    let host_noise =
-        super::run::probe_noise(a.no_noise_probe, &[client_cpu], &[server_cpu], &stop, &tour);
+    let host_noise = lab::probe_noise(a.no_noise_probe, &[client_cpu], &[server_cpu], &stop, &tour);
     plan.sweep.template.config["host_noise"] = serde_json::json!(host_noise);
-    let result = lab::sweep(&plan.sweep, &db, &stop, &tour).map_err(lab_err)?;
+    let result = lab::sweep(&plan.sweep, &db, &stop, &tour)?;
     let toured = tour.finish();
     let host_line = host_noise.as_ref().map(|h| h.line());
     let mut closing =

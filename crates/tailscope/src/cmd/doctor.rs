@@ -8,7 +8,7 @@ use std::time::Duration;
 use host::mitigate::Applied;
 use lab::doctor::host_err;
 
-use super::common::{lab_err, shutdown_flag};
+use super::common::shutdown_flag;
 use crate::cli::DoctorArgs;
 use crate::exit::usage;
 use crate::output::{self, out};
@@ -16,7 +16,7 @@ use crate::output::{self, out};
 /// `--state-dir`: a directory (or one that can be made), readable when it exists, since
 /// the journal of an earlier `--apply` that died is read from it.
 fn check_state_dir(d: &std::path::Path) -> anyhow::Result<()> {
-    super::common::check_dir_flag("--state-dir", d)?;
+    lab::check_dir_flag("--state-dir", d)?;
     if d.is_dir() {
         std::fs::read_dir(d).map_err(|e| {
             usage(format!(
@@ -33,13 +33,13 @@ pub fn run(a: &DoctorArgs) -> anyhow::Result<i32> {
         check_state_dir(d)?;
     }
     let cpus = a.cpus.as_deref();
-    let e = lab::doctor::examine(&a.root, a.state_dir.as_deref(), a.pid, cpus).map_err(lab_err)?;
+    let e = lab::doctor::examine(&a.root, a.state_dir.as_deref(), a.pid, cpus)?;
     let applied = if a.apply && !e.plan.is_empty() {
         // The handler goes in before anything is changed: a Ctrl-C that came before it would
         // kill the process with the changes in force (until the next start reverts them).
         let stop = shutdown_flag()?;
         let held = Applied::apply(&e.root, &e.journal, &e.plan, false);
-        Some((held.map_err(|x| lab_err(host_err(x)))?, stop))
+        Some((held.map_err(|x| anyhow::Error::from(host_err(x)))?, stop))
     } else {
         None
     };
@@ -63,7 +63,9 @@ pub fn run(a: &DoctorArgs) -> anyhow::Result<i32> {
         while !stop.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_millis(100));
         }
-        applied.revert().map_err(|x| lab_err(host_err(x)))?;
+        applied
+            .revert()
+            .map_err(|x| anyhow::Error::from(host_err(x)))?;
         eprintln!("tailscope doctor: reverted");
     }
     Ok(0)

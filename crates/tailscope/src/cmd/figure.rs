@@ -8,14 +8,13 @@ use report::model_view::{figure_series, FigureJson};
 use report::paper_figure::Figure;
 
 use super::progress::Progress;
-use super::target::lab_err;
 use crate::cli::FigureArgs;
-use crate::exit::{usage, OrUsage};
+use crate::exit::usage;
 use crate::limits;
 use crate::output;
 
 pub fn run(a: &FigureArgs) -> anyhow::Result<i32> {
-    let n = model::parse_count(&a.requests).or_usage_ctx("--requests")?;
+    let n = a.requests.0;
     if n == 0 {
         return Err(usage("--requests must be at least 1"));
     }
@@ -28,13 +27,13 @@ pub fn run(a: &FigureArgs) -> anyhow::Result<i32> {
     let trace = match &a.trace {
         Some(p) => {
             let text = format!("trace:{}", p.display());
-            let t = super::model::parse_arrival(&text, super::model::parse_unit(&a.trace_unit)?)?;
+            let t = lab::model_query::read_arrival(&text, a.trace_unit)?;
             Some((t, p.display().to_string()))
         }
         None => None,
     };
     let obs = Progress::new(a.out.json);
-    let f = lab::model_query::figure(a.number, n, a.seed, trace, &obs).map_err(lab_err)?;
+    let f = lab::model_query::figure(a.number, n, a.seed, trace, &obs)?;
     let (title, curves, results, claims) = (f.title, f.curves, f.results, f.claims);
     let figure = Figure {
         number: a.number,

@@ -10,7 +10,6 @@ mod compare;
 mod demo;
 mod doctor;
 mod figure;
-mod gate;
 mod install;
 mod model;
 mod noise;
@@ -22,7 +21,6 @@ mod serve;
 mod stress;
 mod sweep;
 mod sweep_file;
-mod target;
 mod tune;
 
 use crate::cli::{Cli, Command, ModelSub};

@@ -2,26 +2,26 @@
 
 use noise::{LoopKind, NoiseConfig, NoiseError};
 
-use super::common::{parse_duration, parse_sched, shutdown_flag};
+use super::common::shutdown_flag;
 use crate::cli::NoiseArgs;
-use crate::exit::{usage, OrUsage};
+use crate::exit::usage;
 use crate::limits;
 use crate::output;
 
 pub fn run(a: &NoiseArgs) -> anyhow::Result<i32> {
-    let cpus = host::placement::parse_cpu_list(&a.cpus).or_usage_ctx("--cpus")?;
+    let cpus = a.cpus.value.0.clone();
     let loop_kind = match a.loop_kind {
         crate::cli::LoopArg::Consecutive => LoopKind::Consecutive,
         crate::cli::LoopArg::Paired => LoopKind::Paired,
     };
-    let threshold = model::parse_duration_ns(&a.threshold).or_usage_ctx("--threshold")?;
+    let threshold = a.threshold.value.0.as_nanos() as f64;
     if threshold > limits::MAX_NOISE_THRESHOLD_NS {
         return Err(usage(format!(
             "--threshold must be at most 1s, got {}",
             a.threshold
         )));
     }
-    let duration = parse_duration("--duration", &a.duration)?;
+    let duration = a.duration.value.0;
     if duration > limits::MAX_NOISE_DURATION {
         return Err(usage(format!(
             "--duration must be at most {} s, got {}",
@@ -34,7 +34,7 @@ pub fn run(a: &NoiseArgs) -> anyhow::Result<i32> {
         duration,
         threshold_ns: threshold.round() as u64,
         loop_kind,
-        sched: parse_sched(a.sched.as_deref())?,
+        sched: a.sched.clone(),
         mlock: a.mlock,
         proc_root: a.root.clone(),
         ..NoiseConfig::default()
@@ -51,7 +51,7 @@ pub fn run(a: &NoiseArgs) -> anyhow::Result<i32> {
         .as_deref()
         .map(report::host_view::noise_plot_kind)
         .transpose();
-    let plot = plot.map_err(output::file_err)?;
+    let plot = plot?;
     let stop = shutdown_flag()?;
     let bar = indicatif::ProgressBar::new(1000);
     bar.set_message(format!("probing {} for {}", a.cpus, a.duration));

@@ -2,185 +2,43 @@
 //! experiment) and checked before anything starts, the target started, `lab::measure`, the
 //! result printed with `report::run_view`.
 
-use lab::{Db, LoadOptions, LoadPlan, RunSpec, TargetPlan};
-use load::{LoadConfig, NullRpcWorkload};
-use serde_json::json;
+use lab::Db;
 
-use super::common::{check_label, db_path, shutdown_flag};
-use super::gate::Gate;
+use super::common::{db_path, shutdown_flag};
 use super::progress::Progress;
-use super::target::lab_err;
-use crate::cli::{LoadArgs, OnOff, RunArgs, WorkloadArg};
-use crate::exit::{usage, OrUsage};
+use crate::cli::RunArgs;
+use crate::exit::usage;
 use crate::output;
-
-pub use lab::probe_noise;
-
-/// A requested rate (`tune --rate`): absolute, or a fraction of the calibrated capacity.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Rate {
-    PerSecond(f64),
-    OfCapacity(f64),
-}
-
-/// `--rate` read by [`lab::Load`]'s parser.
-pub fn parse_rate(s: &str) -> anyhow::Result<Rate> {
-    match s.parse::<lab::Load>() {
-        Ok(lab::Load::Rps(r)) => Ok(Rate::PerSecond(r)),
-        Ok(lab::Load::OfCapacity(f)) => Ok(Rate::OfCapacity(f)),
-        Err(e) => Err(usage(format!("--rate '{}': {e}", lab::clip(s)))),
-    }
-}
-
-/// The null-RPC request options of the load flags.
-pub fn nullrpc(a: &LoadArgs) -> NullRpcWorkload {
-    NullRpcWorkload {
-        request_size: a.request_size,
-        stamps: !a.no_stamps,
-    }
-}
-
-/// `--workload`'s sizes and mix in `w` (its arrivals are [`plan`]'s).
-pub fn apply_workload(a: &LoadArgs, w: &mut lab::WorkloadSpec) {
-    if a.workload == Some(WorkloadArg::Etc) {
-        w.key_size = load::SizeDist::Etc(load::EtcSize::Key);
-        w.value_size = load::SizeDist::Etc(load::EtcSize::Value);
-        w.get_ratio = load::etc::ETC_GET_RATIO;
-    }
-}
-
-/// The arrival process as the user named it (for the stored config).
-pub fn arrival_text(a: &LoadArgs) -> String {
-    match a.workload {
-        Some(WorkloadArg::Etc) => "etc".into(),
-        None => a.arrival.clone(),
-    }
-}
-
-/// The load flags as `lab`'s options (the arrival read, a trace file included).
-pub fn load_options(a: &LoadArgs) -> anyhow::Result<LoadOptions> {
-    let arrival = match a.workload {
-        Some(WorkloadArg::Etc) => model::ArrivalSpec::GenPareto {
-            shape: model::ETC_GAP_SHAPE,
-        },
-        None => {
-            let unit = super::model::parse_unit(&a.trace_unit)?;
-            super::model::parse_arrival(&a.arrival, unit)?
-        }
-    };
-    Ok(LoadOptions {
-        arrival,
-        duration: a.duration.clone(),
-        requests: a.requests.clone(),
-        warmup: a.warmup.clone(),
-        timeout: a.timeout.clone(),
-        connections: a.connections,
-        threads: a.threads,
-        max_outstanding: a.max_outstanding,
-        cpus: a.cpus.clone().unwrap_or_default().0,
-        lateness_threshold: a.lateness_threshold.clone(),
-        precision: a.precision.clone(),
-        max_duration: a.max_duration.clone(),
-        alpha: a.alpha,
-        seed: a.seed,
-        confidence: a.confidence,
-        yield_when_far: a.yield_when_far,
-    })
-}
-
-/// The load flags validated (by `lab`).
-pub fn plan(a: &LoadArgs) -> anyhow::Result<LoadPlan> {
-    load_options(a)?.plan().map_err(lab_err)
-}
-
-/// The load configuration at `rate`; its target is a placeholder until the target starts.
-pub fn load_config(_a: &LoadArgs, p: &LoadPlan, rate: f64) -> anyhow::Result<LoadConfig> {
-    Ok(p.config(rate))
-}
-
-/// The one conversion of `run`'s arguments into `lab`'s spec of the run.
-fn run_spec(a: &RunArgs, server_cpus: Vec<usize>, gate: &Gate) -> anyhow::Result<RunSpec> {
-    let la = &a.load;
-    let load = plan(la)?;
-    let service_ns = match a.side.service.as_deref() {
-        Some(s) => {
-            let ns = model::parse_duration_ns(s).or_usage_ctx("--service")?;
-            if ns.is_nan() || ns <= 0.0 {
-                return Err(usage(format!("--service must be positive, got '{s}'")));
-            }
-            Some(ns)
-        }
-        None => None,
-    };
-    let config = json!({
-        "target": a.target, "rate": a.rate.text, "arrival": arrival_text(la),
-        "workload_preset": la.workload.map(|_| "etc"), "duration": la.duration,
-        "requests": la.requests, "warmup": la.warmup, "connections": la.connections,
-        "threads": la.threads, "cpus": load.cpus, "max_outstanding": la.max_outstanding,
-        "timeout": la.timeout, "request_size": la.request_size, "stamps": !la.no_stamps,
-        "seed": la.seed, "alpha": la.alpha, "stages": a.stages, "label": a.label,
-    });
-    Ok(RunSpec {
-        target: a.target.clone(),
-        load,
-        rate: a.rate.value,
-        ideal: lab::IdealAsk {
-            service_ns,
-            workers: a.side.workers,
-            queues: a.side.queues.structure(),
-            calibrate: lab::CalibrateSpec::default(),
-            calibrated_as: "calibration".into(),
-            stored: false,
-            announce: true,
-        },
-        attribution: !a.side.no_attribution,
-        server_cpus,
-        extra_pids: a.side.server_pid.clone(),
-        stages: a.stages,
-        agents: lab::Agents::from_args(
-            &a.agents.agent,
-            a.agents.agents_file.as_deref(),
-            a.agents.agent_records == OnOff::On,
-        )
-        .map_err(lab_err)?,
-        view: a.view.into(),
-        noise_probe: !a.no_noise_probe,
-        repeat: a.repeat,
-        extra_quantiles: gate.extra.clone(),
-        config,
-    })
-}
+use report::gate::Gate;
 
 pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
     // Validate everything, then run: nothing is written (not even the store file) and no
     // server is started on bad input.
-    let (server_cpus, mut tspec) = super::target::side_spec(&a.target, &a.side, nullrpc(&a.load))?;
-    apply_workload(&a.load, &mut tspec.workload);
-    let tplan = TargetPlan::new(&tspec).map_err(lab_err)?;
+    let o = &a.opts;
+    let tplan = o.target(&a.target)?;
     output::check_outputs(&a.out)?;
-    let gate = Gate::new(a.slo.as_deref(), a.slo_view.into(), &a.gate)?;
-    check_label(a.label.as_deref())?;
-    let spec = run_spec(a, server_cpus, &gate)?;
+    let gate = Gate::new(o.slo.as_deref(), o.slo_view.into(), &o.gate)?;
+    let spec = o.spec(&a.target, gate.extra.clone())?;
     let db = db_path(&a.db)?;
-    let checked = spec.check(&tplan, &db).map_err(lab_err)?;
+    let checked = spec.check(&tplan, &db)?;
 
     let obs = Progress::new(a.out.json);
     let db = Db::open(&db)
         .map_err(|e| usage(format!("cannot open results store {}: {e}", db.display())))?;
     let stop = shutdown_flag()?;
-    let ready = tplan.start(&stop, &obs).map_err(lab_err)?;
+    let ready = tplan.start(&stop, &obs)?;
     let plan = spec
         .plan(&checked, &ready, &db, &stop, &obs)
-        .map_err(lab_err);
-    if a.repeat > 1 {
+        .map_err(anyhow::Error::from);
+    if o.repeat > 1 {
         let result = plan.and_then(|p| {
             Ok(lab::measure_repeated(
-                &p, a.repeat, &ready, &db, &stop, &obs,
+                &p, o.repeat, &ready, &db, &stop, &obs,
             )?)
         });
         let stopped = ready.stop();
         let (runs, combined, experiment) = result?;
-        stopped.map_err(lab_err)?;
+        stopped?;
         return print_repeated(a, &runs, &combined, experiment, &gate);
     }
     let result = plan.and_then(|p| Ok(lab::measure(&p, &ready, &db, &stop, &obs)?));
@@ -199,7 +57,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
             return Err(e);
         }
     };
-    stopped.map_err(lab_err)?;
+    stopped?;
     print_run(a, &run, &gate)
 }
 
@@ -262,7 +120,7 @@ fn print_repeated(
         })?;
     }
     // Exit 1 only when no view asked for was measured validly by any repeat.
-    let valid = match lab::ViewChoice::from(a.view) {
+    let valid = match lab::ViewChoice::from(a.opts.view) {
         lab::ViewChoice::User => p.user.is_some(),
         lab::ViewChoice::Server => p.server.is_some(),
         lab::ViewChoice::Auto => p.user.is_some() || p.server.is_some(),

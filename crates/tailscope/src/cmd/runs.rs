@@ -1,18 +1,16 @@
 //! `tailscope runs list|show|compare|export`: the results store, read back. These commands only
 //! read: they never create a store, and `export` writes nothing until the run has been read.
 
-use std::io::Write;
 use std::path::Path;
 
-use anyhow::Context;
-use serde_json::json;
-
-use super::common::{check_not_the_store, open_existing_store};
+use super::common::open_existing_store;
+use report::files::check_not_the_store;
 use report::pushgateway::PushUrl;
 
-use crate::cli::{DbArgs, ExportFormat, RunsCmd, RunsSub};
+use crate::cli::{DbArgs, RunsCmd, RunsSub};
 use crate::exit::usage;
 use crate::output::{self, outln};
+use report::export::Format;
 
 pub fn run(c: &RunsCmd) -> anyhow::Result<i32> {
     match &c.sub {
@@ -61,52 +59,9 @@ fn list(db: &DbArgs, json: bool, experiment: Option<i64>) -> anyhow::Result<i32>
         ((p, None), Some(_)) => return Err(usage(format!("no results store at {}", p.display()))),
     };
     if json {
-        let v: Vec<_> = runs
-            .iter()
-            .map(|r| {
-                json!({
-                    "id": r.id, "kind": r.kind, "status": r.status, "target": r.target,
-                    "started_at": r.started_at, "finished_at": r.finished_at, "requests": r.requests,
-                    "p99_us": r.summary.as_ref().and_then(|s| s.pointer("/measured/p99")).cloned(),
-                    "label": r.config.get("label").and_then(|l| l.as_str()),
-                })
-            })
-            .collect();
-        output::print_json(&json!({ "runs": v }))?;
-        return Ok(0);
-    }
-    outln!(
-        "{:>5}  {:<10} {:<12} {:<22} {:>10}  {:<16} target",
-        "id",
-        "kind",
-        "status",
-        "started",
-        "p99",
-        "label"
-    )?;
-    for r in runs {
-        let p99 = r
-            .summary
-            .as_ref()
-            .and_then(|s| s.pointer("/measured/p99"))
-            .and_then(|v| v.as_f64())
-            .map(|v| format!("{v:.1} µs"))
-            .unwrap_or_default();
-        let label = r
-            .config
-            .get("label")
-            .and_then(|l| l.as_str())
-            .unwrap_or("-");
-        outln!(
-            "{:>5}  {:<10} {:<12} {:<22} {:>10}  {:<16} {}",
-            r.id,
-            r.kind,
-            r.status,
-            r.started_at,
-            p99,
-            label,
-            r.target
-        )?;
+        output::print_json(&report::store_view::ListJson::of(&runs))?;
+    } else {
+        output::print_with(|w| report::store_view::list(w, &runs))?;
     }
     Ok(0)
 }
@@ -123,19 +78,7 @@ fn show(id: i64, db: &DbArgs, json: bool) -> anyhow::Result<i32> {
         output::print_json(&v)?;
         return Ok(0);
     }
-    outln!(
-        "run {} · {} · {} · {} · started {}{}",
-        r.id,
-        r.kind,
-        r.status,
-        r.target,
-        r.started_at,
-        experiment
-            .map(|e| format!(" · experiment {e}"))
-            .unwrap_or_default()
-    )?;
-    outln!("config: {}", serde_json::to_string(&r.config)?)?;
-    outln!("host: {}", serde_json::to_string(&r.host)?)?;
+    output::print_with(|w| report::store_view::show_header(w, &r, experiment))?;
     // The run by field when it was stored with its typed form; else (older stores, runs that
     // failed before their analysis) its JSON summary as stored.
     match lab::load_run(&st, id) {
@@ -158,25 +101,25 @@ enum Exported {
 fn export(
     id: Option<i64>,
     experiment: Option<i64>,
-    format: ExportFormat,
+    format: Format,
     out: Option<&Path>,
     push: Option<&PushUrl>,
     db: &DbArgs,
 ) -> anyhow::Result<i32> {
-    let name = format!("{format:?}").to_lowercase();
-    if experiment.is_some() && format != ExportFormat::Openmetrics {
+    let name = format.name();
+    if experiment.is_some() && format != Format::Openmetrics {
         return Err(usage(format!(
             "--experiment exports with --format openmetrics only, got '{name}'"
         )));
     }
-    if push.is_some() && format != ExportFormat::Openmetrics {
+    if push.is_some() && format != Format::Openmetrics {
         return Err(usage(format!(
             "--push sends --format openmetrics only, got '{name}'"
         )));
     }
     let (db_path, st) = open_existing_store(db)?;
     if let Some(p) = out {
-        output::check_writable("--output", p)?;
+        report::files::check_writable("--output", p)?;
         check_not_the_store("--output", p, &db_path)?;
     }
     let Some(st) = st else {
@@ -205,77 +148,14 @@ fn export(
         gateway.push(&body).map_err(anyhow::Error::msg)?;
         return Ok(0);
     }
-    let r = match what {
-        Exported::Run(r) => *r,
-        Exported::Experiment(x, runs) => {
-            return write_export(out, |w| {
-                report::openmetrics::experiment(&x, &runs, w)?;
-                Ok(())
-            });
-        }
-    };
-    let id = r.id;
-    if format == ExportFormat::Openmetrics {
-        return write_export(out, |w| {
-            report::openmetrics::run(&r, w)?;
-            Ok(())
-        });
-    }
-    if format != ExportFormat::Json && r.requests.is_none() {
-        return Err(usage(format!("run {id} has no per-request records")));
-    }
-    let records = lab::records::StoredRecords::new(&st, id);
-    write_export(out, |mut w| {
-        if format == ExportFormat::Hdr {
-            report::hdr::interval_log(&st, &r, &mut w)?;
-        } else if format == ExportFormat::Hgrm {
-            report::hdr::hgrm(&st, &r, &mut w)?;
-        } else if format == ExportFormat::Csv {
-            // Streamed: one batch of records in memory at a time, however long the run.
-            let mut first = true;
-            records.batches(8192, &mut |cols| {
-                if first {
-                    store::export_csv_header(cols.names(), &mut w)?;
-                    first = false;
-                }
-                store::export_csv_rows(cols, &mut w)
-            })?;
-            if first {
-                store::export_csv_header(lab::records::COLUMNS, &mut w)?;
-            }
-        } else {
-            store::export_json(&r, records.all_columns()?.as_ref(), &mut w)?;
-        }
-        Ok(())
-    })
-}
-
-/// Writes an export to stdout or to `out`, buffered; a file that could not be written whole
-/// and did not exist before is removed.
-fn write_export(
-    out: Option<&Path>,
-    body: impl Fn(&mut dyn Write) -> anyhow::Result<()>,
-) -> anyhow::Result<i32> {
-    let write = |w: &mut dyn Write| -> anyhow::Result<()> {
-        let mut w = std::io::BufWriter::new(w);
-        body(&mut w)?;
-        w.flush()?;
-        Ok(())
-    };
-    match out {
-        None => write(&mut output::Stdout)?,
-        Some(p) => {
-            let existed = p.exists();
-            let mut f = std::fs::File::create(p)
-                .with_context(|| format!("cannot create {}", p.display()))?;
-            if let Err(e) = write(&mut f) {
-                // No partial export left behind (a file that was there is already truncated).
-                if !existed {
-                    let _ = std::fs::remove_file(p);
-                }
-                return Err(e.context(format!("cannot write {}", p.display())));
-            }
+    if let Exported::Run(r) = &what {
+        if format.needs_records() && r.requests.is_none() {
+            return Err(usage(format!("run {} has no per-request records", r.id)));
         }
     }
+    report::export::write_to(out, &mut output::Stdout, |w| match &what {
+        Exported::Run(r) => report::export::run(format, &st, r, w),
+        Exported::Experiment(x, runs) => Ok(report::openmetrics::experiment(x, runs, w)?),
+    })?;
     Ok(0)
 }

@@ -15,13 +15,13 @@ use crate::output::{self, outln};
 
 /// Validates `serve` arguments into the server's configuration.
 pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
-    let arch: Arch = a.arch.into();
+    let arch: Arch = a.arch;
     if a.workers == 0 {
         return Err(usage("--workers must be at least 1"));
     }
     limits::at_most("--workers", a.workers, limits::MAX_SERVE_WORKERS)?;
     let work = match &a.work {
-        Some(w) => Some(super::model::parse_service(w).context("--work")?),
+        Some(w) => Some(lab::model_query::read_service(w).context("--work")?),
         None => None,
     };
     if a.max_frame < wire::nullrpc::HEADER_LEN || a.max_frame > wire::nullrpc::MAX_FRAME {
@@ -43,10 +43,10 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
         max_frame: a.max_frame,
         seed: a.seed,
         staged: server::StagedConfig {
-            t0_ns: limits::service_ns("--t0", &a.t0)?,
-            mt_ns_per_byte: limits::service_ns("--mt", &a.mt)?,
-            r0_ns: limits::service_ns("--r0", &a.r0)?,
-            mr_ns_per_worker: limits::service_ns("--mr", &a.mr)?,
+            t0_ns: a.t0.0,
+            mt_ns_per_byte: a.mt.0,
+            r0_ns: a.r0.0,
+            mr_ns_per_worker: a.mr.0,
             workers: a.workers,
             priority: a.priority,
             worker_sleep: a.worker_sleep,
@@ -71,7 +71,7 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<i32> {
     let bound = handle.local_addr();
     if a.json {
         output::print_json(
-            &json!({"listen": bound.to_string(), "arch": server::Arch::from(a.arch).name(), "workers": a.workers}),
+            &json!({"listen": bound.to_string(), "arch": a.arch.name(), "workers": a.workers}),
         )?;
     } else {
         outln!("{bound}")?;

@@ -7,27 +7,21 @@ use std::time::{Duration, Instant};
 use host::probe::HostRoot;
 use stress::{StressSpec, Stressor};
 
-use super::common::{parse_cpus, parse_duration, shutdown_flag};
+use super::common::shutdown_flag;
 use crate::cli::StressArgs;
 use crate::exit::{usage, OrUsage};
 use crate::output;
 
 pub fn run(a: &StressArgs) -> anyhow::Result<i32> {
-    let cpus = parse_cpus(Some(&a.cpus))?;
+    let cpus = a.cpus.0.clone();
     if cpus.is_empty() {
         return Err(usage("--cpus: no CPU given"));
     }
     stress::check_intensity(a.intensity).or_usage_ctx("--intensity")?;
-    let duration = match &a.duration {
-        Some(d) => {
-            let d = parse_duration("--duration", d)?;
-            if d.is_zero() {
-                return Err(usage("--duration must be positive"));
-            }
-            Some(d)
-        }
-        None => None,
-    };
+    let duration = a.duration.map(|d| d.0);
+    if duration.is_some_and(|d| d.is_zero()) {
+        return Err(usage("--duration must be positive"));
+    }
     if !a.root.is_dir() {
         return Err(usage(format!(
             "--root {} is not a directory",
@@ -35,7 +29,7 @@ pub fn run(a: &StressArgs) -> anyhow::Result<i32> {
         )));
     }
     let spec = StressSpec {
-        kind: a.kind.into(),
+        kind: a.kind,
         cpus,
         intensity: a.intensity,
     };

@@ -1,14 +1,33 @@
-//! `--slo`, `--percentiles`, `--slo-undecided`, `--junit` and `--markdown` of `run` and
-//! `sweep`: validated before anything runs, then the verdicts' files and exit code.
+//! `--slo`, `--percentiles`, `--slo-undecided`, `--junit` and `--markdown` of the measuring
+//! commands: validated before anything runs, then the verdicts' files and exit code.
 
 use std::path::PathBuf;
 
-use lab::{Slo, SloReport, Verdict, ViewChoice};
+use lab::options::{GateArgs, UndecidedArg};
+use lab::{LabError, Slo, SloReport, Verdict, ViewChoice};
 
-use super::target::lab_err;
-use crate::cli::{GateArgs, UndecidedArg};
-use crate::exit::usage;
-use crate::output;
+use crate::files::{check_writable, FileError};
+
+/// Why the gate's options were refused, or its files not written.
+#[derive(Debug, thiserror::Error)]
+pub enum GateError {
+    /// An SLO or a percentile list that does not parse.
+    #[error(transparent)]
+    Lab(#[from] LabError),
+    /// An output file refused before the run, or not written after it.
+    #[error(transparent)]
+    File(#[from] FileError),
+}
+
+impl GateError {
+    /// Whether the user's input is at fault (the CLI exits 2).
+    pub fn is_invalid(&self) -> bool {
+        match self {
+            GateError::Lab(e) => e.is_invalid(),
+            GateError::File(e) => e.is_refused(),
+        }
+    }
+}
 
 /// The validated options.
 pub struct Gate {
@@ -23,11 +42,8 @@ pub struct Gate {
 impl Gate {
     /// Parses and checks everything (the output files must be writable): a usage error on
     /// bad input, before anything runs or is written.
-    pub fn new(slo: Option<&str>, view: ViewChoice, g: &GateArgs) -> anyhow::Result<Gate> {
-        let slo = slo
-            .map(|s| Slo::parse(s, view))
-            .transpose()
-            .map_err(lab_err)?;
+    pub fn new(slo: Option<&str>, view: ViewChoice, g: &GateArgs) -> Result<Gate, GateError> {
+        let slo = slo.map(|s| Slo::parse(s, view)).transpose()?;
         let mut gate = Gate::judging(&[slo.as_ref()], g)?;
         gate.slo = slo;
         Ok(gate)
@@ -35,9 +51,9 @@ impl Gate {
 
     /// The options for outputs judged by several SLOs (`colocate`'s two services); `slo` is
     /// left empty, `extra` holds every SLO's percentiles.
-    pub fn judging(slos: &[Option<&Slo>], g: &GateArgs) -> anyhow::Result<Gate> {
+    pub fn judging(slos: &[Option<&Slo>], g: &GateArgs) -> Result<Gate, GateError> {
         let mut extra = match &g.percentiles {
-            Some(p) => lab::parse_percentiles(p).map_err(lab_err)?,
+            Some(p) => lab::parse_percentiles(p)?,
             None => Vec::new(),
         };
         for s in slos.iter().flatten() {
@@ -50,16 +66,16 @@ impl Gate {
         for (flag, p) in [("--junit", &g.junit), ("--markdown", &g.markdown)] {
             if let Some(p) = p {
                 if slos.iter().all(Option::is_none) {
-                    return Err(usage(format!(
+                    return Err(refused(format!(
                         "{flag} writes the SLO's verdicts: give --slo (e.g. --slo 'p99<=1ms')"
                     )));
                 }
-                output::check_writable(flag, p)?;
+                check_writable(flag, p)?;
             }
         }
         if let (Some(j), Some(m)) = (&g.junit, &g.markdown) {
             if j == m {
-                return Err(usage(format!(
+                return Err(refused(format!(
                     "--junit and --markdown name the same file {}",
                     j.display()
                 )));
@@ -81,7 +97,7 @@ impl Gate {
     }
 
     /// Writes the JUnit and Markdown files asked for; returns the paths written.
-    pub fn write(&self, suites: &[(String, SloReport)]) -> anyhow::Result<Vec<String>> {
+    pub fn write(&self, suites: &[(String, SloReport)]) -> Result<Vec<String>, GateError> {
         self.write_split(suites, suites)
     }
 
@@ -91,18 +107,27 @@ impl Gate {
         &self,
         gated: &[(String, SloReport)],
         all: &[(String, SloReport)],
-    ) -> anyhow::Result<Vec<String>> {
+    ) -> Result<Vec<String>, GateError> {
         let mut written = Vec::new();
-        if let Some(p) = &self.junit {
-            std::fs::write(p, report::slo_view::junit(gated, self.undecided_fails))
-                .map_err(|e| anyhow::anyhow!("--junit {}: {e}", p.display()))?;
-            written.push(p.display().to_string());
-        }
-        if let Some(p) = &self.markdown {
-            std::fs::write(p, report::slo_view::markdown(all))
-                .map_err(|e| anyhow::anyhow!("--markdown {}: {e}", p.display()))?;
+        let files = [
+            (
+                &self.junit,
+                crate::slo_view::junit(gated, self.undecided_fails),
+            ),
+            (&self.markdown, crate::slo_view::markdown(all)),
+        ];
+        for (p, body) in files {
+            let Some(p) = p else { continue };
+            std::fs::write(p, body).map_err(|source| FileError::Create {
+                path: p.display().to_string(),
+                source,
+            })?;
             written.push(p.display().to_string());
         }
         Ok(written)
     }
+}
+
+fn refused(m: String) -> GateError {
+    GateError::File(FileError::Refused(m))
 }
