@@ -102,21 +102,11 @@ pub fn from_columns(c: &Columns) -> Result<Vec<RequestRecord>, StoreError> {
 mod tests {
     use super::*;
 
-    fn rec(t: u64, thread: u32) -> RequestRecord {
-        let mut r = RequestRecord::scheduled(t, (t % 3) as u8);
-        r.seen_ns = t + 1;
-        r.sent_ns = t + 2;
-        r.received_ns = t + 50;
-        r.kernel_rx_ns = t + 40;
-        r.conn = thread;
-        r.outcome = Outcome::Ok;
-        r.stamps = [t + 10, t + 11, t + 12, t + 13, t + 14, 0];
-        r
-    }
-
     #[test]
     fn columns_round_trip() {
-        let v: Vec<_> = (0..100).map(|t| rec(t * 1000, 1)).collect();
+        let v: Vec<_> = (0..100)
+            .map(|t| RequestRecord::fixture(t * 1000, 1))
+            .collect();
         assert_eq!(from_columns(&to_columns(&v).unwrap()).unwrap(), v);
         assert!(
             from_columns(&Columns::new(3)).is_err(),

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use analysis::Outcomes;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use stats::{Distribution, DistributionCi};
 
 use crate::error::{invalid, LabError};
 
@@ -166,7 +166,7 @@ pub struct AgentReport {
     pub offered_rate_rps: f64,
     pub lateness_p99_us: Option<f64>,
     /// Its latency distribution, from its own histograms (µs).
-    pub measured: Option<stats::Distribution>,
+    pub measured: Option<Distribution>,
     /// The offset its start was converted with (agent − coordinator), what the pings
     /// measured, and the bound on their error; `clock` is `shared` when it reads this host's
     /// very clock (the applied offset is then exactly 0).
@@ -220,6 +220,19 @@ pub enum AgentClock {
     Measured,
 }
 
+/// The agents' histograms added up: `--json`'s `agents_merged`,
+/// `{"requests", "measured", "measured_ci", "lateness"}`, latencies in µs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgentsMerged {
+    /// Requests the agents sent, all told.
+    pub requests: u64,
+    /// Latency (the user's view) of the added histograms.
+    pub measured: Distribution,
+    pub measured_ci: DistributionCi,
+    /// Lateness against the schedule of the added histograms; `None` when none was recorded.
+    pub lateness: Option<Distribution>,
+}
+
 /// The agents of a run.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct AgentsReport {
@@ -227,8 +240,9 @@ pub struct AgentsReport {
     /// Raw records were streamed and stored (the run's figures come from them).
     pub records: bool,
     /// The run's latency and lateness from every agent's histograms added up (beside the
-    /// exact figures from the records when they were kept).
-    pub merged: Option<Value>,
+    /// exact figures from the records when they were kept); `None` when no agent measured a
+    /// request.
+    pub merged: Option<AgentsMerged>,
     /// What is missing without records.
     pub missing: Option<String>,
     /// Why the run failed, naming the agents.

@@ -21,8 +21,8 @@ use serde_json::{json, Value};
 use stats::{Recorder, Summary, P99};
 
 pub use crate::agent_spec::{
-    agents_file, AgentClock, AgentCommand, AgentReport, AgentStatus, Agents, AgentsReport,
-    MAX_AGENTS,
+    agents_file, AgentClock, AgentCommand, AgentReport, AgentStatus, Agents, AgentsMerged,
+    AgentsReport, MAX_AGENTS,
 };
 pub use ::agents::ClockOffset;
 
@@ -336,6 +336,16 @@ fn failures_of(c: &Collected) -> Vec<String> {
     failures
 }
 
+/// The agents' histograms added up, as the run reports them (µs).
+fn merged(requests: u64, latency: &Summary, lateness: Option<&Summary>) -> AgentsMerged {
+    AgentsMerged {
+        requests,
+        measured: latency.distribution(),
+        measured_ci: latency.distribution_ci(),
+        lateness: lateness.map(Summary::distribution),
+    }
+}
+
 /// The agents' part of the run's report: each agent, and their histograms added up.
 fn agents_report(
     c: &Collected,
@@ -353,12 +363,11 @@ fn agents_report(
             .collect(),
         records: agents.records,
         merged: merged_latency.as_ref().map(|m| {
-            json!({
-                "requests": c.agents.iter().map(AgentState::requests).sum::<u64>(),
-                "measured": m.distribution_json(),
-                "measured_ci": m.intervals_json(),
-                "lateness": merged_lateness.as_ref().map(Summary::distribution_json),
-            })
+            merged(
+                c.agents.iter().map(AgentState::requests).sum(),
+                m,
+                merged_lateness.as_ref(),
+            )
         }),
         missing: (!agents.records).then(|| WITHOUT_RECORDS.to_string()),
         error: (!failures.is_empty()).then(|| failures.join("; ")),
@@ -487,5 +496,57 @@ impl LoadSource for Agents {
             return Err(LabError::Failed(failures.join("; ")));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary_of(values: impl IntoIterator<Item = u64>) -> Summary {
+        let mut r = Recorder::exact(0);
+        values.into_iter().for_each(|v| r.record(v));
+        r.summarize(0.95).unwrap()
+    }
+
+    /// What `merged` was before it was typed: the JSON built by hand.
+    fn untyped(requests: u64, latency: &Summary, lateness: Option<&Summary>) -> Value {
+        json!({
+            "requests": requests,
+            "measured": latency.distribution_json(),
+            "measured_ci": latency.intervals_json(),
+            "lateness": lateness.map(Summary::distribution_json),
+        })
+    }
+
+    #[test]
+    fn merged_keeps_the_shape_it_had_as_json() {
+        let latency = summary_of((1..=500).map(|i| 20_000 + 37 * i));
+        let lateness = summary_of((1..=500).map(|i| 3 * i));
+        for lateness in [Some(&lateness), None] {
+            let typed = merged(500, &latency, lateness);
+            let report = AgentsReport {
+                agents: Vec::new(),
+                records: false,
+                merged: Some(typed.clone()),
+                missing: None,
+                error: None,
+                notes: Vec::new(),
+            };
+            let want = untyped(500, &latency, lateness);
+            let v = serde_json::to_value(&report).unwrap();
+            assert_eq!(v["merged"], want);
+            // `--json` prints it as `json!(a.merged)`.
+            assert_eq!(json!(report.merged), want);
+            // The JSON reads back into the same value.
+            let back: AgentsMerged = serde_json::from_value(want.clone()).unwrap();
+            assert_eq!(back, typed);
+            // A run stored before it was typed kept the JSON value in its CBOR form: it
+            // reads back too.
+            let mut old = Vec::new();
+            ciborium::into_writer(&want, &mut old).unwrap();
+            let back: AgentsMerged = ciborium::from_reader(old.as_slice()).unwrap();
+            assert_eq!(back, typed);
+        }
     }
 }

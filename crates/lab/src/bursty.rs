@@ -44,6 +44,37 @@ pub struct BurstyPlan {
     pub seed: u64,
 }
 
+#[cfg(any(test, feature = "test-fixtures"))]
+impl BurstyPlan {
+    /// A test query: `tailscope model bursty`'s defaults (a server shaped like the LNS
+    /// paper's priority stack, N = 1000, α = 0.05, 512 B, 29 workers, p99), unsimulated, with
+    /// 20 bursts should a test simulate it.
+    pub fn example() -> BurstyPlan {
+        BurstyPlan {
+            params: BurstyParams {
+                t0_ns: 4_000.0,
+                mt_ns_per_byte: 0.0,
+                r0_ns: 45_000.0,
+                mr_ns: 500.0,
+                m_ns: 70_000.0,
+            },
+            workload: BurstyWorkload {
+                n: 1000,
+                alpha: 0.05,
+                payload_bytes: 512.0,
+                workers: 29,
+                spacing_ns: 1_000.0,
+                percentile: 99.0,
+            },
+            stack: Stack::Priority,
+            entropy_bin_ns: None,
+            simulate: false,
+            bursts: 20,
+            seed: 1,
+        }
+    }
+}
+
 fn in_range<T: PartialOrd + std::fmt::Display>(
     what: &str,
     v: T,
@@ -402,28 +433,7 @@ mod tests {
     use super::*;
 
     fn plan() -> BurstyPlan {
-        BurstyPlan {
-            params: BurstyParams {
-                t0_ns: 4_000.0,
-                mt_ns_per_byte: 0.0,
-                r0_ns: 45_000.0,
-                mr_ns: 500.0,
-                m_ns: 70_000.0,
-            },
-            workload: BurstyWorkload {
-                n: 1000,
-                alpha: 0.05,
-                payload_bytes: 512.0,
-                workers: 29,
-                spacing_ns: 1_000.0,
-                percentile: 99.0,
-            },
-            stack: "priority".parse().unwrap(),
-            entropy_bin_ns: None,
-            simulate: false,
-            bursts: 20,
-            seed: 1,
-        }
+        BurstyPlan::example()
     }
 
     #[test]

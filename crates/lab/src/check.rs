@@ -471,7 +471,7 @@ pub enum CheckError {
     #[error("the baseline cannot be the candidate itself ({0} {1})")]
     SameAsCandidate(&'static str, i64),
     #[error("{0} {1} has no stored result (status '{2}')")]
-    Unfinished(&'static str, i64, String),
+    Unfinished(&'static str, i64, store::RowStatus),
     #[error("baseline {kind} {id} differs from the candidate (use --force to compare anyway): {}", .differences.join("; "))]
     Differs {
         kind: &'static str,

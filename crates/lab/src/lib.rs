@@ -68,7 +68,8 @@ mod tune;
 mod view;
 
 pub use agent_spec::{
-    agents_file, AgentClock, AgentCommand, AgentReport, AgentStatus, Agents, AgentsReport,
+    agents_file, AgentClock, AgentCommand, AgentReport, AgentStatus, Agents, AgentsMerged,
+    AgentsReport,
 };
 pub use calibrate::{
     calibrate, stored_calibration, CalibrateSpec, Calibration, CalibrationRecord, IdealSource,

@@ -170,19 +170,6 @@ impl analysis::Records for StoredRecords<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use load::Outcome;
-
-    fn rec(t: u64, thread: u32) -> RequestRecord {
-        let mut r = RequestRecord::scheduled(t, (t % 3) as u8);
-        r.seen_ns = t + 1;
-        r.sent_ns = t + 2;
-        r.received_ns = t + 50;
-        r.kernel_rx_ns = t + 40;
-        r.conn = thread;
-        r.outcome = Outcome::Ok;
-        r.stamps = [t + 10, t + 11, t + 12, t + 13, t + 14, 0];
-        r
-    }
 
     #[test]
     fn streams_merge_back_in_intended_order() {
@@ -200,8 +187,10 @@ mod tests {
             .unwrap();
         let mut sink = StoreSink::open(&path, id).unwrap();
         // Thread 0 has the even times, thread 1 the odd ones, in chunks of uneven sizes.
-        let t0: Vec<_> = (0..50).map(|k| rec(2 * k, 0)).collect();
-        let t1: Vec<_> = (0..50).map(|k| rec(2 * k + 1, 1)).collect();
+        let t0: Vec<_> = (0..50).map(|k| RequestRecord::fixture(2 * k, 0)).collect();
+        let t1: Vec<_> = (0..50)
+            .map(|k| RequestRecord::fixture(2 * k + 1, 1))
+            .collect();
         sink.write(1, &t1[..7]).unwrap();
         sink.write(0, &t0[..30]).unwrap();
         sink.write(1, &t1[7..]).unwrap();

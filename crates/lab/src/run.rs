@@ -108,6 +108,13 @@ impl RunStatus {
         }
     }
 
+    /// The outcome a stored row records, read as a run status: the one place lab reads a
+    /// row's status. `None` for a row still running or abandoned, and for an outcome that is
+    /// no run status (an experiment's "2 ok, 1 invalid", a foreign text).
+    pub fn of_row(status: &store::RowStatus) -> Option<RunStatus> {
+        status.outcome()?.parse().ok()
+    }
+
     /// The process exit code a run with this status gives: 0 for a valid measurement (a
     /// saturated one included), 1 otherwise.
     pub fn exit_code(self) -> i32 {
@@ -128,6 +135,13 @@ impl std::str::FromStr for RunStatus {
             .into_iter()
             .find(|r| r.as_str() == s)
             .ok_or_else(|| format!("no run status '{s}'"))
+    }
+}
+
+/// The row of a run that finished with this status.
+impl From<RunStatus> for store::RowStatus {
+    fn from(s: RunStatus) -> store::RowStatus {
+        store::RowStatus::Finished(s.as_str().to_string())
     }
 }
 
@@ -770,4 +784,23 @@ fn excess_json(e: &[analysis::Excess]) -> Value {
         m.insert(x.key.clone(), json!(x.value));
     }
     Value::Object(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use store::RowStatus;
+
+    #[test]
+    fn a_row_reads_as_a_run_status_only_when_finished_with_one() {
+        for s in RunStatus::ALL {
+            let row = RowStatus::from_text(s.as_str());
+            assert_eq!(RunStatus::of_row(&row), Some(s));
+        }
+        assert_eq!(RunStatus::of_row(&RowStatus::Running), None);
+        assert_eq!(RunStatus::of_row(&RowStatus::Abandoned), None);
+        assert_eq!(RowStatus::from(RunStatus::Saturated).as_str(), "saturated");
+        let counts = RowStatus::Finished("2 ok, 1 invalid".into());
+        assert_eq!(RunStatus::of_row(&counts), None);
+    }
 }

@@ -91,6 +91,25 @@ impl RequestRecord {
     }
 }
 
+#[cfg(any(test, feature = "test-fixtures"))]
+impl RequestRecord {
+    /// A test record answered `Ok` on connection `conn` with every field set, each stamp a
+    /// fixed offset from its intended time `t` (class `t % 3`; server stamps T1..T5, no T6):
+    /// what a round trip through the store's columns must give back whole.
+    pub fn fixture(t: u64, conn: u32) -> RequestRecord {
+        RequestRecord {
+            seen_ns: t + 1,
+            sent_ns: t + 2,
+            received_ns: t + 50,
+            kernel_rx_ns: t + 40,
+            conn,
+            outcome: Outcome::Ok,
+            stamps: [t + 10, t + 11, t + 12, t + 13, t + 14, 0],
+            ..RequestRecord::scheduled(t, (t % 3) as u8)
+        }
+    }
+}
+
 /// The in-flight and held requests at one instant of a run (summed over generator threads).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BacklogSample {

@@ -332,28 +332,8 @@ mod tests {
 
     #[test]
     fn a_prediction_without_simulation_has_no_simulated_keys() {
-        let plan = BurstyPlan {
-            params: BurstyParams {
-                t0_ns: 4_000.0,
-                mt_ns_per_byte: 0.0,
-                r0_ns: 45_000.0,
-                mr_ns: 500.0,
-                m_ns: 70_000.0,
-            },
-            workload: BurstyWorkload {
-                n: 1000,
-                alpha: 0.05,
-                payload_bytes: 512.0,
-                workers: 29,
-                spacing_ns: 1_000.0,
-                percentile: 99.9,
-            },
-            stack: model::bursty::Stack::Priority,
-            entropy_bin_ns: None,
-            simulate: false,
-            bursts: 10,
-            seed: 1,
-        };
+        let mut plan = BurstyPlan::example();
+        plan.workload.percentile = 99.9;
         let r = plan.run().unwrap();
         let v = serde_json::to_value(PredictionJson::of(&plan, &r)).unwrap();
         assert_eq!(v["inputs"]["stack"], "priority");

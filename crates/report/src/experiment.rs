@@ -30,7 +30,7 @@ pub struct Point {
     pub load_pct: Option<f64>,
     pub offered_rps: Option<f64>,
     pub achieved_rps: Option<f64>,
-    /// None when the stored status is none a finished run has ("running", absent).
+    /// None when the stored status is none a finished run has (running, abandoned, absent).
     pub status: Option<RunStatus>,
     pub measured: Option<Distribution>,
     pub ideal: Option<Distribution>,
@@ -196,14 +196,13 @@ fn point_of_run(r: &RunRow) -> Point {
         (Some(o), g) => format!("{o}, {g}"),
         (None, g) => g,
     };
-    let row_status = RunStatus::deserialize(Value::String(r.status.clone())).ok();
     Point {
         run_id: Some(r.id),
         group,
         load_pct: c.load_pct.or(s.load_pct),
         offered_rps: s.rate_rps.or(c.rate_rps),
         achieved_rps: s.achieved_rate_rps,
-        status: s.status.or(row_status),
+        status: s.status.or_else(|| RunStatus::of_row(&r.status)),
         measured: s.measured,
         ideal: s.ideal,
         excess: s.excess,
@@ -493,7 +492,7 @@ mod tests {
         let row = |config: Value| RunRow {
             id: 1,
             kind: "tune".into(),
-            status: "ok".into(),
+            status: lab::RunStatus::Ok.into(),
             target: "memcached://127.0.0.1:1".into(),
             started_at: String::new(),
             finished_at: None,

@@ -97,7 +97,7 @@ impl<'a> Entry<'a> {
     fn status(&self) -> &str {
         match self.facts.status {
             Some(s) => s.as_str(),
-            None => &self.row.status,
+            None => self.row.status.as_str(),
         }
     }
 }
@@ -257,7 +257,7 @@ fn experiment_info(out: &mut Out<'_>, x: &ExperimentRow) -> std::io::Result<()> 
     let l = vec![
         ("experiment_id".to_string(), x.id.to_string()),
         ("kind".to_string(), x.kind.clone()),
-        ("status".to_string(), x.status.clone()),
+        ("status".to_string(), x.status.to_string()),
         ("started_at".to_string(), x.started_at.clone()),
         (
             "finished_at".to_string(),
@@ -487,7 +487,7 @@ mod tests {
         RunRow {
             id: 7,
             kind: "run".into(),
-            status: "ok".into(),
+            status: lab::RunStatus::Ok.into(),
             target: "nullrpc://h:1".into(),
             started_at: "2026-01-01T00:00:00Z".into(),
             finished_at: None,

@@ -8,6 +8,7 @@
 
 use analysis::{AnalysisConfig, IdealSpec, QueueStructure};
 use lab::summary::{figure, RunSummary};
+use lab::RunStatus;
 use stats::{Distribution, P99, STANDARD_QUANTILES};
 use store::{RunRow, Store, StoreError};
 
@@ -108,14 +109,24 @@ impl StoredRun {
         self.row.id
     }
 
-    /// The run's status: the summary's, else the row's ("running" for one never finished).
-    pub fn status(&self) -> &str {
-        if let Some(run) = &self.run {
-            return run.status.as_str();
+    /// The run's status: its typed form's, else its summary's, else its row's; `None` for a
+    /// run that never finished with one (still running, abandoned).
+    pub fn run_status(&self) -> Option<RunStatus> {
+        match &self.run {
+            Some(run) => Some(run.status),
+            None => self
+                .facts
+                .status
+                .or_else(|| RunStatus::of_row(&self.row.status)),
         }
-        match self.facts.status {
+    }
+
+    /// [`StoredRun::run_status`] as a text: the row's ("running", "abandoned") when there is
+    /// none.
+    pub fn status(&self) -> &str {
+        match self.run_status() {
             Some(s) => s.as_str(),
-            None => &self.row.status,
+            None => self.row.status.as_str(),
         }
     }
 }

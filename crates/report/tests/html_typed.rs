@@ -9,7 +9,7 @@ fn row(run: &lab::Run) -> store::RunRow {
     store::RunRow {
         id: 7,
         kind: "run".into(),
-        status: run.status.to_string(),
+        status: run.status.into(),
         target: run.target.clone(),
         started_at: "2026-11-21T21:00:00.000Z".into(),
         finished_at: None,

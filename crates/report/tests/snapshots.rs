@@ -38,7 +38,7 @@ fn stored(run: &lab::Run, id: i64) -> StoredRun {
     let row = store::RunRow {
         id,
         kind: "run".into(),
-        status: run.status.to_string(),
+        status: run.status.into(),
         target: run.target.clone(),
         started_at: "2026-11-21T21:00:00.000Z".into(),
         finished_at: None,

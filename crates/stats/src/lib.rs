@@ -44,7 +44,7 @@ pub use blocks::{
     format_width, ratio_interval, BlockEstimate, BlockedRecorder, SectionedInterval,
     DEFAULT_INITIAL_WIDTH_NS, DEFAULT_MIN_BLOCKS, MIN_SECTIONS, MIN_TAIL_PER_SECTION,
 };
-pub use distribution::Distribution;
+pub use distribution::{Distribution, DistributionCi};
 pub use entropy::{latency_entropy, recorder_entropy, EntropyEstimate};
 pub use error::StatsError;
 pub use gof::{anderson_darling_exponential, AndersonDarling};

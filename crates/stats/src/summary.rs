@@ -67,6 +67,22 @@ impl Summary {
             .collect()
     }
 
+    /// The standard quantiles' intervals in µs, typed: what [`Summary::intervals_json`]
+    /// prints.
+    pub fn distribution_ci(&self) -> crate::DistributionCi {
+        self.quantiles
+            .iter()
+            .map(|q| {
+                let est = crate::Estimate {
+                    value: q.est.value / NS_PER_US,
+                    lo: q.est.lo / NS_PER_US,
+                    hi: q.est.hi / NS_PER_US,
+                };
+                (q.key.clone(), est)
+            })
+            .collect()
+    }
+
     /// `{"p50": µs, "p90": µs, …}`: the distribution object of DESIGN.md (microseconds).
     pub fn distribution_json(&self) -> Value {
         let map: Map<String, Value> = self

@@ -8,7 +8,7 @@ use rusqlite::{params, Connection, OptionalExtension, Row, Transaction, Transact
 use serde::{Deserialize, Serialize};
 
 use crate::owner::{self, Owner};
-use crate::{codec, time, Columns, StoreError};
+use crate::{codec, time, Columns, RowStatus, StoreError};
 
 /// The schema this build writes, kept in SQLite's `user_version`. Version 0 is an empty
 /// file. The migration step `n -> n + 1` is the `n`-th entry of the private `MIGRATIONS`.
@@ -82,16 +82,6 @@ const MIGRATIONS: [&str; SCHEMA_VERSION as usize] = [
     ALTER TABLE experiments ADD COLUMN owner_start INTEGER;",
 ];
 
-/// The status of a run in progress: set by [`Store::begin_run`] until
-/// [`Store::finish_run`] records the outcome.
-pub const STATUS_RUNNING: &str = "running";
-
-/// The status of a run whose process ended without finishing it (killed by SIGKILL, the
-/// OOM killer, a power loss). [`Store::mark_abandoned`] writes it; the reads
-/// ([`Store::list_runs`], [`Store::get_run`]) report it for a `running` row whose owner is
-/// gone even before any writer has marked it, and leave the row as it is.
-pub const STATUS_ABANDONED: &str = "abandoned";
-
 /// A run or an experiment [`Store::mark_abandoned`] found orphaned and marked.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Abandoned {
@@ -128,11 +118,11 @@ pub struct NewRun {
 pub struct RunRow {
     pub id: i64,
     pub kind: String,
-    /// "running" until [`Store::finish_run`] sets the outcome ("ok", "failed", ...);
-    /// "abandoned" when the process that began it is gone and never finished it
-    /// ([`STATUS_ABANDONED`]). A run "running" is in progress, or was begun by a build
+    /// [`RowStatus::Running`] until [`Store::finish_run`] records the outcome ("ok",
+    /// "failed", ...); [`RowStatus::Abandoned`] when the process that began it is gone and
+    /// never finished it. A run still running is in progress, or was begun by a build
     /// before schema 5, which recorded no owner.
-    pub status: String,
+    pub status: RowStatus,
     pub target: String,
     pub started_at: String,
     /// RFC 3339 UTC time `finish_run` was called.
@@ -323,14 +313,15 @@ impl Store {
         Ok(self.conn.last_insert_rowid())
     }
 
-    /// Records a run's outcome and summary and stamps `finished_at` with the current time.
+    /// Records a run's outcome (the producer's text, which reads back as
+    /// [`RowStatus::Finished`]) and summary and stamps `finished_at` with the current time.
     pub fn finish_run(
         &self,
         id: i64,
-        status: &str,
+        outcome: &str,
         summary: &serde_json::Value,
     ) -> Result<(), StoreError> {
-        self.finish_row("runs", id, status, summary)
+        self.finish_row("runs", id, outcome, summary)
     }
 
     /// [`Store::finish_run`] and the run's typed form, in one transaction: a reader sees
@@ -338,7 +329,7 @@ impl Store {
     pub fn finish_run_typed(
         &self,
         id: i64,
-        status: &str,
+        outcome: &str,
         summary: &serde_json::Value,
         typed: &RunBlob,
     ) -> Result<(), StoreError> {
@@ -348,7 +339,7 @@ impl Store {
         let tx = self.write_tx()?;
         let n = tx.execute(
             "UPDATE runs SET status = ?2, summary = ?3, finished_at = ?4 WHERE id = ?1",
-            params![id, status, summary, time::now_rfc3339()],
+            params![id, outcome, summary, time::now_rfc3339()],
         )?;
         if n == 0 {
             return Err(StoreError::UnknownRun(id));
@@ -398,7 +389,7 @@ impl Store {
         &self,
         table: &'static str,
         id: i64,
-        status: &str,
+        outcome: &str,
         summary: &serde_json::Value,
     ) -> Result<(), StoreError> {
         let n = self.conn.execute(
@@ -407,7 +398,7 @@ impl Store {
             ),
             params![
                 id,
-                status,
+                outcome,
                 serde_json::to_string(summary)?,
                 time::now_rfc3339()
             ],
@@ -482,7 +473,7 @@ impl Store {
     }
 
     /// All runs, newest (most recently begun) first. A `running` run whose owner is gone
-    /// reads as [`STATUS_ABANDONED`] (the row is not changed).
+    /// reads as [`RowStatus::Abandoned`] (the row is not changed).
     pub fn list_runs(&self) -> Result<Vec<RunRow>, StoreError> {
         let mut q = self.conn.prepare(&format!(
             "SELECT {} FROM runs ORDER BY id DESC",
@@ -517,7 +508,7 @@ impl Store {
         format!("{RUN_COLUMNS}, {owner}")
     }
 
-    /// Marks [`STATUS_ABANDONED`] every `running` run whose owning process is gone (no such
+    /// Marks [`RowStatus::Abandoned`] every `running` run whose owning process is gone (no such
     /// pid, a zombie, or a pid now held by a process that started at another time) and
     /// returns them, oldest first. Runs with no recorded owner are left alone. A writing
     /// command calls it when it opens the store; it takes the write lock only when there is
@@ -649,7 +640,7 @@ const RUN_COLUMNS: &str =
 struct RawRun {
     id: i64,
     kind: String,
-    status: String,
+    status: RowStatus,
     target: String,
     started_at: String,
     finished_at: Option<String>,
@@ -729,7 +720,7 @@ mod tests {
             .unwrap();
     }
 
-    /// The status as stored, not as read.
+    /// The status as stored (the column's text), not as read.
     fn stored_status(st: &Store, id: i64) -> String {
         st.conn
             .query_row("SELECT status FROM runs WHERE id = ?1", [id], |r| r.get(0))
@@ -750,7 +741,7 @@ mod tests {
             .unwrap();
         assert_eq!(Some(Owner { pid, start }), Owner::current());
         assert!(st.mark_abandoned().unwrap().is_empty(), "its owner runs");
-        assert_eq!(st.get_run(id).unwrap().unwrap().status, STATUS_RUNNING);
+        assert_eq!(st.get_run(id).unwrap().unwrap().status, RowStatus::Running);
     }
 
     #[test]
@@ -777,11 +768,11 @@ mod tests {
         let ids: Vec<i64> = marked.iter().map(|a| a.id).collect();
         assert_eq!(ids, [gone, reused]);
         assert_eq!(marked[0].started_at, "2026-11-26T04:00:00.000Z");
-        assert_eq!(stored_status(&st, gone), STATUS_ABANDONED);
-        assert_eq!(stored_status(&st, reused), STATUS_ABANDONED);
-        assert_eq!(stored_status(&st, live), STATUS_RUNNING);
+        assert_eq!(stored_status(&st, gone), "abandoned");
+        assert_eq!(stored_status(&st, reused), "abandoned");
+        assert_eq!(stored_status(&st, live), "running");
         assert_eq!(stored_status(&st, finished), "ok");
-        assert_eq!(stored_status(&st, unknown), STATUS_RUNNING);
+        assert_eq!(stored_status(&st, unknown), "running");
         assert!(st.mark_abandoned_by(&table).unwrap().is_empty(), "once");
     }
 
@@ -792,10 +783,13 @@ mod tests {
         let me = Owner::current().unwrap();
         // This pid, another start time: a process that reused the owner's pid.
         set_owner(&st, id, Some(me.pid), Some(me.start + 1));
-        assert_eq!(st.get_run(id).unwrap().unwrap().status, STATUS_ABANDONED);
-        assert_eq!(st.list_runs().unwrap()[0].status, STATUS_ABANDONED);
-        assert_eq!(stored_status(&st, id), STATUS_RUNNING);
+        assert_eq!(
+            st.get_run(id).unwrap().unwrap().status,
+            RowStatus::Abandoned
+        );
+        assert_eq!(st.list_runs().unwrap()[0].status, RowStatus::Abandoned);
+        assert_eq!(stored_status(&st, id), "running");
         assert_eq!(st.mark_abandoned().unwrap().len(), 1);
-        assert_eq!(stored_status(&st, id), STATUS_ABANDONED);
+        assert_eq!(stored_status(&st, id), "abandoned");
     }
 }

@@ -6,7 +6,7 @@ use rusqlite::{params, OptionalExtension, Row};
 use serde::{Deserialize, Serialize};
 
 use crate::owner::Owner;
-use crate::{NewRun, RunRow, Store, StoreError};
+use crate::{NewRun, RowStatus, RunRow, Store, StoreError};
 
 /// What is known of an experiment when it starts.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -24,9 +24,10 @@ pub struct NewExperiment {
 pub struct ExperimentRow {
     pub id: i64,
     pub kind: String,
-    /// "running" until finished ("ok", "interrupted", "failed"); "abandoned" when the
-    /// process that began it is gone and never finished it (as for a run).
-    pub status: String,
+    /// [`RowStatus::Running`] until finished with an outcome ("ok", "interrupted",
+    /// "failed", a sweep's "2 ok, 1 invalid"); [`RowStatus::Abandoned`] when the process
+    /// that began it is gone and never finished it (as for a run).
+    pub status: RowStatus,
     pub started_at: String,
     pub finished_at: Option<String>,
     pub config: serde_json::Value,
@@ -38,7 +39,7 @@ const EXPERIMENT_COLUMNS: &str = "id, kind, status, started_at, finished_at, con
 type Raw = (
     i64,
     String,
-    String,
+    RowStatus,
     String,
     Option<String>,
     String,
@@ -113,10 +114,10 @@ impl Store {
     pub fn finish_experiment(
         &self,
         id: i64,
-        status: &str,
+        outcome: &str,
         summary: &serde_json::Value,
     ) -> Result<(), StoreError> {
-        self.finish_row("experiments", id, status, summary)
+        self.finish_row("experiments", id, outcome, summary)
     }
 
     /// Inserts a run as a point of experiment `experiment` (see [`Store::begin_run`]).
@@ -186,7 +187,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{time, STATUS_ABANDONED};
+    use crate::time;
 
     fn new_run() -> NewRun {
         NewRun {
@@ -220,11 +221,14 @@ mod tests {
         assert_eq!(runs, [a, b]);
         assert_eq!(st.experiment_of(a).unwrap(), Some(e));
         assert_eq!(st.experiment_of(lone).unwrap(), None);
-        assert_eq!(st.get_experiment(e).unwrap().unwrap().status, "running");
+        assert_eq!(
+            st.get_experiment(e).unwrap().unwrap().status,
+            RowStatus::Running
+        );
         st.finish_experiment(e, "ok", &serde_json::json!({"rows": 2}))
             .unwrap();
         let x = st.get_experiment(e).unwrap().unwrap();
-        assert_eq!(x.status, "ok");
+        assert_eq!(x.status, RowStatus::Finished("ok".into()));
         assert_eq!(x.summary.unwrap()["rows"], 2);
         assert_eq!(st.list_experiments().unwrap().len(), 1);
     }
@@ -260,16 +264,19 @@ mod tests {
                 )
                 .unwrap();
         }
-        assert_eq!(st.get_experiment(mine).unwrap().unwrap().status, "running");
+        assert_eq!(
+            st.get_experiment(mine).unwrap().unwrap().status,
+            RowStatus::Running
+        );
         assert_eq!(
             st.get_experiment(dead).unwrap().unwrap().status,
-            STATUS_ABANDONED
+            RowStatus::Abandoned
         );
         assert_eq!(stored(dead), "running", "a read changes nothing");
         let marked = st.mark_abandoned().unwrap();
         assert_eq!(marked.len(), 1, "{marked:?}");
         assert!(marked[0].experiment && marked[0].id == dead && marked[0].kind == "sweep");
-        assert_eq!(stored(dead), STATUS_ABANDONED);
+        assert_eq!(stored(dead), "abandoned");
         assert_eq!(stored(done), "ok");
         assert_eq!(stored(mine), "running");
         assert!(st.mark_abandoned().unwrap().is_empty(), "once");

@@ -122,7 +122,7 @@ mod tests {
         let run = RunRow {
             id: 7,
             kind: "run".into(),
-            status: "ok".into(),
+            status: crate::RowStatus::Finished("ok".into()),
             target: "127.0.0.1:11211".into(),
             started_at: "2026-01-01T00:00:00.000Z".into(),
             finished_at: None,

@@ -31,16 +31,15 @@ mod experiments;
 mod export;
 mod owner;
 mod paths;
+mod status;
 mod time;
 
 pub use chunks::{decode as decode_chunk, encode as encode_chunk, StreamInfo};
 pub use columns::Columns;
-pub use db::{
-    Abandoned, NewRun, RunBlob, RunRow, Store, OLDEST_READABLE_SCHEMA, SCHEMA_VERSION,
-    STATUS_ABANDONED, STATUS_RUNNING,
-};
+pub use db::{Abandoned, NewRun, RunBlob, RunRow, Store, OLDEST_READABLE_SCHEMA, SCHEMA_VERSION};
 pub use error::StoreError;
 pub use experiments::{ExperimentRow, NewExperiment};
 pub use export::{export_csv, export_csv_header, export_csv_rows, export_json};
 pub use paths::{default_path, DEFAULT_DB_ENV};
+pub use status::RowStatus;
 pub use time::{civil_from_days, now_rfc3339, rfc3339_utc};

@@ -6,6 +6,8 @@
 //! The start time is field 22 of `/proc/PID/stat` (clock ticks since boot), fixed for the
 //! life of a process. A zombie counts as gone: it runs no more code.
 
+use crate::RowStatus;
+
 /// A run's owning process, as recorded when the run began.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Owner {
@@ -37,11 +39,10 @@ impl Owner {
 
 /// A row's status as read: `running` whose recorded owner is gone reads `abandoned` (the
 /// row itself is marked by the next writer); any other status as stored.
-pub(crate) fn status_as_read(status: String, owner: Option<Owner>) -> String {
-    if status == crate::STATUS_RUNNING && owner.is_some_and(|o| !o.alive()) {
-        crate::STATUS_ABANDONED.to_string()
-    } else {
-        status
+pub(crate) fn status_as_read(status: RowStatus, owner: Option<Owner>) -> RowStatus {
+    match status {
+        RowStatus::Running if owner.is_some_and(|o| !o.alive()) => RowStatus::Abandoned,
+        other => other,
     }
 }
 

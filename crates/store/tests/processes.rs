@@ -6,7 +6,7 @@
 use std::process::{Command, Stdio};
 
 use serde_json::json;
-use store::{Columns, NewRun, Store};
+use store::{Columns, NewRun, RowStatus, Store};
 
 const CHILD_ENV: &str = "STORE_TEST_CHILD_DB";
 const RUNS_PER_CHILD: usize = 15;
@@ -75,7 +75,7 @@ fn two_processes_write_one_file() {
     let runs = store.list_runs().unwrap();
     assert_eq!(runs.len(), 2 * RUNS_PER_CHILD);
     for run in runs {
-        assert_eq!(run.status, "ok");
+        assert_eq!(run.status, RowStatus::Finished("ok".into()));
         let tag: usize = run.target.trim_start_matches("child").parse().unwrap();
         let r = run.config["r"].as_u64().unwrap() as usize;
         assert_eq!(store.columns(run.id).unwrap(), Some(columns_for(tag, r)));

@@ -1,7 +1,7 @@
 //! Round trips of runs and record columns through in-memory and on-disk stores.
 
 use serde_json::json;
-use store::{Columns, NewRun, Store, StoreError, SCHEMA_VERSION};
+use store::{Columns, NewRun, RowStatus, Store, StoreError, SCHEMA_VERSION};
 
 fn new_run(kind: &str, target: &str) -> NewRun {
     NewRun {
@@ -29,7 +29,7 @@ fn sample_columns(n: usize) -> Columns {
 fn round_trip(store: &Store) {
     let id = store.begin_run(&new_run("run", "127.0.0.1:11211")).unwrap();
     let row = store.get_run(id).unwrap().unwrap();
-    assert_eq!(row.status, "running");
+    assert_eq!(row.status, RowStatus::Running);
     assert_eq!(row.kind, "run");
     assert_eq!(row.target, "127.0.0.1:11211");
     assert_eq!(row.config["rate_rps"], 50_000);
@@ -45,7 +45,7 @@ fn round_trip(store: &Store) {
     store.finish_run(id, "ok", &summary).unwrap();
 
     let row = store.get_run(id).unwrap().unwrap();
-    assert_eq!(row.status, "ok");
+    assert_eq!(row.status, RowStatus::Finished("ok".into()));
     assert_eq!(row.summary, Some(summary));
     assert_eq!(row.requests, Some(5_000));
     let finished = row.finished_at.unwrap();
@@ -246,7 +246,7 @@ fn concurrent_writers_share_one_file() {
     let runs = store.list_runs().unwrap();
     assert_eq!(runs.len(), WRITERS * RUNS);
     for run in runs {
-        assert_eq!(run.status, "ok");
+        assert_eq!(run.status, RowStatus::Finished("ok".into()));
         let r = run.summary.as_ref().unwrap()["r"].as_u64().unwrap() as usize;
         assert_eq!(run.target, format!("w{}r{r}", run.summary.unwrap()["w"]));
         assert_eq!(

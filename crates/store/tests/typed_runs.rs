@@ -2,7 +2,7 @@
 
 use rusqlite::Connection;
 use serde_json::json;
-use store::{NewRun, RunBlob, Store, StoreError, SCHEMA_VERSION};
+use store::{NewRun, RowStatus, RunBlob, Store, StoreError, SCHEMA_VERSION};
 
 /// The schema a tailscope built before typed runs wrote (schema version 3), frozen here as
 /// such a build left it: what the migration to 4 must keep readable.
@@ -86,7 +86,7 @@ fn a_schema_3_store_reads_as_it_is_without_typed_runs() {
     assert_eq!(runs.len(), 1);
     let id = runs[0].id;
     let row = st.get_run(id).unwrap().unwrap();
-    assert_eq!(row.status, "ok");
+    assert_eq!(row.status, RowStatus::Finished("ok".into()));
     assert_eq!(row.summary.unwrap()["measured"]["p99"], 12.5);
     assert_eq!(st.typed_run(id).unwrap(), None);
 }
@@ -111,7 +111,10 @@ fn a_schema_3_store_migrates_keeping_its_runs_and_takes_typed_ones() {
     assert_eq!(r.typed_run(id).unwrap(), Some(b));
     assert_eq!(r.typed_run(old.id).unwrap(), None);
     assert_eq!(r.get_run(old.id).unwrap(), Some(old));
-    assert_eq!(r.get_run(id).unwrap().unwrap().status, "ok");
+    assert_eq!(
+        r.get_run(id).unwrap().unwrap().status,
+        RowStatus::Finished("ok".into())
+    );
 }
 
 #[test]
@@ -133,7 +136,10 @@ fn a_typed_run_goes_with_its_run() {
     };
     st.finish_run_typed(id, "failed", &json!({}), &b).unwrap();
     assert_eq!(st.typed_run(id).unwrap(), Some(b));
-    assert_eq!(st.get_run(id).unwrap().unwrap().status, "failed");
+    assert_eq!(
+        st.get_run(id).unwrap().unwrap().status,
+        RowStatus::Finished("failed".into())
+    );
     assert!(st.delete_run(id).unwrap());
     assert_eq!(st.typed_run(id).unwrap(), None);
 }
@@ -171,14 +177,14 @@ fn a_run_left_running_before_schema_5_has_no_owner_and_stays_running() {
     drop(c);
     // A reader of the old file reads it as stored.
     let r = Store::open_existing(&path).unwrap().unwrap();
-    assert_eq!(r.list_runs().unwrap()[0].status, "running");
+    assert_eq!(r.list_runs().unwrap()[0].status, RowStatus::Running);
     drop(r);
     let st = Store::open(&path).unwrap();
     assert_eq!(st.schema_version().unwrap(), SCHEMA_VERSION);
     assert!(st.mark_abandoned().unwrap().is_empty(), "no owner to judge");
-    assert_eq!(st.list_runs().unwrap()[0].status, "running");
+    assert_eq!(st.list_runs().unwrap()[0].status, RowStatus::Running);
     // A run begun after the migration has an owner: this process, alive.
     let id = st.begin_run(&new_run()).unwrap();
     assert!(st.mark_abandoned().unwrap().is_empty());
-    assert_eq!(st.get_run(id).unwrap().unwrap().status, "running");
+    assert_eq!(st.get_run(id).unwrap().unwrap().status, RowStatus::Running);
 }

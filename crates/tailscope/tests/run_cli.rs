@@ -393,7 +393,10 @@ fn a_sweep_killed_by_sigkill_is_marked_abandoned_with_its_point() {
     sweep.wait().unwrap();
     // A read sees the experiment abandoned without marking it.
     let st = store::Store::open_existing(&db).unwrap().unwrap();
-    assert_eq!(st.get_experiment(1).unwrap().unwrap().status, "abandoned");
+    assert_eq!(
+        st.get_experiment(1).unwrap().unwrap().status,
+        store::RowStatus::Abandoned
+    );
     drop(st);
     // The next writer marks both, a line each.
     let out = short_run(&s.addr, &db);
@@ -407,8 +410,8 @@ fn a_sweep_killed_by_sigkill_is_marked_abandoned_with_its_point() {
     );
     assert!(lines[1].starts_with("tailscope: run 1 ("), "{err}");
     let st = store::Store::open_existing(&db).unwrap().unwrap();
-    let stored: String = st.get_experiment(1).unwrap().unwrap().status;
-    assert_eq!(stored, "abandoned");
+    let stored = st.get_experiment(1).unwrap().unwrap().status;
+    assert_eq!(stored, store::RowStatus::Abandoned);
 }
 
 #[test]

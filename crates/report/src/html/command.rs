@@ -208,7 +208,7 @@ mod tests {
         RunRow {
             id: 1,
             kind: "run".into(),
-            status: "ok".into(),
+            status: lab::RunStatus::Ok.into(),
             target: "nullrpc://127.0.0.1:7000".into(),
             started_at: "2026-01-01T00:00:00.000Z".into(),
             finished_at: None,

@@ -26,7 +26,12 @@ pub fn experiment_page(e: &StoredExperiment, ctx: &Context) -> Result<Report, Re
     let mut figures = Vec::new();
     let id = e.row.id;
     let title = format!("tailscope report — experiment {id} ({})", e.row.kind);
-    let _ = writeln!(body, "<h1>{} {}</h1>", esc(&title), badge(&e.row.status));
+    let _ = writeln!(
+        body,
+        "<h1>{} {}</h1>",
+        esc(&title),
+        badge(e.row.status.as_str())
+    );
     let _ = writeln!(body, "<p class=\"lede\">{}</p>", lede(e));
     let _ = writeln!(
         body,

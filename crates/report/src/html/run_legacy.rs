@@ -99,7 +99,7 @@ fn notes(out: &mut String, r: &StoredRun) {
     let mut note = |class: &str, t: String| {
         let _ = writeln!(out, "<p class=\"note {class}\">{t}</p>");
     };
-    match r.status().parse::<RunStatus>().ok() {
+    match r.run_status() {
         Some(RunStatus::Invalid) => note(
             "bad",
             "INVALID: no view asked for is valid — the generator fell behind its schedule (its own lateness p99 above the threshold), so the user's view counts its stalls, and the server's view is missing or its offered load was not sent.".into(),

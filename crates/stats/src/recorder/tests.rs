@@ -96,6 +96,9 @@ fn json_shapes_are_in_microseconds() {
     let i = s.intervals_json();
     assert_eq!(i["p50"]["value"], serde_json::json!(2.0));
     assert!(i["p99.99"]["hi"].as_f64().unwrap() <= 3.0);
+    // The typed forms serialise to the same objects.
+    assert_eq!(serde_json::to_value(s.distribution()).unwrap(), d);
+    assert_eq!(serde_json::to_value(s.distribution_ci()).unwrap(), i);
     // Summary round-trips through serde
     let back: Summary = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
     assert_eq!(back.get("p90"), s.get("p90"));

@@ -26,7 +26,10 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<i32> {
     let (check, failed) = if a.experiment {
         let (c, row) = lab::check::check_experiments(&st, a.candidate, baseline, tol, a.force)
             .map_err(check_err)?;
-        (c, row.status.parse() == Ok(lab::RunStatus::Failed))
+        (
+            c,
+            lab::RunStatus::of_row(&row.status) == Some(lab::RunStatus::Failed),
+        )
     } else {
         let (c, row) =
             lab::check::check_runs(&st, a.candidate, baseline, tol, a.force).map_err(check_err)?;
@@ -35,7 +38,7 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<i32> {
             .as_ref()
             .and_then(|s| s.get("status"))
             .and_then(|s| s.as_str())
-            .unwrap_or(&row.status)
+            .unwrap_or(row.status.as_str())
             .parse();
         (c, status == Ok(lab::RunStatus::Failed))
     };
