@@ -56,6 +56,66 @@ impl FromStr for ServiceTime {
     }
 }
 
+/// `--churn MIN,MAX`: requests per connection before it is closed and reopened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Churn(pub u32, pub u32);
+
+impl FromStr for Churn {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Churn, String> {
+        let bad = || "must be MIN,MAX requests per connection (e.g. 20,40)".to_string();
+        let (a, b) = s.split_once(',').ok_or_else(bad)?;
+        let a: u32 = a.trim().parse().map_err(|_| bad())?;
+        let b: u32 = b.trim().parse().map_err(|_| bad())?;
+        if a == 0 || b < a {
+            return Err(bad());
+        }
+        Ok(Churn(a, b))
+    }
+}
+
+/// A size in bytes (`512M`, `2G`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bytes(pub u64);
+
+impl FromStr for Bytes {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Bytes, String> {
+        crate::placement::parse_bytes(s).map(Bytes)
+    }
+}
+
+/// A share of one CPU (`0.5`: 50 ms per 100 ms); its range is checked where it is applied.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CpuShare(pub f64);
+
+impl FromStr for CpuShare {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<CpuShare, String> {
+        s.trim()
+            .parse()
+            .map(CpuShare)
+            .map_err(|_| "not a fraction of a CPU (e.g. 0.5)".into())
+    }
+}
+
+/// A network rate (`100mbit`), in bytes per second.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NetRate(pub u64);
+
+impl FromStr for NetRate {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<NetRate, String> {
+        host::isolate::parse_rate_bps(s)
+            .map(NetRate)
+            .map_err(|e| e.to_string())
+    }
+}
+
 /// A number of requests (`100k`, `1e6`, `5000`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Count(pub u64);
@@ -168,6 +228,16 @@ mod tests {
         assert!("x".parse::<CpuList>().is_err());
         assert_eq!("600ms".parse(), Ok(DurationArg(Duration::from_millis(600))));
         assert_eq!("4us".parse(), Ok(ServiceTime(4_000.0)));
+        assert_eq!("20,40".parse(), Ok(Churn(20, 40)));
+        for bad in ["0,4", "5,4", "5", "a,b"] {
+            assert!(bad.parse::<Churn>().is_err(), "{bad}");
+        }
+        assert_eq!("2K".parse::<Bytes>().map(|b| b.0 > 0), Ok(true));
+        assert!("lots".parse::<Bytes>().is_err());
+        assert_eq!("0.5".parse(), Ok(CpuShare(0.5)));
+        assert!("x".parse::<CpuShare>().is_err());
+        assert!("10mbps".parse::<NetRate>().is_err());
+        assert!("10mbit".parse::<NetRate>().is_ok_and(|r| r.0 > 0));
         for bad in ["2e6s", "1e99s", "-1us", "4"] {
             assert!(bad.parse::<ServiceTime>().is_err(), "{bad}");
         }

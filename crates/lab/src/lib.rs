@@ -75,7 +75,10 @@ pub use calibrate::{
     calibrate, stored_calibration, CalibrateSpec, Calibration, CalibrationRecord, IdealSource,
     Step, StoredCalibration,
 };
-pub use cli_values::{is_label, Count, CpuList, DurationArg, Label, ServiceTime, Tolerance};
+pub use cli_values::{
+    is_label, Bytes, Churn, Count, CpuList, CpuShare, DurationArg, Label, NetRate, ServiceTime,
+    Tolerance,
+};
 pub use colocate::{colocate, Cell, Colocation};
 pub use db::{host_facts, Db};
 pub use dry_run::{DryAxis, DryRun};

@@ -173,7 +173,7 @@ pub struct TargetArgs {
     /// http: each client opens a connection, sends MIN..MAX requests and closes it
     /// (Tales of the Tail §4.3), e.g. 20,40.
     #[arg(long, value_name = "MIN,MAX")]
-    pub churn: Option<String>,
+    pub churn: Option<crate::Churn>,
     // Isolation, scale-out and colocation (ThunderX §V; Tales §4.1).
     /// Spawned server: item memory in MiB (memcached -m, redis maxmemory). memcached evicts
     /// silently when the items do not fit (64 MB by default); runs report its evictions.
@@ -200,13 +200,13 @@ pub struct TargetArgs {
     pub server_cpuset: Option<crate::CpuList>,
     /// Spawned server: a cgroup memory limit (512M, 2G).
     #[arg(long)]
-    pub server_memory: Option<String>,
+    pub server_memory: Option<crate::Bytes>,
     /// Spawned server: cgroup CPU bandwidth, a fraction of one CPU (0.5: 50 ms per 100 ms).
     #[arg(long, allow_hyphen_values = true)]
-    pub server_cpu_quota: Option<String>,
+    pub server_cpu_quota: Option<crate::CpuShare>,
     /// Spawned server: outgoing bandwidth on --net-dev through an HTB class (100mbit).
     #[arg(long)]
-    pub net_rate: Option<String>,
+    pub net_rate: Option<crate::NetRate>,
     /// The interface --net-rate (or the net-rate knob) shapes: DEV, or NETNS/DEV for one in
     /// a network namespace (`ip netns`), e.g. the server side of a veth pair.
     #[arg(long, value_name = "[NETNS/]DEV")]

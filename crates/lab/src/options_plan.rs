@@ -12,7 +12,6 @@ use crate::knob::{merge_axes, Axis};
 use crate::options::{
     AgentArgs, LoadArgs, OnOff, ServerSideArgs, SweepOptions, TargetArgs, WorkloadArg,
 };
-use crate::placement::parse_bytes;
 use crate::slo::ViewChoice;
 use crate::sweep::{RunTemplate, SweepPlan};
 use crate::target_spec::{SpawnSpec, TargetSpec, WorkloadSpec};
@@ -64,24 +63,6 @@ impl AgentArgs {
             self.agent_records == OnOff::On,
         )
     }
-}
-
-fn parse_churn(s: &str) -> Result<(u32, u32), LabError> {
-    let bad = || {
-        invalid(format!(
-            "--churn must be MIN,MAX requests per connection (e.g. 20,40), got '{}'",
-            crate::clip(s)
-        ))
-    };
-    let (a, b) = s.split_once(',').ok_or_else(bad)?;
-    let (a, b): (u32, u32) = (
-        a.trim().parse().map_err(|_| bad())?,
-        b.trim().parse().map_err(|_| bad())?,
-    );
-    if a == 0 || b < a {
-        return Err(bad());
-    }
-    Ok((a, b))
 }
 
 impl ServerSideArgs {
@@ -151,7 +132,7 @@ impl TargetArgs {
                     .as_deref()
                     .map(crate::model_query::read_service)
                     .transpose()?,
-                ..self.isolation_spec()?
+                ..self.isolation_spec()
             })
         } else {
             self.refuse_spawn_options()?;
@@ -161,7 +142,7 @@ impl TargetArgs {
             url: url.to_string(),
             spawn,
             workload,
-            churn: self.churn.as_deref().map(parse_churn).transpose()?,
+            churn: self.churn.map(|c| (c.0, c.1)),
             preload: !self.no_preload,
             stress: self.stress.clone(),
         })
@@ -198,40 +179,21 @@ impl TargetArgs {
     }
 
     /// The scale-out, SMT and isolation flags as a spawn spec (the other fields default).
-    fn isolation_spec(&self) -> Result<SpawnSpec, LabError> {
-        let quota = |s: &str| {
-            s.trim().parse::<f64>().map_err(|_| {
-                invalid(format!(
-                    "--server-cpu-quota: '{}' is not a fraction of a CPU (e.g. 0.5)",
-                    crate::clip(s)
-                ))
-            })
-        };
-        Ok(SpawnSpec {
+    fn isolation_spec(&self) -> SpawnSpec {
+        SpawnSpec {
             memory_mb: self.server_memory_mb,
             open_file_cache: self.open_file_cache,
             instances: self.server_instances,
             smt: self.server_smt,
             numa: self.server_numa.clone(),
             cpuset: self.server_cpuset.clone().unwrap_or_default().0,
-            memory_limit_bytes: self
-                .server_memory
-                .as_deref()
-                .map(|s| parse_bytes(s).map_err(|e| invalid(format!("--server-memory: {e}"))))
-                .transpose()?,
-            cpu_quota: self.server_cpu_quota.as_deref().map(quota).transpose()?,
-            net_rate_bps: self
-                .net_rate
-                .as_deref()
-                .map(|s| {
-                    host::isolate::parse_rate_bps(s)
-                        .map_err(|e| invalid(format!("--net-rate: {e}")))
-                })
-                .transpose()?,
+            memory_limit_bytes: self.server_memory.map(|b| b.0),
+            cpu_quota: self.server_cpu_quota.map(|q| q.0),
+            net_rate_bps: self.net_rate.map(|r| r.0),
             net_dev: self.net_dev.clone(),
             llc_ways: self.llc_ways,
             ..SpawnSpec::default()
-        })
+        }
     }
 }
 

@@ -104,7 +104,7 @@ mod tests {
         RunRow {
             id: 7,
             kind: "run".into(),
-            status: "ok".parse().unwrap_or_else(|_| unreachable!()),
+            status: store::RowStatus::from_text("ok"),
             target: "nullrpc://127.0.0.1:1".into(),
             started_at: "2026-11-26T00:00:00Z".into(),
             finished_at: None,
