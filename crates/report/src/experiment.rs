@@ -352,7 +352,7 @@ impl StoredExperiment {
         if self.x_is_pct {
             format!("{x:.0} %")
         } else {
-            format!("{} req/s", crate::html::thousands(x))
+            format!("{} req/s", crate::thousands(x))
         }
     }
 

@@ -93,26 +93,7 @@ pub(crate) fn figure_html(
     Ok(())
 }
 
-/// A number with thousands separators (a rate, a count).
-pub(crate) fn thousands(v: f64) -> String {
-    if !v.is_finite() {
-        return "-".into();
-    }
-    let n = v.round() as i128;
-    let s = n.unsigned_abs().to_string();
-    let mut o = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            o.push(',');
-        }
-        o.push(c);
-    }
-    if n < 0 {
-        format!("-{o}")
-    } else {
-        o
-    }
-}
+pub(crate) use crate::thousands;
 
 const STYLE: &str = r#"
 :root{--fg:#1d2330;--muted:#5b6475;--line:#d9dde5;--bg:#fff;--soft:#f5f7fa}

@@ -33,14 +33,13 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<i32> {
     } else {
         let (c, row) =
             lab::check::check_runs(&st, a.candidate, baseline, tol, a.force).map_err(check_err)?;
+        // The run's own status as its summary stored it, else its row's.
         let status = row
             .summary
             .as_ref()
-            .and_then(|s| s.get("status"))
-            .and_then(|s| s.as_str())
-            .unwrap_or(row.status.as_str())
-            .parse();
-        (c, status == Ok(lab::RunStatus::Failed))
+            .and_then(|s| lab::summary::RunSummary::of(s).status)
+            .or_else(|| lab::RunStatus::of_row(&row.status));
+        (c, status == Some(lab::RunStatus::Failed))
     };
     let code = if failed {
         1
