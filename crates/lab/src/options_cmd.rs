@@ -11,6 +11,7 @@ use crate::calibrate::CalibrateSpec;
 use crate::error::{invalid, LabError};
 use crate::experiment::clip;
 use crate::options::{AgentArgs, GateArgs, Given, LoadArgs, ServerSideArgs, TargetArgs, ViewArg};
+use crate::options_plan::service_ns;
 use crate::run_spec::{IdealAsk, RunSpec};
 use crate::sweep::RunTemplate;
 use crate::target::TargetPlan;
@@ -134,7 +135,7 @@ pub struct TuneOptions {
     pub max_steps: u32,
     /// Per-worker service time for the ideal of every step (default: each step calibrated).
     #[arg(long)]
-    pub service: Option<crate::DurationArg>,
+    pub service: Option<String>,
     /// Options of every run (as for `run`).
     #[command(flatten)]
     pub load: LoadArgs,
@@ -254,16 +255,14 @@ impl TuneOptions {
         if let Some(dir) = &self.state_dir {
             check_dir_flag("--state-dir", dir)?;
         }
-        if self.service.is_some_and(|d| d.0.is_zero()) {
-            return Err(invalid("--service must be positive"));
-        }
+        let service_ns = service_ns(self.service.as_deref())?;
         let template = RunTemplate {
             agents: self.agents.agents()?,
             precision: p.precision.clone(),
             extra_quantiles: Vec::new(),
             target: spec,
             load: p.config(1.0),
-            service_ns: self.service.map(|s| s.0.as_nanos() as f64),
+            service_ns,
             workers: None,
             queues: None,
             confidence: la.confidence,

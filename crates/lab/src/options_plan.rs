@@ -89,18 +89,23 @@ impl ServerSideArgs {
 
     /// `--service`: the ideal's per-worker service time, when given.
     pub fn service_ns(&self) -> Result<Option<f64>, LabError> {
-        let Some(s) = self.service.as_deref() else {
-            return Ok(None);
-        };
-        let ns = model::parse_duration_ns(s).map_err(|e| invalid(format!("--service: {e}")))?;
-        if ns.is_nan() || ns <= 0.0 {
-            return Err(invalid(format!(
-                "--service must be positive, got '{}'",
-                crate::clip(s)
-            )));
-        }
-        Ok(Some(ns))
+        service_ns(self.service.as_deref())
     }
+}
+
+/// `--service` of `run`, `sweep` and `tune`: a positive duration, in ns.
+pub(crate) fn service_ns(text: Option<&str>) -> Result<Option<f64>, LabError> {
+    let Some(s) = text else {
+        return Ok(None);
+    };
+    let ns = model::parse_duration_ns(s).map_err(|e| invalid(format!("--service: {e}")))?;
+    if ns.is_nan() || ns <= 0.0 {
+        return Err(invalid(format!(
+            "--service must be positive, got '{}'",
+            crate::clip(s)
+        )));
+    }
+    Ok(Some(ns))
 }
 
 impl TargetArgs {
