@@ -10,6 +10,12 @@ fn ts(args: &[&str]) -> Output {
         .expect("run tailscope")
 }
 
+/// The service-time laws of the paper's zero-copy prioritised stack (as in `model::bursty`'s
+/// example): T = 4 µs, R = 45 µs + k·0.5 µs, M = 70 µs.
+const PAPER_LAWS: [&str; 10] = [
+    "--t0", "4us", "--mt", "0ns", "--r0", "45us", "--mr", "500ns", "--m", "70us",
+];
+
 fn json(out: &Output) -> serde_json::Value {
     assert!(
         out.status.success(),
@@ -23,31 +29,25 @@ fn json(out: &Output) -> serde_json::Value {
 fn prediction_matches_formula_8_and_the_tandem_simulation() {
     // Priority stack, TCP/IP stage the bottleneck (T = 4 µs, c_B = 1), U/α = 20 µs > B: case 2,
     // formula 8 — W = ln(100)/(1/ρ... ) as in model's doc example: ln(100)/1.6·T + M.
-    let v = json(&ts(&[
-        "model",
-        "bursty",
-        "--t0",
-        "4us",
-        "--mt",
-        "0ns",
-        "--r0",
-        "45us",
-        "--mr",
-        "500ns",
-        "--m",
-        "70us",
-        "--n",
-        "20000",
-        "--alpha",
-        "0.05",
-        "--payload",
-        "512",
-        "--workers",
-        "29",
-        "--spacing",
-        "1us",
-        "--json",
-    ]));
+    let args = [
+        &["model", "bursty"][..],
+        &PAPER_LAWS,
+        &[
+            "--n",
+            "20000",
+            "--alpha",
+            "0.05",
+            "--payload",
+            "512",
+            "--workers",
+            "29",
+            "--spacing",
+            "1us",
+            "--json",
+        ],
+    ]
+    .concat();
+    let v = json(&ts(&args));
     let expected_us = 100f64.ln() / 1.6 * 4.0 + 70.0;
     assert!((v["predicted_us"].as_f64().unwrap() - expected_us).abs() < 1e-6);
     assert_eq!(v["best_workers"], 13);
@@ -167,22 +167,12 @@ fn concurrency_is_where_the_prediction_crosses_the_target_at_k_and_k_t() {
     // LNS Fig. 7: the largest burst whose predicted p99 is within 50 ms. Checked against the
     // prediction itself: N meets the target and N + 1 does not, at k = 4 and at k_t = 13.
     let base = [
-        "model",
-        "bursty",
-        "--t0",
-        "4us",
-        "--mt",
-        "0ns",
-        "--r0",
-        "45us",
-        "--mr",
-        "500ns",
-        "--m",
-        "70us",
-        "--spacing",
-        "100ns",
-    ];
-    let mut args = base.to_vec();
+        &["model", "bursty"][..],
+        &PAPER_LAWS,
+        &["--spacing", "100ns"],
+    ]
+    .concat();
+    let mut args = base.clone();
     args.extend([
         "--workers",
         "4",
