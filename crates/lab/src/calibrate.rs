@@ -369,7 +369,11 @@ pub fn calibrate(
             Ok(cal)
         }
         Err(e) => {
-            let _ = st.finish_run(id, "failed", &json!({"error": e.to_string()}));
+            let _ = st.finish_run(
+                id,
+                RunStatus::Failed.as_str(),
+                &json!({"error": e.to_string()}),
+            );
             Err(LabError::Failed(format!(
                 "calibration of {} failed: {e}",
                 ready.url

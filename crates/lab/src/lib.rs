@@ -101,7 +101,7 @@ pub use repeat::{measure_repeated, Combined, Repeated};
 pub use run::{
     judge, lateness_verdict_of, load_run, saturation_of, status_of, store_run, views_of,
     ExperimentStatus, JudgeInput, Judgement, LatenessCause, LatenessVerdict, LoadFacts, Run,
-    RunStatus, Saturation, ViewValidity, Views, RUN_ENCODING_VERSION,
+    RunStatus, Saturation, SweepStatus, ViewValidity, Views, RUN_ENCODING_VERSION,
 };
 pub use run_spec::{
     placeholder_target, probe_noise, resolve_ideal, CheckedRun, IdealAsk, LoadPlan, RunSpec,
@@ -117,8 +117,7 @@ pub use slo::{
 pub use source::{LoadSource, Loaded, Measured, RunPlan, Sending};
 pub use stages::StagesMode;
 pub use sweep::{
-    experiment_status, sweep, Bracket, Load, MaxLoad, Point, Role, Row, RunTemplate, SweepPlan,
-    SweepResult,
+    sweep, Bracket, Load, MaxLoad, Point, Role, Row, RunTemplate, SweepPlan, SweepResult,
 };
 pub use target::{
     own_server_threads, Ready, Scheme, SpawnSpec, TargetPlan, TargetSpec, WorkloadSpec,

@@ -96,7 +96,11 @@ pub fn measure(
     let loaded = match source.send(&sending) {
         Ok(l) => l,
         Err(e) => {
-            let _ = st.finish_run(run_id, "failed", &json!({"error": e.to_string()}));
+            let _ = st.finish_run(
+                run_id,
+                RunStatus::Failed.as_str(),
+                &json!({"error": e.to_string()}),
+            );
             return Err(e);
         }
     };

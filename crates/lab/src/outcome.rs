@@ -44,7 +44,7 @@ impl SweepResult {
     /// 1 when the sweep failed or was interrupted, or when a point's own status gives 1 (no
     /// view asked for valid, or the target failed); saturated points are measurements.
     pub fn exit_code(&self) -> i32 {
-        if matches!(self.status.as_str(), "failed" | "interrupted") {
+        if self.status.stopped() {
             return EXIT_FAILED;
         }
         self.rows

@@ -303,15 +303,16 @@ pub fn measure_repeated(
     let refs: Vec<&Run> = runs.iter().collect();
     let combined = repeated(&refs, plan.confidence);
     let status = match (&failure, stop.load(Ordering::Relaxed)) {
-        (Some(_), _) => "failed",
-        (None, true) => "interrupted",
-        (None, false) => combined.status.as_str(),
+        (Some(_), _) => RunStatus::Failed,
+        (None, true) => RunStatus::Interrupted,
+        (None, false) => combined.status,
     };
     let mut summary = serde_json::to_value(&combined).unwrap_or(serde_json::Value::Null);
     if let Some(e) = &failure {
         summary["error"] = json!(e.to_string());
     }
-    db.store.finish_experiment(experiment, status, &summary)?;
+    db.store
+        .finish_experiment(experiment, status.as_str(), &summary)?;
     match failure {
         Some(e) => Err(e),
         None => Ok((runs, combined, experiment)),

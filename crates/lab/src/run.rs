@@ -66,6 +66,134 @@ impl std::fmt::Display for ExperimentStatus {
     }
 }
 
+/// How a sweep ended, as the experiment stores it: the loop stopped (`failed`,
+/// `interrupted`), or it completed and every point is ok (`ok`), or the count of each point
+/// status in [`SweepStatus::ORDER`] ("2 ok, 1 invalid", "3 saturated"). Its serde form is
+/// that text, so older stores read back the same.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SweepStatus {
+    /// The loop itself stopped on an error (stored with the experiment).
+    Failed,
+    /// Stopped early (Ctrl-C); the finished points are kept.
+    Interrupted,
+    /// Completed, every point ok.
+    AllOk,
+    /// Completed; how many points ended with each status (non-zero counts, in
+    /// [`SweepStatus::ORDER`]), not all ok.
+    Points(Vec<(RunStatus, usize)>),
+}
+
+impl SweepStatus {
+    /// The order point statuses are counted in.
+    pub const ORDER: [RunStatus; 5] = [
+        RunStatus::Ok,
+        RunStatus::Saturated,
+        RunStatus::Invalid,
+        RunStatus::Failed,
+        RunStatus::Interrupted,
+    ];
+
+    /// From how the loop ended and its points' statuses.
+    pub fn of(completed: bool, interrupted: bool, points: &[RunStatus]) -> SweepStatus {
+        if !completed {
+            return SweepStatus::Failed;
+        }
+        if interrupted {
+            return SweepStatus::Interrupted;
+        }
+        if points.iter().all(|s| *s == RunStatus::Ok) {
+            return SweepStatus::AllOk;
+        }
+        SweepStatus::Points(
+            SweepStatus::ORDER
+                .iter()
+                .map(|s| (*s, points.iter().filter(|p| *p == s).count()))
+                .filter(|(_, n)| *n > 0)
+                .collect(),
+        )
+    }
+
+    /// Whether the loop stopped before its end (then the exit code is 1 whatever the points).
+    pub fn stopped(&self) -> bool {
+        matches!(self, SweepStatus::Failed | SweepStatus::Interrupted)
+    }
+
+    /// The status that colours the whole: the loop's own when it stopped, else the worst of
+    /// its points' (failed, invalid, saturated, interrupted, ok).
+    pub fn worst(&self) -> RunStatus {
+        match self {
+            SweepStatus::Failed => RunStatus::Failed,
+            SweepStatus::Interrupted => RunStatus::Interrupted,
+            SweepStatus::AllOk => RunStatus::Ok,
+            SweepStatus::Points(counts) => [
+                RunStatus::Failed,
+                RunStatus::Invalid,
+                RunStatus::Saturated,
+                RunStatus::Interrupted,
+                RunStatus::Ok,
+            ]
+            .into_iter()
+            .find(|w| counts.iter().any(|(s, n)| s == w && *n > 0))
+            .unwrap_or(RunStatus::Ok),
+        }
+    }
+}
+
+impl std::fmt::Display for SweepStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SweepStatus::Failed => f.write_str("failed"),
+            SweepStatus::Interrupted => f.write_str("interrupted"),
+            SweepStatus::AllOk => f.write_str("ok"),
+            SweepStatus::Points(counts) => {
+                let parts: Vec<String> = counts.iter().map(|(s, n)| format!("{n} {s}")).collect();
+                f.write_str(&parts.join(", "))
+            }
+        }
+    }
+}
+
+impl std::str::FromStr for SweepStatus {
+    type Err = String;
+
+    /// The stored text ([`SweepStatus`]'s `Display`); anything else is no sweep status.
+    fn from_str(s: &str) -> Result<SweepStatus, String> {
+        match s {
+            "failed" => return Ok(SweepStatus::Failed),
+            "interrupted" => return Ok(SweepStatus::Interrupted),
+            "ok" => return Ok(SweepStatus::AllOk),
+            _ => {}
+        }
+        let bad = || format!("no sweep status '{s}'");
+        let counts = s
+            .split(", ")
+            .map(|part| {
+                let (n, status) = part.split_once(' ').ok_or_else(bad)?;
+                let n: usize = n.parse().map_err(|_| bad())?;
+                let status: RunStatus = status.parse().map_err(|_| bad())?;
+                Ok((status, n))
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        if counts.is_empty() || counts.iter().any(|(_, n)| *n == 0) {
+            return Err(bad());
+        }
+        Ok(SweepStatus::Points(counts))
+    }
+}
+
+impl Serialize for SweepStatus {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for SweepStatus {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<SweepStatus, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -790,6 +918,79 @@ fn excess_json(e: &[analysis::Excess]) -> Value {
 mod tests {
     use super::*;
     use store::RowStatus;
+
+    #[test]
+    fn a_sweep_status_counts_its_points_and_reads_back_from_its_text() {
+        use RunStatus::*;
+        let cases = [
+            (true, false, vec![Ok, Ok], SweepStatus::AllOk, "ok", Ok),
+            (
+                false,
+                false,
+                vec![Ok],
+                SweepStatus::Failed,
+                "failed",
+                Failed,
+            ),
+            (
+                true,
+                true,
+                vec![Ok],
+                SweepStatus::Interrupted,
+                "interrupted",
+                Interrupted,
+            ),
+            (
+                true,
+                false,
+                vec![Invalid, Ok, Ok],
+                SweepStatus::Points(vec![(Ok, 2), (Invalid, 1)]),
+                "2 ok, 1 invalid",
+                Invalid,
+            ),
+            (
+                true,
+                false,
+                vec![Saturated, Saturated, Saturated],
+                SweepStatus::Points(vec![(Saturated, 3)]),
+                "3 saturated",
+                Saturated,
+            ),
+            (
+                true,
+                false,
+                vec![Saturated, Failed, Invalid],
+                SweepStatus::Points(vec![(Saturated, 1), (Invalid, 1), (Failed, 1)]),
+                "1 saturated, 1 invalid, 1 failed",
+                Failed,
+            ),
+        ];
+        for (completed, interrupted, points, want, text, worst) in cases {
+            let got = SweepStatus::of(completed, interrupted, &points);
+            assert_eq!(got, want);
+            assert_eq!(got.to_string(), text);
+            assert_eq!(got.worst(), worst, "{text}");
+            assert_eq!(got.stopped(), !completed || interrupted, "{text}");
+            assert_eq!(
+                text.parse::<SweepStatus>(),
+                std::result::Result::Ok(want.clone())
+            );
+            let json = serde_json::to_value(&got).unwrap();
+            assert_eq!(json, serde_json::json!(text));
+            assert_eq!(serde_json::from_value::<SweepStatus>(json).unwrap(), want);
+        }
+        for bad in [
+            "",
+            "2 ok,",
+            "0 ok",
+            "two ok",
+            "2 fine",
+            "running",
+            "2 ok,1 invalid",
+        ] {
+            assert!(bad.parse::<SweepStatus>().is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn a_row_reads_as_a_run_status_only_when_finished_with_one() {

@@ -94,6 +94,18 @@ pub enum Verdict {
     Undecided,
 }
 
+impl std::str::FromStr for Verdict {
+    type Err = String;
+
+    /// The stored and printed name ([`Verdict::as_str`]).
+    fn from_str(s: &str) -> Result<Verdict, String> {
+        [Verdict::Meets, Verdict::Violates, Verdict::Undecided]
+            .into_iter()
+            .find(|v| v.as_str() == s)
+            .ok_or_else(|| format!("no verdict '{s}'"))
+    }
+}
+
 impl Verdict {
     pub fn as_str(self) -> &'static str {
         match self {

@@ -26,7 +26,7 @@ use crate::error::{invalid, LabError};
 use crate::knob::Axis;
 use crate::measure::{check_load, measure, RunPlan};
 use crate::repeat::{repeated, Repeated};
-use crate::run::{Run, RunStatus};
+use crate::run::{Run, RunStatus, SweepStatus};
 use crate::slo::{Slo, SloReport, Verdict};
 use crate::target::{Ready, TargetPlan, TargetSpec};
 use crate::Observer;
@@ -193,9 +193,9 @@ pub struct MaxLoad {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SweepResult {
     pub experiment_id: i64,
-    /// "ok", "failed", "interrupted", or the count of each run status ("2 ok, 1 invalid"):
-    /// a sentence about the points, not one status (see [`experiment_status`]).
-    pub status: String,
+    /// How the loop ended, or the count of each point status (stored as its text: "ok",
+    /// "2 ok, 1 invalid").
+    pub status: SweepStatus,
     pub slo: Option<Slo>,
     pub axes: Vec<Axis>,
     pub rows: Vec<Row>,
@@ -695,7 +695,8 @@ pub fn sweep(
     };
     let mut max_loads = Vec::new();
     let outcome = run_all(&mut ctx, &combos, &mut max_loads);
-    let status = experiment_status(outcome.is_ok(), stop.load(Ordering::Relaxed), &ctx.rows);
+    let statuses: Vec<RunStatus> = ctx.rows.iter().map(|r| r.status).collect();
+    let status = SweepStatus::of(outcome.is_ok(), stop.load(Ordering::Relaxed), &statuses);
     let result = SweepResult {
         experiment_id: experiment,
         status: status.clone(),
@@ -710,39 +711,10 @@ pub fn sweep(
         if let Err(e) = &outcome {
             summary["error"] = json!(e.to_string());
         }
-        db.store.finish_experiment(experiment, &status, &summary)?;
+        db.store
+            .finish_experiment(experiment, &status.to_string(), &summary)?;
     }
     outcome.map(|()| result)
-}
-
-/// An experiment's status says what its points were: `failed` / `interrupted` when the
-/// loop itself stopped; otherwise `ok` only when every point is ok, else the count of each
-/// status, in this order: "2 ok, 1 invalid", "3 saturated".
-pub fn experiment_status(completed: bool, interrupted: bool, rows: &[Row]) -> String {
-    if !completed {
-        return "failed".into();
-    }
-    if interrupted {
-        return "interrupted".into();
-    }
-    let order = [
-        RunStatus::Ok,
-        RunStatus::Saturated,
-        RunStatus::Invalid,
-        RunStatus::Failed,
-        RunStatus::Interrupted,
-    ];
-    if rows.iter().all(|r| r.status == RunStatus::Ok) {
-        return "ok".into();
-    }
-    order
-        .iter()
-        .filter_map(|s| {
-            let n = rows.iter().filter(|r| r.status == *s).count();
-            (n > 0).then(|| format!("{n} {s}"))
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 fn run_all(

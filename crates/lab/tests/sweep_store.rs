@@ -105,7 +105,10 @@ fn a_stored_sweep_loads_back_as_the_same_typed_result() {
         );
     }
     assert_eq!(back.to_json(), result.to_json());
-    assert_eq!(stored.status.outcome(), Some(result.status.as_str()));
+    assert_eq!(
+        stored.status.outcome(),
+        Some(result.status.to_string().as_str())
+    );
 
     // A summary of another shape is refused, not read as an empty sweep.
     assert!(SweepResult::from_json(&serde_json::json!({"rows": 3})).is_err());

@@ -107,7 +107,7 @@ pub struct DemoJson<'a> {
     pub server: DemoServer<'a>,
     pub calibration: Option<Value>,
     pub runs: &'a [Value],
-    pub status: &'a str,
+    pub status: &'a lab::SweepStatus,
     pub points: &'a [lab::Point],
     pub host_noise: Option<&'a noise::HostNoise>,
     pub closing: &'a [String],

@@ -52,23 +52,21 @@ pub fn esc(s: &str) -> String {
     o
 }
 
-/// The status badge of a run or an experiment.
+/// The badge of a status or an SLO verdict as stored: its colour is that of the run status
+/// the text reads as (for an experiment's points counted per status, "2 ok, 1 invalid",
+/// their worst's) or of the verdict; a row still running, abandoned or of another kind is
+/// shown plain.
 pub(crate) fn badge(status: &str) -> String {
-    let class_of = |s: &str| match s {
-        "ok" | "meets" => "ok",
-        "invalid" | "undecided" => "warn",
-        "saturated" => "sat",
-        "failed" | "violates" => "bad",
+    use lab::{RunStatus, SweepStatus, Verdict};
+    let run_status = status
+        .parse::<RunStatus>()
+        .or_else(|_| status.parse::<SweepStatus>().map(|s| s.worst()));
+    let class = match (run_status, status.parse::<Verdict>()) {
+        (Ok(RunStatus::Ok), _) | (_, Ok(Verdict::Meets)) => "ok",
+        (Ok(RunStatus::Invalid), _) | (_, Ok(Verdict::Undecided)) => "warn",
+        (Ok(RunStatus::Saturated), _) => "sat",
+        (Ok(RunStatus::Failed), _) | (_, Ok(Verdict::Violates)) => "bad",
         _ => "other",
-    };
-    // An experiment's points counted per status ("2 ok, 1 invalid"): its worst status's.
-    let class = if status.contains(' ') {
-        ["failed", "invalid", "saturated", "interrupted", "ok"]
-            .into_iter()
-            .find(|w| status.split([' ', ',']).any(|x| x == *w))
-            .map_or("other", class_of)
-    } else {
-        class_of(status)
     };
     format!("<span class=\"badge {class}\">{}</span>", esc(status))
 }
@@ -156,6 +154,32 @@ mod tests {
             esc("<a href='x'>&\""),
             "&lt;a href=&#39;x&#39;&gt;&amp;&quot;"
         );
+    }
+
+    #[test]
+    fn a_badge_is_coloured_by_the_status_its_text_reads_as() {
+        for (text, class) in [
+            ("ok", "ok"),
+            ("invalid", "warn"),
+            ("saturated", "sat"),
+            ("failed", "bad"),
+            ("interrupted", "other"),
+            ("2 ok, 1 invalid", "warn"),
+            ("3 ok, 1 saturated, 1 failed", "bad"),
+            ("4 saturated", "sat"),
+            ("meets", "ok"),
+            ("undecided", "warn"),
+            ("violates", "bad"),
+            ("running", "other"),
+            ("abandoned", "other"),
+            ("2 fine", "other"),
+        ] {
+            assert_eq!(
+                badge(text),
+                format!("<span class=\"badge {class}\">{text}</span>"),
+                "{text}"
+            );
+        }
     }
 
     #[test]
