@@ -80,7 +80,7 @@ pub enum QueueStructure {
 }
 
 /// What the ideal is computed from.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct IdealSpec {
     /// Per-request service time, ns (from calibration or given).
     pub service_ns: f64,

@@ -16,7 +16,7 @@ use crate::error::{invalid, LabError};
 pub const MAX_AGENTS: usize = 256;
 
 /// One agent: what the user wrote and the program and arguments it runs.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AgentCommand {
     /// How the run names it: the name from the agents file, else the command as written.
     pub label: String,
@@ -24,7 +24,7 @@ pub struct AgentCommand {
 }
 
 /// The agents of a run, validated.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Agents {
     pub commands: Vec<AgentCommand>,
     /// Stream every request's record (the exact distribution, the ideal, the server's view,

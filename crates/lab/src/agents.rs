@@ -17,7 +17,6 @@ use ::agents::{hist, AgentError, AgentState, Collected, Sent, Sink};
 use analysis::{AnalysisError, Outcomes, RunAnalysis};
 use hdrhistogram::Histogram;
 use load::{BacklogSample, LoadConfig, RecordSink, RunSummary, WriterStats};
-use serde_json::{json, Value};
 use stats::{Recorder, Summary, P99};
 
 pub use crate::agent_spec::{
@@ -394,12 +393,11 @@ impl LoadSource for Agents {
         Ok(())
     }
 
-    fn config(&self, plan: &RunPlan) -> Value {
-        let mut config = plan.config.clone();
-        if let Value::Object(m) = &mut config {
-            m.insert("agents".into(), json!(self));
+    fn config(&self, plan: &RunPlan) -> crate::RunConfig {
+        crate::RunConfig {
+            agents: Some(self.clone()),
+            ..plan.config.clone()
         }
-        config
     }
 
     fn send(&self, s: &Sending) -> Result<Loaded, LabError> {
@@ -502,6 +500,7 @@ impl LoadSource for Agents {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{json, Value};
 
     fn summary_of(values: impl IntoIterator<Item = u64>) -> Summary {
         let mut r = Recorder::exact(0);

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use crate::run::RunStatus;
 use crate::summary::{
-    Ci, ExperimentSummary, HostFacts, Intervals, RepeatedFacts, RunSummary, StoredConfig,
+    Ci, ExperimentSummary, HostFacts, Intervals, RepeatedFacts, RunSummary,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -490,7 +490,7 @@ impl CheckError {
 }
 
 fn label_of(config: &Value) -> Option<String> {
-    StoredConfig::of(config).label().map(str::to_string)
+    crate::RunConfig::of(config).label().map(str::to_string)
 }
 
 /// The differences that refuse a baseline: host facts and configuration.
@@ -600,7 +600,7 @@ fn points_of(store: &Store, e: &ExperimentRow) -> Result<Vec<(PointKey, Sides)>,
     let mut out = Vec::new();
     // A `run --repeat N` experiment keeps its one point's combined result as its summary.
     if summary.points.is_none() && summary.repeated.repeats.is_some() {
-        let config = StoredConfig::of(&e.config);
+        let config = crate::RunConfig::of(&e.config);
         let key = PointKey {
             params: BTreeMap::new(),
             offered_rps: config.run.and_then(|r| r.rate_rps).unwrap_or(0.0),

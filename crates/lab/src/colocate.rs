@@ -83,11 +83,11 @@ impl Side<'_> {
         let mut load = t.load.clone();
         load.rate_per_s = rate;
         load.seed = load::derive_seed(t.load.seed, cell as u64);
-        let mut config = t.config.clone();
-        if let Value::Object(m) = &mut config {
-            m.insert("colocation_cell".into(), json!(cell));
-            m.insert("rate_rps".into(), json!(rate));
-        }
+        let config = crate::RunConfig {
+            colocation_cell: Some(cell as u64),
+            rate_rps: Some(rate),
+            ..t.config.clone()
+        };
         RunPlan {
             precision: None,
             extra_quantiles: Vec::new(),

@@ -7,7 +7,7 @@ use std::time::Duration;
 use host::placement::SchedSpec;
 use load::{LoadConfig, Target};
 use model::ServiceSpec;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::error::{invalid, LabError};
 use crate::{
@@ -105,9 +105,16 @@ impl DemoSpec {
             work: Some(self.work),
             ..SpawnSpec::default()
         };
-        let config = json!({"demo": true, "duration": self.duration_text, "connections": CONNECTIONS,
-                            "client_cpu": client_cpu, "server_cpu": server_cpu,
-                            "work": self.work_text, "label": self.label});
+        let config = crate::RunConfig {
+            demo: Some(true),
+            duration: Some(self.duration_text.clone()),
+            connections: Some(CONNECTIONS as u64),
+            client_cpu: Some(client_cpu as u64),
+            server_cpu: Some(server_cpu as u64),
+            work: Some(self.work_text.clone()),
+            label: self.label.clone(),
+            ..crate::RunConfig::default()
+        };
         let template = RunTemplate {
             agents: None,
             precision: None,
@@ -188,7 +195,7 @@ mod tests {
             p.sweep.template.load.stop,
             load::StopAt::Duration(Duration::from_secs(3))
         );
-        assert_eq!(p.sweep.template.config["work"], "det:20us");
+        assert_eq!(p.sweep.template.config.work.as_deref(), Some("det:20us"));
         assert_eq!(spec().plan(1).unwrap().server_cpu, 0);
     }
 

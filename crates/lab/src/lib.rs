@@ -53,6 +53,7 @@ pub mod records;
 pub mod repeat;
 pub mod reproduce;
 mod run;
+mod run_config;
 mod run_spec;
 mod server_facts;
 mod simulate;
@@ -103,6 +104,7 @@ pub use run::{
     ExperimentStatus, JudgeInput, Judgement, LatenessCause, LatenessVerdict, LoadFacts, Run,
     RunStatus, Saturation, SweepStatus, ViewValidity, Views, RUN_ENCODING_VERSION,
 };
+pub use run_config::RunConfig;
 pub use run_spec::{
     placeholder_target, probe_noise, resolve_ideal, CheckedRun, IdealAsk, LoadPlan, RunSpec,
 };

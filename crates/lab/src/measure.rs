@@ -18,7 +18,6 @@ use crate::local::LocalEngine;
 use crate::records::StoredRecords;
 use crate::run::{judge, saturation_of, JudgeInput, Run, RunStatus};
 use crate::source::{LoadSource, Loaded, Measured, Sending};
-use crate::summary::asked_of;
 use crate::target::Ready;
 use crate::Observer;
 
@@ -80,7 +79,7 @@ pub fn measure(
             kind: plan.kind.clone(),
             target: ready.label.clone(),
             started_at: store::now_rfc3339(),
-            config: source.config(plan),
+            config: source.config(plan).to_json(),
             host: host_facts(),
         },
         plan.experiment,
@@ -238,7 +237,7 @@ fn finish(
     });
     let f = &l.facts;
     let saturation = saturation_of(&an, &f.backlog, f.warmup_ns, f.drain_ns);
-    let (asked, host_noise) = asked_of(&plan.config);
+    let (asked, host_noise) = plan.config.asked();
     let j = judge(
         &an,
         &JudgeInput {

@@ -5,7 +5,6 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use serde_json::json;
 
 use crate::calibrate::CalibrateSpec;
 use crate::error::{invalid, LabError};
@@ -176,14 +175,16 @@ impl RunOptions {
         let (la, side) = (&self.load, &self.side);
         let server_cpus = side.server_cpus.clone().unwrap_or_default().0;
         let load = la.plan()?;
-        let config = json!({
-            "target": target, "rate": self.rate, "arrival": la.arrival_text(),
-            "workload_preset": la.workload.map(|_| "etc"), "duration": la.duration,
-            "requests": la.requests, "warmup": la.warmup, "connections": la.connections,
-            "threads": la.threads, "cpus": load.cpus, "max_outstanding": la.max_outstanding,
-            "timeout": la.timeout, "request_size": la.request_size, "stamps": !la.no_stamps,
-            "seed": la.seed, "alpha": la.alpha, "stages": self.stages, "label": self.label,
-        });
+        let config = crate::RunConfig {
+            rate: Some(self.rate.to_string()),
+            workload_preset: la.workload.map(|_| "etc".to_string()),
+            request_size: Some(la.request_size as u64),
+            stamps: Some(!la.no_stamps),
+            alpha: la.alpha,
+            stages: Some(self.stages),
+            label: self.label.as_ref().map(|l| l.0.clone()),
+            ..la.stored(target, &load.cpus)
+        };
         Ok(RunSpec {
             target: target.to_string(),
             load,
@@ -271,12 +272,19 @@ impl TuneOptions {
             server_cpus,
             extra_pids: Vec::new(),
             calibrate: CalibrateSpec::default(),
-            config: json!({
-                "target": target, "rate": self.rate, "duration": la.duration,
-                "warmup": la.warmup, "connections": la.connections, "cpus": p.cpus,
-                "seed": la.seed, "slo": self.slo,
-                "slo_view": crate::ViewChoice::from(self.slo_view), "label": self.label,
-            }),
+            config: crate::RunConfig {
+                target: Some(target.to_string()),
+                rate: Some(self.rate.to_string()),
+                duration: Some(la.duration.to_string()),
+                warmup: Some(la.warmup.to_string()),
+                connections: Some(la.connections as u64),
+                cpus: Some(p.cpus.iter().map(|c| *c as u64).collect()),
+                seed: Some(la.seed),
+                slo: self.slo.clone(),
+                slo_view: Some(self.slo_view.into()),
+                label: self.label.as_ref().map(|l| l.0.clone()),
+                ..crate::RunConfig::default()
+            },
         };
         Ok(TunePlan {
             template,

@@ -3,7 +3,6 @@
 //! a sweep ([`SweepPlan`]). Every check names the flag; nothing starts here.
 
 use load::NullRpcWorkload;
-use serde_json::json;
 
 use crate::agent_spec::Agents;
 use crate::calibrate::CalibrateSpec;
@@ -31,6 +30,25 @@ impl LoadArgs {
             w.key_size = load::SizeDist::Etc(load::EtcSize::Key);
             w.value_size = load::SizeDist::Etc(load::EtcSize::Value);
             w.get_ratio = load::etc::ETC_GET_RATIO;
+        }
+    }
+
+    /// The load flags as the user wrote them, for the run's stored configuration.
+    pub fn stored(&self, target: &str, cpus: &[usize]) -> crate::RunConfig {
+        let n = |x: usize| Some(x as u64);
+        crate::RunConfig {
+            target: Some(target.to_string()),
+            arrival: Some(self.arrival_text()),
+            duration: Some(self.duration.to_string()),
+            requests: self.requests.as_ref().map(ToString::to_string),
+            warmup: Some(self.warmup.to_string()),
+            connections: n(self.connections),
+            threads: n(self.threads),
+            cpus: Some(cpus.iter().map(|c| *c as u64).collect()),
+            max_outstanding: n(self.max_outstanding),
+            timeout: Some(self.timeout.to_string()),
+            seed: Some(self.seed),
+            ..crate::RunConfig::default()
         }
     }
 
@@ -242,13 +260,13 @@ impl SweepOptions {
                 server_cpus,
                 extra_pids: side.server_pid.clone(),
                 calibrate: CalibrateSpec::default(),
-                config: json!({
-                    "target": target, "arrival": la.arrival_text(), "duration": la.duration,
-                    "requests": la.requests, "warmup": la.warmup, "connections": la.connections,
-                    "threads": la.threads, "cpus": p.cpus, "max_outstanding": la.max_outstanding,
-                    "timeout": la.timeout, "seed": la.seed, "service": side.service,
-                    "slo": self.slo, "slo_view": view, "label": self.label,
-                }),
+                config: crate::RunConfig {
+                    service: side.service.clone(),
+                    slo: self.slo.clone(),
+                    slo_view: Some(view),
+                    label: self.label.as_ref().map(|l| l.0.clone()),
+                    ..la.stored(target, &p.cpus)
+                },
             },
             loads,
             axes,

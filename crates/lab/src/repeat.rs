@@ -272,7 +272,7 @@ pub fn measure_repeated(
         config: json!({
             "repeat": n,
             "run": plan.config,
-            "label": crate::summary::StoredConfig::of(&plan.config).label,
+            "label": plan.config.label,
         }),
     })?;
     let mut runs = Vec::new();
@@ -285,10 +285,8 @@ pub fn measure_repeated(
         let mut p = plan.clone();
         p.load.seed = load::derive_seed(plan.load.seed, u64::from(rep));
         p.experiment = Some(experiment);
-        if let serde_json::Value::Object(m) = &mut p.config {
-            m.insert("seed".into(), json!(p.load.seed));
-            m.insert("repeat".into(), json!(rep));
-        }
+        p.config.seed = Some(p.load.seed);
+        p.config.repeat = Some(u64::from(rep));
         match measure(&p, ready, db, stop, obs) {
             Ok(run) => {
                 obs.run_done(&run);

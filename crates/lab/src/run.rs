@@ -657,7 +657,7 @@ pub struct Run {
     /// Seed of the schedule and the workload.
     pub seed: u64,
     /// The configuration stored with the run.
-    pub config: Value,
+    pub config: crate::RunConfig,
     /// The server behind the target (spawned: version and command line).
     pub server: crate::server_facts::ServerFacts,
     /// Where the ideal's service time came from.

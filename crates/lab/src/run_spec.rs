@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use analysis::{IdealSpec, QueueStructure};
 use load::{LoadConfig, StopAt};
-use serde_json::{json, Value};
 
 use crate::agent_spec::Agents;
 use crate::calibrate::{calibrate, stored_calibration, CalibrateSpec, IdealSource};
@@ -303,7 +302,7 @@ pub struct RunSpec {
     pub repeat: u32,
     pub extra_quantiles: Vec<(String, f64)>,
     /// The user's options as stored with the run (the rate, ideal and server are added).
-    pub config: Value,
+    pub config: crate::RunConfig,
 }
 
 /// A [`RunSpec`] checked against its target and store, before anything starts.
@@ -429,19 +428,17 @@ impl RunSpec {
             self.server_cpus.clone()
         };
         let host_noise = probe_noise(!self.noise_probe, &self.load.cpus, &probed, stop, obs);
-        let mut config = self.config.clone();
-        for (k, v) in [
-            ("url", json!(ready.url)),
-            ("rate_rps", json!(rate_rps)),
-            ("ideal", json!(ideal)),
-            ("server", ready.server_json()),
-            ("workload", json!(format!("{:?}", ready.workload))),
-            ("churn", json!(ready.churn)),
-            ("view", json!(self.view)),
-            ("host_noise", json!(host_noise)),
-        ] {
-            config[k] = v;
-        }
+        let config = crate::RunConfig {
+            url: Some(ready.url.clone()),
+            rate_rps: Some(rate_rps),
+            ideal: ideal.clone(),
+            server: Some(ready.server_facts()),
+            workload: Some(format!("{:?}", ready.workload)),
+            churn: ready.churn.map(|(lo, hi)| (u64::from(lo), u64::from(hi))),
+            view: Some(self.view),
+            host_noise: host_noise.clone(),
+            ..self.config.clone()
+        };
         Ok(RunPlan {
             kind: "run".into(),
             load,
@@ -480,7 +477,11 @@ mod tests {
             "--alpha=0.25",
             "--seed=7",
         ];
-        let cmd = LoadArgs::augment_args(clap::Command::new("x").args_override_self(true));
+        // With the target's flags beside them, as every command has them (`--workload`
+        // conflicts with `--key-size`, which clap checks in debug builds).
+        let cmd = crate::options::TargetArgs::augment_args(LoadArgs::augment_args(
+            clap::Command::new("x").args_override_self(true),
+        ));
         let m = cmd.try_get_matches_from(base.iter().chain(extra)).unwrap();
         LoadArgs::from_arg_matches(&m).unwrap()
     }

@@ -9,7 +9,6 @@ use std::sync::atomic::AtomicBool;
 use analysis::{AnalysisError, IdealSpec, RunAnalysis};
 use load::LoadConfig;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::agent_spec::AgentsReport;
 use crate::converge::Convergence;
@@ -38,7 +37,7 @@ pub struct RunPlan {
     pub server_cpus: Vec<usize>,
     pub extra_pids: Vec<u32>,
     /// What the user asked for, stored with the run.
-    pub config: Value,
+    pub config: crate::RunConfig,
     /// The experiment this run is a point of, if any.
     pub experiment: Option<i64>,
     /// Where the per-request server stages come from (eBPF for real servers).
@@ -117,7 +116,7 @@ pub trait LoadSource {
         Ok(())
     }
     /// The run's stored configuration: what the user asked, and this source's own part.
-    fn config(&self, plan: &RunPlan) -> Value {
+    fn config(&self, plan: &RunPlan) -> crate::RunConfig {
         plan.config.clone()
     }
     /// Sends the load of `s.plan` against `s.ready`, its records into run `s.run_id`.

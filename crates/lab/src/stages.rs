@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 
 use load::{RecordSink, RequestRecord, Transport, WriterStats};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use stats::{Quantile, Recorder};
 
@@ -30,7 +30,7 @@ use crate::target::{Ready, Scheme};
 use crate::Observer;
 
 /// Where a run's server stages come from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StagesMode {
     /// eBPF for a server tailscope spawned when the host supports it (else, with the reason

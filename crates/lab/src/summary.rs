@@ -16,8 +16,6 @@ use serde_json::Value;
 use stats::Distribution;
 
 use crate::run::RunStatus;
-use crate::server_facts::ServerFacts;
-use crate::view::ViewChoice;
 
 pub use crate::lenient::{lenient, lenient_each, lenient_list, read};
 
@@ -569,94 +567,6 @@ impl HostFacts {
     }
 }
 
-/// The configuration stored with a run or an experiment, the keys read back (the rest is
-/// compared as a whole by `check`).
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct StoredConfig {
-    #[serde(default, deserialize_with = "lenient")]
-    pub label: Option<String>,
-    /// An experiment's run template (`run --repeat`: `{"repeat": n, "run": {…}}`).
-    #[serde(default, deserialize_with = "lenient")]
-    pub run: Option<Box<StoredConfig>>,
-    #[serde(default, deserialize_with = "lenient")]
-    pub demo: Option<bool>,
-    #[serde(default, deserialize_with = "lenient")]
-    pub work: Option<String>,
-    #[serde(default, deserialize_with = "lenient")]
-    pub load_pct: Option<f64>,
-    #[serde(default, deserialize_with = "lenient")]
-    pub params: BTreeMap<String, Value>,
-    #[serde(default, deserialize_with = "lenient")]
-    pub target: Option<String>,
-    #[serde(default, deserialize_with = "lenient")]
-    pub rate_rps: Option<f64>,
-    /// The rate as asked (`"40%"`, `"5000"`).
-    #[serde(default, deserialize_with = "lenient")]
-    pub rate: Option<String>,
-    #[serde(default, deserialize_with = "lenient")]
-    pub arrival: Option<String>,
-    #[serde(default, deserialize_with = "lenient")]
-    pub requests: Option<String>,
-    #[serde(default, deserialize_with = "lenient")]
-    pub duration: Option<String>,
-    #[serde(default, deserialize_with = "lenient")]
-    pub warmup: Option<String>,
-    #[serde(default, deserialize_with = "lenient")]
-    pub timeout: Option<String>,
-    #[serde(default, deserialize_with = "lenient")]
-    pub connections: Option<f64>,
-    #[serde(default, deserialize_with = "lenient")]
-    pub threads: Option<f64>,
-    #[serde(default, deserialize_with = "lenient")]
-    pub max_outstanding: Option<f64>,
-    #[serde(default, deserialize_with = "lenient")]
-    pub request_size: Option<f64>,
-    #[serde(default, deserialize_with = "lenient")]
-    pub seed: Option<f64>,
-    #[serde(default, deserialize_with = "lenient")]
-    pub cpus: Vec<u64>,
-    #[serde(default, deserialize_with = "lenient")]
-    pub alpha: Option<f64>,
-    #[serde(default, deserialize_with = "lenient")]
-    pub stamps: Option<bool>,
-    #[serde(default, deserialize_with = "lenient")]
-    pub ideal: Option<IdealFacts>,
-    #[serde(default, deserialize_with = "lenient")]
-    pub server: Option<ServerFacts>,
-    #[serde(default, deserialize_with = "lenient")]
-    pub workload: Option<String>,
-    #[serde(default, deserialize_with = "lenient")]
-    pub churn: Option<(u64, u64)>,
-    /// The view asked for (auto when absent or unknown).
-    #[serde(default, deserialize_with = "lenient")]
-    pub view: Option<ViewChoice>,
-    /// The host's noise probed before the run or its sweep.
-    #[serde(default, deserialize_with = "lenient")]
-    pub host_noise: Option<noise::HostNoise>,
-}
-
-/// What a run's stored configuration says of its views and the host: `"view"` (the view
-/// asked for; auto when absent) and `"host_noise"` (the probe made before the run or its
-/// sweep, a [`noise::HostNoise`]). The CLI puts them there, so that every loop over
-/// [`crate::measure`] carries them without a field of its own.
-pub fn asked_of(config: &Value) -> (ViewChoice, Option<noise::HostNoise>) {
-    let c = StoredConfig::of(config);
-    (c.view.unwrap_or_default(), c.host_noise)
-}
-
-impl StoredConfig {
-    pub fn of(v: &Value) -> StoredConfig {
-        read(v)
-    }
-
-    /// The label: the configuration's own, else its run template's.
-    pub fn label(&self) -> Option<&str> {
-        self.label
-            .as_deref()
-            .or_else(|| self.run.as_ref().and_then(|r| r.label.as_deref()))
-    }
-}
-
 /// A view's repeats combined, as an experiment stores it: their combined summary.
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct CombinedFacts {
@@ -754,12 +664,12 @@ mod tests {
 
     #[test]
     fn a_configuration_reads_its_label_from_its_template_and_an_experiment_its_points() {
-        let c = StoredConfig::of(&json!({"repeat": 3, "run": {"label": "base", "rate_rps": 5.0}}));
+        let c = crate::RunConfig::of(&json!({"repeat": 3, "run": {"label": "base", "rate_rps": 5.0}}));
         assert_eq!(c.label(), Some("base"));
         assert_eq!(c.run.as_ref().and_then(|r| r.rate_rps), Some(5.0));
-        let c = StoredConfig::of(&json!({"label": 7, "view": "server", "churn": [1, 2]}));
+        let c = crate::RunConfig::of(&json!({"label": 7, "view": "server", "churn": [1, 2]}));
         assert_eq!(c.label(), None);
-        assert_eq!(c.view, Some(ViewChoice::Server));
+        assert_eq!(c.view, Some(crate::ViewChoice::Server));
         assert_eq!(c.churn, Some((1, 2)));
         let e = ExperimentSummary::of(&json!({
             "points": [{"params": {"conns": "4"}, "offered_rps": 100.0,

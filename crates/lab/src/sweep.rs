@@ -55,7 +55,7 @@ pub struct RunTemplate {
     pub extra_pids: Vec<u32>,
     pub calibrate: CalibrateSpec,
     /// The user's options, stored with every point (with the point's params added).
-    pub config: Value,
+    pub config: crate::RunConfig,
     /// Each point measured until these intervals are tight (`--precision`).
     pub precision: Option<crate::converge::Precision>,
     /// Percentiles beyond the standard five in every point's measured summaries.
@@ -421,15 +421,21 @@ impl Ctx<'_> {
             rate,
             load_pct.map(|p| format!(" ({p:.0} %)")).unwrap_or_default(),
         ));
-        let mut config = t.config.clone();
-        if let Value::Object(m) = &mut config {
-            m.insert("params".into(), json!(combo.params));
-            m.insert("rate_rps".into(), json!(rate));
-            m.insert("load_pct".into(), json!(load_pct));
-            m.insert("role".into(), json!(role));
-            m.insert("seed".into(), json!(load.seed));
-            m.insert("server".into(), live.ready.server_json());
-        }
+        let config = crate::RunConfig {
+            params: Some(
+                combo
+                    .params
+                    .iter()
+                    .map(|(k, v)| (k.clone(), json!(v)))
+                    .collect(),
+            ),
+            rate_rps: Some(rate),
+            load_pct,
+            role: Some(role),
+            seed: Some(load.seed),
+            server: Some(live.ready.server_facts()),
+            ..t.config.clone()
+        };
         let seed = load.seed;
         let plan = RunPlan {
             kind: "run".into(),
@@ -677,7 +683,7 @@ pub fn sweep(
                 "axes": plan.axes, "loads": plan.loads, "repeat": plan.repeat,
                 "slo": plan.slo, "find_max": plan.find_max, "max_steps": plan.max_steps,
                 "run": plan.template.config,
-                "label": crate::summary::StoredConfig::of(&plan.template.config).label,
+                "label": plan.template.config.label,
             }),
         })?,
     };

@@ -420,10 +420,8 @@ fn walk(
             }
         ));
         let mut t = template.clone();
-        if let Value::Object(m) = &mut t.config {
-            m.insert("tune_step".into(), json!(name));
-            m.insert("tune_changes".into(), json!(changes));
-        }
+        t.config.tune_step = Some(name.to_string());
+        t.config.tune_changes = Some(changes.clone());
         let sweep_plan = SweepPlan {
             kind: "tune".into(),
             template: t,

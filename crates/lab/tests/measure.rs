@@ -43,7 +43,7 @@ fn plan_at(rate: f64, ms: u64) -> (TargetPlan, RunPlan) {
         attribution: true,
         server_cpus: Vec::new(),
         extra_pids: Vec::new(),
-        config: serde_json::json!({"test": true}),
+        config: lab::RunConfig::default(),
         experiment: None,
         stages: lab::StagesMode::default(),
         agents: None,

@@ -37,7 +37,7 @@ fn plan(rate: f64, ms: u64, connections: usize) -> RunPlan {
         attribution: false,
         server_cpus: Vec::new(),
         extra_pids: Vec::new(),
-        config: serde_json::json!({"test": true}),
+        config: lab::RunConfig::default(),
         experiment: None,
         stages: StagesMode::Ebpf,
         agents: None,

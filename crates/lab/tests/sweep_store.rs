@@ -41,7 +41,7 @@ fn plan() -> SweepPlan {
             server_cpus: Vec::new(),
             extra_pids: Vec::new(),
             calibrate: CalibrateSpec::default(),
-            config: serde_json::json!({"test": true}),
+            config: lab::RunConfig::default(),
             precision: None,
             extra_quantiles: Vec::new(),
             agents: None,

@@ -70,7 +70,7 @@ impl Observer for Tour<'_> {
         if let Some(show) = self.show {
             show(run);
         }
-        let pct = run.config["load_pct"].as_f64().unwrap_or(0.0);
+        let pct = run.config.load_pct.unwrap_or(0.0);
         let label = format!("{pct:.0}% load");
         if let Ok(mut s) = self.series.lock() {
             let measured = run.analysis.measured_ccdf_us.clone();

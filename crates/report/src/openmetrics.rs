@@ -31,7 +31,8 @@
 
 use std::io::Write;
 
-use lab::summary::{figure, Intervals, RunSummary, StoredConfig};
+use lab::summary::{figure, Intervals, RunSummary};
+use lab::RunConfig;
 use lab::RunStatus;
 use serde_json::Value;
 use stats::{Distribution, STANDARD_QUANTILES};
@@ -202,7 +203,7 @@ fn run_labels(row: &RunRow) -> Vec<(String, String)> {
                 .to_string(),
         ),
     ];
-    if let Some(label) = StoredConfig::of(&row.config).label {
+    if let Some(label) = RunConfig::of(&row.config).label {
         l.push(("label".into(), label));
     }
     l
@@ -448,7 +449,7 @@ pub fn experiment(x: &ExperimentRow, runs: &[RunRow], w: &mut dyn Write) -> std:
         .map(|row| {
             let mut labels = run_labels(row);
             labels.push(("experiment_id".into(), x.id.to_string()));
-            let config = StoredConfig::of(&row.config);
+            let config = RunConfig::of(&row.config);
             let load = config.load_pct.or_else(|| {
                 row.summary
                     .as_ref()
@@ -461,6 +462,7 @@ pub fn experiment(x: &ExperimentRow, runs: &[RunRow], w: &mut dyn Write) -> std:
                 let mut kv: Vec<(String, String)> = config
                     .params
                     .iter()
+                    .flatten()
                     .map(|(k, v)| {
                         let v = match v {
                             Value::String(s) => s.clone(),

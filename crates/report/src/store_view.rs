@@ -4,7 +4,8 @@
 
 use std::io::{self, Write};
 
-use lab::summary::{figure, RunSummary, StoredConfig};
+use lab::summary::{figure, RunSummary};
+use lab::RunConfig;
 use serde::Serialize;
 use store::RunRow;
 
@@ -35,7 +36,7 @@ impl<'a> Listed<'a> {
             finished_at: r.finished_at.as_deref(),
             requests: r.requests,
             p99_us: figure(measured.as_ref(), "p99"),
-            label: StoredConfig::of(&r.config).label,
+            label: RunConfig::of(&r.config).label,
         }
     }
 }

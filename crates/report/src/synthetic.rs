@@ -7,7 +7,6 @@
 use analysis::{AnalysisConfig, IdealSpec, QueueStructure};
 use lab::{Instrument, LoadFacts, Run, RunStatus};
 use load::{Outcome, RequestRecord};
-use serde_json::json;
 
 /// A small, fixed pseudo-random stream (xorshift64*): no dependency, the same numbers
 /// everywhere.
@@ -117,14 +116,29 @@ pub fn run(
         url: "nullrpc://127.0.0.1:7000".into(),
         rate_rps,
         seed,
-        config: json!({
-            "target": "nullrpc://127.0.0.1:7000", "rate": format!("{rate_rps}"),
-            "rate_rps": rate_rps, "arrival": "poisson", "duration": "10s", "warmup": "500ms",
-            "connections": 4, "threads": 1, "cpus": [0], "max_outstanding": 64,
-            "timeout": "1s", "request_size": 128, "stamps": false, "seed": seed,
-            "ideal": ideal, "server": {"spawned": false, "scheme": "nullrpc"},
-            "workload": "NullRpc(synthetic)",
-        }),
+        config: lab::RunConfig {
+            target: Some("nullrpc://127.0.0.1:7000".into()),
+            rate: Some(format!("{rate_rps}")),
+            rate_rps: Some(rate_rps),
+            arrival: Some("poisson".into()),
+            duration: Some("10s".into()),
+            warmup: Some("500ms".into()),
+            connections: Some(4),
+            threads: Some(1),
+            cpus: Some(vec![0]),
+            max_outstanding: Some(64),
+            timeout: Some("1s".into()),
+            request_size: Some(128),
+            stamps: Some(false),
+            seed: Some(seed),
+            ideal: Some(ideal.clone()),
+            server: Some(lab::ServerFacts {
+                scheme: Some("nullrpc".into()),
+                ..lab::ServerFacts::default()
+            }),
+            workload: Some("NullRpc(synthetic)".into()),
+            ..lab::RunConfig::default()
+        },
         server: lab::ServerFacts {
             scheme: Some("nullrpc".into()),
             ..lab::ServerFacts::default()

@@ -13,7 +13,7 @@ fn row(run: &lab::Run) -> store::RunRow {
         target: run.target.clone(),
         started_at: "2026-11-21T21:00:00.000Z".into(),
         finished_at: None,
-        config: run.config.clone(),
+        config: run.config.to_json(),
         host: serde_json::json!({"hostname": "synthetic", "cpus_online": 2, "governor": null}),
         summary: Some(run.to_json()),
         requests: None,

@@ -42,7 +42,7 @@ fn stored(run: &lab::Run, id: i64) -> StoredRun {
         target: run.target.clone(),
         started_at: "2026-11-21T21:00:00.000Z".into(),
         finished_at: None,
-        config: run.config.clone(),
+        config: run.config.to_json(),
         host: serde_json::json!({}),
         summary: Some(run.to_json()),
         requests: None,

@@ -2,7 +2,8 @@
 //! What the store does not keep is not invented: it is listed beside the command, with the
 //! value the command will use instead (the flag's default).
 
-use lab::summary::{RunSummary, StoredConfig};
+use lab::summary::RunSummary;
+use lab::RunConfig;
 use store::RunRow;
 
 /// A shell word: quoted when it holds anything a shell would read specially.
@@ -28,7 +29,7 @@ fn exact(v: f64) -> String {
 
 /// The command and what it could not reconstruct.
 pub fn reproduce(row: &RunRow) -> (String, Vec<String>) {
-    let c = StoredConfig::of(&row.config);
+    let c = RunConfig::of(&row.config);
     if c.demo == Some(true) {
         return demo(&c);
     }
@@ -47,7 +48,7 @@ pub fn reproduce(row: &RunRow) -> (String, Vec<String>) {
     run(row, &c, target)
 }
 
-fn demo(c: &StoredConfig) -> (String, Vec<String>) {
+fn demo(c: &RunConfig) -> (String, Vec<String>) {
     let mut cmd = String::from("tailscope demo");
     if let Some(w) = &c.work {
         cmd += &format!(" --work {}", sh(w));
@@ -67,7 +68,7 @@ fn demo(c: &StoredConfig) -> (String, Vec<String>) {
     )
 }
 
-fn run(row: &RunRow, c: &StoredConfig, target: &str) -> (String, Vec<String>) {
+fn run(row: &RunRow, c: &RunConfig, target: &str) -> (String, Vec<String>) {
     let s = row.summary.as_ref().map(RunSummary::of).unwrap_or_default();
     let mut w: Vec<String> = vec!["tailscope".into(), "run".into(), sh(target)];
     let mut caveats = Vec::new();
@@ -109,11 +110,11 @@ fn run(row: &RunRow, c: &StoredConfig, target: &str) -> (String, Vec<String>) {
         (c.seed, "seed"),
     ] {
         if let Some(v) = v {
-            flag(name, exact(v));
+            flag(name, v.to_string());
         }
     }
-    if !c.cpus.is_empty() {
-        let list: Vec<String> = c.cpus.iter().map(u64::to_string).collect();
+    if let Some(cpus) = c.cpus.as_ref().filter(|c| !c.is_empty()) {
+        let list: Vec<String> = cpus.iter().map(u64::to_string).collect();
         flag("cpus", list.join(","));
     }
     if let Some(a) = c.alpha {
@@ -150,38 +151,38 @@ fn run(row: &RunRow, c: &StoredConfig, target: &str) -> (String, Vec<String>) {
 }
 
 /// The ideal: its service time as it was (given, or from a calibration), its shape.
-fn ideal_flags(c: &StoredConfig, s: &RunSummary, w: &mut Vec<String>, caveats: &mut Vec<String>) {
+fn ideal_flags(c: &RunConfig, s: &RunSummary, w: &mut Vec<String>, caveats: &mut Vec<String>) {
     let Some(i) = &c.ideal else {
         return;
     };
-    if let Some(ns) = i.service_ns {
-        w.push("--service".into());
-        w.push(format!("{}ns", exact(ns.round())));
-        let source = s.ideal_source.as_ref();
-        if let Some(from) = source
-            .and_then(|x| x.from.as_deref())
-            .filter(|f| *f != "given")
-        {
-            caveats.push(format!(
-                "the ideal's service time came from {from} (run {}); --service gives the same value without calibrating again",
-                source
-                    .and_then(|x| x.calibration_run)
-                    .map_or("?".into(), exact)
-            ));
+    w.push("--service".into());
+    w.push(format!("{}ns", exact(i.service_ns.round())));
+    let source = s.ideal_source.as_ref();
+    if let Some(from) = source
+        .and_then(|x| x.from.as_deref())
+        .filter(|f| *f != "given")
+    {
+        caveats.push(format!(
+            "the ideal's service time came from {from} (run {}); --service gives the same value without calibrating again",
+            source
+                .and_then(|x| x.calibration_run)
+                .map_or("?".into(), exact)
+        ));
+    }
+    w.push("--workers".into());
+    w.push(i.workers.to_string());
+    w.push("--queues".into());
+    w.push(
+        match i.queues {
+            analysis::QueueStructure::Single => "single",
+            analysis::QueueStructure::PerWorker => "per-worker",
         }
-    }
-    if let Some(n) = i.workers {
-        w.push("--workers".into());
-        w.push(exact(n));
-    }
-    if let Some(q) = &i.queues {
-        w.push("--queues".into());
-        w.push(q.clone());
-    }
+        .into(),
+    );
 }
 
 /// A spawned server: `--spawn`, its threads, and what of it the flags cannot say.
-fn server_flags(c: &StoredConfig, w: &mut Vec<String>, caveats: &mut Vec<String>) {
+fn server_flags(c: &RunConfig, w: &mut Vec<String>, caveats: &mut Vec<String>) {
     let Some(server) = c.server.as_ref().filter(|s| s.spawned) else {
         return;
     };

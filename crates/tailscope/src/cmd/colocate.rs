@@ -47,8 +47,8 @@ pub fn run(a: &ColocateArgs) -> anyhow::Result<i32> {
         if let Some(text) = own.as_deref().or(a.slo.as_deref()) {
             plan.slo = Some(lab::Slo::parse(text, view)?);
         }
-        if a.label.is_some() {
-            plan.template.config["label"] = serde_json::json!(a.label);
+        if let Some(l) = &a.label {
+            plan.template.config.label = Some(l.0.clone());
         }
     }
     let gate = Gate::judging(&[pa.slo.as_ref(), pb.slo.as_ref()], &a.gate)?;

@@ -57,7 +57,7 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
         .map_err(|e| usage(format!("cannot open results store {}: {e}", db.display())))?;
     let stop = shutdown_flag()?;
     let host_noise = lab::probe_noise(a.no_noise_probe, &[client_cpu], &[server_cpu], &stop, &tour);
-    plan.sweep.template.config["host_noise"] = serde_json::json!(host_noise);
+    plan.sweep.template.config.host_noise = host_noise.clone();
     let result = lab::sweep(&plan.sweep, &db, &stop, &tour)?;
     let toured = tour.finish();
     let host_line = host_noise.as_ref().map(|h| h.line());

@@ -63,7 +63,7 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<i32> {
         &stop,
         &obs,
     );
-    splan.template.config["host_noise"] = serde_json::json!(host_noise);
+    splan.template.config.host_noise = host_noise.clone();
     let result = lab::sweep(&splan, &db, &stop, &obs)?;
     let suites = result.suites();
     let written = if gate.slo.is_some() {
