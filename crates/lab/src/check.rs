@@ -11,9 +11,7 @@
 use std::collections::BTreeMap;
 
 use crate::run::RunStatus;
-use crate::summary::{
-    Ci, ExperimentSummary, HostFacts, Intervals, RepeatedFacts, RunSummary,
-};
+use crate::summary::{Ci, ExperimentSummary, HostFacts, Intervals, RepeatedFacts, RunSummary};
 use serde::Serialize;
 use serde_json::Value;
 use store::{ExperimentRow, RunRow, Store, StoreError};

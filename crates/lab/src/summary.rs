@@ -664,7 +664,8 @@ mod tests {
 
     #[test]
     fn a_configuration_reads_its_label_from_its_template_and_an_experiment_its_points() {
-        let c = crate::RunConfig::of(&json!({"repeat": 3, "run": {"label": "base", "rate_rps": 5.0}}));
+        let c =
+            crate::RunConfig::of(&json!({"repeat": 3, "run": {"label": "base", "rate_rps": 5.0}}));
         assert_eq!(c.label(), Some("base"));
         assert_eq!(c.run.as_ref().and_then(|r| r.rate_rps), Some(5.0));
         let c = crate::RunConfig::of(&json!({"label": 7, "view": "server", "churn": [1, 2]}));
