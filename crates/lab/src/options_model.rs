@@ -83,7 +83,8 @@ pub struct BurstyOptions {
     /// mR: worker time per worker thread (contention), R = R0 + k·mR.
     #[arg(long, default_value = "500ns", allow_hyphen_values = true)]
     pub mr: crate::ServiceTime,
-    /// M: the constant part of the latency (sum of the non-bottleneck service times).
+    /// M: the constant part of the latency, the sum of every stage's service time (formula 1;
+    /// --improve splits it as T + D + R + the rest).
     #[arg(long, default_value = "70us", allow_hyphen_values = true)]
     pub m: crate::ServiceTime,
     /// N: requests per burst.
