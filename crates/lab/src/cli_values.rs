@@ -203,6 +203,27 @@ impl FromStr for Tolerance {
     }
 }
 
+/// `model bursty --by`: the share of a stage's time an optimisation removes, in (0, 1],
+/// given as a percentage (`50%`) or a fraction (`0.5`); 100 % removes the stage.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Cut(pub f64);
+
+impl FromStr for Cut {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Cut, String> {
+        let t = s.trim();
+        let v = match t.strip_suffix('%') {
+            Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
+            None => t.parse::<f64>(),
+        };
+        match v {
+            Ok(x) if x > 0.0 && x <= 1.0 => Ok(Cut(x)),
+            _ => Err("not a percentage (50%) or a fraction (0.5) above 0 and at most 100 %".into()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,6 +243,11 @@ mod tests {
         assert_eq!("0.05".parse(), Ok(Tolerance(0.05)));
         for bad in ["-1%", "x", "200%", "NaN", "1.5"] {
             assert!(bad.parse::<Tolerance>().is_err(), "{bad}");
+        }
+        assert_eq!("50%".parse(), Ok(Cut(0.5)));
+        assert_eq!("1".parse(), Ok(Cut(1.0)));
+        for bad in ["0%", "0", "-10%", "101%", "1.5", "NaN", "half"] {
+            assert!(bad.parse::<Cut>().is_err(), "{bad}");
         }
         assert_eq!("0".parse(), Ok(CpuList(vec![0])));
         assert!("99999".parse::<CpuList>().unwrap_err().contains("99999"));

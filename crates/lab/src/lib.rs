@@ -77,8 +77,8 @@ pub use calibrate::{
     Step, StoredCalibration,
 };
 pub use cli_values::{
-    is_label, Bytes, Churn, Count, CpuList, CpuShare, DurationArg, Label, NetRate, ServiceTime,
-    Tolerance,
+    is_label, Bytes, Churn, Count, CpuList, CpuShare, Cut, DurationArg, Label, NetRate,
+    ServiceTime, Tolerance,
 };
 pub use colocate::{colocate, Cell, Colocation};
 pub use db::{host_facts, Db};

@@ -83,7 +83,8 @@ pub struct BurstyOptions {
     /// mR: worker time per worker thread (contention), R = R0 + k·mR.
     #[arg(long, default_value = "500ns", allow_hyphen_values = true)]
     pub mr: crate::ServiceTime,
-    /// M: the constant part of the latency (sum of the non-bottleneck service times).
+    /// M: the constant part of the latency, the sum of every stage's service time (formula 1;
+    /// --improve splits it as T + D + R + the rest).
     #[arg(long, default_value = "70us", allow_hyphen_values = true)]
     pub m: crate::ServiceTime,
     /// N: requests per burst.
@@ -133,6 +134,26 @@ pub struct BurstyOptions {
     /// workers=….
     #[arg(long, value_name = "KEY=V1,V2,..", conflicts_with = "concurrency")]
     pub sweep: Option<crate::bursty::Sweep>,
+    /// LNS §3.2, Improvement 2: the predicted percentile with each stage's time (TCP/IP,
+    /// event dispatcher, worker threads, the rest of M) cut by --by, everything else held;
+    /// the reduction per stage and the bottleneck before and after. M is split as
+    /// T + D + R + the rest, so --m must be at least T + D + R. With --simulate, each cut is
+    /// simulated too.
+    #[arg(long, conflicts_with_all = ["concurrency", "sweep", "validate", "fit"])]
+    pub improve: bool,
+    /// With --improve: the share of a stage's time removed, 50% or 0.5 (100%: the stage
+    /// removed, the paper's "maximally").
+    #[arg(
+        long,
+        value_name = "SHARE",
+        requires = "improve",
+        allow_hyphen_values = true
+    )]
+    pub by: Option<crate::Cut>,
+    /// With --improve: D, the event dispatcher's time per request [default: 1us, an
+    /// illustrative value: the LNS paper does not publish its measured one].
+    #[arg(long, requires = "improve", allow_hyphen_values = true)]
+    pub dispatcher: Option<crate::ServiceTime>,
     /// Formulas against tandem simulation over a grid of N, L, α and k, both stacks.
     #[arg(long)]
     pub validate: bool,

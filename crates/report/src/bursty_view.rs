@@ -3,9 +3,12 @@
 
 use std::io::{self, Write};
 
-use lab::bursty::{percentile_text, BurstyPlan, Concurrency, Predicted, Sweep, MAX_BURST};
+use lab::bursty::{
+    percentile_text, BurstyPlan, Concurrency, Improved, Predicted, Sweep, MAX_BURST,
+};
 use model::bursty::{
-    BurstyParams, BurstyWorkload, ConcurrencyRow, FitResult, Prediction, ValidationRow,
+    BurstyParams, BurstyWorkload, ConcurrencyRow, FitResult, Handover, Prediction, ServerStage,
+    StageTimes, ValidationRow,
 };
 use serde::Serialize;
 use stats::Distribution;
@@ -143,6 +146,227 @@ pub fn concurrency(w: &mut dyn Write, plan: &BurstyPlan, c: &Concurrency) -> io:
             "(\"≥ {MAX_BURST}\": every burst searched meets the target — the delay-sensitive requests are in formula 7's steady regime, where N does not matter)"
         )?;
     }
+    Ok(())
+}
+
+/// One stage's cut in `model bursty --improve --json`.
+#[derive(Serialize)]
+pub struct CutJson<'a> {
+    pub stage: ServerStage,
+    pub label: &'static str,
+    /// The stage's time before and after the cut.
+    pub before_us: f64,
+    pub after_us: f64,
+    pub predicted_us: f64,
+    pub reduction_pct: f64,
+    /// The bottleneck with the cut.
+    pub bottleneck: ServerStage,
+    /// For the bottleneck stage: the cut beyond which another stage is the bottleneck.
+    pub handover: Option<&'a Handover>,
+    pub prediction: &'a Prediction,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub simulated_us: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub simulated_reduction_pct: Option<f64>,
+}
+
+/// M split into the stages' times, µs.
+#[derive(Serialize)]
+pub struct StagesJson {
+    pub tcp_ip_us: f64,
+    pub dispatcher_us: f64,
+    pub workers_us: f64,
+    pub rest_us: f64,
+    pub m_us: f64,
+}
+
+impl StagesJson {
+    fn of(s: &StageTimes) -> Self {
+        StagesJson {
+            tcp_ip_us: s.tcp_ip_ns / 1e3,
+            dispatcher_us: s.dispatcher_ns / 1e3,
+            workers_us: s.workers_ns / 1e3,
+            rest_us: s.rest_ns / 1e3,
+            m_us: s.m_ns() / 1e3,
+        }
+    }
+}
+
+/// `model bursty --improve --json`: LNS Improvement 2.
+#[derive(Serialize)]
+pub struct ImprovementJson<'a> {
+    pub inputs: InputsJson<'a>,
+    /// The share of each stage's time removed, %.
+    pub by_pct: f64,
+    pub stages: StagesJson,
+    pub predicted_us: f64,
+    pub bottleneck: ServerStage,
+    pub baseline: &'a Prediction,
+    pub cuts: Vec<CutJson<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub simulated_us: Option<f64>,
+}
+
+impl<'a> ImprovementJson<'a> {
+    pub fn of(plan: &'a BurstyPlan, r: &'a Improved) -> Self {
+        let i = &r.improvement;
+        let sim = r.simulated.as_ref();
+        let cuts = i
+            .cuts
+            .iter()
+            .enumerate()
+            .map(|(n, c)| CutJson {
+                stage: c.stage,
+                label: c.stage.label(),
+                before_us: c.before_ns / 1e3,
+                after_us: c.after_ns / 1e3,
+                predicted_us: c.prediction.latency_ns / 1e3,
+                reduction_pct: c.reduction_pct,
+                bottleneck: c.bottleneck,
+                handover: c.handover.as_ref(),
+                prediction: &c.prediction,
+                simulated_us: sim.and_then(|s| s.cuts_ns.get(n)).map(|v| v / 1e3),
+                simulated_reduction_pct: sim.and_then(|s| s.reduction_pct(n)),
+            })
+            .collect();
+        ImprovementJson {
+            inputs: InputsJson::of(plan),
+            by_pct: i.fraction * 100.0,
+            stages: StagesJson::of(&i.stages),
+            predicted_us: i.baseline.latency_ns / 1e3,
+            bottleneck: i.baseline_bottleneck,
+            baseline: &i.baseline,
+            cuts,
+            simulated_us: sim.map(|s| s.baseline_ns / 1e3),
+        }
+    }
+}
+
+/// A percentage with three significant digits (0.00168, 0.100, 64.9), so that the small
+/// reductions of the non-bottleneck stages stay readable.
+fn pct_text(x: f64) -> String {
+    if !x.is_finite() {
+        return "-".into();
+    }
+    if x == 0.0 {
+        return "0".into();
+    }
+    let decimals = (2.0 - x.abs().log10().floor()).clamp(0.0, 12.0) as usize;
+    format!("{x:.decimals$}")
+}
+
+/// Improvement 2 for a person: per stage, its time, the predicted percentile with the cut,
+/// the reduction and the bottleneck after; then why.
+pub fn improvement(w: &mut dyn Write, plan: &BurstyPlan, r: &Improved) -> io::Result<()> {
+    let (wl, i) = (&plan.workload, &r.improvement);
+    let p = percentile_text(wl.percentile);
+    let s = &i.stages;
+    writeln!(
+        w,
+        "Improvement 2 (LNS §3.2): {} stack · N = {}, U = {}, α = {}, L = {} B, k = {} · each stage's time cut by {}%",
+        plan.stack.name(),
+        wl.n,
+        fmt_ns(wl.spacing_ns),
+        wl.alpha,
+        wl.payload_bytes,
+        wl.workers,
+        (i.fraction * 1e8).round() / 1e6,
+    )?;
+    writeln!(
+        w,
+        "M = {} = TCP/IP {} + event dispatcher {} + worker threads {} + rest {}",
+        fmt_ns(s.m_ns()),
+        fmt_ns(s.tcp_ip_ns),
+        fmt_ns(s.dispatcher_ns),
+        fmt_ns(s.workers_ns),
+        fmt_ns(s.rest_ns)
+    )?;
+    let b = &i.baseline;
+    let sim = r.simulated.as_ref();
+    writeln!(
+        w,
+        "predicted p{p}: {} (queueing {} + M), bottleneck {} (B = {}, c_B = {}){}",
+        fmt_ns(b.latency_ns),
+        fmt_ns(b.wait_ns),
+        i.baseline_bottleneck.label(),
+        fmt_ns(b.b_ns),
+        b.c_b,
+        sim.map(|s| format!(" · simulated {}", fmt_ns(s.baseline_ns)))
+            .unwrap_or_default()
+    )?;
+    let sim_head = if sim.is_some() {
+        format!(" {:>14} {:>10}", format!("simulated p{p}"), "simulated")
+    } else {
+        String::new()
+    };
+    writeln!(
+        w,
+        "{:<17} {:>10} {:>10} {:>14} {:>10}  {:<17}{sim_head}",
+        "stage",
+        "time",
+        "cut to",
+        format!("predicted p{p}"),
+        "reduction",
+        "bottleneck after"
+    )?;
+    for (n, c) in i.cuts.iter().enumerate() {
+        let sim_cols = match sim {
+            Some(s) => format!(
+                " {:>14} {:>10}",
+                s.cuts_ns.get(n).map_or("-".into(), |v| fmt_ns(*v)),
+                s.reduction_pct(n)
+                    .map_or("-".into(), |v| format!("{} %", pct_text(v)))
+            ),
+            None => String::new(),
+        };
+        writeln!(
+            w,
+            "{:<17} {:>10} {:>10} {:>14} {:>10}  {:<17}{sim_cols}",
+            c.stage.label(),
+            fmt_ns(c.before_ns),
+            fmt_ns(c.after_ns),
+            fmt_ns(c.prediction.latency_ns),
+            format!("{} %", pct_text(c.reduction_pct)),
+            c.bottleneck.label(),
+        )?;
+    }
+    // Why: the bottleneck's B/c_B is in the queueing term; the others are in M alone.
+    if let Some(c) = i.cut(i.baseline_bottleneck) {
+        writeln!(
+            w,
+            "{} is the bottleneck: its time per node B/c_B drives the queueing term w_p (formulas 4, 7, 9), so its cut shrinks w_p as well as M.",
+            c.stage.label()
+        )?;
+        if let Some(h) = &c.handover {
+            let moved = c.bottleneck != c.stage;
+            writeln!(
+                w,
+                "Beyond a {} % cut of it, the bottleneck passes to the {} ({} per node), which bounds the gain{}.",
+                pct_text(h.at_fraction * 100.0),
+                h.to.label(),
+                fmt_ns(h.next_per_node_ns),
+                if moved { ": this cut goes past that point" } else { "" }
+            )?;
+        }
+        if let Some(o) = i
+            .cuts
+            .iter()
+            .filter(|o| o.stage != c.stage && o.reduction_pct > c.reduction_pct)
+            .max_by(|a, b| a.reduction_pct.total_cmp(&b.reduction_pct))
+        {
+            writeln!(
+                w,
+                "Here M outweighs the queue (w_p = {} of {}): cutting the {} gains more.",
+                fmt_ns(b.wait_ns),
+                fmt_ns(b.latency_ns),
+                o.stage.label()
+            )?;
+        }
+    }
+    writeln!(
+        w,
+        "The other stages are in M only: a cut reduces the p{p} by the time it removes, no more."
+    )?;
     Ok(())
 }
 
@@ -329,6 +553,31 @@ pub fn fit(w: &mut dyn Write, tests: usize, stack: &str, f: &FitResult) -> io::R
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn improvement_says_which_stage_bounds_the_gain_and_when_m_outweighs_the_queue() {
+        assert_eq!(pct_text(64.87), "64.9");
+        assert_eq!(pct_text(0.0016815), "0.00168");
+        assert_eq!(pct_text(0.1), "0.100");
+        assert_eq!(pct_text(0.0), "0");
+        // α = 0.05: formula 8's queue is short, and the workers' share of M outweighs it.
+        let plan = BurstyPlan::example();
+        let r = plan.improve(1.0, 1_000.0).unwrap();
+        let mut out = Vec::new();
+        improvement(&mut out, &plan, &r).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        for needle in [
+            "TCP/IP is the bottleneck",
+            "passes to the worker threads",
+            "this cut goes past that point",
+            "cutting the worker threads gains more",
+        ] {
+            assert!(text.contains(needle), "{needle}: {text}");
+        }
+        let v = serde_json::to_value(ImprovementJson::of(&plan, &r)).unwrap();
+        assert_eq!(v["cuts"].as_array().map(Vec::len), Some(4));
+        assert!(v.get("simulated_us").is_none() && v["cuts"][0].get("simulated_us").is_none());
+    }
 
     #[test]
     fn a_prediction_without_simulation_has_no_simulated_keys() {

@@ -10,6 +10,8 @@
 //! - [`validate_grid`]: formulas against the simulator over a grid of N, L, α and k.
 //! - [`concurrency_rows`]: Fig. 7, the largest burst meeting a latency target at k workers
 //!   and at k_t.
+//! - [`improve`]: Improvement 2, the prediction with one stage's time cut (TCP/IP, event
+//!   dispatcher, workers, the rest of M), M split into the stages' times ([`StageTimes`]).
 //!
 //! ```
 //! use model::bursty::{predict, BurstyParams, BurstyWorkload, Regime, Stack};
@@ -41,6 +43,7 @@
 mod concurrency;
 pub mod fit;
 pub mod formulas;
+mod improve;
 pub mod tandem;
 mod validate;
 
@@ -52,6 +55,9 @@ use crate::ModelError;
 pub use concurrency::{concurrency_rows, max_burst_within, ConcurrencyRow};
 pub use fit::{fit, table3_workloads, BasicTest, FitResult, FitSpec};
 pub use formulas::Bottleneck;
+pub use improve::{
+    improve, tandem_for_stages, Handover, Improvement, ServerStage, StageCut, StageTimes,
+};
 pub use tandem::{simulate_tandem, Dispatch, Stage, StageDiscipline, TandemConfig, TandemReport};
 pub use validate::{tandem_for, validate_grid, ValidationGrid, ValidationRow};
 
@@ -277,6 +283,19 @@ pub fn predict(
             value: format!("T = {t} ns, R = {r} ns"),
         });
     }
+    Ok(predict_services(t, r, params.m_ns, w, stack))
+}
+
+/// Formulas 1, 2 and 4–10 for a checked workload, given the first stage's service time `t`
+/// (T, or the event dispatcher's when it is the larger), the worker stage's `r` and M. One
+/// of `t` and `r` must be positive (the bottleneck's B).
+pub(crate) fn predict_services(
+    t: f64,
+    r: f64,
+    m_ns: f64,
+    w: &BurstyWorkload,
+    stack: Stack,
+) -> Prediction {
     let (bottleneck, b, c_b) = formulas::bottleneck(t, r, w.workers);
     let (regime, wait, rho) = match stack {
         Stack::Fcfs => (
@@ -304,11 +323,11 @@ pub fn predict(
         Bottleneck::Tcp => r,
         Bottleneck::Redis => t,
     };
-    let (_, upper) = formulas::decomposition_bound(wait, params.m_ns, c_b, other);
-    Ok(Prediction {
-        latency_ns: formulas::decomposition(wait, params.m_ns),
+    let (_, upper) = formulas::decomposition_bound(wait, m_ns, c_b, other);
+    Prediction {
+        latency_ns: formulas::decomposition(wait, m_ns),
         wait_ns: wait,
-        m_ns: params.m_ns,
+        m_ns,
         t_ns: t,
         r_ns: r,
         bottleneck,
@@ -317,5 +336,5 @@ pub fn predict(
         regime,
         rho,
         upper_bound_ns: upper,
-    })
+    }
 }

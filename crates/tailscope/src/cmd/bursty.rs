@@ -1,10 +1,10 @@
 //! `tailscope model bursty`: the LNS paper's model of a tandem server under bursty traffic —
 //! prediction (formulas 1–12), tandem simulation and formula 15's error, the validation grid,
-//! and the fit of the service-time laws from the basic tests of Table 3 (`lab::bursty`,
+//! Improvement 2 (each stage's time cut), and the fit of the service-time laws from the basic tests of Table 3 (`lab::bursty`,
 //! `report::bursty_view`).
 
 use report::bursty_view::{
-    self as view, ConcurrencyJson, PredictionJson, SweepJson, ValidationJson,
+    self as view, ConcurrencyJson, ImprovementJson, PredictionJson, SweepJson, ValidationJson,
 };
 
 use crate::cli::BurstyArgs;
@@ -32,6 +32,16 @@ pub fn run(a: &BurstyArgs) -> anyhow::Result<i32> {
         let c = plan.concurrency(t.0.as_nanos() as f64, &o.alphas)?;
         return output::print_json_or(a.json, &ConcurrencyJson::of(&plan, &c), |w| {
             view::concurrency(w, &plan, &c)
+        });
+    }
+    if o.improve {
+        let by = o.by.map_or(1.0, |c| c.0);
+        let d = o
+            .dispatcher
+            .map_or(lab::bursty::DEFAULT_DISPATCHER_NS, |d| d.0);
+        let r = plan.improve(by, d)?;
+        return output::print_json_or(a.json, &ImprovementJson::of(&plan, &r), |w| {
+            view::improvement(w, &plan, &r)
         });
     }
     if let Some(sw) = &o.sweep {
