@@ -66,10 +66,13 @@ impl Fake {
             ),
         );
     }
+    /// A thread's counters. Its timeslices are its context switches, as on a real kernel
+    /// (every switch away from a CPU follows an arrival on one): the probe reads a status only
+    /// when the schedstat says the thread has run since the last reading.
     fn task(&self, rel: &str, runtime: u64, delay: u64, vol: u64, invol: u64) {
         self.write(
             &format!("{rel}/schedstat"),
-            &format!("{runtime} {delay} 3\n"),
+            &format!("{runtime} {delay} {}\n", vol + invol),
         );
         self.write(
             &format!("{rel}/status"),
