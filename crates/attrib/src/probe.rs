@@ -221,6 +221,11 @@ struct CostAcc {
 ///   two readings is shared out over the intervals in proportion to the system-wide growth
 ///   in each. Totals are exact; per cycle, interrupts on other CPUs (the load generator's)
 ///   move the shape too.
+/// - The sample that reads /proc/stat (once per cycle) leaves /proc/softirqs to the next
+///   sample, so that the heaviest sample of the cycle costs one slow read plus the threads'
+///   schedstats, not plus the softirqs too: the softirqs of those two intervals are their
+///   sum spread over both by length (one interval's resolution elsewhere). It never leaves
+///   them two samples in a row (a cycle of one sample reads them every other sample).
 /// - A server thread that did not run for 3 samples in a row is read once per cycle
 ///   (with its status) until it is seen running again: an idle thread costs nothing, and its
 ///   growth, if it wakes, is spread over the samples since it was last read.
@@ -231,7 +236,8 @@ struct CostAcc {
 /// 100 ms burst filed under one 10 ms interval would point at the wrong requests). So "hard
 /// interrupts", the two context-switch series, "steal time" and (without /proc/schedstat)
 /// "other tasks' CPU time" have the resolution of `slow_every` intervals; run-queue wait, the
-/// server's CPU time and the softirqs have one interval's. The same rule covers a file that
+/// server's CPU time and the softirqs have one interval's (the softirqs two intervals' once
+/// per cycle in the in-loop mode, below). The same rule covers a file that
 /// could not be read or parsed once: its growth is spread over the intervals it missed.
 ///
 /// "Other tasks' CPU time" is an approximation chosen for cost: reading every process's
@@ -283,6 +289,8 @@ pub struct Probe {
     lean: bool,
     /// Lean mode: the system-wide interrupt count (the `intr` line of /proc/stat).
     intr_all: Counter,
+    /// Lean mode: whether the last sample left /proc/softirqs to the next one.
+    softirqs_deferred: bool,
     /// Lean mode: per-CPU readings of the hard interrupts, as (from sample, to sample, growth).
     irq_spans: Vec<(usize, usize, u64)>,
     /// Whether the last sample made a slow read, and whether it read everything.
@@ -397,6 +405,7 @@ impl Probe {
             lean: false,
             intr_all: Counter::default(),
             irq_spans: Vec::new(),
+            softirqs_deferred: false,
             last_slow: false,
             last_all: false,
             first_bounds: (0, 0),
@@ -544,7 +553,12 @@ impl Probe {
         let first_status = p.count() - p.threads;
         let due = |i: usize| all || range.contains(&(first_status + i));
         let t0 = mono_now_ns();
-        self.read_light(k, due);
+        // The lean schedule's /proc/stat sample leaves /proc/softirqs to the next one (but
+        // never two in a row): see [`Probe`].
+        let stat_here = range.clone().any(|j| p.get(j) == Piece::Stat);
+        let softirqs = all || !self.lean || !stat_here || self.softirqs_deferred;
+        self.softirqs_deferred = !softirqs;
+        self.read_light(k, due, softirqs);
         let (mut t, mut piece_max) = (mono_now_ns(), 0);
         let light = t.saturating_sub(t0);
         // Highest index first: a thread dropped on the way moves none still to be read.
@@ -585,7 +599,7 @@ impl Probe {
 
     /// Every sample: the threads' schedstat (a quiet thread in the lean mode only when `due`),
     /// /proc/schedstat, /proc/softirqs.
-    fn read_light(&mut self, k: usize, due: impl Fn(usize) -> bool) {
+    fn read_light(&mut self, k: usize, due: impl Fn(usize) -> bool, softirqs: bool) {
         let server_cpu = self.col_server_cpu();
         let (rows, times, buf) = (&mut self.rows, &self.times, &mut self.buf);
         let lean = self.lean;
@@ -634,7 +648,9 @@ impl Probe {
                 spread(&mut self.rows, &self.times, busy_col, g, k, 1.0);
             }
         }
-        self.read_softirqs(k);
+        if softirqs {
+            self.read_softirqs(k);
+        }
     }
 
     fn read_softirqs(&mut self, k: usize) {
