@@ -9,10 +9,15 @@
 //!   [`PacedProbe`](attrib::PacedProbe): the lean schedule), every sample;
 //! - `thread`: the default schedule of a sampler thread on a spare CPU (a bare [`Probe`]);
 //! - `light`: samples that make no slow read;
-//! - `complete`: every counter at once (`slow_every = 1`): what the baseline and closing
-//!   samples of a run cost, outside the measurement.
+//! - `in-loop all`: the lean schedule with every one of its reads in every sample
+//!   (`slow_every = 1`): everything but /proc/interrupts, which the lean schedule reads only
+//!   at the baseline and closing samples;
+//! - `complete`: every counter at once (`slow_every = 1`), /proc/interrupts included: what the
+//!   baseline and closing samples of a run cost, outside the measurement.
 //!
-//! Each sample is timed around the call with CLOCK_MONOTONIC; the figures are per call.
+//! Each sample is timed around the call with CLOCK_MONOTONIC; the figures are per call. Then
+//! the cost of each read on its own (the same `pread` of a file kept open, 1,000 times), and
+//! the host's load average and this run's CPU, so that a figure from a busy host reads as one.
 
 use attrib::{mono_now_ns, PacedProbe, Probe, SamplerConfig};
 use std::time::Duration;
@@ -69,13 +74,13 @@ fn measure(
             })
             .collect();
         println!(
-            "{name:10} by slot of the cycle, median/p99 µs: {}",
+            "{name:11} by slot of the cycle, median/p99 µs: {}",
             slots.join(" ")
         );
     }
     ns.sort_unstable();
     println!(
-        "{name:10} median {:6.1} µs  p99 {:6.1} µs  max {:7.1} µs  ({} samples, {} sources, a slow read every {} samples)",
+        "{name:11} median {:6.1} µs  p99 {:6.1} µs  max {:7.1} µs  ({} samples, {} sources, a slow read every {} samples)",
         quantile(&ns, 0.5),
         quantile(&ns, 0.99),
         quantile(&ns, 1.0),
@@ -84,6 +89,57 @@ fn measure(
         slow_every,
     );
     Ok(())
+}
+
+/// Median and p99 µs of `f`, 1,000 calls.
+fn time(mut f: impl FnMut()) -> (f64, f64) {
+    let mut ns: Vec<u64> = (0..1_000)
+        .map(|_| {
+            let t0 = mono_now_ns();
+            f();
+            mono_now_ns() - t0
+        })
+        .collect();
+    ns.sort_unstable();
+    (quantile(&ns, 0.5), quantile(&ns, 0.99))
+}
+
+/// Each read of a sample on its own: a file kept open and read whole with `pread`.
+fn per_read() {
+    use std::os::unix::fs::FileExt;
+    let me = std::process::id();
+    let tid = std::fs::read_dir(format!("/proc/{me}/task"))
+        .ok()
+        .and_then(|mut d| d.find_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()))
+        .unwrap_or(me);
+    let task = format!("/proc/{me}/task/{tid}");
+    let mut buf = vec![0u8; 64 * 1024];
+    println!("each read on its own, median/p99 µs:");
+    for path in [
+        format!("{task}/schedstat"),
+        format!("{task}/status"),
+        "/proc/softirqs".into(),
+        "/proc/stat".into(),
+        "/proc/interrupts".into(),
+    ] {
+        let Ok(f) = std::fs::File::open(&path) else {
+            continue;
+        };
+        let (m, p) = time(|| {
+            let mut n = 0;
+            while let Ok(got @ 1..) = f.read_at(&mut buf[n..], n as u64) {
+                n += got;
+            }
+        });
+        println!("  {path:32} {m:6.1} / {p:6.1}");
+    }
+    let dir = format!("/proc/{me}/task");
+    if let Ok(f) = std::fs::File::open(&dir) {
+        let (m, p) = time(|| drop(f.metadata()));
+        println!("  {:32} {m:6.1} / {p:6.1}", format!("{dir} (fstat)"));
+    }
+    let (m, p) = time(|| drop(std::fs::read_dir(&dir).map(|d| d.count())));
+    println!("  {:32} {m:6.1} / {p:6.1}", format!("{dir} (listing)"));
 }
 
 fn main() -> Result<(), attrib::AttribError> {
@@ -99,6 +155,16 @@ fn main() -> Result<(), attrib::AttribError> {
     measure("in-loop", every, true, samples)?;
     measure("thread", every, false, samples)?;
     measure("light", u32::MAX, false, samples)?;
+    measure("in-loop all", 1, true, samples)?;
     measure("complete", 1, false, samples)?;
+    per_read();
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "host load average {} (2 CPUs busy = 2.0)",
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
     Ok(())
 }

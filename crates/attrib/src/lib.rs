@@ -45,6 +45,7 @@ mod rows;
 mod sampler;
 mod schedule;
 mod table;
+mod taskstats;
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;

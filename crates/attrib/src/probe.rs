@@ -9,6 +9,7 @@ use crate::procfile::{ProcFile, Records};
 use crate::procfs::{self, TaskSchedstat};
 use crate::rows::{rescale, spread, Counter, Rows};
 use crate::schedule::{Piece, Pieces};
+use crate::taskstats::Taskstats;
 use crate::{AttribError, Series, SourceKind, SourceSeries};
 use std::path::Path;
 
@@ -71,6 +72,12 @@ struct Task {
     listed: u64,
     /// Samples in a row in which it did not run (see [`QUIET`]).
     quiet: u32,
+    /// (run time, timeslices) of its schedstat at the last reading, and at the reading that
+    /// preceded its last status reading: while they are equal (and it has run at all), its
+    /// context-switch counts have not moved and its status need not be read (see
+    /// [`Probe::read_status`]).
+    seen: Option<(u64, u64)>,
+    status_seen: Option<(u64, u64)>,
 }
 
 impl Task {
@@ -86,8 +93,47 @@ impl Task {
             invol: Counter::default(),
             listed: scan,
             quiet: 0,
+            seen: None,
+            status_seen: None,
         })
     }
+}
+
+/// A server process's task directory, held open so that a re-listing can be skipped when it
+/// cannot have found anything new. On /proc the directory's link count is 2 plus the
+/// process's live threads (`proc_task_getattr`): one `fstat` (0.5 µs) against 5–10 µs for a
+/// listing. When the count is 2 plus the threads already sampled, no thread is missing unless
+/// one of those exited and another started since; a thread that exits is dropped on its own
+/// (the kept file of an exited task fails to read), after which the count no longer matches
+/// and the next re-listing finds the new one. The test holds only for procfs (checked with
+/// `fstatfs`); on any other file system (fixture trees) every re-listing is made.
+#[derive(Debug)]
+struct TaskDir {
+    pid: u32,
+    /// Open only when the directory is on procfs.
+    dir: Option<std::fs::File>,
+}
+
+impl TaskDir {
+    fn open(root: &Path, pid: u32) -> TaskDir {
+        let path = root.join(pid.to_string()).join("task");
+        let dir = std::fs::File::open(path).ok().filter(on_procfs);
+        TaskDir { pid, dir }
+    }
+
+    /// 2 plus the process's live threads (procfs only).
+    fn links(&self) -> Option<u64> {
+        use std::os::unix::fs::MetadataExt;
+        Some(self.dir.as_ref()?.metadata().ok()?.nlink())
+    }
+}
+
+fn on_procfs(f: &std::fs::File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: fstatfs writes into the zeroed struct we own; the fd is open for the call.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::fstatfs(f.as_raw_fd(), &mut st) };
+    rc == 0 && st.f_type == libc::PROC_SUPER_MAGIC
 }
 
 /// The server's CPUs, as a lookup by CPU id.
@@ -135,10 +181,24 @@ struct CostAcc {
 /// | a server thread's schedstat (run time, run-queue wait) | 1.3 µs | every sample |
 /// | /proc/softirqs | 3.6 µs | every sample |
 /// | /proc/schedstat, when the kernel has it | — | every sample |
-/// | a server thread's status (context switches) | 8–10 µs | once per cycle |
-/// | /proc/stat (steal, busy ticks, system-wide interrupts) | 9–11 µs | once per cycle |
-/// | re-listing the server's task directories (new threads) | 4–8 µs | once per cycle |
+/// | a server thread's status (context switches); by taskstats | 8–13 µs; 5–6 µs | once per cycle, if it ran |
+/// | /proc/stat (steal, busy ticks, system-wide interrupts) | 8–11 µs | once per cycle |
+/// | the server's task directories: link count; re-listing | 0.6 µs; 5–10 µs | once per cycle; if the count changed |
 /// | /proc/interrupts | 60–80 µs | once per cycle (thread); first and last sample (in-loop) |
+///
+/// **Read only what changed.** A thread's status is read only when its schedstat (read
+/// anyway) shows a new timeslice or more run time since the status was last read
+/// (`Probe::read_status` has why that is exact), so an idle thread's costs nothing; a task
+/// directory is listed again only when its link count says a thread came or went
+/// (`TaskDir`). /proc/stat and /proc/softirqs are each one seq_file record that the kernel
+/// formats whole whatever the read asks for, and /proc/interrupts reaches its per-CPU timer,
+/// IPI and TLB lines only after walking every possible IRQ number (on the development VM,
+/// 57 of its 80 µs go to the ~380 numbers with no IRQ), so these cost what they cost.
+/// A status that must be read comes by netlink taskstats where the kernel answers this
+/// process (CAP_NET_ADMIN; module `taskstats`): 5–6 µs instead of 8–13, the same numbers.
+/// Measured and left aside: one taskstats query per process (by TGID, 5 µs for all its
+/// threads) in place of the threads' schedstats and statuses, because its sums lose the
+/// context switches of threads that exit and can count an exiting thread twice for a moment.
 ///
 /// **The cycle.** The slow reads (the last four rows) are made once every
 /// [`SamplerConfig::slow_every`] samples (default 10: every 100 ms at the 10 ms interval), each
@@ -161,6 +221,11 @@ struct CostAcc {
 ///   two readings is shared out over the intervals in proportion to the system-wide growth
 ///   in each. Totals are exact; per cycle, interrupts on other CPUs (the load generator's)
 ///   move the shape too.
+/// - The sample that reads /proc/stat (once per cycle) leaves /proc/softirqs to the next
+///   sample, so that the heaviest sample of the cycle costs one slow read plus the threads'
+///   schedstats, not plus the softirqs too: the softirqs of those two intervals are their
+///   sum spread over both by length (one interval's resolution elsewhere). It never leaves
+///   them two samples in a row (a cycle of one sample reads them every other sample).
 /// - A server thread that did not run for 3 samples in a row is read once per cycle
 ///   (with its status) until it is seen running again: an idle thread costs nothing, and its
 ///   growth, if it wakes, is spread over the samples since it was last read.
@@ -171,7 +236,8 @@ struct CostAcc {
 /// 100 ms burst filed under one 10 ms interval would point at the wrong requests). So "hard
 /// interrupts", the two context-switch series, "steal time" and (without /proc/schedstat)
 /// "other tasks' CPU time" have the resolution of `slow_every` intervals; run-queue wait, the
-/// server's CPU time and the softirqs have one interval's. The same rule covers a file that
+/// server's CPU time and the softirqs have one interval's (the softirqs two intervals' once
+/// per cycle in the in-loop mode, below). The same rule covers a file that
 /// could not be read or parsed once: its growth is spread over the intervals it missed.
 ///
 /// "Other tasks' CPU time" is an approximation chosen for cost: reading every process's
@@ -204,6 +270,18 @@ pub struct Probe {
     /// Sorted by (pid, tid).
     tasks: Vec<Task>,
     scan: u64,
+    /// Per server process, its task directory held open (see [`Probe::rescan`]).
+    task_dirs: Vec<TaskDir>,
+    /// Reads saved: status readings and task-directory listings skipped as unchanged.
+    status_skipped: u64,
+    scans_skipped: u64,
+    /// Whether unchanged statuses and task directories are skipped (always, but for the
+    /// tests that compare with reading everything).
+    skip_unchanged: bool,
+    /// Context switches by netlink instead of the status file, where the kernel answers
+    /// (module `taskstats`); how many statuses it replaced.
+    taskstats: Option<Taskstats>,
+    taskstats_reads: u64,
     times: Rows<u64>,
     /// Per interval: the sources' deltas, then the server's CPU time and the CPUs' busy time.
     rows: Rows<f64>,
@@ -211,6 +289,8 @@ pub struct Probe {
     lean: bool,
     /// Lean mode: the system-wide interrupt count (the `intr` line of /proc/stat).
     intr_all: Counter,
+    /// Lean mode: whether the last sample left /proc/softirqs to the next one.
+    softirqs_deferred: bool,
     /// Lean mode: per-CPU readings of the hard interrupts, as (from sample, to sample, growth).
     irq_spans: Vec<(usize, usize, u64)>,
     /// Whether the last sample made a slow read, and whether it read everything.
@@ -306,11 +386,26 @@ impl Probe {
             hardirq: Counter::default(),
             tasks,
             scan: 0,
+            task_dirs: cfg
+                .server_pids
+                .iter()
+                .map(|&pid| TaskDir::open(root, pid))
+                .collect(),
+            status_skipped: 0,
+            scans_skipped: 0,
+            skip_unchanged: true,
+            taskstats: if *root == Path::new("/proc") {
+                Taskstats::open_checked()
+            } else {
+                None
+            },
+            taskstats_reads: 0,
             times: Rows::new(1),
             rows: Rows::new(width),
             lean: false,
             intr_all: Counter::default(),
             irq_spans: Vec::new(),
+            softirqs_deferred: false,
             last_slow: false,
             last_all: false,
             first_bounds: (0, 0),
@@ -341,11 +436,21 @@ impl Probe {
     }
 
     /// List the server processes' task directories: open the threads that appeared, drop
-    /// those that are gone. Allocates (paths, directory entries), hence once per cycle.
+    /// those that are gone. Allocates (paths, directory entries), hence once per cycle, and
+    /// only for a directory that changed (see [`TaskDir`]).
     fn rescan(&mut self) {
         self.scan += 1;
         let scan = self.scan;
-        for &pid in &self.cfg.server_pids {
+        for d in 0..self.task_dirs.len() {
+            let pid = self.task_dirs[d].pid;
+            let tracked = self.tasks.iter().filter(|t| t.pid == pid).count();
+            if self.skip_unchanged && self.task_dirs[d].links() == Some(tracked as u64 + 2) {
+                self.scans_skipped += 1;
+                for t in self.tasks.iter_mut().filter(|t| t.pid == pid) {
+                    t.listed = scan;
+                }
+                continue;
+            }
             let dir = self.cfg.proc_root.join(pid.to_string()).join("task");
             // A process that exited lists nothing: its threads are dropped below.
             let Ok(rd) = std::fs::read_dir(&dir) else {
@@ -448,7 +553,12 @@ impl Probe {
         let first_status = p.count() - p.threads;
         let due = |i: usize| all || range.contains(&(first_status + i));
         let t0 = mono_now_ns();
-        self.read_light(k, due);
+        // The lean schedule's /proc/stat sample leaves /proc/softirqs to the next one (but
+        // never two in a row): see [`Probe`].
+        let stat_here = range.clone().any(|j| p.get(j) == Piece::Stat);
+        let softirqs = all || !self.lean || !stat_here || self.softirqs_deferred;
+        self.softirqs_deferred = !softirqs;
+        self.read_light(k, due, softirqs);
         let (mut t, mut piece_max) = (mono_now_ns(), 0);
         let light = t.saturating_sub(t0);
         // Highest index first: a thread dropped on the way moves none still to be read.
@@ -489,7 +599,7 @@ impl Probe {
 
     /// Every sample: the threads' schedstat (a quiet thread in the lean mode only when `due`),
     /// /proc/schedstat, /proc/softirqs.
-    fn read_light(&mut self, k: usize, due: impl Fn(usize) -> bool) {
+    fn read_light(&mut self, k: usize, due: impl Fn(usize) -> bool, softirqs: bool) {
         let server_cpu = self.col_server_cpu();
         let (rows, times, buf) = (&mut self.rows, &self.times, &mut self.buf);
         let lean = self.lean;
@@ -512,8 +622,9 @@ impl Probe {
             let TaskSchedstat {
                 runtime_ns,
                 run_delay_ns,
-                ..
+                timeslices,
             } = s;
+            task.seen = Some((runtime_ns, timeslices));
             match task.runtime.update(runtime_ns, k) {
                 Some(g) if g.1 > 0 => {
                     task.quiet = 0;
@@ -537,7 +648,9 @@ impl Probe {
                 spread(&mut self.rows, &self.times, busy_col, g, k, 1.0);
             }
         }
-        self.read_softirqs(k);
+        if softirqs {
+            self.read_softirqs(k);
+        }
     }
 
     fn read_softirqs(&mut self, k: usize) {
@@ -567,15 +680,56 @@ impl Probe {
     }
 
     /// Thread `i`'s context switches; a thread whose status cannot be read has exited.
+    ///
+    /// Read only what changed: a status costs 6–10 µs (the kernel formats 50-odd lines, memory
+    /// figures included), its schedstat 1 µs, and the schedstat says whether the counts can
+    /// have moved. The kernel counts a context switch of a thread when it leaves a CPU
+    /// (`nvcsw`/`nivcsw`), and a timeslice when it arrives on one (`pcount`, schedstat's third
+    /// number); it updates its run time when it leaves. So between two schedstat readings with
+    /// the same run time and timeslices the thread neither arrived (no new timeslice) nor left
+    /// a CPU it held at the first reading (its run time would have grown): its counts are
+    /// those of the last status reading, which are filed again at this sample (a growth of 0,
+    /// exactly what reading the file would give). A thread with no timeslice at all is
+    /// always read: a kernel without sched_info prints `0 0 0` for every thread.
     fn read_status(&mut self, i: usize, k: usize) {
         let Some(task) = self.tasks.get_mut(i) else {
             return;
         };
-        let read = task.status.read(&mut self.buf).ok();
-        let Some((vol, invol)) = read.and_then(procfs::parse_ctxt_switches) else {
+        let seen = task.seen;
+        let unchanged = seen.is_some_and(|(_, slices)| slices > 0) && seen == task.status_seen;
+        if self.skip_unchanged && unchanged {
+            if let (Some(vol), Some(invol)) = (task.vol.value(), task.invol.value()) {
+                task.vol.update(vol, k);
+                task.invol.update(invol, k);
+                self.status_skipped += 1;
+                return;
+            }
+        }
+        // The same counts by netlink, when the reply is of this thread as just read (a thread
+        // id taken over by another thread would show fewer timeslices or less run time).
+        let by_netlink = match (self.taskstats.as_mut(), seen) {
+            (Some(ts), Some((run, slices))) => ts
+                .thread(task.tid)
+                .ok()
+                .filter(|c| c.tid == task.tid && c.timeslices >= slices && c.runtime_ns >= run),
+            _ => None,
+        };
+        let counts = match by_netlink {
+            Some(c) => {
+                self.taskstats_reads += 1;
+                Some((c.vol, c.invol))
+            }
+            None => task
+                .status
+                .read(&mut self.buf)
+                .ok()
+                .and_then(procfs::parse_ctxt_switches),
+        };
+        let Some((vol, invol)) = counts else {
             self.tasks.remove(i);
             return;
         };
+        task.status_seen = seen;
         if let Some(g) = task.vol.update(vol, k) {
             spread(&mut self.rows, &self.times, VOL, g, k, 1.0);
         }
@@ -714,6 +868,187 @@ impl Probe {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
+    use std::time::Duration;
+
+    /// A fixture /proc: CPU 0, process 100 with threads 100 and 101.
+    fn fixture() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            dir.path().join("stat"),
+            "cpu 1 0 0 0\ncpu0 1 0 0 0\nintr 5 0\n",
+        )
+        .unwrap();
+        for tid in [100, 101] {
+            fs::create_dir_all(dir.path().join(format!("100/task/{tid}"))).unwrap();
+            write_task(dir.path(), tid, (0, 0, 0), (0, 0));
+        }
+        dir
+    }
+
+    /// Rewrite a thread's schedstat (run time, wait, timeslices) and context switches in place.
+    fn write_task(root: &Path, tid: u32, (run, wait, slices): (u64, u64, u64), (v, i): (u64, u64)) {
+        let d = root.join(format!("100/task/{tid}"));
+        fs::write(d.join("schedstat"), format!("{run} {wait} {slices}\n")).unwrap();
+        let status =
+            format!("Name:\tx\nvoluntary_ctxt_switches:\t{v}\nnonvoluntary_ctxt_switches:\t{i}\n");
+        fs::write(d.join("status"), status).unwrap();
+    }
+
+    fn probe(root: &Path, skip: bool) -> Probe {
+        let mut p = Probe::new(&SamplerConfig {
+            proc_root: root.to_path_buf(),
+            server_pids: vec![100],
+            slow_every: 1,
+            interval: Duration::from_millis(10),
+            ..SamplerConfig::default()
+        })
+        .unwrap();
+        p.skip_unchanged = skip;
+        p
+    }
+
+    fn series_bits(s: &Series) -> Vec<(String, Vec<u64>)> {
+        s.sources
+            .iter()
+            .map(|src| {
+                (
+                    src.name.clone(),
+                    src.deltas.iter().map(|d| d.to_bits()).collect(),
+                )
+            })
+            .collect()
+    }
+
+    /// A kernel's sequence of readings: every context switch comes with a timeslice and some
+    /// run time; the probe that skips unchanged statuses gives the very numbers of the one
+    /// that reads every status, and skipped some.
+    #[test]
+    fn skipping_unchanged_statuses_gives_the_numbers_of_reading_them_all() {
+        type Step = (u32, (u64, u64, u64), (u64, u64));
+        let steps: [Step; 8] = [
+            (100, (1_000, 10, 3), (2, 1)), // ran and switched 3 times
+            (101, (0, 0, 0), (0, 0)),      // never ran: always read
+            (100, (1_000, 10, 3), (2, 1)), // no change
+            (100, (1_500, 10, 3), (3, 1)), // on a CPU at the last reading, left it
+            (100, (1_500, 90, 5), (4, 2)), // waited, ran twice
+            (100, (1_500, 90, 5), (4, 2)), // no change
+            (101, (7, 1, 1), (1, 0)),      // ran once
+            (101, (7, 1, 1), (1, 0)),      // no change
+        ];
+        let (a, b) = (fixture(), fixture());
+        let (mut fast, mut full) = (probe(a.path(), true), probe(b.path(), false));
+        let mut t = 0;
+        for p in [&mut fast, &mut full] {
+            p.sample(t);
+        }
+        for (tid, sched, ctx) in steps {
+            t += 10_000_000;
+            write_task(a.path(), tid, sched, ctx);
+            write_task(b.path(), tid, sched, ctx);
+            fast.sample(t);
+            full.sample(t);
+        }
+        // Statuses read: 2 threads × 9 samples, less those of an unchanged thread that has run.
+        assert_eq!(full.status_skipped, 0);
+        assert!(fast.status_skipped >= 6, "{}", fast.status_skipped);
+        let (fast, full) = (fast.finish(), full.finish());
+        assert_eq!(series_bits(&fast), series_bits(&full));
+        let vol = fast.source("voluntary context switches").unwrap();
+        assert_eq!(vol.deltas.iter().sum::<f64>(), 5.0);
+    }
+
+    /// The evidence that a status was not read: a count that changed without a timeslice (which
+    /// a kernel never shows) is not seen until the thread runs again.
+    #[test]
+    fn an_unchanged_schedstat_leaves_the_status_unread() {
+        let a = fixture();
+        let mut p = probe(a.path(), true);
+        write_task(a.path(), 100, (5, 0, 1), (1, 0));
+        p.sample(0);
+        p.sample(1);
+        write_task(a.path(), 100, (5, 0, 1), (9, 0));
+        p.sample(2);
+        write_task(a.path(), 100, (6, 0, 2), (9, 0));
+        p.sample(3);
+        let s = p.finish();
+        let vol = &s.source("voluntary context switches").unwrap().deltas;
+        assert_eq!(vol, &vec![0.0, 0.0, 8.0]);
+    }
+
+    /// On the real /proc, a sleeping one-thread process: after the first listing, no sample
+    /// lists its task directory again or reads its status; once it is gone, it is dropped.
+    #[test]
+    fn a_process_that_sleeps_costs_neither_listings_nor_statuses() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        // Until it is `sleep` and asleep (no time bound asserted).
+        while !fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap()
+            .contains("(sleep) S")
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut p = Probe::new(&SamplerConfig {
+            server_pids: vec![pid],
+            slow_every: 1,
+            ..SamplerConfig::default()
+        })
+        .unwrap();
+        assert!(p.task_dirs[0].dir.is_some(), "/proc is procfs");
+        assert_eq!(p.tasks.len(), 1);
+        for k in 0..=5 {
+            p.sample(k);
+        }
+        assert_eq!((p.scans_skipped, p.status_skipped), (5, 5));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        p.sample(6);
+        assert!(p.tasks.is_empty());
+    }
+
+    /// On the real /proc, a thread that keeps running: each sample reads its context
+    /// switches (the baseline too), by netlink where the kernel answers this process.
+    #[test]
+    fn a_running_threads_switches_come_by_netlink_where_the_kernel_answers() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        let mut p = Probe::new(&SamplerConfig {
+            server_pids: vec![child.id()],
+            slow_every: 1,
+            ..SamplerConfig::default()
+        })
+        .unwrap();
+        let available = crate::taskstats::Taskstats::open().and_then(|mut t| {
+            let me = unsafe { libc::gettid() } as u32;
+            t.thread(me)
+        });
+        for k in 0..4 {
+            // It runs meanwhile: its run time grows (at least one scheduler tick).
+            std::thread::sleep(Duration::from_millis(20));
+            p.sample(k);
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        match available {
+            // Every sample's reading came by netlink, but for one the thread had no CPU
+            // for (a busy host): the evidence is the skip, counted.
+            Ok(_) => {
+                assert!(p.taskstats.is_some());
+                assert!(p.taskstats_reads >= 1);
+                assert_eq!(p.taskstats_reads + p.status_skipped, 4);
+            }
+            Err(e) => {
+                assert!(crate::taskstats::tests::cannot_have_taskstats(&e), "{e}");
+                assert_eq!(p.taskstats_reads, 0);
+            }
+        }
+    }
 
     #[test]
     fn the_system_wide_interrupt_count_is_the_first_number_of_the_intr_line() {

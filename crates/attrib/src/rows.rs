@@ -77,6 +77,11 @@ pub(crate) struct Counter {
 }
 
 impl Counter {
+    /// The last reading, if any.
+    pub(crate) fn value(&self) -> Option<u64> {
+        self.read_at.map(|_| self.value)
+    }
+
     /// Record a reading at sample `k`: the growth since the previous reading, and the sample
     /// that reading was taken at (None for the first reading).
     pub(crate) fn update(&mut self, value: u64, k: usize) -> Option<(usize, u64)> {

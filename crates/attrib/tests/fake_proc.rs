@@ -66,10 +66,13 @@ impl Fake {
             ),
         );
     }
+    /// A thread's counters. Its timeslices are its context switches, as on a real kernel
+    /// (every switch away from a CPU follows an arrival on one): the probe reads a status only
+    /// when the schedstat says the thread has run since the last reading.
     fn task(&self, rel: &str, runtime: u64, delay: u64, vol: u64, invol: u64) {
         self.write(
             &format!("{rel}/schedstat"),
-            &format!("{runtime} {delay} 3\n"),
+            &format!("{runtime} {delay} {}\n", vol + invol),
         );
         self.write(
             &format!("{rel}/status"),
@@ -233,6 +236,39 @@ fn the_in_loop_schedule_shapes_hard_interrupts_by_the_system_wide_count() {
     for (got, want) in irq.iter().zip(want) {
         assert!((got - want).abs() < 1e-9, "{irq:?}");
     }
+}
+
+#[test]
+fn the_in_loop_schedule_leaves_the_softirqs_of_the_stat_sample_to_the_next() {
+    let f = Fake::new();
+    let mut c = f.cfg();
+    c.slow_every = 3;
+    let ms = 1_000_000;
+    // In-loop: /proc/stat at samples 3 and 6, the softirqs there left to samples 4 and 7.
+    let mut lean = PacedProbe::new(Probe::new(&c).unwrap(), Duration::from_millis(10), 0);
+    // A sampler thread: every sample reads them.
+    let mut thread = Probe::new(&c).unwrap();
+    thread.sample(0);
+    let mut net_rx = 0;
+    for i in 1..=7 {
+        // 6 NET_RX on CPU 1 in interval i - 1; interval 3 lasts 20 ms.
+        net_rx += 6;
+        f.system(0, net_rx, 0, 0);
+        let t = 10 * ms * i + if i >= 4 { 10 * ms } else { 0 };
+        lean.sample(t);
+        thread.sample(t);
+    }
+    let (lean, _) = lean.finish_at(90 * ms);
+    let thread = thread.finish();
+    assert_eq!(
+        deltas(&thread, "softirq NET_RX"),
+        vec![6.0, 6.0, 6.0, 6.0, 6.0, 6.0, 6.0]
+    );
+    // Intervals 2 and 3 (10 and 20 ms) share 12 by length; 5 and 6 (10 ms each) share 12.
+    assert_eq!(
+        deltas(&lean, "softirq NET_RX"),
+        vec![6.0, 6.0, 4.0, 8.0, 6.0, 6.0, 6.0, 0.0]
+    );
 }
 
 #[test]
