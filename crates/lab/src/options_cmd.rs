@@ -158,20 +158,21 @@ pub struct TuneOptions {
 }
 
 impl RunOptions {
-    /// The plan of the target these options name, checked.
-    pub fn target(&self, target: &str) -> Result<TargetPlan, LabError> {
-        let (_, mut tspec) = self.side.side_spec(target, self.load.nullrpc())?;
-        self.load.apply_workload(&mut tspec.workload);
-        TargetPlan::new(&tspec)
-    }
-
-    /// The run of `target` these options ask for, checked; `extra_quantiles` as the gate
-    /// read them.
-    pub fn spec(
+    /// The target these options name and the run of it they ask for, both checked;
+    /// `extra_quantiles` as the gate read them.
+    pub fn plan(
         &self,
         target: &str,
         extra_quantiles: Vec<(String, f64)>,
-    ) -> Result<RunSpec, LabError> {
+    ) -> Result<(TargetPlan, RunSpec), LabError> {
+        let (_, mut tspec) = self.side.side_spec(target, self.load.nullrpc())?;
+        self.load.apply_workload(&mut tspec.workload);
+        let tplan = TargetPlan::new(&tspec)?;
+        Ok((tplan, self.spec(target, extra_quantiles)?))
+    }
+
+    /// The run of `target` (already checked by [`RunOptions::plan`]).
+    fn spec(&self, target: &str, extra_quantiles: Vec<(String, f64)>) -> Result<RunSpec, LabError> {
         let (la, side) = (&self.load, &self.side);
         let server_cpus = side.server_cpus.clone().unwrap_or_default().0;
         let load = la.plan()?;
