@@ -21,15 +21,19 @@
 //!
 //! | ours | taken                                                               | paper |
 //! |------|---------------------------------------------------------------------|-------|
-//! | T1   | kernel software receive stamp (`SO_TIMESTAMPING`, realtime → monotonic): the stack's first sight of the packet that carried the request's last byte | ≈ T1 (driver notified; ours is a little later, at the stack's entry) |
-//! | —    | after TCP/UDP processing, before the application is woken            | T2 (needs a kernel patch; folded into our T1→T2) |
+//! | T1   | kernel receive stamp (`SO_TIMESTAMPING`): the software stamp, the stack's first sight of the packet that carried the request's last byte (realtime → monotonic); or the NIC's hardware stamp when the NIC gives one and its clock can be read (see below) | ≈ T1 (driver notified; the software stamp is a little later, at the stack's entry; the hardware one earlier, at the NIC) |
+//! | —    | after TCP/UDP processing, the data queued on the socket, before the application is woken: the server cannot see it; with the eBPF collector (`--stages ebpf`) the records get it as `stack_ns` (`sock:sk_data_ready`) | T2 |
 //! | T2   | the worker is awake: return of `epoll_wait`, or of the blocking `recv`/`recvfrom` | T3 |
 //! | T3   | the request has been read and decoded                               | T4 |
 //! | T4   | the synthetic work is done                                           | (inside T4→T5) |
 //! | T5   | just before the response's `write`/`sendto`                         | T5 |
 //! | T6   | kernel software transmit stamp (error queue), sent in a follow-up frame when `WANT_TX_STAMP` | T6 |
 //!
-//! So T1→T2 is network stack plus wake-up, T2→T3 the copy to user space (and, for a thread
+//! Our numbering is kept (the records' columns `t1_ns`..`t6_ns` and the stage names keep
+//! their meaning); the paper's T2 travels beside it as the record's `stack_ns`. So T1→T2 is
+//! the network stack plus the queueing and wake-up — one stage, labelled merged in the stage
+//! table, unless the eBPF collector split it into the paper's "protocol stack (Tales T1→T2)"
+//! and "queueing + wake-up (Tales T2→T3)". T2→T3 is the copy to user space (and, for a thread
 //! serving several ready connections or pipelined requests, the wait for its turn), T3→T4
 //! the work (for [`Arch::Dispatch`] also the wait in the shared FIFO), T4→T5 the response
 //! encoding, T5→T6 the transmit path; T6 − T1 is the paper's server latency.

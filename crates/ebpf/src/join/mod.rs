@@ -10,7 +10,7 @@
 //! **TCP.** The load engine writes each request in one write and queues nothing behind
 //! unsent output, so a request reaches the server socket as a data-ready arrival between
 //! its send and the next request's send (on loopback the receive runs inside the client's
-//! write) — or a few when its write was split: the last of them gives T1 and the stream
+//! write) — or a few when its write was split: the last of them gives the stamps and the stream
 //! position (`rcv_nxt`) of the request's end. When the server held the socket at the time,
 //! the segments wait in the socket's backlog, are coalesced, and reach it together when the
 //! server lets go: one arrival, after both sends, carries several requests; a request with
@@ -34,11 +34,14 @@
 //! the reply is the first write to that port with the same id after the read, and the
 //! datagrams following it with the same id (a reply in several datagrams).
 //!
-//! The stamps: T1 the arrival in the socket, T2 the reading thread awake (its last return
-//! from `epoll_wait` before the read, or T1 when it was already awake), T3 the read's
+//! The stamps: T1 the receive stamp of the packet that brought the request into the socket
+//! (the stack's entry; without one, the arrival itself), the stack's end ([`Matched::stack`],
+//! Tales' T2) the arrival in the socket, T2 the reading thread awake (its last return from
+//! `epoll_wait` before the read, or the arrival when it was already awake), T3 the read's
 //! return, T4 = T5 the start of the reply's write (the application's time is T3→T5), T6
 //! its last packet handed to the device (the kernel's software transmit point), or the
-//! write's return when no packet left inside the call. Always T1 ≤ T2 ≤ T3 ≤ T4 = T5 ≤ T6.
+//! write's return when no packet left inside the call. Always
+//! T1 ≤ stack end ≤ T2 ≤ T3 ≤ T4 = T5 ≤ T6.
 //!
 //! Memory is bounded: the caller prunes events older than any request it can still present
 //! ([`Joiner::prune`]), and beyond [`Joiner::new`]'s cap new events are dropped and counted.
