@@ -191,9 +191,35 @@ pub fn enable(fd: RawFd, rx: bool, tx: bool) -> Result<(), HostError> {
     enable_with(fd, rx, tx, false)
 }
 
+/// The `SO_TIMESTAMPING` flags `fd` has now (0 when they cannot be read).
+fn current_flags(fd: RawFd) -> u32 {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `v` and `len` are valid, writable and sized for an int option.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPING,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if rc == 0 {
+        v as u32
+    } else {
+        0
+    }
+}
+
 /// [`enable`], also asking for the NIC's raw hardware receive stamps when `hw_rx` (they
-/// arrive only from a NIC whose receive filter is on: see [`crate::hwstamp`]).
+/// arrive only from a NIC whose receive filter is on: see [`crate::hwstamp`]). Hardware
+/// receive stamps the socket already asked for are kept while `rx` (so that switching
+/// transmit stamps on later with [`enable`] does not drop them).
 pub fn enable_with(fd: RawFd, rx: bool, tx: bool, hw_rx: bool) -> Result<(), HostError> {
+    let hw_bits = crate::hwstamp::SOF_TIMESTAMPING_RX_HARDWARE
+        | crate::hwstamp::SOF_TIMESTAMPING_RAW_HARDWARE;
+    let hw_rx = hw_rx || (rx && current_flags(fd) & hw_bits == hw_bits);
     let mut flags = TimestampingFlag::SOF_TIMESTAMPING_SOFTWARE;
     if rx {
         flags |= TimestampingFlag::SOF_TIMESTAMPING_RX_SOFTWARE;

@@ -257,6 +257,12 @@ fn a_real_receive_reports_a_software_stamp_on_loopback() {
     let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
     // Asking for hardware stamps too is harmless where the NIC has none: none arrive.
     enable_with(rx.as_raw_fd(), true, false, true).unwrap();
+    let hw = crate::hwstamp::SOF_TIMESTAMPING_RX_HARDWARE
+        | crate::hwstamp::SOF_TIMESTAMPING_RAW_HARDWARE;
+    assert_eq!(current_flags(rx.as_raw_fd()) & hw, hw);
+    // Switching transmit stamps on later keeps them; turning receive stamps off drops them.
+    enable(rx.as_raw_fd(), true, true).unwrap();
+    assert_eq!(current_flags(rx.as_raw_fd()) & hw, hw);
     let before = mono_now_ns();
     tx.send_to(b"x", rx.local_addr().unwrap()).unwrap();
     let mut buf = [0u8; 8];
@@ -266,4 +272,6 @@ fn a_real_receive_reports_a_software_stamp_on_loopback() {
     let s = stamp.expect("kernel rx stamp");
     assert_eq!(s.kind, RxStampKind::Software);
     assert!(within(s.mono_ns, before, after));
+    enable(rx.as_raw_fd(), false, true).unwrap();
+    assert_eq!(current_flags(rx.as_raw_fd()) & hw, 0);
 }

@@ -254,6 +254,16 @@ fn the_server_view_agrees_with_the_stamped_path() {
         "{names:?}"
     );
     assert!(!names.iter().any(|n| n.contains("Tales")), "{names:?}");
+    // The run says which receive stamp its T1 was: loopback has no NIC clock.
+    let t1 = run
+        .server
+        .t1_stamp
+        .as_ref()
+        .expect("the built-in server's T1 source");
+    assert_eq!(t1["source"], "kernel software stamp", "{t1}");
+    assert_eq!(t1["hardware_reads"], 0, "{t1}");
+    assert!(t1["software_reads"].as_u64().unwrap() > 0, "{t1}");
+    assert!(t1["nic_clock"].is_null(), "{t1}");
 }
 
 /// Issue 16: three times the server's capacity is a measurement of capacity, not a failure:
