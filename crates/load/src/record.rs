@@ -221,9 +221,11 @@ impl RunRecords {
 mod tests {
     use super::*;
 
+    /// The size is pinned: records are held a chunk per generator thread. It was 96 bytes
+    /// (94 used) until the protocol stack's end (`stack_ns`) took 8 more.
     #[test]
-    fn a_record_stays_under_100_bytes() {
-        assert!(std::mem::size_of::<RequestRecord>() <= 96);
+    fn a_record_stays_within_104_bytes() {
+        assert!(std::mem::size_of::<RequestRecord>() <= 104);
     }
 
     #[test]
