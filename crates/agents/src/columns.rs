@@ -5,9 +5,10 @@
 use load::{Outcome, RequestRecord};
 use store::{Columns, StoreError};
 
-/// Column names of a stored record, in order (`seen_ns` came with streamed runs: last, so
-/// that exports keep the positions of the columns before it).
-pub const COLUMNS: [&str; 14] = [
+/// Column names of a stored record, in order (`seen_ns` came with streamed runs, `stack_ns`
+/// — the server's protocol stack end, Tales' T2 — after it: each last, so that exports keep
+/// the positions of the columns before it).
+pub const COLUMNS: [&str; 15] = [
     "intended_ns",
     "sent_ns",
     "received_ns",
@@ -22,6 +23,7 @@ pub const COLUMNS: [&str; 14] = [
     "t5_ns",
     "t6_ns",
     "seen_ns",
+    "stack_ns",
 ];
 
 /// Outcome codes in the stored `outcome` column.
@@ -61,6 +63,7 @@ pub fn to_columns(records: &[RequestRecord]) -> Result<Columns, StoreError> {
         c.push_column(COLUMNS[7 + k], col(&|r| i(r.stamps[k])))?;
     }
     c.push_column(COLUMNS[13], col(&|r| i(r.seen_ns)))?;
+    c.push_column(COLUMNS[14], col(&|r| i(r.stack_ns)))?;
     Ok(c)
 }
 
@@ -79,6 +82,7 @@ pub fn from_columns(c: &Columns) -> Result<Vec<RequestRecord>, StoreError> {
         col("kernel_rx_ns"),
     );
     let (conn, class, outcome) = (col("conn"), col("class"), col("outcome"));
+    let stack = col("stack_ns");
     let t: Vec<&[i64]> = (1..=6).map(|k| col(&format!("t{k}_ns"))).collect();
     (0..c.len)
         .map(|j| {
@@ -93,6 +97,7 @@ pub fn from_columns(c: &Columns) -> Result<Vec<RequestRecord>, StoreError> {
                 outcome: outcome_of(outcome[j])
                     .ok_or_else(|| bad(format!("outcome code {}", outcome[j])))?,
                 stamps: [0, 1, 2, 3, 4, 5].map(|k| u(t[k][j])),
+                stack_ns: u(stack[j]),
             })
         })
         .collect()

@@ -4,6 +4,15 @@
 //! server read the same CLOCK_MONOTONIC when they share a host (loopback runs); across hosts
 //! only the server-internal intervals are meaningful.
 //!
+//! Our T1..T6 are the server's stamps as the records keep them (`crates/server`'s table): T1
+//! the stack's entry, T2 the application awake, T3 the read done, T4 the work done, T5 the
+//! write, T6 the transmit. The paper's T2 — the end of the protocol stack, the data queued on
+//! the socket before the application is scheduled — has no number of ours: a record carries it
+//! as `stack_ns` when the kernel gave it (the eBPF collector). Then our T1→T2 is split into the
+//! paper's two stages, named in the paper's numbering (rows marked "Tales"): the protocol stack
+//! (Tales T1→T2) and the queueing and wake-up (Tales T2→T3). Without it the two are one row,
+//! labelled merged.
+//!
 //! Streaming: the first pass over the records ranks the latencies of the stamped requests
 //! ([`StageGroups::from_latencies`]); the second files each stamped request's intervals under
 //! "slowest 1 %" or "around the median" ([`StageAcc`]).
@@ -12,17 +21,24 @@ use load::RequestRecord;
 use serde::{Deserialize, Serialize};
 use stats::{Quantile, Recorder};
 
-/// The intervals, in order, with the timestamps that bound them.
-pub const STAGE_NAMES: [&str; 8] = [
+/// The intervals, in order, with the timestamps that bound them. A request files its T1→T2
+/// either under the split rows (2 and 3, when it carries the stack's end) or under the merged
+/// row (4), never both; a row no request filed under is left out of the breakdown.
+pub const STAGE_NAMES: [&str; 10] = [
     "client lateness (intended→sent)",
     "client→server kernel (sent→T1)",
-    "server wake-up (T1→T2)",
+    "protocol stack (Tales T1→T2)",
+    "queueing + wake-up (Tales T2→T3)",
+    "stack + wake-up, merged (T1→T2)",
     "read (T2→T3)",
     "work (T3→T4)",
     "to write (T4→T5)",
     "write→kernel tx (T5→T6)",
     "return path (T6 or T5→received)",
 ];
+
+/// Number of stages.
+pub(crate) const N_STAGES: usize = STAGE_NAMES.len();
 
 /// Fewer stamped requests than this: no breakdown.
 const MIN_STAMPED: u64 = 100;
@@ -49,16 +65,23 @@ pub struct StageBreakdown {
 /// client↔server intervals need absolute client times: `start_mono_ns` is the run's start on
 /// the client's CLOCK_MONOTONIC, given only when client and server share a host (and so a
 /// clock); with None those two intervals are left out.
-pub(crate) fn intervals(r: &RequestRecord, start_mono_ns: Option<u64>) -> Option<[Option<u64>; 8]> {
+pub(crate) fn intervals(
+    r: &RequestRecord,
+    start_mono_ns: Option<u64>,
+) -> Option<[Option<u64>; N_STAGES]> {
     let t = r.stamps;
     if t[0] == 0 || t[1] == 0 || t[2] == 0 || t[3] == 0 || t[4] == 0 {
         return None;
     }
     let d = |a: u64, b: u64| if a > 0 && b >= a { Some(b - a) } else { None };
+    // The stack's end splits T1→T2 only when it lies within it.
+    let stack = (r.stack_ns >= t[0] && r.stack_ns <= t[1]).then_some(r.stack_ns);
     let mut iv = [
         d(r.intended_ns, r.sent_ns),
         None,
-        d(t[0], t[1]),
+        stack.and_then(|s| d(t[0], s)),
+        stack.and_then(|s| d(s, t[1])),
+        if stack.is_none() { d(t[0], t[1]) } else { None },
         d(t[1], t[2]),
         d(t[2], t[3]),
         d(t[3], t[4]),
@@ -70,7 +93,7 @@ pub(crate) fn intervals(r: &RequestRecord, start_mono_ns: Option<u64>) -> Option
         let recv = base + r.received_ns;
         let end_server = if t[5] > 0 { t[5] } else { t[4] };
         iv[1] = (t[0] >= sent).then(|| t[0] - sent);
-        iv[7] = (recv >= end_server).then(|| recv - end_server);
+        iv[N_STAGES - 1] = (recv >= end_server).then(|| recv - end_server);
     }
     Some(iv)
 }
@@ -129,7 +152,7 @@ impl StageAcc {
         }
     }
 
-    pub fn add(&mut self, latency_ns: u64, iv: &[Option<u64>; 8]) {
+    pub fn add(&mut self, latency_ns: u64, iv: &[Option<u64>; N_STAGES]) {
         let l = latency_ns as f64;
         let (recs, n) = if l >= self.groups.slow_from {
             (&mut self.slow, &mut self.slow_n)
@@ -172,5 +195,85 @@ impl StageAcc {
             median_requests: self.mid_n,
             rows,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stamped(stack_ns: u64) -> RequestRecord {
+        RequestRecord {
+            sent_ns: 1_000,
+            received_ns: 90_000,
+            outcome: load::Outcome::Ok,
+            stamps: [2_000, 10_000, 11_000, 50_000, 50_100, 50_200],
+            stack_ns,
+            ..RequestRecord::scheduled(500, 0)
+        }
+    }
+
+    #[test]
+    fn the_stacks_end_splits_t1_t2_into_the_papers_two_stages() {
+        let iv = intervals(&stamped(3_500), Some(0)).unwrap();
+        assert_eq!(
+            iv,
+            [
+                Some(500),    // intended → sent
+                Some(1_000),  // sent → T1
+                Some(1_500),  // protocol stack: T1 → stack end
+                Some(6_500),  // queueing + wake-up: stack end → T2
+                None,         // not merged
+                Some(1_000),  // read
+                Some(39_000), // work
+                Some(100),    // to write
+                Some(100),    // write → tx
+                Some(39_800), // return path
+            ]
+        );
+        assert_eq!(iv[2].unwrap() + iv[3].unwrap(), 10_000 - 2_000);
+    }
+
+    #[test]
+    fn without_the_stacks_end_t1_t2_is_one_merged_stage() {
+        for stack in [0, 1_999, 10_001] {
+            let iv = intervals(&stamped(stack), None).unwrap();
+            assert_eq!((iv[2], iv[3], iv[4]), (None, None, Some(8_000)), "{stack}");
+            assert!(STAGE_NAMES[4].contains("merged"));
+        }
+    }
+
+    #[test]
+    fn a_run_files_each_request_under_split_or_merged_rows() {
+        // 200 requests: the even ones carry the stack's end, the odd ones do not.
+        let mut lat = Recorder::bounded(1_000);
+        for i in 0..200u64 {
+            lat.record(80_000 + i);
+        }
+        let groups = StageGroups::from_latencies(&mut lat).unwrap();
+        let mut acc = StageAcc::new(groups, 1_000);
+        for i in 0..200u64 {
+            let r = stamped(if i % 2 == 0 { 3_500 } else { 0 });
+            acc.add(80_000 + i, &intervals(&r, None).unwrap());
+        }
+        let b = acc.finish();
+        let names: Vec<&str> = b.rows.iter().map(|r| r.stage.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "client lateness (intended→sent)",
+                "protocol stack (Tales T1→T2)",
+                "queueing + wake-up (Tales T2→T3)",
+                "stack + wake-up, merged (T1→T2)",
+                "read (T2→T3)",
+                "work (T3→T4)",
+                "to write (T4→T5)",
+                "write→kernel tx (T5→T6)",
+            ]
+        );
+        let row = |n: &str| b.rows.iter().find(|r| r.stage == n).unwrap();
+        assert_eq!(row("protocol stack (Tales T1→T2)").median_p50_us, 1.5);
+        assert_eq!(row("queueing + wake-up (Tales T2→T3)").median_p50_us, 6.5);
+        assert_eq!(row("stack + wake-up, merged (T1→T2)").median_p50_us, 8.0);
     }
 }

@@ -5,6 +5,14 @@
 //! ring buffer of bounded size without waking anyone, and the caller drains it when it wants
 //! the events ([`Collector::drain`]). Records that find the buffer full are dropped and
 //! counted ([`Counters::dropped`]).
+//!
+//! While it runs the collector holds one UDP socket that asked for software receive
+//! timestamps (`SO_TIMESTAMPING`): the kernel stamps received packets only while some socket
+//! on the host wants them, and the stamp of the packet queued at data-ready is the stack's
+//! entry, T1 (see the crate's table). The cost is the kernel's clock read per received packet
+//! — what any program asking for receive stamps (the load generator does) already turns on.
+//! The kernel keeps that stamp on CLOCK_REALTIME; [`Collector::drain`] maps it to
+//! CLOCK_MONOTONIC with an offset sampled at each drain ([`host::tstamp::ClockMap`]).
 
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::sync::{Arc, Mutex};
@@ -138,6 +146,16 @@ pub struct Collector {
     /// Records that did not parse (a kernel/user layout mismatch would show here).
     malformed: Arc<Mutex<u64>>,
     started: Instant,
+    /// Keeps the kernel's receive stamping on (None: the socket could not ask for it).
+    _stamping: Option<std::net::UdpSocket>,
+}
+
+/// A socket that asked for software receive stamps: while it is open the kernel stamps
+/// every received packet.
+fn stamping_socket() -> Option<std::net::UdpSocket> {
+    let s = std::net::UdpSocket::bind("127.0.0.1:0").ok()?;
+    host::tstamp::enable(s.as_raw_fd(), true, false).ok()?;
+    Some(s)
 }
 
 impl Collector {
@@ -251,10 +269,12 @@ impl Collector {
             stats,
             malformed,
             started: Instant::now(),
+            _stamping: stamping_socket(),
         })
     }
 
-    /// Moves every record in the ring buffer to `out` (in the order the kernel wrote them).
+    /// Moves every record in the ring buffer to `out` (in the order the kernel wrote them),
+    /// each arrival's receive stamp mapped to CLOCK_MONOTONIC ([`Event::rx`]).
     pub fn drain(&mut self, out: &mut Vec<Event>) -> Result<usize, EbpfError> {
         self.ring
             .consume()
@@ -264,6 +284,10 @@ impl Collector {
             .lock()
             .map_err(|_| EbpfError::Read("ring buffer callback panicked".into()))?;
         let n = got.len();
+        let offset = host::tstamp::ClockMap::sample().offset_ns();
+        for e in got.iter_mut() {
+            e.map_rx(offset);
+        }
         out.append(&mut got);
         Ok(n)
     }

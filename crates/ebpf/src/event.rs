@@ -40,6 +40,13 @@ pub struct Event {
     pub oncpu: u64,
     /// Write: when its last packet was handed to the device (0: not seen in the call).
     pub tx: u64,
+    /// Arrival: the queued packet's kernel receive stamp (`skb->tstamp`, taken at the
+    /// stack's entry), as the kernel keeps it: CLOCK_REALTIME ns; 0 when the packet carried
+    /// none (no socket on the host asked for receive timestamps).
+    pub rx_realtime: u64,
+    /// Arrival: [`Event::rx_realtime`] on CLOCK_MONOTONIC ([`Event::map_rx`]; the
+    /// [`Collector`](crate::Collector) maps every arrival it drains); 0: not known.
+    pub rx: u64,
     pub tid: u32,
     /// TCP sequence number after the event: rcv_nxt (arrival), copied_seq (read),
     /// write_seq (write).
@@ -54,6 +61,17 @@ pub struct Event {
 }
 
 impl Event {
+    /// Sets [`Event::rx`] from [`Event::rx_realtime`] with `realtime_minus_mono_ns`, the
+    /// offset of CLOCK_REALTIME over CLOCK_MONOTONIC (0 stays 0: no stamp).
+    pub fn map_rx(&mut self, realtime_minus_mono_ns: i64) {
+        self.rx = if self.rx_realtime == 0 {
+            0
+        } else {
+            let m = (self.rx_realtime as i64).wrapping_sub(realtime_minus_mono_ns);
+            m.max(0) as u64
+        };
+    }
+
     /// Parses one ring-buffer record; None for a short or unknown one.
     pub fn parse(b: &[u8]) -> Option<Event> {
         if b.len() < RAW_EVENT_LEN {
@@ -96,6 +114,8 @@ impl Event {
             wakeup: u64_at(32),
             oncpu: u64_at(40),
             tx,
+            rx_realtime: u64_at(48),
+            rx: 0,
             tid: u32_at(56),
             seq: u32_at(60),
             bytes: u32_at(64),
@@ -120,6 +140,7 @@ impl Event {
             (24, epoll),
             (32, self.wakeup),
             (40, self.oncpu),
+            (48, self.rx_realtime),
         ] {
             b[o..o + 8].copy_from_slice(&v.to_ne_bytes());
         }
@@ -158,6 +179,8 @@ mod tests {
             wakeup: 3,
             oncpu: 4,
             tx: 8,
+            rx_realtime: 0,
+            rx: 0,
             tid: 77,
             seq: 0xffff_fff0,
             bytes: 1500,
@@ -173,5 +196,20 @@ mod tests {
         bad = e.to_raw();
         bad[75] = 1;
         assert_eq!(Event::parse(&bad), None);
+        // An arrival keeps its packet's receive stamp (realtime); mapping subtracts the
+        // offset, and a missing stamp stays missing.
+        let mut a = Event {
+            kind: Kind::Arrival,
+            tx: 0,
+            rx_realtime: 1_700_000_000_000_000_123,
+            ..e
+        };
+        let mut back = Event::parse(&a.to_raw()).unwrap();
+        assert_eq!(back, a);
+        back.map_rx(1_700_000_000_000_000_000);
+        assert_eq!(back.rx, 123);
+        a.rx_realtime = 0;
+        a.map_rx(5);
+        assert_eq!(a.rx, 0);
     }
 }

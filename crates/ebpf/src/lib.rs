@@ -21,7 +21,7 @@
 //! |---|---|
 //! | `syscalls:sys_enter_CALL` / `sys_exit_CALL`, one program per call (not `raw_syscalls:*`, which run a program on every system call of every process) | entry and return (and, for UDP reads, the datagram's source port and first bytes from the caller's buffers) of `epoll_wait`/`epoll_pwait[2]`, `read`/`readv`/`recvfrom`/`recvmsg`/`recvmmsg`, `write`/`writev`/`sendto`/`sendmsg`/`sendmmsg`/`sendfile64` (memcached: `read` + `sendmsg`, UDP `recvfrom` + `sendmsg`; nginx: `recvfrom` + `writev` + `sendfile`; Redis: `read` + `write`, checked with strace) |
 //! | `sock:sock_recv_length` / `sock_send_length` | which socket a read or write used, its bytes, and (TCP) the stream position after it (`copied_seq`, `write_seq`) |
-//! | `sock:sk_data_ready` | data reached a socket on the server's port: the arrival (T1); TCP: `rcv_nxt`; UDP: the queued datagram's client port and request id |
+//! | `sock:sk_data_ready` | data reached a socket on the server's port: the protocol stack's end (Tales' T2); the receive stamp of the packet just queued (`skb->tstamp` of the receive queue's tail: the stack's entry, T1); TCP: `rcv_nxt`; UDP: the queued datagram's client port and request id |
 //! | `net:net_dev_queue` | a write's packet handed to the device (T6; the software transmit stamp's point) |
 //! | `sched:sched_wakeup` / `sched_switch` | when a server thread was woken and got a CPU (run-queue wait) |
 //! | `sched:sched_process_fork` | workers forked by a traced server (nginx) are traced too |
@@ -36,14 +36,21 @@
 //! How events become per-request T1..T6, including pipelined requests on one read, is in
 //! [`join`]'s documentation. The mapping onto the built-in server's stamps:
 //!
-//! | stamp | from eBPF | built-in server |
-//! |---|---|---|
-//! | T1 | `sk_data_ready`: the request's data queued in the socket (after TCP/UDP processing) | the kernel's software receive stamp (before it) |
-//! | T2 | the reading thread's return from `epoll_wait`; T1 if it was already awake | the same, in user space |
-//! | T3 | return of the read that consumed the request | after read and decode |
-//! | T4 | = T5: the application's time is T3→T5 | after the work |
-//! | T5 | entry of the reply's first write | just before the write |
-//! | T6 | the reply's last packet handed to the device (else the write's return) | the software transmit stamp |
+//! | stamp | from eBPF | built-in server | Tales |
+//! |---|---|---|---|
+//! | T1 | the receive stamp of the packet queued at `sk_data_ready` (`skb->tstamp`, the stack's entry; CLOCK_REALTIME, mapped to monotonic at each drain); when the packet carried none, the data-ready instant, and the stack is then not split from the wake-up (`join.stack_entry_missing`) | the same software stamp, from the socket (or the NIC's hardware stamp) | T1 |
+//! | stack end (`Matched::stack`, the records' `stack_ns`) | `sk_data_ready`: the request's data queued on the socket, after TCP/UDP processing | — (not visible from user space) | T2 |
+//! | T2 | the reading thread's return from `epoll_wait`; the stack end if it was already awake | the same, in user space | T3 |
+//! | T3 | return of the read that consumed the request | after read and decode | T4 |
+//! | T4 | = T5: the application's time is T3→T5 | after the work | — |
+//! | T5 | entry of the reply's first write | just before the write | T5 |
+//! | T6 | the reply's last packet handed to the device (else the write's return) | the software transmit stamp | T6 |
+//!
+//! The kernel stamps received packets only while some socket on the host asked for receive
+//! timestamps: the [`Collector`] holds one such socket while it runs. A stamp is used only
+//! within its request's send → data-ready span (give or take [`join::RX_SLACK_NS`] for the
+//! clock mapping, clamped into it); the eBPF T1 is always the software stamp (a NIC hardware
+//! stamp lives in `skb_shared_info` on the NIC's clock, which this path does not read).
 //!
 //! ## Why libbpf-rs with CO-RE rather than aya
 //!

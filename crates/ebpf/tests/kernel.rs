@@ -27,6 +27,28 @@ fn mono_ns() -> u64 {
 
 const N: usize = 200;
 
+/// The kernel turns receive stamping on from a workqueue after the first socket asks (the
+/// collector's does): datagrams to a stamped socket until one arrives stamped.
+fn wait_for_rx_stamping() {
+    use std::os::fd::AsRawFd;
+    let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+    host::tstamp::enable(rx.as_raw_fd(), true, false).unwrap();
+    for _ in 0..200 {
+        tx.send_to(b"w", rx.local_addr().unwrap()).unwrap();
+        let mut b = [0u8; 4];
+        if host::tstamp::recv_from_with_stamp(rx.as_raw_fd(), &mut b, 0)
+            .unwrap()
+            .2
+            .is_some()
+        {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    panic!("the kernel never stamped a received packet");
+}
+
 #[test]
 fn tcp_and_udp_echo_requests_are_all_matched() {
     ebpf::support::check().expect("this host must support the eBPF collector (root, BTF, tracefs)");
@@ -59,6 +81,7 @@ fn tcp_and_udp_echo_requests_are_all_matched() {
         ..CollectorConfig::default()
     })
     .unwrap();
+    wait_for_rx_stamping();
     let mut reqs = Vec::new();
     let mut t = TcpStream::connect(("127.0.0.1", tport)).unwrap();
     t.set_nodelay(true).unwrap();
@@ -97,6 +120,7 @@ fn tcp_and_udp_echo_requests_are_all_matched() {
         j.push(e);
     }
     let mut matched = 0;
+    let mut stack_ns = Vec::new();
     for (i, &(proto, port, sent, received, rid)) in reqs.iter().enumerate() {
         let next_sent = reqs.get(i + 1).filter(|n| n.0 == proto).map_or(0, |n| n.2);
         let r = Request {
@@ -111,6 +135,16 @@ fn tcp_and_udp_echo_requests_are_all_matched() {
             let s = m.stamps;
             assert!(sent <= s[0], "{proto:?} request {i}: T1 before the send");
             assert!(s.windows(2).all(|w| w[0] <= w[1]), "{s:?}");
+            // The packet's receive stamp (the stack's entry) is T1; the data-ready (the
+            // stack's end, Tales' T2) lies between it and the reader's wake-up.
+            assert!(
+                s[0] <= m.stack && m.stack <= s[1],
+                "{proto:?} request {i}: T1 {} stack end {} T2 {}",
+                s[0],
+                m.stack,
+                s[1]
+            );
+            stack_ns.push(m.stack - s[0]);
             assert!(
                 s[4] <= received,
                 "{proto:?} request {i}: the write after the receive"
@@ -120,5 +154,9 @@ fn tcp_and_udp_echo_requests_are_all_matched() {
     }
     assert_eq!(matched, 2 * N, "{:?}", j.stats());
     assert_eq!(j.stats().t1_missing, 0, "{:?}", j.stats());
+    // Every packet carried its receive stamp, and the stack takes time.
+    assert_eq!(j.stats().stack_entry_missing, 0, "{:?}", j.stats());
+    stack_ns.sort_unstable();
+    assert!(stack_ns[stack_ns.len() / 2] > 0, "median stack time 0");
     drop(c);
 }

@@ -7,7 +7,8 @@
 //!   mitigations: dedicated cores, realtime priority, nice);
 //! - [`tstamp`] turns on `SO_TIMESTAMPING` and reads the kernel's software receive and
 //!   transmit timestamps, mapped onto `CLOCK_MONOTONIC`, which become the T1 and T6 stage
-//!   stamps of the per-request records (§3.3.1) without kernel patches;
+//!   stamps of the per-request records (§3.3.1) without kernel patches — or a NIC's
+//!   hardware receive stamp, whose capability, clock (PHC) and mapping are in [`hwstamp`];
 //! - [`probe`] is `tailscope doctor`'s read-only look at the host (governors, C-states, IRQ
 //!   routing, isolation, NUMA, THP, swap, watchdogs, steal time, RT throttling, the server's
 //!   policy and run-queue wait) through a root path that tests point at fixture trees;
@@ -22,6 +23,7 @@
 
 mod error;
 pub mod facts;
+pub mod hwstamp;
 pub mod isolate;
 mod jsonl;
 pub mod mitigate;

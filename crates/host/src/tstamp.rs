@@ -7,6 +7,12 @@
 //! with a [`ClockMap`] (realtime − monotonic offset), re-sampled every
 //! [`CLOCK_MAP_MAX_AGE_NS`] per thread so that NTP slewing (≤ 500 ppm) moves the mapping by at
 //! most 5 µs between samples.
+//!
+//! The receive stamps are read from the `SCM_TIMESTAMPING` control message by
+//! [`scm_timestamping`] (software stamp and the NIC's raw hardware stamp) and chosen by
+//! [`choose_rx`]: the hardware one when the packet has it and the NIC's clock is mapped
+//! ([`recv_stamped`] with a [`HwClock`](crate::hwstamp::HwClock)), else the software one; an
+//! [`RxStamp`] says which.
 
 use std::cell::{Cell, RefCell};
 use std::io::{self, IoSliceMut};
@@ -19,6 +25,7 @@ use nix::sys::socket::{
 };
 use nix::sys::time::TimeSpec;
 
+use crate::hwstamp::HwClock;
 use crate::HostError;
 
 /// `SCM_TSTAMP_SND` from linux/errqueue.h (not in the libc crate): the stamp was taken when
@@ -75,39 +82,57 @@ impl ClockMap {
     /// Reads (mono, realtime, mono) a few times and keeps the tightest bracket; the realtime
     /// reading is paired with the bracket's midpoint.
     pub fn sample() -> Self {
-        let mut best: Option<ClockMap> = None;
-        for _ in 0..5 {
-            let m1 = mono_now_ns();
-            let r = realtime_now_ns();
-            let m2 = mono_now_ns();
-            let gap = m2.saturating_sub(m1);
-            let mid = m1 + gap / 2;
-            let cand = ClockMap {
-                offset_ns: (r as i64).wrapping_sub(mid as i64),
-                uncertainty_ns: gap,
-                sampled_at_ns: m2,
-            };
-            best = match best {
-                Some(b) if b.uncertainty_ns <= cand.uncertainty_ns => Some(b),
-                _ => Some(cand),
-            };
-        }
-        // The loop runs at least once.
-        best.unwrap_or(ClockMap {
+        // Reading CLOCK_REALTIME cannot fail.
+        Self::sample_with(|| Some(realtime_now_ns())).unwrap_or(ClockMap {
             offset_ns: 0,
             uncertainty_ns: u64::MAX,
             sampled_at_ns: 0,
         })
     }
 
-    /// Converts a `CLOCK_REALTIME` reading to `CLOCK_MONOTONIC` (saturating at 0).
+    /// The mapping of another clock (`read` gives its time now, ns) onto CLOCK_MONOTONIC:
+    /// (mono, other, mono) five times, the tightest bracket kept. None when `read` fails.
+    pub fn sample_with(read: impl Fn() -> Option<u64>) -> Option<Self> {
+        let mut best: Option<ClockMap> = None;
+        for _ in 0..5 {
+            let m1 = mono_now_ns();
+            let r = read()?;
+            let m2 = mono_now_ns();
+            let cand = ClockMap::from_bracket(m1, r, m2);
+            best = match best {
+                Some(b) if b.uncertainty_ns <= cand.uncertainty_ns => Some(b),
+                _ => Some(cand),
+            };
+        }
+        best
+    }
+
+    /// The mapping from one bracket: `other` read between monotonic readings `m1` and `m2`,
+    /// paired with their midpoint.
+    pub fn from_bracket(m1: u64, other: u64, m2: u64) -> Self {
+        let gap = m2.saturating_sub(m1);
+        let mid = m1 + gap / 2;
+        ClockMap {
+            offset_ns: (other as i64).wrapping_sub(mid as i64),
+            uncertainty_ns: gap,
+            sampled_at_ns: m2,
+        }
+    }
+
+    /// When the sample was taken (monotonic ns).
+    pub fn sampled_at_ns(&self) -> u64 {
+        self.sampled_at_ns
+    }
+
+    /// Converts a reading of the mapped clock (`CLOCK_REALTIME` for [`ClockMap::sample`])
+    /// to `CLOCK_MONOTONIC` (saturating at 0).
     #[inline]
     pub fn realtime_to_mono(&self, rt_ns: u64) -> u64 {
         let m = (rt_ns as i64).wrapping_sub(self.offset_ns);
         m.max(0) as u64
     }
 
-    /// realtime − monotonic, ns.
+    /// The mapped clock − monotonic, ns (realtime − monotonic for [`ClockMap::sample`]).
     pub fn offset_ns(&self) -> i64 {
         self.offset_ns
     }
@@ -120,11 +145,16 @@ impl ClockMap {
 
 thread_local! {
     static CLOCK_MAP: Cell<Option<ClockMap>> = const { Cell::new(None) };
-    static CMSG_BUF: RefCell<Vec<u8>> = RefCell::new(nix::cmsg_space!(
-        [libc::timespec; 3],
-        libc::sock_extended_err,
-        libc::sockaddr_in6
-    ));
+    // Sized by nix's macro (its capacity) and filled, so that its length is the space.
+    static CMSG_BUF: RefCell<Vec<u8>> = RefCell::new(vec![
+        0u8;
+        nix::cmsg_space!(
+            [libc::timespec; 3],
+            libc::sock_extended_err,
+            libc::sockaddr_in6
+        )
+        .capacity()
+    ]);
 }
 
 /// This thread's mapping, re-sampled when older than [`CLOCK_MAP_MAX_AGE_NS`].
@@ -158,9 +188,47 @@ fn timespec_ns(ts: &TimeSpec) -> Option<u64> {
 /// For TCP the tx key of a `send` is the offset of its last byte counted from the first byte
 /// sent after `enable` (call it before the first send); for UDP it counts datagrams from 0.
 pub fn enable(fd: RawFd, rx: bool, tx: bool) -> Result<(), HostError> {
+    enable_with(fd, rx, tx, false)
+}
+
+/// The `SO_TIMESTAMPING` flags `fd` has now (0 when they cannot be read).
+fn current_flags(fd: RawFd) -> u32 {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `v` and `len` are valid, writable and sized for an int option.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPING,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if rc == 0 {
+        v as u32
+    } else {
+        0
+    }
+}
+
+/// [`enable`], also asking for the NIC's raw hardware receive stamps when `hw_rx` (they
+/// arrive only from a NIC whose receive filter is on: see [`crate::hwstamp`]). Hardware
+/// receive stamps the socket already asked for are kept while `rx` (so that switching
+/// transmit stamps on later with [`enable`] does not drop them).
+pub fn enable_with(fd: RawFd, rx: bool, tx: bool, hw_rx: bool) -> Result<(), HostError> {
+    let hw_bits = crate::hwstamp::SOF_TIMESTAMPING_RX_HARDWARE
+        | crate::hwstamp::SOF_TIMESTAMPING_RAW_HARDWARE;
+    let hw_rx = hw_rx || (rx && current_flags(fd) & hw_bits == hw_bits);
     let mut flags = TimestampingFlag::SOF_TIMESTAMPING_SOFTWARE;
     if rx {
         flags |= TimestampingFlag::SOF_TIMESTAMPING_RX_SOFTWARE;
+    }
+    if rx && hw_rx {
+        flags |= TimestampingFlag::from_bits_retain(
+            (crate::hwstamp::SOF_TIMESTAMPING_RX_HARDWARE
+                | crate::hwstamp::SOF_TIMESTAMPING_RAW_HARDWARE) as _,
+        );
     }
     if tx {
         flags |= TimestampingFlag::SOF_TIMESTAMPING_TX_SOFTWARE
@@ -173,39 +241,157 @@ pub fn enable(fd: RawFd, rx: bool, tx: bool) -> Result<(), HostError> {
         .map_err(|e| HostError::sys("setsockopt(SO_TIMESTAMPING)", io::Error::from(e)))
 }
 
-/// Software timestamp carried by the control messages, realtime ns.
-fn rx_realtime(cmsgs: impl Iterator<Item = ControlMessageOwned>) -> Option<u64> {
+/// Which clock a receive stamp was taken on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RxStampKind {
+    /// The kernel's software stamp (the stack's entry; `CLOCK_REALTIME`).
+    Software,
+    /// The NIC's raw hardware stamp (its PHC).
+    Hardware,
+}
+
+/// A receive stamp mapped onto `CLOCK_MONOTONIC`, and where it came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RxStamp {
+    pub mono_ns: u64,
+    pub kind: RxStampKind,
+}
+
+/// The stamps of one `SCM_TIMESTAMPING` control message, ns (None for a zero timespec): the
+/// software stamp (`CLOCK_REALTIME`, its first timespec) and the raw hardware stamp (the
+/// NIC's PHC, its third; the second is unused since Linux 3.17).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScmTimestamping {
+    pub software: Option<u64>,
+    pub hw_raw: Option<u64>,
+}
+
+/// `SO_TIMESTAMPING_NEW` (asm-generic/socket.h): the 64-bit-time form, three
+/// `__kernel_timespec`s of 16 bytes.
+const SO_TIMESTAMPING_NEW: libc::c_int = 65;
+
+fn ns_of(sec: i64, nsec: i64) -> Option<u64> {
+    if (sec == 0 && nsec == 0) || sec < 0 || !(0..1_000_000_000).contains(&nsec) {
+        return None;
+    }
+    Some((sec as u64).saturating_mul(1_000_000_000) + nsec as u64)
+}
+
+/// The `SCM_TIMESTAMPING` message among the control messages `control` (the bytes
+/// `recvmsg` wrote: `struct cmsghdr`s, each aligned to the word size), None when there is
+/// none or it is malformed. The last one wins.
+pub fn scm_timestamping(control: &[u8]) -> Option<ScmTimestamping> {
+    const W: usize = std::mem::size_of::<usize>();
+    let align = |n: usize| n.div_ceil(W) * W;
+    let hdr = align(std::mem::size_of::<libc::cmsghdr>());
+    let word = |b: &[u8], at: usize, n: usize| -> Option<i64> {
+        let s = b.get(at..at + n)?;
+        Some(match n {
+            4 => i32::from_ne_bytes([s[0], s[1], s[2], s[3]]) as i64,
+            _ => i64::from_ne_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]),
+        })
+    };
     let mut out = None;
-    for c in cmsgs {
-        if let ControlMessageOwned::ScmTimestampsns(t) = c {
-            out = timespec_ns(&t.system);
+    let mut at = 0usize;
+    while at + hdr <= control.len() {
+        let len = word(control, at, W)? as usize;
+        let level = word(control, at + W, 4)? as libc::c_int;
+        let kind = word(control, at + W + 4, 4)? as libc::c_int;
+        if len < hdr || at + len > control.len() {
+            return out;
         }
+        let data = &control[at + hdr..at + len];
+        if level == libc::SOL_SOCKET
+            && (kind == libc::SO_TIMESTAMPING || kind == SO_TIMESTAMPING_NEW)
+        {
+            // SO_TIMESTAMPING_NEW: 64-bit fields; the old form: the C library's timespec.
+            let (sec, nsec) = if kind == SO_TIMESTAMPING_NEW {
+                (8, 8)
+            } else {
+                (
+                    std::mem::size_of::<libc::time_t>(),
+                    std::mem::size_of::<libc::c_long>(),
+                )
+            };
+            let ts = align(sec + nsec).max(sec + nsec);
+            let one = |k: usize| -> Option<Option<u64>> {
+                let s = word(data, k * ts, sec)?;
+                let n = word(data, k * ts + sec, nsec)?;
+                Some(ns_of(s, n))
+            };
+            if let (Some(sw), Some(hw)) = (one(0), one(2)) {
+                out = Some(ScmTimestamping {
+                    software: sw,
+                    hw_raw: hw,
+                });
+            }
+        }
+        at += align(len);
     }
     out
 }
 
-fn recv_inner<S: SockaddrLike>(
+/// The receive stamp to use: the raw hardware stamp when there is one and the NIC's clock
+/// is mapped (`hw`), else the software stamp (`realtime` maps it); None when neither.
+pub fn choose_rx(
+    ts: ScmTimestamping,
+    realtime: &ClockMap,
+    hw: Option<&ClockMap>,
+) -> Option<RxStamp> {
+    if let (Some(raw), Some(map)) = (ts.hw_raw, hw) {
+        return Some(RxStamp {
+            mono_ns: map.realtime_to_mono(raw),
+            kind: RxStampKind::Hardware,
+        });
+    }
+    ts.software.map(|rt| RxStamp {
+        mono_ns: realtime.realtime_to_mono(rt),
+        kind: RxStampKind::Software,
+    })
+}
+
+/// `recvmsg` into `buf`: the bytes read, the sender (`name`, when given), and the receive
+/// stamp of the (last) packet read.
+fn recv_inner(
     fd: RawFd,
     buf: &mut [u8],
     flags: i32,
-) -> io::Result<(usize, Option<S>, Option<u64>)> {
+    name: Option<&mut libc::sockaddr_storage>,
+    hw: Option<&HwClock>,
+) -> io::Result<(usize, libc::socklen_t, Option<RxStamp>)> {
     CMSG_BUF.with(|cb| {
         let mut cb = cb.borrow_mut();
-        let mut iov = [IoSliceMut::new(buf)];
-        let msg = recvmsg::<S>(
-            fd,
-            &mut iov,
-            Some(&mut cb),
-            MsgFlags::from_bits_retain(flags),
-        )
-        .map_err(io::Error::from)?;
-        let rt = match msg.cmsgs() {
-            Ok(it) => rx_realtime(it),
-            // Control data truncated: the bytes are good, the stamp is not known.
-            Err(_) => None,
+        let mut iov = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
         };
-        let stamp = rt.map(|r| current_map().realtime_to_mono(r));
-        Ok((msg.bytes, msg.address, stamp))
+        // SAFETY: an all-zero msghdr is a valid empty one.
+        let mut mhdr: libc::msghdr = unsafe { std::mem::zeroed() };
+        if let Some(n) = name {
+            mhdr.msg_name = (n as *mut libc::sockaddr_storage).cast();
+            mhdr.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        }
+        mhdr.msg_iov = &mut iov;
+        mhdr.msg_iovlen = 1;
+        mhdr.msg_control = cb.as_mut_ptr().cast();
+        mhdr.msg_controllen = cb.len() as _;
+        // SAFETY: every pointer in `mhdr` points at live, writable memory of the stated
+        // length (the caller's buffer, the address, this thread's control buffer).
+        let n = unsafe { libc::recvmsg(fd, &mut mhdr, flags) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // Control data truncated: the bytes are good, the stamp is not known.
+        let stamp = if mhdr.msg_flags & libc::MSG_CTRUNC != 0 {
+            None
+        } else {
+            let len = (mhdr.msg_controllen as usize).min(cb.len());
+            scm_timestamping(&cb[..len]).and_then(|ts| {
+                let hw_map = ts.hw_raw.and(hw).and_then(|c| c.map());
+                choose_rx(ts, &current_map(), hw_map.as_ref())
+            })
+        };
+        Ok((n as usize, mhdr.msg_namelen, stamp))
     })
 }
 
@@ -213,7 +399,19 @@ fn recv_inner<S: SockaddrLike>(
 /// receive timestamp of the (last) packet read, as `CLOCK_MONOTONIC` ns, when the socket has
 /// receive stamps enabled and the kernel attached one.
 pub fn recv_with_stamp(fd: RawFd, buf: &mut [u8], flags: i32) -> io::Result<(usize, Option<u64>)> {
-    let (n, _, stamp) = recv_inner::<()>(fd, buf, flags)?;
+    let (n, _, stamp) = recv_inner(fd, buf, flags, None, None)?;
+    Ok((n, stamp.map(|s| s.mono_ns)))
+}
+
+/// [`recv_with_stamp`] preferring the NIC's hardware stamp when `hw` (the NIC's clock) is
+/// given and the packet carries one; says which kind it used.
+pub fn recv_stamped(
+    fd: RawFd,
+    buf: &mut [u8],
+    flags: i32,
+    hw: Option<&HwClock>,
+) -> io::Result<(usize, Option<RxStamp>)> {
+    let (n, _, stamp) = recv_inner(fd, buf, flags, None, hw)?;
     Ok((n, stamp))
 }
 
@@ -223,7 +421,24 @@ pub fn recv_from_with_stamp(
     buf: &mut [u8],
     flags: i32,
 ) -> io::Result<(usize, SocketAddr, Option<u64>)> {
-    let (n, addr, stamp) = recv_inner::<SockaddrStorage>(fd, buf, flags)?;
+    let (n, addr, stamp) = recv_from_stamped(fd, buf, flags, None)?;
+    Ok((n, addr, stamp.map(|s| s.mono_ns)))
+}
+
+/// [`recv_stamped`] for datagram sockets: also returns the sender's address.
+pub fn recv_from_stamped(
+    fd: RawFd,
+    buf: &mut [u8],
+    flags: i32,
+    hw: Option<&HwClock>,
+) -> io::Result<(usize, SocketAddr, Option<RxStamp>)> {
+    // SAFETY: an all-zero sockaddr_storage is valid (family AF_UNSPEC).
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let (n, len, stamp) = recv_inner(fd, buf, flags, Some(&mut ss), hw)?;
+    // SAFETY: `ss` holds `len` bytes of the address the kernel wrote.
+    let addr = unsafe {
+        SockaddrStorage::from_raw((&ss as *const libc::sockaddr_storage).cast(), Some(len))
+    };
     let addr = addr
         .and_then(|a| {
             if let Some(v4) = a.as_sockaddr_in() {

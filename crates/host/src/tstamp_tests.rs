@@ -142,3 +142,136 @@ fn udp_tx_keys_count_datagrams() {
         assert_eq!(got.expect("tx stamp").0, i);
     }
 }
+
+/// Control messages as the kernel lays them out (libc's CMSG_* macros): an `IP_TOS` byte
+/// first, then `SCM_TIMESTAMPING` with the given software and raw hardware stamps.
+fn control(sw: (i64, i64), hw: (i64, i64)) -> Vec<u8> {
+    let ts = [
+        libc::timespec {
+            tv_sec: sw.0,
+            tv_nsec: sw.1,
+        },
+        libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        },
+        libc::timespec {
+            tv_sec: hw.0,
+            tv_nsec: hw.1,
+        },
+    ];
+    let ts_len = std::mem::size_of_val(&ts) as u32;
+    // SAFETY: CMSG_SPACE/CMSG_LEN are pure arithmetic.
+    let (tos_space, ts_space) = unsafe { (libc::CMSG_SPACE(1), libc::CMSG_SPACE(ts_len)) };
+    let mut buf = vec![0u8; (tos_space + ts_space) as usize];
+    // SAFETY: the msghdr points at `buf`, sized by CMSG_SPACE for both messages; each header
+    // and its data are written inside it.
+    unsafe {
+        let mut m: libc::msghdr = std::mem::zeroed();
+        m.msg_control = buf.as_mut_ptr().cast();
+        m.msg_controllen = buf.len() as _;
+        let c = libc::CMSG_FIRSTHDR(&m);
+        (*c).cmsg_level = libc::IPPROTO_IP;
+        (*c).cmsg_type = libc::IP_TOS;
+        (*c).cmsg_len = libc::CMSG_LEN(1) as _;
+        *libc::CMSG_DATA(c) = 0x10;
+        let c = libc::CMSG_NXTHDR(&m, c);
+        (*c).cmsg_level = libc::SOL_SOCKET;
+        (*c).cmsg_type = libc::SO_TIMESTAMPING;
+        (*c).cmsg_len = libc::CMSG_LEN(ts_len) as _;
+        std::ptr::copy_nonoverlapping(
+            ts.as_ptr().cast::<u8>(),
+            libc::CMSG_DATA(c),
+            ts_len as usize,
+        );
+    }
+    buf
+}
+
+#[test]
+fn a_control_buffer_gives_its_software_and_hardware_stamps() {
+    let b = control((1_700_000_000, 5), (42, 7));
+    assert_eq!(
+        scm_timestamping(&b),
+        Some(ScmTimestamping {
+            software: Some(1_700_000_000_000_000_005),
+            hw_raw: Some(42_000_000_007),
+        })
+    );
+    // A zero timespec is no stamp (the NIC's receive filter is off).
+    let b = control((1_700_000_000, 5), (0, 0));
+    assert_eq!(scm_timestamping(&b).unwrap().hw_raw, None);
+    // No timestamping message, a truncated one, garbage: nothing.
+    let full = control((1, 2), (3, 4));
+    // SAFETY: pure arithmetic.
+    let tos_space = unsafe { libc::CMSG_SPACE(1) } as usize;
+    assert_eq!(scm_timestamping(&full[..tos_space]), None);
+    assert_eq!(scm_timestamping(&full[..full.len() - 8]), None);
+    assert_eq!(scm_timestamping(&[]), None);
+    assert_eq!(scm_timestamping(&[0xff; 7]), None);
+}
+
+#[test]
+fn the_hardware_stamp_is_preferred_when_its_clock_is_mapped() {
+    // Realtime is monotonic + 1000 s; the PHC is monotonic + 40 s (both from one bracket of
+    // width 100 ns: the midpoint is paired with the other clock's reading).
+    let rt = ClockMap::from_bracket(5_000, 1_000_000_005_050, 5_100);
+    let phc = ClockMap::from_bracket(5_000, 40_000_005_050, 5_100);
+    assert_eq!(rt.offset_ns(), 1_000_000_000_000);
+    assert_eq!(
+        (phc.offset_ns(), phc.uncertainty_ns()),
+        (40_000_000_000, 100)
+    );
+    let ts = ScmTimestamping {
+        software: Some(1_000_000_009_000),
+        hw_raw: Some(40_000_008_000),
+    };
+    assert_eq!(
+        choose_rx(ts, &rt, Some(&phc)),
+        Some(RxStamp {
+            mono_ns: 8_000,
+            kind: RxStampKind::Hardware
+        })
+    );
+    // No mapped NIC clock: the hardware stamp cannot be placed on our clock; software.
+    assert_eq!(
+        choose_rx(ts, &rt, None),
+        Some(RxStamp {
+            mono_ns: 9_000,
+            kind: RxStampKind::Software
+        })
+    );
+    // No hardware stamp: software, whatever the map.
+    let sw_only = ScmTimestamping { hw_raw: None, ..ts };
+    assert_eq!(
+        choose_rx(sw_only, &rt, Some(&phc)).map(|s| s.kind),
+        Some(RxStampKind::Software)
+    );
+    assert_eq!(choose_rx(ScmTimestamping::default(), &rt, Some(&phc)), None);
+}
+
+#[test]
+fn a_real_receive_reports_a_software_stamp_on_loopback() {
+    warm_up_rx_stamping();
+    let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+    // Asking for hardware stamps too is harmless where the NIC has none: none arrive.
+    enable_with(rx.as_raw_fd(), true, false, true).unwrap();
+    let hw = crate::hwstamp::SOF_TIMESTAMPING_RX_HARDWARE
+        | crate::hwstamp::SOF_TIMESTAMPING_RAW_HARDWARE;
+    assert_eq!(current_flags(rx.as_raw_fd()) & hw, hw);
+    // Switching transmit stamps on later keeps them; turning receive stamps off drops them.
+    enable(rx.as_raw_fd(), true, true).unwrap();
+    assert_eq!(current_flags(rx.as_raw_fd()) & hw, hw);
+    let before = mono_now_ns();
+    tx.send_to(b"x", rx.local_addr().unwrap()).unwrap();
+    let mut buf = [0u8; 8];
+    let (n, from, stamp) = recv_from_stamped(rx.as_raw_fd(), &mut buf, 0, None).unwrap();
+    let after = mono_now_ns();
+    assert_eq!((n, from), (1, tx.local_addr().unwrap()));
+    let s = stamp.expect("kernel rx stamp");
+    assert_eq!(s.kind, RxStampKind::Software);
+    assert!(within(s.mono_ns, before, after));
+    enable(rx.as_raw_fd(), false, true).unwrap();
+    assert_eq!(current_flags(rx.as_raw_fd()) & hw, 0);
+}

@@ -189,9 +189,34 @@ pub struct ServerFacts {
         skip_serializing_if = "Option::is_none"
     )]
     pub evictions_total: Option<u64>,
+    /// The built-in server's T1: which receive stamp it came from (`source`: "NIC hardware
+    /// stamp", "kernel software stamp", both, or "none"), the reads of each kind since the
+    /// server started and the NIC clock used (`nic_clock`, null without one).
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub t1_stamp: Option<Value>,
     /// Keys this build does not know, kept as they were.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// What the built-in server's T1 came from, from its counters and its NIC clock.
+pub fn t1_stamp(c: &server::Counters, nic_clock: Option<&std::path::Path>) -> Value {
+    let source = match (c.rx_stamps_hardware > 0, c.rx_stamps_software > 0) {
+        (true, false) => "NIC hardware stamp",
+        (false, true) => "kernel software stamp",
+        (true, true) => "NIC hardware stamp, else kernel software stamp",
+        (false, false) => "none",
+    };
+    serde_json::json!({
+        "source": source,
+        "hardware_reads": c.rx_stamps_hardware,
+        "software_reads": c.rx_stamps_software,
+        "nic_clock": nic_clock.map(|p| p.display().to_string()),
+    })
 }
 
 impl ServerFacts {
@@ -220,7 +245,9 @@ mod tests {
                    "evictions_during_run": 3, "evictions_total": 9}),
             json!({"spawned": false, "builtin": true, "address": "127.0.0.1:7000",
                    "arch": "epoll", "workers": 2, "cpus": [1], "sched": null, "numa": null,
-                   "isolation": null, "colocated_stress": {"kind": "cpu"}}),
+                   "isolation": null, "colocated_stress": {"kind": "cpu"},
+                   "t1_stamp": {"source": "kernel software stamp", "software_reads": 9,
+                                "hardware_reads": 0, "nic_clock": null}}),
             json!({"spawned": false, "scheme": "http", "from_a_newer_build": {"x": 1}}),
         ] {
             let f: ServerFacts = serde_json::from_value(v.clone()).unwrap();

@@ -14,7 +14,10 @@
 //! after the chunk's last receive (a bounded wait) before draining.
 //!
 //! With the built-in server and eBPF at once, the server's own T2..T5 are compared with the
-//! kernel's (the run's `instruments` detail, `agreement`) and replaced by them.
+//! kernel's (the run's `instruments` detail, `agreement`) and replaced by them; T1 becomes
+//! the kernel's receive stamp of the packet queued at data-ready (the same software stamp
+//! the server reads from its socket) and the records gain the protocol stack's end
+//! (`stack_ns`, Tales' T2), which only the kernel sees.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -257,7 +260,10 @@ impl RecordSink for StagesSink<'_> {
             How::Pass | How::Unsupported(_) => self.inner.write(thread, records),
             How::Clear => {
                 let mut v = records.to_vec();
-                v.iter_mut().for_each(|r| r.stamps = [0; 6]);
+                v.iter_mut().for_each(|r| {
+                    r.stamps = [0; 6];
+                    r.stack_ns = 0;
+                });
                 self.inner.write(thread, &v)
             }
             How::Ebpf(j) => {
@@ -407,6 +413,7 @@ impl Join {
             let ok = r.outcome == load::Outcome::Ok && r.received_ns > 0;
             self.answered += u64::from(ok);
             out[i].stamps = [0; 6];
+            out[i].stack_ns = 0;
             // memcached's UDP request ids count the connection's requests from 0.
             let rid = (self.proto == ebpf::Proto::Udp).then(|| {
                 let n = self.udp_sends.entry(r.conn).or_insert(0);
@@ -442,6 +449,7 @@ impl Join {
                         self.runqueue.record(w);
                     }
                     out[i].stamps = m.stamps;
+                    out[i].stack_ns = m.stack;
                 }
             }
             from = to;

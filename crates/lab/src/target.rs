@@ -571,6 +571,7 @@ impl Ready {
                 sched: Some(c.sched.as_ref().map(|s| s.to_string())),
                 numa: Some(c.numa.as_ref().map(|p| p.to_string())),
                 isolation: Some(isolation.unwrap_or(Value::Null)),
+                t1_stamp: Some(crate::server_facts::t1_stamp(&h.counters(), h.hw_clock())),
                 ..ServerFacts::default()
             },
             Server::External => ServerFacts {

@@ -244,6 +244,26 @@ fn the_server_view_agrees_with_the_stamped_path() {
     let sv = run.analysis.server_view.unwrap().measured;
     assert_eq!(sv.count, lat.len() as u64);
     assert_eq!(sv.get("p50").unwrap().value, med);
+    // Without the eBPF collector nothing gives the protocol stack's end (Tales' T2): no
+    // record carries it, and the stage table shows T1→T2 as one stage, labelled merged.
+    assert!(recs.iter().all(|r| r.stack_ns == 0));
+    let rows = &run.analysis.stages.as_ref().unwrap().rows;
+    let names: Vec<&str> = rows.iter().map(|r| r.stage.as_str()).collect();
+    assert!(
+        names.contains(&"stack + wake-up, merged (T1→T2)"),
+        "{names:?}"
+    );
+    assert!(!names.iter().any(|n| n.contains("Tales")), "{names:?}");
+    // The run says which receive stamp its T1 was: loopback has no NIC clock.
+    let t1 = run
+        .server
+        .t1_stamp
+        .as_ref()
+        .expect("the built-in server's T1 source");
+    assert_eq!(t1["source"], "kernel software stamp", "{t1}");
+    assert_eq!(t1["hardware_reads"], 0, "{t1}");
+    assert!(t1["software_reads"].as_u64().unwrap() > 0, "{t1}");
+    assert!(t1["nic_clock"].is_null(), "{t1}");
 }
 
 /// Issue 16: three times the server's capacity is a measurement of capacity, not a failure:

@@ -82,6 +82,7 @@ fn run_checked(target: TargetPlan, plan: &RunPlan) -> lab::Run {
     let start = run.load.start_mono_ns;
     let (mut stamped, mut ok) = (0u64, 0u64);
     let mut stage: [Vec<u64>; 3] = Default::default();
+    let (mut stack, mut no_stack) = (Vec::new(), 0u64);
     lab::records::StoredRecords::new(&db.store, run.run_id.unwrap())
         .for_each(&mut |r| {
             if r.outcome != Outcome::Ok {
@@ -94,6 +95,14 @@ fn run_checked(target: TargetPlan, plan: &RunPlan) -> lab::Run {
             }
             stamped += 1;
             assert!(t.windows(2).all(|w| w[0] <= w[1]), "{t:?}");
+            // The protocol stack's end (Tales' T2), when the packet carried its receive
+            // stamp: between T1 (the stack's entry) and T2 (the reader awake).
+            if r.stack_ns == 0 {
+                no_stack += 1;
+            } else {
+                assert!(t[0] <= r.stack_ns && r.stack_ns <= t[1], "stack end: {r:?}");
+                stack.push(r.stack_ns - t[0]);
+            }
             assert!(start + r.sent_ns <= t[0], "T1 before the send: {r:?}");
             assert!(t[4] <= start + r.received_ns, "T5 after the receive: {r:?}");
             stage[0].push(t[2] - t[1]); // read
@@ -108,9 +117,35 @@ fn run_checked(target: TargetPlan, plan: &RunPlan) -> lab::Run {
     {
         assert!(median(v) > 0, "{}: median {name} stage is 0", run.target);
     }
-    // The stage table (slowest 1 % vs median) is built from them.
+    // Requests without the stack's end are those the join counted: their packet carried no
+    // receive stamp (the kernel switches stamping on lazily, after the first socket asks).
+    assert_eq!(
+        d["join"]["stack_entry_missing"].as_u64(),
+        Some(no_stack),
+        "{d}"
+    );
+    assert!(
+        no_stack * 100 <= stamped,
+        "{no_stack} of {stamped} without the stack's end"
+    );
+    assert!(
+        median(&mut stack) > 0,
+        "{}: median protocol stack is 0",
+        run.target
+    );
+    // The stage table (slowest 1 % vs median) is built from them, the stack split from the
+    // wake-up in the paper's numbering.
     let rows = &run.analysis.stages.as_ref().unwrap().rows;
     assert!(rows.iter().any(|r| r.stage.starts_with("read")));
+    for name in [
+        "protocol stack (Tales T1→T2)",
+        "queueing + wake-up (Tales T2→T3)",
+    ] {
+        assert!(
+            rows.iter().any(|r| r.stage == name),
+            "no row {name}: {rows:?}"
+        );
+    }
     run
 }
 

@@ -43,6 +43,12 @@ pub struct RequestRecord {
     pub outcome: Outcome,
     /// Server T1..T6 in server CLOCK_MONOTONIC ns; 0 = missing.
     pub stamps: [u64; 6],
+    /// Server: the end of the protocol stack — the request's data queued on its socket,
+    /// before the application was woken (Tales of the Tail's T2, between our T1 and T2), in
+    /// server CLOCK_MONOTONIC ns; 0 = not known (then T1→T2 is the stack and the wake-up
+    /// together). Only the eBPF collector gives it.
+    #[serde(default)]
+    pub stack_ns: u64,
 }
 
 impl RequestRecord {
@@ -58,6 +64,7 @@ impl RequestRecord {
             class,
             outcome: Outcome::Dropped,
             stamps: [0; 6],
+            stack_ns: 0,
         }
     }
 
@@ -94,7 +101,8 @@ impl RequestRecord {
 #[cfg(any(test, feature = "test-fixtures"))]
 impl RequestRecord {
     /// A test record answered `Ok` on connection `conn` with every field set, each stamp a
-    /// fixed offset from its intended time `t` (class `t % 3`; server stamps T1..T5, no T6):
+    /// fixed offset from its intended time `t` (class `t % 3`; server stamps T1..T5 and the
+    /// stack's end, no T6):
     /// what a round trip through the store's columns must give back whole.
     pub fn fixture(t: u64, conn: u32) -> RequestRecord {
         RequestRecord {
@@ -104,7 +112,8 @@ impl RequestRecord {
             kernel_rx_ns: t + 40,
             conn,
             outcome: Outcome::Ok,
-            stamps: [t + 10, t + 11, t + 12, t + 13, t + 14, 0],
+            stamps: [t + 9, t + 11, t + 12, t + 13, t + 14, 0],
+            stack_ns: t + 10,
             ..RequestRecord::scheduled(t, (t % 3) as u8)
         }
     }
@@ -212,9 +221,11 @@ impl RunRecords {
 mod tests {
     use super::*;
 
+    /// The size is pinned: records are held a chunk per generator thread. It was 96 bytes
+    /// (94 used) until the protocol stack's end (`stack_ns`) took 8 more.
     #[test]
-    fn a_record_stays_under_100_bytes() {
-        assert!(std::mem::size_of::<RequestRecord>() <= 96);
+    fn a_record_stays_within_104_bytes() {
+        assert!(std::mem::size_of::<RequestRecord>() <= 104);
     }
 
     #[test]

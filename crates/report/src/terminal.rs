@@ -84,6 +84,16 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
     arrivals_and_classes(w, a)?;
     why(w, run)?;
     stages(w, a)?;
+    if a.stages.is_some() {
+        if let Some(src) = run
+            .server
+            .t1_stamp
+            .as_ref()
+            .and_then(|t| t["source"].as_str())
+        {
+            writeln!(w, "  T1: {src}")?;
+        }
+    }
     instruments(w, run)?;
     Ok(())
 }

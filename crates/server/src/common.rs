@@ -39,6 +39,10 @@ pub struct Counters {
     /// [`Limits::max_connections`](crate::Limits::max_connections) were open
     /// ([`Arch::Thread`](crate::Arch::Thread)).
     pub connections_refused: u64,
+    /// Reads whose T1 came from the kernel's software receive stamp, and from the NIC's
+    /// hardware stamp (mapped from its clock).
+    pub rx_stamps_software: u64,
+    pub rx_stamps_hardware: u64,
 }
 
 #[derive(Default)]
@@ -50,6 +54,8 @@ pub(crate) struct AtomicCounters {
     pub reads_paused: AtomicU64,
     pub queue_full_pauses: AtomicU64,
     pub connections_refused: AtomicU64,
+    pub rx_stamps_software: AtomicU64,
+    pub rx_stamps_hardware: AtomicU64,
 }
 
 impl AtomicCounters {
@@ -62,11 +68,23 @@ impl AtomicCounters {
             reads_paused: self.reads_paused.load(Ordering::Relaxed),
             queue_full_pauses: self.queue_full_pauses.load(Ordering::Relaxed),
             connections_refused: self.connections_refused.load(Ordering::Relaxed),
+            rx_stamps_software: self.rx_stamps_software.load(Ordering::Relaxed),
+            rx_stamps_hardware: self.rx_stamps_hardware.load(Ordering::Relaxed),
         }
     }
 
     pub fn add(c: &AtomicU64, n: u64) {
         c.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Counts a receive stamp by its kind; gives its monotonic time.
+    pub fn rx_stamp(&self, s: Option<tstamp::RxStamp>) -> Option<u64> {
+        let s = s?;
+        match s.kind {
+            tstamp::RxStampKind::Software => Self::add(&self.rx_stamps_software, 1),
+            tstamp::RxStampKind::Hardware => Self::add(&self.rx_stamps_hardware, 1),
+        }
+        Some(s.mono_ns)
     }
 }
 
@@ -294,7 +312,7 @@ pub(crate) fn setup_conn(s: &TcpStream, shared: &Shared) -> io::Result<()> {
     if shared.cfg.stamps {
         // Receive stamps only; transmit stamps are switched on by the first request that
         // wants T6 (see `OutBuf`). Best effort: a socket that refuses is served without T1.
-        let _ = tstamp::enable(s.as_raw_fd(), true, false);
+        let _ = tstamp::enable_with(s.as_raw_fd(), true, false, shared.hw.is_some());
     }
     AtomicCounters::add(&shared.counters.connections_accepted, 1);
     Ok(())

@@ -249,7 +249,7 @@ fn handle(
     if !readable || backlog.is_full() {
         return Ok(());
     }
-    let (n, t1) = match inb.read_from(fd, 0) {
+    let (n, t1) = match inb.read_from(fd, 0, shared) {
         Ok(r) => r,
         Err(e)
             if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::Interrupted =>

@@ -169,7 +169,7 @@ fn handle(
     let readable = ev.intersects(READ_EVENTS | EpollFlags::EPOLLHUP)
         || (ev.contains(EpollFlags::EPOLLERR) && stamps_seen == 0);
     if readable {
-        let (n, t1) = match c.inb.read_from(fd, 0) {
+        let (n, t1) = match c.inb.read_from(fd, 0, shared) {
             Ok(r) => r,
             Err(e)
                 if e.kind() == io::ErrorKind::WouldBlock

@@ -21,18 +21,37 @@
 //!
 //! | ours | taken                                                               | paper |
 //! |------|---------------------------------------------------------------------|-------|
-//! | T1   | kernel software receive stamp (`SO_TIMESTAMPING`, realtime → monotonic): the stack's first sight of the packet that carried the request's last byte | ≈ T1 (driver notified; ours is a little later, at the stack's entry) |
-//! | —    | after TCP/UDP processing, before the application is woken            | T2 (needs a kernel patch; folded into our T1→T2) |
+//! | T1   | kernel receive stamp (`SO_TIMESTAMPING`): the software stamp, the stack's first sight of the packet that carried the request's last byte (realtime → monotonic); or the NIC's hardware stamp when the NIC gives one and its clock can be read (see below) | ≈ T1 (driver notified; the software stamp is a little later, at the stack's entry; the hardware one earlier, at the NIC) |
+//! | —    | after TCP/UDP processing, the data queued on the socket, before the application is woken: the server cannot see it; with the eBPF collector (`--stages ebpf`) the records get it as `stack_ns` (`sock:sk_data_ready`) | T2 |
 //! | T2   | the worker is awake: return of `epoll_wait`, or of the blocking `recv`/`recvfrom` | T3 |
 //! | T3   | the request has been read and decoded                               | T4 |
 //! | T4   | the synthetic work is done                                           | (inside T4→T5) |
 //! | T5   | just before the response's `write`/`sendto`                         | T5 |
 //! | T6   | kernel software transmit stamp (error queue), sent in a follow-up frame when `WANT_TX_STAMP` | T6 |
 //!
-//! So T1→T2 is network stack plus wake-up, T2→T3 the copy to user space (and, for a thread
+//! Our numbering is kept (the records' columns `t1_ns`..`t6_ns` and the stage names keep
+//! their meaning); the paper's T2 travels beside it as the record's `stack_ns`. So T1→T2 is
+//! the network stack plus the queueing and wake-up — one stage, labelled merged in the stage
+//! table, unless the eBPF collector split it into the paper's "protocol stack (Tales T1→T2)"
+//! and "queueing + wake-up (Tales T2→T3)". T2→T3 is the copy to user space (and, for a thread
 //! serving several ready connections or pipelined requests, the wait for its turn), T3→T4
 //! the work (for [`Arch::Dispatch`] also the wait in the shared FIFO), T4→T5 the response
 //! encoding, T5→T6 the transmit path; T6 − T1 is the paper's server latency.
+//!
+//! # Hardware receive stamps
+//!
+//! At start the server asks the NIC that owns its listening address what it can stamp
+//! (`ETHTOOL_GET_TS_INFO`, [`host::hwstamp`]). When the NIC stamps received packets in
+//! hardware and has a clock the host can read (`/dev/ptpN`), the server's sockets also ask
+//! for the raw hardware stamp, and a read whose packet carries one takes its T1 from it,
+//! mapped from the NIC's clock onto `CLOCK_MONOTONIC` with an offset sampled in a bracket of
+//! monotonic reads (good to ± half the bracket, a few µs across the PCI bus); otherwise T1 is
+//! the software stamp. [`Counters`] count the reads of each kind (`rx_stamps_hardware`,
+//! `rx_stamps_software`) and [`ServerHandle::hw_clock`] names the clock, so a run says
+//! which T1 it had. The server never switches the NIC's stamping on (`SIOCSHWTSTAMP` is
+//! NIC-wide state that PTP daemons own): turn it on with `hwstamp_ctl -i IFACE -r 1` or
+//! ptp4l; until then no hardware stamp arrives. A wildcard listening address (`0.0.0.0`),
+//! loopback and veth have no hardware stamps.
 //!
 //! T1 is known only for the request whose last byte ended a `recv` (TCP can hand several
 //! requests to one `recv`; the kernel stamp then belongs to the last). A request that
@@ -96,6 +115,9 @@ pub(crate) struct Shared {
     pub cfg: ServerConfig,
     pub stop: Stop,
     pub counters: AtomicCounters,
+    /// The clock of the NIC that owns the listening address, when it stamps received
+    /// packets in hardware (see the module's "Hardware receive stamps").
+    pub hw: Option<host::hwstamp::HwClock>,
 }
 
 /// What an architecture's `start` hands back: its threads and how to wake them for shutdown.
@@ -144,7 +166,7 @@ impl Server {
         let local_addr = listener
             .local_addr()
             .map_err(|e| ServerError::io("getsockname", e))?;
-        let shared = prepare(cfg)?;
+        let shared = prepare(cfg, local_addr)?;
         let started = match shared.cfg.arch {
             Arch::Thread => thread_arch::start(listener, &shared)?,
             Arch::Epoll => epoll_arch::start(listener, &shared)?,
@@ -166,7 +188,7 @@ impl Server {
         let local_addr = socket
             .local_addr()
             .map_err(|e| ServerError::io("getsockname", e))?;
-        let shared = prepare(cfg)?;
+        let shared = prepare(cfg, local_addr)?;
         let started = udp_arch::start(socket, &shared)?;
         Ok(ServerHandle::new(local_addr, shared, started))
     }
@@ -174,7 +196,7 @@ impl Server {
 
 /// Validates `cfg` and tries its placement on a scratch thread, so that a CPU set or a
 /// policy the kernel refuses is an error here rather than a silent failure in a worker.
-fn prepare(cfg: ServerConfig) -> Result<Arc<Shared>, ServerError> {
+fn prepare(cfg: ServerConfig, local_addr: SocketAddr) -> Result<Arc<Shared>, ServerError> {
     cfg.validate()?;
     if !cfg.cpus.is_empty() || cfg.sched.is_some() {
         let probe = cfg.clone();
@@ -182,10 +204,21 @@ fn prepare(cfg: ServerConfig) -> Result<Arc<Shared>, ServerError> {
             .join()
             .map_err(|_| ServerError::ThreadPanicked)??;
     }
+    let hw = cfg
+        .stamps
+        .then(|| {
+            host::hwstamp::rx_clock_for(
+                local_addr.ip(),
+                &host::hwstamp::Ethtool,
+                std::path::Path::new("/dev"),
+            )
+        })
+        .flatten();
     Ok(Arc::new(Shared {
         cfg,
         stop: Stop::new()?,
         counters: AtomicCounters::default(),
+        hw,
     }))
 }
 
@@ -216,6 +249,12 @@ impl ServerHandle {
     /// The counters now.
     pub fn counters(&self) -> Counters {
         self.shared.counters.snapshot()
+    }
+
+    /// The NIC clock whose hardware receive stamps the server uses for T1 (None: the
+    /// kernel's software stamps only).
+    pub fn hw_clock(&self) -> Option<&std::path::Path> {
+        self.shared.hw.as_ref().map(|c| c.path())
     }
 
     /// Stops every thread (they are woken: eventfd for epoll loops, `shutdown(2)` for

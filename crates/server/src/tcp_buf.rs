@@ -38,8 +38,14 @@ impl InBuf {
         }
     }
 
-    /// One `recvmsg` with the kernel receive stamp. `Ok((0, _))` is end of stream.
-    pub fn read_from(&mut self, fd: RawFd, flags: i32) -> io::Result<(usize, Option<u64>)> {
+    /// One `recvmsg` with the kernel receive stamp (the NIC's when `shared` has its clock
+    /// and the packet carries one; counted by kind). `Ok((0, _))` is end of stream.
+    pub fn read_from(
+        &mut self,
+        fd: RawFd,
+        flags: i32,
+        shared: &crate::Shared,
+    ) -> io::Result<(usize, Option<u64>)> {
         if self.head == self.tail {
             self.head = 0;
             self.tail = 0;
@@ -51,9 +57,10 @@ impl InBuf {
         if self.buf.len() < self.head + self.need {
             self.buf.resize(self.head + self.need, 0);
         }
-        let r = host::tstamp::recv_with_stamp(fd, &mut self.buf[self.tail..], flags)?;
-        self.tail += r.0;
-        Ok(r)
+        let (n, stamp) =
+            host::tstamp::recv_stamped(fd, &mut self.buf[self.tail..], flags, shared.hw.as_ref())?;
+        self.tail += n;
+        Ok((n, shared.counters.rx_stamp(stamp)))
     }
 
     /// The next whole request, if there is one; a malformed or oversized frame is an error

@@ -111,7 +111,7 @@ fn serve_conn(s: &TcpStream, k: u64, shared: &Shared) {
     let mut inb = InBuf::new();
     let mut out = OutBuf::new();
     loop {
-        let (n, t1) = match inb.read_from(fd, 0) {
+        let (n, t1) = match inb.read_from(fd, 0, shared) {
             Ok(r) => r,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(_) => return,

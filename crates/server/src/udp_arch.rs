@@ -39,7 +39,7 @@ pub(crate) fn start(socket: UdpSocket, shared: &Arc<Shared>) -> Result<Started, 
         .set_read_timeout(Some(RECV_TIMEOUT))
         .map_err(|e| ServerError::io("setsockopt(SO_RCVTIMEO)", e))?;
     if shared.cfg.stamps {
-        tstamp::enable(socket.as_raw_fd(), true, false)?;
+        tstamp::enable_with(socket.as_raw_fd(), true, false, shared.hw.is_some())?;
     }
     let socket = Arc::new(socket);
     let book = Arc::new(Mutex::new(TxBook::default()));
@@ -83,8 +83,8 @@ fn worker(index: u64, socket: &UdpSocket, book: &Mutex<TxBook>, shared: &Shared)
     let mut buf = vec![0u8; cfg.max_frame + 1];
     let mut out = Vec::with_capacity(cfg.max_frame + nullrpc::STAMPS_LEN);
     while !shared.stop.is_set() {
-        let (n, peer, t1) = match tstamp::recv_from_with_stamp(fd, &mut buf, 0) {
-            Ok(r) => r,
+        let (n, peer, t1) = match tstamp::recv_from_stamped(fd, &mut buf, 0, shared.hw.as_ref()) {
+            Ok((n, peer, s)) => (n, peer, counters.rx_stamp(s)),
             Err(_) => continue, // timeout, EINTR, or an ICMP error from an earlier send
         };
         let t2 = mono_now_ns();

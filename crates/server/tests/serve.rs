@@ -137,8 +137,16 @@ fn stamps_are_ordered_and_inside_the_client_window() {
         }
         // Receive stamping is switched on lazily by the kernel: the first few may lack T1.
         assert!(with_t1 >= 150, "{arch}: only {with_t1}/200 requests had T1");
+        // Loopback has no NIC clock: every T1 is the kernel's software stamp.
+        assert!(h.hw_clock().is_none(), "{arch}");
         let counters = h.shutdown().unwrap();
         assert_eq!(counters.tx_stamps_sent, 200, "{arch}");
+        assert_eq!(counters.rx_stamps_hardware, 0, "{arch}");
+        assert!(
+            counters.rx_stamps_software >= with_t1,
+            "{arch}: {} software stamps for {with_t1} T1s",
+            counters.rx_stamps_software
+        );
     }
 }
 

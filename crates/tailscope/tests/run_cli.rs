@@ -53,7 +53,8 @@ fn export_csv(db: &Path, id: i64) -> Vec<Vec<i64>> {
             "t4_ns",
             "t5_ns",
             "t6_ns",
-            "seen_ns"
+            "seen_ns",
+            "stack_ns"
         ]
     );
     lines

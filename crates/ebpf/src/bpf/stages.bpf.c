@@ -90,6 +90,7 @@ struct tcp_sock {
 } __attribute__((preserve_access_index));
 
 struct sk_buff {
+	__s64 tstamp;  // the receive stamp (CLOCK_REALTIME while net timestamping is on)
 	unsigned char *head;
 	__u16 transport_header;
 	__u16 network_header;
@@ -108,7 +109,7 @@ struct event {
 	__u64 epoll;   // read: the thread's last return from epoll_wait; write: last transmit
 	__u64 wakeup;  // read: the thread's last sched_wakeup
 	__u64 oncpu;   // read: the thread's last switch onto a CPU
-	__u64 reserved;
+	__u64 rx;      // arrival: the queued packet's skb->tstamp (the stack's entry), 0: none
 	__u32 tid;
 	__u32 seq;     // TCP: rcv_nxt (arrival), copied_seq (read), write_seq (write)
 	__u32 bytes;
@@ -440,8 +441,25 @@ int on_send_length(struct bpf_raw_tracepoint_args *ctx)
 	return 0;
 }
 
+// The receive stamp of the packet just queued on `sk` (the receive queue's tail: TCP
+// coalescing into the tail copies the newer packet's stamp into it). The kernel takes it at
+// the stack's entry (netif_rx / netif_receive_skb, or when IP hands the packet up) as
+// CLOCK_REALTIME when some socket on the host asked for receive timestamps; 0 otherwise.
+// User space converts it to CLOCK_MONOTONIC.
+static __always_inline __u64 tail_rx_stamp(struct sock *sk)
+{
+	if (BPF_CORE_READ(sk, sk_receive_queue.qlen) == 0)
+		return 0;
+	const struct sk_buff *skb = BPF_CORE_READ(sk, sk_receive_queue.prev);
+	if (!skb)
+		return 0;
+	__s64 t = BPF_CORE_READ(skb, tstamp);
+	return t > 0 ? (__u64)t : 0;
+}
+
 // Data reached one of the server's sockets (called from the stack, in whatever task ran the
-// receive: on loopback usually the client's send).
+// receive: on loopback usually the client's send): the end of the protocol stack (Tales'
+// T2), and the queued packet's receive stamp (its entry, Tales' T1).
 SEC("raw_tp/sk_data_ready")
 int on_data_ready(struct bpf_raw_tracepoint_args *ctx)
 {
@@ -460,6 +478,7 @@ int on_data_ready(struct bpf_raw_tracepoint_args *ctx)
 		e.lport = lport;
 		e.rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
 		e.seq = BPF_CORE_READ((struct tcp_sock *)sk, rcv_nxt);
+		e.rx = tail_rx_stamp(sk);
 		emit(&e);
 	} else if (proto == IPPROTO_UDP) {
 		// The datagram just queued is the queue's tail: its client port and request id.
@@ -478,6 +497,8 @@ int on_data_ready(struct bpf_raw_tracepoint_args *ctx)
 		e.lport = lport;
 		e.rport = sport;
 		e.rid = rid;
+		__s64 t = BPF_CORE_READ(skb, tstamp);
+		e.rx = t > 0 ? (__u64)t : 0;
 		emit(&e);
 	}
 	return 0;

@@ -10,7 +10,7 @@
 //! **TCP.** The load engine writes each request in one write and queues nothing behind
 //! unsent output, so a request reaches the server socket as a data-ready arrival between
 //! its send and the next request's send (on loopback the receive runs inside the client's
-//! write) — or a few when its write was split: the last of them gives T1 and the stream
+//! write) — or a few when its write was split: the last of them gives the stamps and the stream
 //! position (`rcv_nxt`) of the request's end. When the server held the socket at the time,
 //! the segments wait in the socket's backlog, are coalesced, and reach it together when the
 //! server lets go: one arrival, after both sends, carries several requests; a request with
@@ -34,11 +34,14 @@
 //! the reply is the first write to that port with the same id after the read, and the
 //! datagrams following it with the same id (a reply in several datagrams).
 //!
-//! The stamps: T1 the arrival in the socket, T2 the reading thread awake (its last return
-//! from `epoll_wait` before the read, or T1 when it was already awake), T3 the read's
+//! The stamps: T1 the receive stamp of the packet that brought the request into the socket
+//! (the stack's entry; without one, the arrival itself), the stack's end ([`Matched::stack`],
+//! Tales' T2) the arrival in the socket, T2 the reading thread awake (its last return from
+//! `epoll_wait` before the read, or the arrival when it was already awake), T3 the read's
 //! return, T4 = T5 the start of the reply's write (the application's time is T3→T5), T6
 //! its last packet handed to the device (the kernel's software transmit point), or the
-//! write's return when no packet left inside the call. Always T1 ≤ T2 ≤ T3 ≤ T4 = T5 ≤ T6.
+//! write's return when no packet left inside the call. Always
+//! T1 ≤ stack end ≤ T2 ≤ T3 ≤ T4 = T5 ≤ T6.
 //!
 //! Memory is bounded: the caller prunes events older than any request it can still present
 //! ([`Joiner::prune`]), and beyond [`Joiner::new`]'s cap new events are dropped and counted.
@@ -76,6 +79,10 @@ pub struct Request {
 pub struct Matched {
     /// T1..T6, absolute CLOCK_MONOTONIC ns.
     pub stamps: [u64; 6],
+    /// The end of the protocol stack, the data queued on the socket (Tales' T2), absolute
+    /// CLOCK_MONOTONIC ns; 0 when the packet carried no receive stamp, and T1 is then this
+    /// instant (the split of T1→T2 into stack and wake-up is not known).
+    pub stack: u64,
     /// The reading thread was woken for it (it slept in epoll_wait): from its wake-up to
     /// running on a CPU, ns.
     pub runqueue_ns: Option<u64>,
@@ -97,10 +104,29 @@ pub struct JoinStats {
     pub no_write: u64,
     /// UDP: the datagram's arrival in the socket was not seen; T1 = T2.
     pub t1_missing: u64,
+    /// Matched, but the packet carried no usable receive stamp (none, or one outside the
+    /// request's send → data-ready span by more than [`RX_SLACK_NS`]): T1 is the data-ready
+    /// instant and the protocol stack is not split from the wake-up.
+    pub stack_entry_missing: u64,
     /// Events dropped because the joiner was full.
     pub overflow: u64,
     /// Most events held at once.
     pub held_max: u64,
+}
+
+/// How far a packet's receive stamp may fall outside its request's send → data-ready span
+/// and still be used (clamped into it): the realtime → monotonic mapping is good to its
+/// bracket (about a µs) and NTP slewing moves it by ≤ 500 ppm between samples.
+pub const RX_SLACK_NS: u64 = 20_000;
+
+/// T1 and the stack's end from an arrival at `ready` (data-ready) whose packet was stamped
+/// `rx` (monotonic, 0: none), for a request sent at `sent`: (T1, stack end), the stack's end
+/// 0 when `rx` is unusable and T1 is `ready`.
+pub fn stack_span(sent: u64, ready: u64, rx: u64) -> (u64, u64) {
+    if rx == 0 || rx.saturating_add(RX_SLACK_NS) < sent || rx > ready.saturating_add(RX_SLACK_NS) {
+        return (ready, 0);
+    }
+    (rx.clamp(sent.min(ready), ready), ready)
 }
 
 /// `a` is at or before `b` in a sequence space that wraps.
@@ -110,8 +136,8 @@ pub(super) fn seq_le(a: u32, b: u32) -> bool {
 
 #[derive(Default, Debug)]
 struct UdpConn {
-    /// (arrival time, request id) of each datagram queued on a server socket.
-    arrivals: VecDeque<(u64, u16)>,
+    /// (arrival time, request id, receive stamp) of each datagram queued on a server socket.
+    arrivals: VecDeque<(u64, u16, u64)>,
     reads: VecDeque<Event>,
     writes: VecDeque<Event>,
 }
@@ -179,6 +205,7 @@ impl Joiner {
                     .push_back(Arrival {
                         ts: e.ts,
                         seq: e.seq,
+                        rx: e.rx,
                     });
             }
             (Proto::Tcp, Kind::Read) => self.tcp.entry(e.rport).or_default().reads.push_back(e),
@@ -190,7 +217,7 @@ impl Joiner {
                 .entry(e.rport)
                 .or_default()
                 .arrivals
-                .push_back((e.ts, e.rid)),
+                .push_back((e.ts, e.rid, e.rx)),
         }
         self.held += 1;
         self.stats.held_max = self.stats.held_max.max(self.held as u64);
@@ -264,6 +291,7 @@ impl Joiner {
                 match res {
                     Ok(m) => {
                         self.stats.matched += 1;
+                        self.stats.stack_entry_missing += u64::from(m.stack == 0);
                         self.stats.pipelined += u64::from(m.pipelined);
                         Some(m)
                     }
@@ -361,21 +389,23 @@ impl Joiner {
             .take(UDP_SCAN)
             .take_while(|a| a.0 <= t3)
             .position(|a| r.rid.is_none() || r.rid == Some(a.1));
-        let arrival = at.and_then(|p| c.arrivals.remove(p)).map(|a| a.0);
+        let arrival = at.and_then(|p| c.arrivals.remove(p));
         used += usize::from(arrival.is_some());
         self.held -= used;
-        let t1 = match arrival {
-            Some(t) => t,
+        let (t1, stack) = match arrival {
+            Some((ts, _, rx)) => stack_span(r.sent, ts.min(t3), rx),
             None => {
                 self.stats.t1_missing += 1;
-                t3.min(read.epoll.max(read.enter))
+                (t3.min(read.epoll.max(read.enter)), 0)
             }
         };
-        let t2 = t1.max(read.epoll).min(t3);
+        let ready = stack.max(t1);
+        let t2 = ready.max(read.epoll).min(t3);
         let start = first.enter;
         Ok(Matched {
             stamps: [t1, t2, t3, start, start, end_of(&last).max(start)],
-            runqueue_ns: runqueue(&read, t1),
+            stack,
+            runqueue_ns: runqueue(&read, ready),
             pipelined: false,
         })
     }

@@ -7,13 +7,15 @@
 
 use std::collections::VecDeque;
 
-use super::{end_of, runqueue, seq_le, Matched, Miss, Request};
+use super::{end_of, runqueue, seq_le, stack_span, Matched, Miss, Request};
 use crate::event::Event;
 
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Arrival {
     pub ts: u64,
     pub seq: u32,
+    /// The packet's receive stamp, monotonic (0: none).
+    pub rx: u64,
 }
 
 /// A read, the requests given stamps from it so far and the writes that answer it: kept
@@ -216,11 +218,13 @@ impl TcpConn {
                 Some((a, b)) => {
                     let (start, end) = (writes[a].enter, end_of(&writes[b - 1]));
                     let t3 = read.ts;
-                    let t1 = pk.arrival.ts.min(t3);
-                    let t2 = t1.max(read.epoll).min(t3);
+                    let ready = pk.arrival.ts.min(t3);
+                    let (t1, stack) = stack_span(r.sent, ready, pk.arrival.rx);
+                    let t2 = ready.max(read.epoll).min(t3);
                     Ok(Matched {
                         stamps: [t1, t2, t3, start, start, end.max(start)],
-                        runqueue_ns: runqueue(&read, t1),
+                        stack,
+                        runqueue_ns: runqueue(&read, ready),
                         pipelined: m > 1,
                     })
                 }

@@ -13,6 +13,8 @@ fn ev(kind: Kind, proto: Proto, ts: u64) -> Event {
         wakeup: 0,
         oncpu: 0,
         tx: 0,
+        rx_realtime: 0,
+        rx: 0,
         tid: 7,
         seq: 0,
         bytes: 10,
@@ -327,4 +329,73 @@ fn a_write_carrying_more_replies_than_an_even_share_keeps_them() {
     let got = j.join_conn(&reqs);
     let starts: Vec<u64> = got.iter().map(|m| m.unwrap().stamps[4]).collect();
     assert_eq!(starts, [120_000, 120_000, 120_000, 130_000]);
+}
+
+#[test]
+fn the_packets_receive_stamp_is_t1_and_the_data_ready_is_the_stacks_end() {
+    // Sent at 100 µs, stamped at the stack's entry at 103, queued on the socket at 105; the
+    // reader was already awake (last epoll at 90): T2 is the stack's end, not T1.
+    let mut j = Joiner::new(1_000);
+    j.push(Event {
+        rx: 103_000,
+        ..arrival(105_000, 100)
+    });
+    j.push(read(112_000, 100, 90_000));
+    j.push(write(120_000));
+    let m = j.join(&req(100_000, 130_000, 0)).unwrap();
+    assert_eq!(m.stack, 105_000);
+    assert_eq!(
+        m.stamps,
+        [103_000, 105_000, 112_000, 120_000, 120_000, 122_000]
+    );
+    assert_eq!(j.stats().stack_entry_missing, 0);
+    // Without a stamp: T1 is the data-ready, and the split is unknown (counted).
+    j.push(arrival(205_000, 200));
+    j.push(read(212_000, 200, 210_000));
+    j.push(write(220_000));
+    let m = j.join(&req(200_000, 230_000, 0)).unwrap();
+    assert_eq!((m.stamps[0], m.stamps[1], m.stack), (205_000, 210_000, 0));
+    assert_eq!(j.stats().stack_entry_missing, 1);
+}
+
+#[test]
+fn receive_stamps_are_clamped_within_the_slack_and_refused_beyond() {
+    let (sent, ready) = (100_000, 105_000);
+    assert_eq!(stack_span(sent, ready, 103_000), (103_000, ready));
+    // Within the mapping's slack on either side: clamped into send → data-ready.
+    assert_eq!(stack_span(sent, ready, sent - RX_SLACK_NS), (sent, ready));
+    assert_eq!(stack_span(sent, ready, ready + RX_SLACK_NS), (ready, ready));
+    // Beyond it (another packet's stamp, a clock of another kind): not used.
+    assert_eq!(stack_span(sent, ready, sent - RX_SLACK_NS - 1), (ready, 0));
+    assert_eq!(stack_span(sent, ready, ready + RX_SLACK_NS + 1), (ready, 0));
+    assert_eq!(stack_span(sent, ready, 0), (ready, 0));
+    // A realtime value never mapped (decades off) is refused.
+    assert_eq!(
+        stack_span(sent, ready, 1_700_000_000_000_000_000),
+        (ready, 0)
+    );
+}
+
+#[test]
+fn a_udp_datagrams_receive_stamp_splits_the_stack_from_the_wake_up() {
+    let mut j = Joiner::new(1_000);
+    let mut a = udp_ev(Kind::Arrival, 105_000, 7);
+    a.rx = 102_000;
+    j.push(a);
+    let mut r = udp_ev(Kind::Read, 112_000, 7);
+    r.epoll = 110_000;
+    j.push(r);
+    j.push(udp_ev(Kind::Write, 121_000, 7));
+    let m = j
+        .join(&Request {
+            proto: Proto::Udp,
+            port: PORT,
+            sent: 100_000,
+            received: 130_000,
+            next_sent: 0,
+            rid: Some(7),
+        })
+        .unwrap();
+    assert_eq!(m.stack, 105_000);
+    assert_eq!(&m.stamps[..3], &[102_000, 110_000, 112_000]);
 }
