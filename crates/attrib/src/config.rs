@@ -79,3 +79,24 @@ pub(crate) fn clock_tick_ns() -> f64 {
         1e7
     }
 }
+
+/// The CPUs an instrument may run on: the host's, minus the server's and minus those to avoid
+/// (the load generator's). Sorted, without duplicates.
+///
+/// An empty `server_cpus` means the server is not pinned and may run on any CPU, so no CPU is
+/// spare: an unpinned server migrates onto whatever CPU the instrument is busy on, and the
+/// instrument would then be one more background task in the measurement. An empty
+/// `avoid_cpus` means there is nothing else to avoid (the generator runs on another host).
+pub fn spare_cpus(host_cpus: &[usize], server_cpus: &[usize], avoid_cpus: &[usize]) -> Vec<usize> {
+    if server_cpus.is_empty() {
+        return Vec::new();
+    }
+    let mut spare: Vec<usize> = host_cpus
+        .iter()
+        .copied()
+        .filter(|c| !server_cpus.contains(c) && !avoid_cpus.contains(c))
+        .collect();
+    spare.sort_unstable();
+    spare.dedup();
+    spare
+}

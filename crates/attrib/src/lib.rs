@@ -50,13 +50,13 @@ mod taskstats;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
-pub use config::{mono_now_ns, SampleCost, SamplerConfig};
+pub use config::{mono_now_ns, spare_cpus, SampleCost, SamplerConfig};
 pub use explain::{
     explain, explain_mask, SlowMask, SourceFinding, StageFinding, Why, PERMUTATION_SHIFTS,
 };
 pub use paced::PacedProbe;
 pub use probe::Probe;
-pub use sampler::{spare_cpus, Sampler, SamplerOutput};
+pub use sampler::{Sampler, SamplerOutput};
 pub use table::mitigation_table;
 
 /// Errors of the sampler.

@@ -428,7 +428,7 @@ impl Probe {
     /// The CPUs a sampler thread may run on without disturbing the server or the load
     /// generator ([`spare_cpus`](crate::spare_cpus) of this host and configuration).
     pub fn spare_cpus(&self) -> Vec<usize> {
-        crate::spare_cpus(&self.host_cpus, &self.cfg.cpus, &self.cfg.avoid_cpus)
+        crate::config::spare_cpus(&self.host_cpus, &self.cfg.cpus, &self.cfg.avoid_cpus)
     }
 
     fn col_server_cpu(&self) -> usize {

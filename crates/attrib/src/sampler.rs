@@ -2,7 +2,7 @@
 //!
 //! DESIGN.md: an instrument stays off the load generator's and the server's CPUs unless the
 //! user says otherwise. A [`Sampler`] therefore runs only on a *spare* CPU
-//! ([`spare_cpus`]) and refuses to start when the host has none
+//! ([`spare_cpus`](crate::spare_cpus)) and refuses to start when the host has none
 //! ([`AttribError::NoSpareCpu`]); the caller then samples from inside the load generator's own
 //! loop with a [`PacedProbe`](crate::PacedProbe), in the gaps between sends. (Before this rule
 //! the sampler ran on "a CPU that is not the server's", which on a 2-CPU host is the
@@ -15,27 +15,6 @@ use serde::Serialize;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::Duration;
-
-/// The CPUs an instrument may run on: the host's, minus the server's and minus those to avoid
-/// (the load generator's). Sorted, without duplicates.
-///
-/// An empty `server_cpus` means the server is not pinned and may run on any CPU, so no CPU is
-/// spare: an unpinned server migrates onto whatever CPU the instrument is busy on, and the
-/// instrument would then be one more background task in the measurement. An empty
-/// `avoid_cpus` means there is nothing else to avoid (the generator runs on another host).
-pub fn spare_cpus(host_cpus: &[usize], server_cpus: &[usize], avoid_cpus: &[usize]) -> Vec<usize> {
-    if server_cpus.is_empty() {
-        return Vec::new();
-    }
-    let mut spare: Vec<usize> = host_cpus
-        .iter()
-        .copied()
-        .filter(|c| !server_cpus.contains(c) && !avoid_cpus.contains(c))
-        .collect();
-    spare.sort_unstable();
-    spare.dedup();
-    spare
-}
 
 /// The grid of wanted sample instants: every `interval_ns` from the baseline. Shared by the
 /// sampler thread and the in-loop [`PacedProbe`](crate::PacedProbe) so that both count missed
@@ -183,6 +162,7 @@ impl Sampler {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::spare_cpus;
 
     #[test]
     fn spare_cpus_are_the_hosts_minus_server_and_generator() {

@@ -7,7 +7,7 @@
 //! timespec) is a PHC reading. tailscope maps it to `CLOCK_MONOTONIC` the way it maps the
 //! software stamps' `CLOCK_REALTIME`: with the offset between the two clocks sampled in a
 //! bracket of monotonic reads (`clock_gettime` on the PHC's dynamic POSIX clock), re-sampled
-//! every [`CLOCK_MAP_MAX_AGE_NS`](crate::tstamp::CLOCK_MAP_MAX_AGE_NS). A PHC read crosses
+//! every [`CLOCK_MAP_MAX_AGE_NS`](crate::clock::CLOCK_MAP_MAX_AGE_NS). A PHC read crosses
 //! the PCI bus, so the bracket is wider than for the system clocks (a few µs): the offset is
 //! good to ± half of it, and the map keeps that width ([`ClockMap::uncertainty_ns`]). The
 //! PHC is a free-running counter unless ptp4l/phc2sys steer it; its drift against the host
@@ -27,7 +27,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use crate::tstamp::{mono_now_ns, ClockMap, CLOCK_MAP_MAX_AGE_NS};
+use crate::clock::{mono_now_ns, ClockMap, CLOCK_MAP_MAX_AGE_NS};
 use crate::HostError;
 
 /// `SOF_TIMESTAMPING_*` bits of linux/net_tstamp.h that [`TsInfo`] reports.

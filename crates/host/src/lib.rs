@@ -21,6 +21,7 @@
 //!
 //! Linux only.
 
+pub mod clock;
 mod error;
 pub mod facts;
 pub mod hwstamp;

@@ -1,5 +1,7 @@
 //! Errors of an experiment, split by whose fault they are: the user's input (the CLI exits 2)
-//! or the measurement (exit 1).
+//! or the measurement (exit 1); and how they quote what the user gave ([`clip`]).
+
+use std::borrow::Cow;
 
 /// Why an experiment could not be planned or carried out.
 #[derive(Debug, thiserror::Error)]
@@ -56,4 +58,21 @@ impl LabError {
 /// Shorthand for an [`LabError::Invalid`].
 pub(crate) fn invalid(msg: impl std::fmt::Display) -> LabError {
     LabError::Invalid(msg.to_string())
+}
+
+/// How many characters of a user's value an error message quotes.
+pub const QUOTE_CHARS: usize = 200;
+
+/// `s` cut to [`QUOTE_CHARS`] characters, with "…" when it was longer: how error messages
+/// quote what the user gave (a 100,000-character URL is not echoed whole).
+pub fn clip(s: &str) -> Cow<'_, str> {
+    clip_to(s, QUOTE_CHARS)
+}
+
+/// `s` cut to `max` characters, with "…" when it was longer.
+pub fn clip_to(s: &str, max: usize) -> Cow<'_, str> {
+    match s.char_indices().nth(max) {
+        None => Cow::Borrowed(s),
+        Some((i, _)) => Cow::Owned(format!("{}…", &s[..i])),
+    }
 }

@@ -6,7 +6,6 @@
 //! table. The CLI lays its typed options under the command line's, option by option, and
 //! [`merge_axes`](crate::merge_axes) its axes under the command line's, axis by axis.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Read;
@@ -16,30 +15,13 @@ use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use toml::Spanned;
 
-use crate::error::{invalid, LabError};
+use crate::error::{clip, clip_to, invalid, LabError, QUOTE_CHARS};
 use crate::knob::{Axis, Knob};
 use crate::options::{OnOff, QueuesArg, UndecidedArg, ViewArg, WorkloadArg};
 
 /// The largest experiment file read: far above any real one (a few hundred bytes), far below
 /// what would hurt (a file that is `/dev/zero` is refused, not read until memory runs out).
 pub const MAX_EXPERIMENT_BYTES: u64 = 1 << 20;
-
-/// How many characters of a user's value an error message quotes.
-pub const QUOTE_CHARS: usize = 200;
-
-/// `s` cut to [`QUOTE_CHARS`] characters, with "…" when it was longer: how error messages
-/// quote what the user gave (a 100,000-character URL is not echoed whole).
-pub fn clip(s: &str) -> Cow<'_, str> {
-    clip_to(s, QUOTE_CHARS)
-}
-
-/// `s` cut to `max` characters, with "…" when it was longer.
-pub fn clip_to(s: &str, max: usize) -> Cow<'_, str> {
-    match s.char_indices().nth(max) {
-        None => Cow::Borrowed(s),
-        Some((i, _)) => Cow::Owned(format!("{}…", &s[..i])),
-    }
-}
 
 /// `n` bytes as people write them: 1 MiB, 64 KiB, 512 bytes.
 fn bytes(n: u64) -> String {

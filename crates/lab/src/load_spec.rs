@@ -6,7 +6,14 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::sweep::Load;
+use serde::Serialize;
+
+/// An offered load: absolute, or a fraction of the target's capacity.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub enum Load {
+    Rps(f64),
+    OfCapacity(f64),
+}
 
 /// Why a load's text was refused.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 //! `a,b,...,z` continues the step b − a up to z.
 
 use crate::error::{invalid, LabError};
-use crate::sweep::Load;
+use crate::load_spec::Load;
 
 /// The most loads one `...` may add (a typo such as `1,2,...,1e9` is refused, not expanded).
 const MAX_STEPS: f64 = 10_000.0;

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use crate::calibrate::CalibrateSpec;
+use crate::error::clip;
 use crate::error::{invalid, LabError};
-use crate::experiment::clip;
 use crate::options::{AgentArgs, GateArgs, Given, LoadArgs, ServerSideArgs, TargetArgs, ViewArg};
 use crate::options_plan::service_ns;
 use crate::run_spec::{IdealAsk, RunSpec};

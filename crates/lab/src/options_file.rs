@@ -5,8 +5,9 @@
 
 use std::path::PathBuf;
 
+use crate::error::clip;
 use crate::error::{invalid, LabError};
-use crate::experiment::{clip, ExperimentFile, List, Text};
+use crate::experiment::{ExperimentFile, List, Text};
 use crate::options::SweepOptions;
 
 fn text(t: &Option<Text>) -> Option<String> {

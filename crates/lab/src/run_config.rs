@@ -18,8 +18,21 @@ use serde_json::Value;
 use crate::lenient::{lenient, read};
 use crate::server_facts::ServerFacts;
 use crate::stages::StagesMode;
-use crate::sweep::Role;
 use crate::view::ViewChoice;
+
+/// What a row of a sweep is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// A point of the grid.
+    Load,
+    /// A step of a max-load search.
+    Search,
+    /// The search's result × 1.3, which must not meet.
+    Check,
+    /// A step of the max-RPS search.
+    MaxRps,
+}
 
 /// The configuration stored with a run, or (its keys `label` and `run`) with an experiment.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

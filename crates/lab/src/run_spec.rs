@@ -16,12 +16,12 @@ use crate::calibrate::{calibrate, stored_calibration, CalibrateSpec, IdealSource
 use crate::converge::Precision;
 use crate::db::Db;
 use crate::error::{invalid, LabError};
+use crate::load_spec::Load;
 use crate::measure::check_load;
 use crate::options::LoadArgs;
 use crate::slo::{View, ViewChoice};
 use crate::source::RunPlan;
 use crate::stages::StagesMode;
-use crate::sweep::Load;
 use crate::target::{Ready, TargetPlan};
 use crate::Observer;
 

@@ -24,19 +24,14 @@ use crate::calibrate::{stored_calibration, CalibrateSpec, IdealSource};
 use crate::db::Db;
 use crate::error::{invalid, LabError};
 use crate::knob::Axis;
+pub use crate::load_spec::Load;
 use crate::measure::{check_load, measure, RunPlan};
 use crate::repeat::{repeated, Repeated};
 use crate::run::{Run, RunStatus, SweepStatus};
+pub use crate::run_config::Role;
 use crate::slo::{Slo, SloReport, Verdict};
 use crate::target::{Ready, TargetPlan, TargetSpec};
 use crate::Observer;
-
-/// An offered load: absolute, or a fraction of the target's capacity.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub enum Load {
-    Rps(f64),
-    OfCapacity(f64),
-}
 
 /// What every point of a sweep shares; the axes and the loads vary it.
 #[derive(Clone, Debug)]
@@ -83,20 +78,6 @@ pub struct SweepPlan {
     /// Run inside this (already begun) experiment instead of one of its own (a tuning walk's
     /// steps are sweeps of one experiment); it is then left for the caller to finish.
     pub experiment: Option<i64>,
-}
-
-/// What a row of a sweep is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Role {
-    /// A point of the grid.
-    Load,
-    /// A step of a max-load search.
-    Search,
-    /// The search's result × 1.3, which must not meet.
-    Check,
-    /// A step of the max-RPS search.
-    MaxRps,
 }
 
 impl Role {

@@ -70,13 +70,13 @@ impl<T, E: fmt::Display> OrUsage<T> for Result<T, E> {
 const MAX_LINE_CHARS: usize = 2_000;
 
 /// An error message as the one line tailscope prints: line breaks become spaces, any run of
-/// characters without a space longer than [`lab::experiment::QUOTE_CHARS`] (a pasted
+/// characters without a space longer than [`lab::QUOTE_CHARS`] (a pasted
 /// 100,000-character URL, quoted in the message once or twice) is cut with "…", and the
 /// whole line is at most [`MAX_LINE_CHARS`] characters.
 pub fn one_line(msg: &str) -> String {
     let flat = msg.trim().replace(['\n', '\r'], " ");
     let words: Vec<String> = flat.split(' ').map(|w| lab::clip(w).into_owned()).collect();
-    lab::experiment::clip_to(&words.join(" "), MAX_LINE_CHARS).into_owned()
+    lab::clip_to(&words.join(" "), MAX_LINE_CHARS).into_owned()
 }
 
 #[cfg(test)]

@@ -3,9 +3,9 @@
 
 use serde::Serialize;
 
-use super::tandem::{simulate_tandem, Dispatch, Stage, StageDiscipline, TandemConfig};
+use super::improve::{tandem_for_stages, StageTimes};
+use super::tandem::{simulate_tandem, Dispatch, TandemConfig};
 use super::{formulas, predict, BurstyParams, BurstyWorkload, Stack};
-use crate::arrival::ArrivalSpec;
 use crate::ModelError;
 
 /// One grid point: the JSON names are an interface (`tailscope model bursty --validate`).
@@ -132,6 +132,7 @@ pub fn validate_grid(grid: &ValidationGrid) -> Result<Vec<ValidationRow>, ModelE
 /// `stack` says, fed `bursts` bursts of N requests U apart. The period is long enough for
 /// every burst to drain before the next (`2·(N·max(T, R/k, U) + T + R + constant)`), so the
 /// bursts are independent. `params.m_ns` is not used: the simulated M is `T + R + constant`.
+/// It is [`tandem_for_stages`] without a dispatcher stage.
 pub fn tandem_for(
     params: &BurstyParams,
     w: &BurstyWorkload,
@@ -141,31 +142,13 @@ pub fn tandem_for(
     bursts: u64,
     seed: u64,
 ) -> TandemConfig {
-    let t = params.t_ns(w.payload_bytes);
-    let r = params.r_ns(w.workers);
-    let disc = match stack {
-        Stack::Fcfs => StageDiscipline::Fcfs,
-        Stack::Priority => StageDiscipline::PriorityPreemptive,
+    let stages = StageTimes {
+        tcp_ip_ns: params.t_ns(w.payload_bytes),
+        dispatcher_ns: 0.0,
+        workers_ns: params.r_ns(w.workers),
+        rest_ns: constant_ns,
     };
-    let per_node = t.max(r / f64::from(w.workers.max(1))).max(w.spacing_ns);
-    let period = 2.0 * (f64::from(w.n) * per_node + t + r + constant_ns);
-    TandemConfig {
-        stages: vec![
-            Stage::deterministic(1, t, disc),
-            Stage::deterministic(w.workers, r, disc).with_dispatch(dispatch),
-        ],
-        constant_delay_ns: constant_ns,
-        arrival: ArrivalSpec::Bursty {
-            n: w.n,
-            period_ns: period,
-            spacing_ns: w.spacing_ns,
-        },
-        rate_per_s: None,
-        alpha: w.alpha,
-        requests: bursts.max(1).saturating_mul(u64::from(w.n)),
-        seed,
-        entropy_bin_ns: None,
-    }
+    tandem_for_stages(&stages, w, stack, dispatch, bursts, seed)
 }
 
 fn row(
