@@ -34,5 +34,7 @@ echo "== cargo fmt --check" >&2
 cargo fmt --all -- --check
 echo "== cargo clippy --all-targets -- -D warnings" >&2
 cargo clippy --workspace --all-targets -- -D warnings
+echo "== no import circles (scripts/import_circles.py)" >&2
+python3 scripts/import_circles.py
 echo "== cargo test (release: the simulator tests run millions of requests)" >&2
 cargo test --workspace --release

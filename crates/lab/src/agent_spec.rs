@@ -126,9 +126,9 @@ struct FileAgent {
 pub fn agents_file(path: &Path, self_exe: &Path) -> Result<Vec<AgentCommand>, LabError> {
     let p = path.display();
     let text =
-        crate::experiment::read_bounded(path, crate::experiment::MAX_EXPERIMENT_BYTES, "--agents")?;
+        crate::input_file::read_bounded(path, crate::input_file::MAX_EXPERIMENT_BYTES, "--agents")?;
     let file: AgentsFile = toml::from_str(&text).map_err(|e| {
-        invalid(crate::experiment::toml_message(
+        invalid(crate::input_file::toml_message(
             &format!("--agents {p}"),
             &text,
             &e,

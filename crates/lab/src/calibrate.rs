@@ -33,7 +33,7 @@ use crate::source::LoadSource;
 use crate::target::Ready;
 use crate::Observer;
 
-pub use crate::source::IdealSource;
+pub use crate::run::IdealSource;
 
 /// How a calibration searches the target's peak.
 #[derive(Clone, Debug, Serialize)]

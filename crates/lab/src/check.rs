@@ -448,14 +448,7 @@ pub fn config_differences(candidate: &Value, baseline: &Value) -> Vec<String> {
         .collect()
 }
 
-/// What a check is asked to compare.
-#[derive(Clone, Debug, PartialEq)]
-pub enum BaselineRef {
-    Id(i64),
-    Label(String),
-    /// The latest earlier run (experiment) of the same target and configuration.
-    Latest,
-}
+pub use crate::cli_values::BaselineRef;
 
 /// Why a check cannot be made.
 #[derive(Debug, thiserror::Error)]

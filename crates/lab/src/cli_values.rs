@@ -5,8 +5,6 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use crate::check::BaselineRef;
-
 /// A CPU list (`0`, `0-3`, `1,3`) of CPUs that are online on this machine.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CpuList(pub Vec<usize>);
@@ -158,6 +156,15 @@ impl<'de> serde::Deserialize<'de> for Label {
 pub fn is_label(l: &str) -> bool {
     let ok = |c: char| c.is_ascii_alphanumeric() || "._-+/@".contains(c);
     !l.is_empty() && l.len() <= 64 && l.chars().all(ok)
+}
+
+/// What a check is asked to compare.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BaselineRef {
+    Id(i64),
+    Label(String),
+    /// The latest earlier run (experiment) of the same target and configuration.
+    Latest,
 }
 
 /// `check --baseline`: an id, `label:NAME` or `latest`.

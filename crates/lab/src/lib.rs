@@ -31,6 +31,7 @@ mod error;
 pub mod experiment;
 pub mod figures;
 mod headlines;
+mod input_file;
 pub mod instruments;
 mod interference;
 mod knob;
@@ -85,8 +86,9 @@ pub use db::{host_facts, Db};
 pub use dry_run::{DryAxis, DryRun};
 pub use error::LabError;
 pub use error::{clip, clip_to, QUOTE_CHARS};
-pub use experiment::{read_bounded, ExperimentFile, ExperimentSpec};
+pub use experiment::{ExperimentFile, ExperimentSpec};
 pub use headlines::Headlines;
+pub use input_file::read_bounded;
 pub use instruments::{Instrument, ServerInfo};
 pub use interference::stress_cpus;
 pub use knob::{merge_axes, Axis, Knob, KNOBS};
@@ -106,6 +108,7 @@ pub use run::{
     RunStatus, Saturation, SweepStatus, ViewValidity, Views, RUN_ENCODING_VERSION,
 };
 pub use run_config::RunConfig;
+pub use run_config::StagesMode;
 pub use run_spec::{
     placeholder_target, probe_noise, resolve_ideal, CheckedRun, IdealAsk, LoadPlan, RunSpec,
 };
@@ -118,7 +121,6 @@ pub use slo::{
     SloReport, Verdict, View, ViewChoice, What,
 };
 pub use source::{LoadSource, Loaded, Measured, RunPlan, Sending};
-pub use stages::StagesMode;
 pub use sweep::{
     sweep, Bracket, Load, MaxLoad, Point, Role, Row, RunTemplate, SweepPlan, SweepResult,
 };

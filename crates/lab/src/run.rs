@@ -29,6 +29,19 @@ use crate::error::LabError;
 use crate::instruments::Instrument;
 use crate::view::{View, ViewChoice};
 
+/// What a run's ideal service time came from.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct IdealSource {
+    /// "given" (--service), "stored calibration" or "calibration" (made for this run).
+    pub from: String,
+    /// The calibration run, when it came from one.
+    pub calibration_run: Option<i64>,
+    /// Its batching gain and the per-worker cost without batching: a request arriving alone
+    /// costs that, not the batched cost the ideal assumes — a source of excess at low load.
+    pub batching_gain: Option<f64>,
+    pub unbatched_per_worker_service_ns: Option<f64>,
+}
+
 /// How a loop of runs (a tuning walk, a colocation matrix) ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -661,7 +674,7 @@ pub struct Run {
     /// The server behind the target (spawned: version and command line).
     pub server: crate::server_facts::ServerFacts,
     /// Where the ideal's service time came from.
-    pub ideal_source: Option<crate::source::IdealSource>,
+    pub ideal_source: Option<IdealSource>,
     pub analysis: RunAnalysis,
     /// Set when the run is saturated (and also computed, as evidence, for failed runs).
     pub saturation: Option<Saturation>,

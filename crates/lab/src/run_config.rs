@@ -17,8 +17,40 @@ use serde_json::Value;
 
 use crate::lenient::{lenient, read};
 use crate::server_facts::ServerFacts;
-use crate::stages::StagesMode;
 use crate::view::ViewChoice;
+
+/// Where a run's server stages come from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StagesMode {
+    /// eBPF for a server tailscope spawned when the host supports it (else, with the reason
+    /// noted, none); the server's own stamps otherwise.
+    #[default]
+    Auto,
+    /// eBPF, or the run is refused (the reason given).
+    Ebpf,
+    /// Only what the server returns itself (the built-in server's stamps).
+    Stamps,
+    /// None: the records keep no stamps.
+    Off,
+}
+
+impl std::str::FromStr for StagesMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "auto" => StagesMode::Auto,
+            "ebpf" => StagesMode::Ebpf,
+            "stamps" => StagesMode::Stamps,
+            "off" => StagesMode::Off,
+            other => {
+                return Err(format!(
+                    "--stages must be auto, ebpf, stamps or off, got '{other}'"
+                ))
+            }
+        })
+    }
+}
 
 /// What a row of a sweep is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,9 +6,9 @@
 
 use std::sync::atomic::AtomicBool;
 
+use crate::run::IdealSource;
 use analysis::{AnalysisError, IdealSpec, RunAnalysis};
 use load::LoadConfig;
-use serde::{Deserialize, Serialize};
 
 use crate::agent_spec::AgentsReport;
 use crate::converge::Convergence;
@@ -50,19 +50,6 @@ pub struct RunPlan {
     /// Percentiles `(key, q)` beyond the standard five in the measured summaries
     /// (`--percentiles`, an SLO's `p95<=…`).
     pub extra_quantiles: Vec<(String, f64)>,
-}
-
-/// What a run's ideal service time came from.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct IdealSource {
-    /// "given" (--service), "stored calibration" or "calibration" (made for this run).
-    pub from: String,
-    /// The calibration run, when it came from one.
-    pub calibration_run: Option<i64>,
-    /// Its batching gain and the per-worker cost without batching: a request arriving alone
-    /// costs that, not the batched cost the ideal assumes — a source of excess at low load.
-    pub batching_gain: Option<f64>,
-    pub unbatched_per_worker_service_ns: Option<f64>,
 }
 
 /// One run being sent: its plan, the started target, the store and the run's row in it.

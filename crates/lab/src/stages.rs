@@ -23,7 +23,6 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 
 use load::{RecordSink, RequestRecord, Transport, WriterStats};
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use stats::{Quantile, Recorder};
 
@@ -32,38 +31,7 @@ use crate::instruments::{Instrument, ServerInfo};
 use crate::target::{Ready, Scheme};
 use crate::Observer;
 
-/// Where a run's server stages come from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum StagesMode {
-    /// eBPF for a server tailscope spawned when the host supports it (else, with the reason
-    /// noted, none); the server's own stamps otherwise.
-    #[default]
-    Auto,
-    /// eBPF, or the run is refused (the reason given).
-    Ebpf,
-    /// Only what the server returns itself (the built-in server's stamps).
-    Stamps,
-    /// None: the records keep no stamps.
-    Off,
-}
-
-impl std::str::FromStr for StagesMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Ok(match s {
-            "auto" => StagesMode::Auto,
-            "ebpf" => StagesMode::Ebpf,
-            "stamps" => StagesMode::Stamps,
-            "off" => StagesMode::Off,
-            other => {
-                return Err(format!(
-                    "--stages must be auto, ebpf, stamps or off, got '{other}'"
-                ))
-            }
-        })
-    }
-}
+pub use crate::run_config::StagesMode;
 
 impl StagesMode {
     /// For [`StagesMode::Ebpf`], whether this host can run the collector (the reason when
