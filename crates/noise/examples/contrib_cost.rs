@@ -3,7 +3,9 @@
 //! median of each side printed side by side, with the programs' own run time.
 //!
 //! `cargo run --release -p noise --example contrib_cost -- [SECONDS] [REPEATS] [CPU…]`
-//! (default 5 s, 3 repeats, CPU 0; needs root for the eBPF side).
+//! (default 5 s, 3 repeats, CPU 0; needs root for the eBPF side). `SCHED=fifo:50` runs the
+//! probe threads under that policy (other tasks then no longer preempt them, and what is
+//! left is the interrupts the programs time).
 
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -48,6 +50,17 @@ fn main() {
     let repeats: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(3);
     let cpus: Vec<usize> = args.iter().skip(2).filter_map(|a| a.parse().ok()).collect();
     let cpus = if cpus.is_empty() { vec![0] } else { cpus };
+    let sched = match std::env::var("SCHED")
+        .ok()
+        .map(|s| s.parse::<noise::SchedSpec>())
+    {
+        None => None,
+        Some(Ok(s)) => Some(s),
+        Some(Err(e)) => {
+            eprintln!("SCHED: {e}");
+            std::process::exit(2);
+        }
+    };
     let stop = AtomicBool::new(false);
     let mut sides: [Vec<[f64; 5]>; 2] = [Vec::new(), Vec::new()];
     for i in 0..repeats {
@@ -59,6 +72,7 @@ fn main() {
                 cpus: cpus.clone(),
                 duration: Duration::from_secs_f64(secs),
                 contributors: mode,
+                sched: sched.clone(),
                 ..NoiseConfig::default()
             };
             match run(&cfg, &stop, &|_| {}) {
