@@ -1,5 +1,6 @@
-//! Compiles the kernel half of the collector (`src/bpf/stages.bpf.c`) into a BPF object with
-//! BTF (`-g`, for CO-RE relocations), embedded into the crate with `include_bytes!`.
+//! Compiles the kernel halves of the stage collector (`src/bpf/stages.bpf.c`) and of the noise
+//! contributors' timer (`src/bpf/contrib.bpf.c`) into BPF objects with BTF (`-g`, for CO-RE
+//! relocations), embedded into the crate with `include_bytes!`.
 //!
 //! Needs `clang` (Debian: `clang`); the libbpf headers come from `libbpf-sys`, the UAPI
 //! headers from the C library's development files. `scripts/test.sh` installs them.
@@ -8,11 +9,17 @@ use std::path::PathBuf;
 use std::process::Command;
 
 fn main() {
-    let src = "src/bpf/stages.bpf.c";
-    println!("cargo:rerun-if-changed={src}");
     println!("cargo:rerun-if-env-changed=CLANG");
+    for name in ["stages", "contrib"] {
+        compile(name);
+    }
+}
+
+fn compile(name: &str) {
+    let src = format!("src/bpf/{name}.bpf.c");
+    println!("cargo:rerun-if-changed={src}");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let obj = out.join("stages.bpf.o");
+    let obj = out.join(format!("{name}.bpf.o"));
     let libbpf_include = std::env::var("DEP_BPF_INCLUDE").expect("libbpf-sys exports its headers");
     let arch = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
     // The kernel's name for the architecture (bpf_tracing.h) and Debian's multiarch dir.
@@ -30,7 +37,7 @@ fn main() {
         .arg(format!("-D__TARGET_ARCH_{target_arch}"))
         .arg(format!("-I{libbpf_include}"))
         .arg(format!("-I/usr/include/{multiarch}"))
-        .args(["-c", src, "-o"])
+        .args(["-c", &src, "-o"])
         .arg(&obj)
         .status();
     match status {

@@ -110,7 +110,7 @@ fn filter_value(cfg: &CollectorConfig) -> Result<Vec<u8>, EbpfError> {
 /// libbpf's warnings, kept for the error message of a failed load.
 static LIBBPF_LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
-fn keep_log(_level: PrintLevel, msg: String) {
+pub(crate) fn keep_log(_level: PrintLevel, msg: String) {
     if let Ok(mut log) = LIBBPF_LOG.lock() {
         if log.len() >= 20 {
             log.remove(0);
@@ -119,7 +119,7 @@ fn keep_log(_level: PrintLevel, msg: String) {
     }
 }
 
-fn load_error(what: &str, e: libbpf_rs::Error) -> EbpfError {
+pub(crate) fn load_error(what: &str, e: libbpf_rs::Error) -> EbpfError {
     let log = LIBBPF_LOG
         .lock()
         .map(|l| l.iter().rev().take(3).cloned().collect::<Vec<_>>())
@@ -246,13 +246,7 @@ impl Collector {
             b.build()
                 .map_err(|e| load_error("opening the ring buffer", e))?
         };
-        // SAFETY: bpf_enable_stats takes a plain enum value and returns a new descriptor
-        // (or a negative error); the descriptor is owned by nobody else.
-        let stats = unsafe {
-            let fd =
-                libbpf_rs::libbpf_sys::bpf_enable_stats(libbpf_rs::libbpf_sys::BPF_STATS_RUN_TIME);
-            (fd >= 0).then(|| OwnedFd::from_raw_fd(fd))
-        };
+        let stats = enable_stats();
         let mut links = Vec::new();
         for prog in obj.progs_mut().filter(|p| p.autoload()) {
             let name = prog.name().to_string_lossy().into_owned();
@@ -319,30 +313,7 @@ impl Collector {
 
     /// The programs' runs and time in the kernel so far.
     pub fn kernel_cost(&self) -> KernelCost {
-        let mut cost = KernelCost {
-            measured: self.stats.is_some(),
-            ..KernelCost::default()
-        };
-        for prog in self.obj.progs() {
-            let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
-            let mut len = std::mem::size_of_val(&info) as u32;
-            let fd = prog.as_fd();
-            // SAFETY: `info` is a valid, writable bpf_prog_info of `len` bytes, and `fd` a
-            // live program descriptor borrowed for the call.
-            let rc = unsafe {
-                libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len)
-            };
-            if rc == 0 {
-                cost.runs += info.run_cnt;
-                cost.run_time_ns += info.run_time_ns;
-                cost.programs.push((
-                    prog.name().to_string_lossy().into_owned(),
-                    info.run_cnt,
-                    info.run_time_ns,
-                ));
-            }
-        }
-        cost
+        kernel_cost(&self.obj, self.stats.is_some())
     }
 
     /// Records that did not parse.
@@ -358,5 +329,43 @@ impl Collector {
     /// How long the programs have been attached.
     pub fn age(&self) -> std::time::Duration {
         self.started.elapsed()
+    }
+}
+
+/// The run-time statistics of `obj`'s programs (`measured`: whether BPF_ENABLE_STATS is on).
+pub(crate) fn kernel_cost(obj: &libbpf_rs::Object, measured: bool) -> KernelCost {
+    let mut cost = KernelCost {
+        measured,
+        ..KernelCost::default()
+    };
+    for prog in obj.progs() {
+        let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
+        let mut len = std::mem::size_of_val(&info) as u32;
+        let fd = prog.as_fd();
+        // SAFETY: `info` is a valid, writable bpf_prog_info of `len` bytes, and `fd` a
+        // live program descriptor borrowed for the call.
+        let rc = unsafe {
+            libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len)
+        };
+        if rc == 0 {
+            cost.runs += info.run_cnt;
+            cost.run_time_ns += info.run_time_ns;
+            cost.programs.push((
+                prog.name().to_string_lossy().into_owned(),
+                info.run_cnt,
+                info.run_time_ns,
+            ));
+        }
+    }
+    cost
+}
+
+/// Turns the kernel's BPF run-time statistics on for as long as the descriptor is open.
+pub(crate) fn enable_stats() -> Option<OwnedFd> {
+    // SAFETY: bpf_enable_stats takes a plain enum value and returns a new descriptor (or a
+    // negative error); the descriptor is owned by nobody else.
+    unsafe {
+        let fd = libbpf_rs::libbpf_sys::bpf_enable_stats(libbpf_rs::libbpf_sys::BPF_STATS_RUN_TIME);
+        (fd >= 0).then(|| OwnedFd::from_raw_fd(fd))
     }
 }

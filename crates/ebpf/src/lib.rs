@@ -69,6 +69,14 @@
 //!   (`libelf-dev`, `zlib1g-dev`, `pkg-config` — `scripts/test.sh` installs them with
 //!   clang). That is the price; aya would need none of them.
 //!
+//! ## The noise contributors' timer (a second, independent program set)
+//!
+//! [`contrib::ContribTimer`] (`bpf/contrib.bpf.c`) serves `tailscope noise`: it times each
+//! hard IRQ handler, softirq, x86 system vector and other task's slice on the probed CPUs
+//! into fixed duration histograms ([`hist`]), read once at the end, so that contributors can
+//! be classed by their measured p99.9. It shares only the loader's helpers with the stage
+//! collector; [`support::check_contrib`] checks its tracepoints (`irq:*`, `sched_switch`).
+//!
 //! ## Unsupported hosts
 //!
 //! [`support::check`] names the first missing piece in one line — not root, no BTF, tracefs
@@ -76,7 +84,9 @@
 //! (`sock:sock_*_length` arrived in Linux 6.3) — and the caller runs without eBPF stages.
 
 pub mod collector;
+pub mod contrib;
 pub mod event;
+pub mod hist;
 pub mod join;
 pub mod support;
 

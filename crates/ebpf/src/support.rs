@@ -100,10 +100,11 @@ impl std::fmt::Display for Unsupported {
                 f,
                 "the kernel has no tracepoint {tp} (system call tracepoints need CONFIG_FTRACE_SYSCALLS)"
             ),
-            Unsupported::NoTracepoint(tp) => write!(
+            Unsupported::NoTracepoint(tp) if tp.starts_with("sock:") => write!(
                 f,
                 "the kernel has no tracepoint {tp} (sock:sock_recv_length and sock_send_length need Linux 6.3)"
             ),
+            Unsupported::NoTracepoint(tp) => write!(f, "the kernel has no tracepoint {tp}"),
         }
     }
 }
@@ -123,6 +124,34 @@ pub fn check() -> Result<(), Unsupported> {
 
 /// Checks the tree under `root` (the real host when `root` is `/`).
 pub fn check_at(root: &Path) -> Result<(), Unsupported> {
+    check_with(root, &required_tracepoints())
+}
+
+/// Tracepoints the noise contributors' timer ([`crate::contrib`]) needs; the x86 system
+/// vectors (`irq_vectors:*`) are used where the kernel has them.
+pub const CONTRIB_TRACEPOINTS: [(&str, &str); 5] = [
+    ("irq", "irq_handler_entry"),
+    ("irq", "irq_handler_exit"),
+    ("irq", "softirq_entry"),
+    ("irq", "softirq_exit"),
+    ("sched", "sched_switch"),
+];
+
+/// Whether this host (under [`root`]) can run the noise contributors' timer.
+pub fn check_contrib() -> Result<(), Unsupported> {
+    check_contrib_at(&root())
+}
+
+/// [`check_contrib`] under `root`.
+pub fn check_contrib_at(root: &Path) -> Result<(), Unsupported> {
+    let tps: Vec<(String, String)> = CONTRIB_TRACEPOINTS
+        .iter()
+        .map(|(c, n)| (c.to_string(), n.to_string()))
+        .collect();
+    check_with(root, &tps)
+}
+
+fn check_with(root: &Path, tracepoints: &[(String, String)]) -> Result<(), Unsupported> {
     if !privileged(root) {
         return Err(Unsupported::NotRoot);
     }
@@ -131,8 +160,8 @@ pub fn check_at(root: &Path) -> Result<(), Unsupported> {
         return Err(Unsupported::NoBtf(PathBuf::from("/sys/kernel/btf/vmlinux")));
     }
     let tracing = tracefs(root)?;
-    for (cat, name) in required_tracepoints() {
-        if !tracing.join("events").join(&cat).join(&name).is_dir() {
+    for (cat, name) in tracepoints {
+        if !tracing.join("events").join(cat).join(name).is_dir() {
             return Err(Unsupported::NoTracepoint(format!("{cat}:{name}")));
         }
     }
@@ -269,5 +298,23 @@ mod tests {
         );
         assert!(e.to_string().contains("CONFIG_FTRACE_SYSCALLS"), "{e}");
         assert!(!all.iter().any(|(_, n)| n.contains("epoll_pwait2")));
+    }
+
+    #[test]
+    fn the_contributors_timer_needs_only_irq_and_sched_tracepoints() {
+        let irq: Vec<(String, String)> = CONTRIB_TRACEPOINTS
+            .iter()
+            .map(|(c, n)| (c.to_string(), n.to_string()))
+            .collect();
+        assert_eq!(check_contrib_at(tree(ROOT_CAPS, true, &irq).path()), Ok(()));
+        // The stage collector's sock tracepoints are not needed; a missing softirq one is
+        // named, without the sock tracepoints' kernel version.
+        let e = check_contrib_at(tree(ROOT_CAPS, true, &irq[..2]).path()).unwrap_err();
+        assert_eq!(e, Unsupported::NoTracepoint("irq:softirq_entry".into()));
+        assert!(!e.to_string().contains("6.3"), "{e}");
+        assert_eq!(
+            check_contrib_at(tree("0", true, &irq).path()),
+            Err(Unsupported::NotRoot)
+        );
     }
 }

@@ -46,6 +46,9 @@ pub enum NoiseError {
     /// `mlockall` failed.
     #[error("mlockall failed: {0} (needs root, CAP_IPC_LOCK or a higher RLIMIT_MEMLOCK)")]
     Mlock(std::io::Error),
+    /// `--contributors ebpf` asked for, and the host cannot time contributors with eBPF.
+    #[error("contributors from eBPF: {0} (use --contributors counters or auto)")]
+    Contributors(String),
     /// A probe thread could not be started or panicked.
     #[error("probe thread for CPU {cpu} failed: {reason}")]
     Thread {

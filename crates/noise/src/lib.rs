@@ -17,7 +17,10 @@
 //! time lost and its fraction, the CCDF of aggregated time lost (the paper's Fig 8), a
 //! signal-to-noise ratio ([`SNR_DEFINITION`]), gap counts per Good/Bad/Ugly class, and the
 //! kernel counters that moved on that CPU during the run (interrupts, softirqs, steal,
-//! the probe thread's context switches), each classed Good/Bad/Ugly ([`attribution`]).
+//! the probe thread's context switches), each classed Good/Bad/Ugly ([`attribution`]) by
+//! its nominal cost. Where the host allows eBPF ([`Contributors`]), each contributor's
+//! events are also timed on the probed CPUs and classed by their measured p99.9, as the
+//! paper classes contributors ([`measured`]).
 //! With a realtime policy and RT throttling on, the ~50 ms throttle stalls are recognised
 //! and kept out of the noise figures ([`throttle`]).
 //!
@@ -27,6 +30,7 @@ pub mod attribution;
 mod clock;
 mod counters;
 mod error;
+pub mod measured;
 mod probe;
 mod quick;
 mod report;
@@ -42,6 +46,7 @@ pub use attribution::{Contributor, GoodBadUgly};
 pub use clock::{clock_kind, read_ticks, tsc_ns_per_tick, ClockKind};
 pub use error::NoiseError;
 pub use host::placement::SchedSpec;
+pub use measured::{Contributors, MeasuredContributor};
 pub use quick::{probe_host, CpuNoise, HostNoise, QUICK_PROBE};
 pub use report::{
     loop_p999, lost_ccdf, paper_snr, snr, ClassShare, CpuReport, Gap, LoopP999, PaperSnr,
@@ -82,11 +87,13 @@ pub struct NoiseConfig {
     /// Gaps listed per CPU at most (the buffer is allocated and touched before the loop);
     /// further gaps are counted only.
     pub max_gaps: usize,
+    /// Where the contributors come from (eBPF durations, counters, or eBPF when possible).
+    pub contributors: Contributors,
 }
 
 impl Default for NoiseConfig {
     /// CPU 0, 5 s, 1 µs threshold, consecutive reads, inherited scheduling, no mlock, `/`,
-    /// 2^19 gaps (8 MiB) per CPU.
+    /// 2^19 gaps (8 MiB) per CPU, contributors from counters.
     fn default() -> Self {
         NoiseConfig {
             cpus: vec![0],
@@ -97,6 +104,7 @@ impl Default for NoiseConfig {
             mlock: false,
             proc_root: PathBuf::from("/"),
             max_gaps: 1 << 19,
+            contributors: Contributors::Counters,
         }
     }
 }

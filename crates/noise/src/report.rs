@@ -208,6 +208,16 @@ pub struct CpuReport {
     pub rt_throttled: bool,
     /// Things the reader should know (throttling, unreadable counters, buffer overflow).
     pub warnings: Vec<String>,
+    /// Where the contributors' classes came from: `Ebpf` (measured durations, classed by
+    /// their p99.9: [`CpuReport::measured`]) or `Counters` (only [`CpuReport::classes`],
+    /// classed by nominal cost).
+    pub contributor_source: crate::Contributors,
+    /// Why counters were used when eBPF was wanted where possible (`auto`).
+    pub contributors_reason: Option<String>,
+    /// Contributors timed by eBPF on this CPU, worst class first, then most time.
+    pub measured: Vec<crate::MeasuredContributor>,
+    /// What the eBPF programs did and cost (all CPUs; the same in every CPU's report).
+    pub ebpf: Option<ebpf::contrib::ContribTotals>,
 }
 
 /// Inputs of [`finish`] besides the gaps.
@@ -353,6 +363,31 @@ impl CpuReport {
             "gap_classes": self.gap_classes.iter().map(|c| json!({"class": c.class.name(), "count": c.count, "lost_ns": c.lost_ns})).collect::<Vec<_>>(),
             "contributors": self.classes.iter().map(|c| json!({"source": c.source, "delta": c.delta, "per_s": c.per_s, "class": c.class.name(), "note": c.note})).collect::<Vec<_>>(),
             "warnings": self.warnings,
+            "contributor_source": self.contributor_source,
+            "contributors_class_rule": match self.contributor_source {
+                crate::Contributors::Ebpf => "measured p99.9 of each contributor's durations (eBPF)",
+                _ => "nominal cost of one event, capped by the longest gap (counters)",
+            },
+            "contributors_reason": self.contributors_reason,
+            "contributors_measured": self.measured.iter().map(|c| {
+                let b = |q: &crate::measured::Bucketed| json!({"low_ns": q.low_ns, "high_ns": q.high_ns});
+                json!({
+                    "source": c.source, "kind": c.kind, "count": c.count, "per_s": c.per_s,
+                    "p50_ns": b(&c.p50), "p99_ns": b(&c.p99), "p99.9_ns": b(&c.p999),
+                    "max_ns": c.max_ns, "mean_ns": c.mean_ns, "total_ns": c.total_ns,
+                    "lost_share": c.lost_share, "class": c.class.name(),
+                })
+            }).collect::<Vec<_>>(),
+            "contributors_ebpf": self.ebpf.as_ref().map(|t| json!({
+                "recorded": t.recorded,
+                "no_slot": t.no_slot,
+                "programs": t.programs,
+                "vectors_missing": t.vectors_missing,
+                "attached_ns": t.attached_ns,
+                "bpf_stats_on": t.cost.measured,
+                "bpf_runs": t.cost.runs,
+                "bpf_run_time_ns": t.cost.run_time_ns,
+            })),
         })
     }
 }

@@ -93,6 +93,7 @@ fn probe_all(
     let threshold_ticks = ticks(cfg.threshold_ns as f64);
     let duration_ticks = ticks(cfg.duration.as_nanos() as f64).max(1);
 
+    let (timer, reason) = crate::measured::start(cfg.contributors, &cfg.cpus)?;
     let before = SystemCounters::read(proc_dir, &mut warnings);
     let started = Instant::now();
     let t0 = clock::read_ticks();
@@ -107,7 +108,7 @@ fn probe_all(
                 duration_ticks,
             };
             let h = thread::Builder::new()
-                .name(format!("noise-cpu{cpu}"))
+                .name(format!("{}{cpu}", crate::measured::THREAD_PREFIX))
                 .spawn_scoped(s, move || {
                     let r = probe_thread(cpu, cfg, proc_dir, timing, [stop, abort]);
                     if r.is_err() {
@@ -143,6 +144,7 @@ fn probe_all(
     });
     let after = SystemCounters::read(proc_dir, &mut warnings);
     let window_s = started.elapsed().as_secs_f64();
+    let timed = crate::measured::finish(timer, reason, cfg.contributors)?;
     progress(1.0);
 
     let ctx = ReportCtx {
@@ -156,6 +158,7 @@ fn probe_all(
         after: &after,
         window_s,
         warnings: &warnings,
+        timed: &timed,
     };
     cfg.cpus
         .iter()
@@ -176,6 +179,7 @@ struct ReportCtx<'a> {
     after: &'a SystemCounters,
     window_s: f64,
     warnings: &'a [String],
+    timed: &'a crate::measured::Timed,
 }
 
 impl ReportCtx<'_> {
@@ -258,6 +262,14 @@ impl ReportCtx<'_> {
             classes,
             rt_throttled: false,
             warnings: w,
+            contributor_source: if self.timed.totals.is_some() {
+                crate::Contributors::Ebpf
+            } else {
+                crate::Contributors::Counters
+            },
+            contributors_reason: self.timed.reason.clone(),
+            measured: Vec::new(),
+            ebpf: self.timed.totals.clone(),
         };
         let totals = Totals {
             elapsed_ns: (r.raw.last.saturating_sub(r.raw.first) as f64 * ns_per_tick).round()
@@ -266,6 +278,24 @@ impl ReportCtx<'_> {
             dropped_ns: (r.raw.dropped_ticks as f64 * ns_per_tick).round() as u64,
         };
         finish(&mut rep, &totals);
+        if let Some(t) = &self.timed.totals {
+            let labels = self.before.interrupts.as_ref();
+            let irq_label = |id: u16| {
+                let (exact, prefix) = (format!("IRQ {id}"), format!("IRQ {id} "));
+                labels?
+                    .0
+                    .keys()
+                    .find(|l| **l == exact || l.starts_with(&prefix))
+                    .cloned()
+            };
+            let window = t.attached_ns as f64 / 1e9;
+            rep.measured =
+                crate::measured::contributors(cpu, &self.timed.measured, window, &irq_label);
+            for m in &mut rep.measured {
+                m.lost_share =
+                    (rep.time_lost_ns > 0).then(|| m.total_ns as f64 / rep.time_lost_ns as f64);
+            }
+        }
         rep
     }
 }

@@ -81,20 +81,79 @@ pub fn noise(w: &mut dyn Write, reports: &[CpuReport]) -> io::Result<()> {
                 fmt_ns(c.lost_ns as f64)
             )?;
         }
-        for c in &r.classes {
-            writeln!(
-                w,
-                "  {:<32} {:>10} ({:>8.1}/s) {:<5} {}",
-                c.source,
-                c.delta,
-                c.per_s,
-                c.class.name(),
-                c.note
-            )?;
-        }
+        contributors(w, r)?;
         for warning in &r.warnings {
             writeln!(w, "  warning: {warning}")?;
         }
+    }
+    Ok(())
+}
+
+/// A CPU's contributors: measured ones (eBPF) classed by their p99.9, then the counters
+/// with their nominal classes.
+fn contributors(w: &mut dyn Write, r: &CpuReport) -> io::Result<()> {
+    if r.contributor_source == noise::Contributors::Ebpf {
+        writeln!(
+            w,
+            "  contributors, timed by eBPF on this CPU and classed by their measured p99.9 \
+             (percentiles: the middle of their bucket, within 6.25 %; --json has the bounds):"
+        )?;
+        writeln!(
+            w,
+            "    {:<34} {:>8} {:>9} {:>9} {:>9} {:>9} {:<5} {:>9}",
+            "source", "count", "p50", "p99", "p99.9", "max", "class", "% of lost"
+        )?;
+        let mid = |q: &noise::measured::Bucketed| fmt_ns((q.low_ns + q.high_ns) as f64 / 2.0);
+        for c in &r.measured {
+            writeln!(
+                w,
+                "    {:<34} {:>8} {:>9} {:>9} {:>9} {:>9} {:<5} {:>9}",
+                c.source,
+                c.count,
+                mid(&c.p50),
+                mid(&c.p99),
+                mid(&c.p999),
+                fmt_ns(c.max_ns as f64),
+                c.class.name(),
+                c.lost_share
+                    .map_or("-".into(), |s| format!("{:.1}", s * 100.0))
+            )?;
+        }
+        if let Some(t) = &r.ebpf {
+            if t.cost.measured {
+                writeln!(
+                    w,
+                    "    (the programs ran {} times for {} in all, on every CPU{})",
+                    t.cost.runs,
+                    fmt_ns(t.cost.run_time_ns as f64),
+                    if t.no_slot > 0 {
+                        format!("; {} events found the histogram map full", t.no_slot)
+                    } else {
+                        String::new()
+                    }
+                )?;
+            }
+        }
+        writeln!(w, "  counters (nominal classes, for comparison):")?;
+    } else {
+        writeln!(
+            w,
+            "  contributors from counters, classed by nominal cost capped by the longest gap{}:",
+            r.contributors_reason
+                .as_ref()
+                .map_or(String::new(), |why| format!(" (eBPF not used: {why})"))
+        )?;
+    }
+    for c in &r.classes {
+        writeln!(
+            w,
+            "    {:<32} {:>10} ({:>8.1}/s) {:<5} {}",
+            c.source,
+            c.delta,
+            c.per_s,
+            c.class.name(),
+            c.note
+        )?;
     }
     Ok(())
 }

@@ -151,6 +151,10 @@ pub struct NoiseArgs {
     /// one curve per CPU, into FILE (.png or .svg).
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
+    /// Contributors: ebpf (each one's durations timed, classed by its p99.9), counters
+    /// (classed by nominal cost) or auto (ebpf where the host allows, else counters).
+    #[arg(long, default_value = "auto")]
+    pub contributors: noise::Contributors,
     /// Print exactly one JSON object on stdout.
     #[arg(long)]
     pub json: bool,

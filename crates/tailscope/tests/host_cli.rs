@@ -260,6 +260,10 @@ fn noise_bad_input_exits_2() {
         (vec!["noise", "--duration", "0s"], "duration"),
         (vec!["noise", "--loop", "twisted"], "twisted"),
         (vec!["noise", "--threshold", "0ns"], "threshold"),
+        (
+            vec!["noise", "--contributors", "bpf"],
+            "ebpf, counters or auto",
+        ),
         (vec!["noise", "--plot", "gaps.txt"], ".png or .svg"),
         (
             vec!["noise", "--plot", "/nonexistent/dir/gaps.png"],

@@ -37,6 +37,7 @@ pub fn run(a: &NoiseArgs) -> anyhow::Result<i32> {
         sched: a.sched.clone(),
         mlock: a.mlock,
         proc_root: a.root.clone(),
+        contributors: a.contributors,
         ..NoiseConfig::default()
     };
     cfg.validate(host::placement::online_cpus())
