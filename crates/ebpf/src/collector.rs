@@ -175,7 +175,18 @@ impl Collector {
         let mut open = ObjectBuilder::default()
             .open_memory(&OBJECT.0)
             .map_err(|e| load_error("opening the BPF object", e))?;
-        // A call whose tracepoint this kernel lacks (an optional one) is not loaded.
+        // A call whose tracepoint this kernel lacks (an optional one) is not loaded; nor is
+        // `epoll_pwait2` unless a server thread waits in it now. memcached, nginx, Redis and
+        // the built-in server wait in `epoll_wait`; the one caller of `epoll_pwait2` here is
+        // tailscope's own generator, whose spin between sends would run both programs on
+        // every poll (a third of the programs' runs per request) to be filtered out.
+        let pwait2 = crate::support::server_waits_in(
+            &crate::support::root(),
+            &cfg.tgids,
+            &cfg.tids,
+            cfg.thread_prefix.as_ref(),
+            crate::support::NR_EPOLL_PWAIT2,
+        );
         for mut prog in open.progs_mut() {
             let name = prog.name().to_string_lossy().into_owned();
             let call = name
@@ -188,7 +199,9 @@ impl Collector {
                     "exit"
                 };
                 let tp = format!("sys_{side}_{call}");
-                if !crate::support::has_tracepoint("syscalls", &tp) {
+                if !crate::support::has_tracepoint("syscalls", &tp)
+                    || (call == "epoll_pwait2" && !pwait2)
+                {
                     prog.set_autoload(false);
                 }
             }

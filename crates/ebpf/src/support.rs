@@ -109,6 +109,42 @@ impl std::fmt::Display for Unsupported {
     }
 }
 
+/// `epoll_pwait2`'s number, the same on every architecture (a call numbered after 424 is).
+pub const NR_EPOLL_PWAIT2: u64 = 441;
+
+/// Whether a thread of the traced server is blocked in system call `nr` now, by
+/// `/proc/TID/syscall` under `root` (its first field is the call's number, or "running"):
+/// every thread of `tgids`, the threads `tids`, and the threads of `prefix.0` whose names
+/// start with `prefix.1`. Read before the load starts, when a server's threads wait for
+/// work in the call their event loop uses.
+pub fn server_waits_in(
+    root: &Path,
+    tgids: &[u32],
+    tids: &[u32],
+    prefix: Option<&(u32, String)>,
+    nr: u64,
+) -> bool {
+    let in_call = |task: &Path| {
+        std::fs::read_to_string(task.join("syscall"))
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+            == Some(nr)
+    };
+    let tasks = |pid: u32| -> Vec<PathBuf> {
+        std::fs::read_dir(root.join(format!("proc/{pid}/task")))
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default()
+    };
+    let named = |task: &Path, p: &str| {
+        std::fs::read_to_string(task.join("comm")).is_ok_and(|c| c.trim_end().starts_with(p))
+    };
+    tgids.iter().flat_map(|p| tasks(*p)).any(|t| in_call(&t))
+        || tids
+            .iter()
+            .any(|t| in_call(&root.join(format!("proc/{t}"))))
+        || prefix.is_some_and(|(pid, p)| tasks(*pid).iter().any(|t| named(t, p) && in_call(t)))
+}
+
 /// The root support is checked under: [`ROOT_ENV`] or `/`.
 pub fn root() -> PathBuf {
     std::env::var_os(ROOT_ENV)
@@ -236,6 +272,96 @@ fn mount_tracefs(target: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_server_waits_in_a_call_when_one_of_its_threads_is_blocked_in_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let task = |pid: u32, tid: u32, comm: &str, syscall: &str| {
+            let d = dir.path().join(format!("proc/{pid}/task/{tid}"));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("comm"), format!("{comm}\n")).unwrap();
+            std::fs::write(d.join("syscall"), syscall).unwrap();
+            let lone = dir.path().join(format!("proc/{tid}"));
+            std::fs::create_dir_all(&lone).unwrap();
+            std::fs::write(lone.join("syscall"), syscall).unwrap();
+        };
+        task(
+            100,
+            100,
+            "memcached",
+            "232 0x1a 0x7f 0x400 0xffffffff 0x0 0x0 0x7ffd 0x7f12\n",
+        );
+        task(100, 101, "mc-worker", "running\n");
+        task(
+            200,
+            200,
+            "tailscope",
+            "441 0x3 0x7f 0x40 0x7ffd 0x0 0x8 0x7ffd 0x7f12\n",
+        );
+        task(
+            200,
+            201,
+            "ts-srv-0",
+            "232 0x5 0x7f 0x40 0xffffffff 0x0 0x0 0x7ffd 0x7f12\n",
+        );
+        let root = dir.path();
+        let p2 = NR_EPOLL_PWAIT2;
+        assert!(!server_waits_in(root, &[100], &[], None, p2));
+        assert!(server_waits_in(root, &[100], &[], None, 232));
+        assert!(
+            server_waits_in(root, &[200], &[], None, p2),
+            "every thread of a tgid"
+        );
+        assert!(
+            !server_waits_in(root, &[], &[201], None, p2),
+            "only the threads named"
+        );
+        assert!(server_waits_in(root, &[], &[200], None, p2));
+        let builtin = (200, "ts-srv".to_string());
+        assert!(
+            !server_waits_in(root, &[], &[], Some(&builtin), p2),
+            "the generator is not"
+        );
+        assert!(server_waits_in(root, &[], &[], Some(&builtin), 232));
+        assert!(
+            !server_waits_in(root, &[300], &[300], None, 232),
+            "no such process"
+        );
+    }
+
+    #[test]
+    fn this_process_is_seen_waiting_in_its_call() {
+        // A thread of this process blocked in read(2) on a pipe: /proc says so, and the
+        // check reads the real /proc.
+        let mut fds = [0i32; 2];
+        // SAFETY: `fds` has room for the two descriptors pipe(2) writes.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let h = std::thread::spawn(move || {
+            // SAFETY: gettid has no preconditions.
+            tx.send(unsafe { libc::gettid() } as u32).unwrap();
+            let mut b = [0u8; 1];
+            // SAFETY: `b` is a valid one-byte buffer; fds[0] is the pipe's open read end.
+            unsafe { libc::read(fds[0], b.as_mut_ptr().cast(), 1) };
+        });
+        let tid = rx.recv().unwrap();
+        let nr = libc::SYS_read as u64;
+        let seen = (0..200).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            server_waits_in(Path::new("/"), &[], &[tid], None, nr)
+        });
+        let other = server_waits_in(Path::new("/"), &[], &[tid], None, NR_EPOLL_PWAIT2);
+        // SAFETY: fds[1] is the pipe's open write end; one byte from a valid buffer.
+        unsafe { libc::write(fds[1], b"x".as_ptr().cast(), 1) };
+        h.join().unwrap();
+        // SAFETY: both descriptors are open and closed once.
+        unsafe {
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+        }
+        assert!(seen, "thread {tid} never read as blocked in read(2)");
+        assert!(!other, "blocked in read(2), not in epoll_pwait2");
+    }
 
     fn tree(caps: &str, btf: bool, events: &[(String, String)]) -> tempfile::TempDir {
         let d = tempfile::tempdir().unwrap();

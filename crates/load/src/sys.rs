@@ -2,8 +2,9 @@
 //!
 //! Written by hand on libc rather than taken from nix because the engine needs
 //! `epoll_pwait2` (nanosecond timeouts, Linux ≥ 5.11) to wake ~100 µs before a far send;
-//! `epoll_wait` only has millisecond timeouts. Falls back to `epoll_wait` when the kernel
-//! lacks `epoll_pwait2`.
+//! `epoll_wait` only has millisecond timeouts. Its polls use `epoll_pwait2` as well, which
+//! keeps them off the call the measured servers wait in (and the eBPF collector traces).
+//! Falls back to `epoll_wait` when the kernel lacks `epoll_pwait2`.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -58,7 +59,11 @@ impl Epoll {
             // SAFETY: ptr/max describe our owned events buffer.
             unsafe { libc::epoll_wait(epfd, ptr, max, ms) }
         };
-        let mut n = if timeout_ns == 0 || NO_PWAIT2.load(Ordering::Relaxed) {
+        // A poll (0) goes through epoll_pwait2 too: the servers tailscope measures wait in
+        // epoll_wait, so the eBPF stage collector traces that call and leaves epoll_pwait2
+        // alone, and the engine's polls between sends (tens per request) then run none of
+        // its programs.
+        let mut n = if NO_PWAIT2.load(Ordering::Relaxed) {
             wait_ms(timeout_ns)
         } else {
             let ts = libc::timespec {
