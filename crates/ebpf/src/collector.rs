@@ -119,6 +119,34 @@ pub(crate) fn keep_log(_level: PrintLevel, msg: String) {
     }
 }
 
+/// Sets `key` to `value` in the loaded object's map `name`.
+pub(crate) fn update_map(
+    obj: &libbpf_rs::Object,
+    name: &str,
+    key: &[u8],
+    value: &[u8],
+) -> Result<(), EbpfError> {
+    let map = obj
+        .maps()
+        .find(|m| m.name() == name)
+        .ok_or_else(|| EbpfError::Load(format!("the BPF object has no map {name}")))?;
+    map.update(key, value, MapFlags::ANY)
+        .map_err(|e| load_error(&format!("filling map {name}"), e))
+}
+
+/// Attaches every program the object loaded; the links detach them when dropped.
+pub(crate) fn attach_loaded(obj: &libbpf_rs::Object) -> Result<Vec<libbpf_rs::Link>, EbpfError> {
+    let mut links = Vec::new();
+    for prog in obj.progs_mut().filter(|p| p.autoload()) {
+        let name = prog.name().to_string_lossy().into_owned();
+        let link = prog
+            .attach()
+            .map_err(|e| load_error(&format!("attaching {name}"), e))?;
+        links.push(link);
+    }
+    Ok(links)
+}
+
 pub(crate) fn load_error(what: &str, e: libbpf_rs::Error) -> EbpfError {
     let log = LIBBPF_LOG
         .lock()
@@ -216,14 +244,7 @@ impl Collector {
         let obj = open
             .load()
             .map_err(|e| load_error("loading the BPF programs", e))?;
-        let update = |name: &str, key: &[u8], value: &[u8]| -> Result<(), EbpfError> {
-            let map = obj
-                .maps()
-                .find(|m| m.name() == name)
-                .ok_or_else(|| EbpfError::Load(format!("the BPF object has no map {name}")))?;
-            map.update(key, value, MapFlags::ANY)
-                .map_err(|e| load_error(&format!("filling map {name}"), e))
-        };
+        let update = |name: &str, key: &[u8], value: &[u8]| update_map(&obj, name, key, value);
         for t in &cfg.tids {
             update("tids", &t.to_ne_bytes(), &[1])?;
         }
@@ -260,14 +281,7 @@ impl Collector {
                 .map_err(|e| load_error("opening the ring buffer", e))?
         };
         let stats = enable_stats();
-        let mut links = Vec::new();
-        for prog in obj.progs_mut().filter(|p| p.autoload()) {
-            let name = prog.name().to_string_lossy().into_owned();
-            let link = prog
-                .attach()
-                .map_err(|e| load_error(&format!("attaching {name}"), e))?;
-            links.push(link);
-        }
+        let links = attach_loaded(&obj)?;
         Ok(Collector {
             links,
             ring,

@@ -27,7 +27,9 @@ use std::time::{Duration, Instant};
 
 use libbpf_rs::{MapCore, MapFlags, ObjectBuilder, PrintLevel};
 
-use crate::collector::{enable_stats, keep_log, kernel_cost, load_error, KernelCost};
+use crate::collector::{
+    attach_loaded, enable_stats, keep_log, kernel_cost, load_error, update_map, KernelCost,
+};
 use crate::hist::Histogram;
 use crate::EbpfError;
 
@@ -212,27 +214,13 @@ impl ContribTimer {
         let obj = open
             .load()
             .map_err(|e| load_error("loading the contributor programs", e))?;
-        let update = |name: &str, key: &[u8], value: &[u8]| -> Result<(), EbpfError> {
-            let map = obj
-                .maps()
-                .find(|m| m.name() == name)
-                .ok_or_else(|| EbpfError::Load(format!("the BPF object has no map {name}")))?;
-            map.update(key, value, MapFlags::ANY)
-                .map_err(|e| load_error(&format!("filling map {name}"), e))
-        };
+        let update = |name: &str, key: &[u8], value: &[u8]| update_map(&obj, name, key, value);
         for &c in &cfg.cpus {
             update("cpus", &(c as u32).to_ne_bytes(), &[1])?;
         }
         update("config", &0u32.to_ne_bytes(), &config)?;
         let stats = enable_stats();
-        let mut links = Vec::new();
-        for prog in obj.progs_mut().filter(|p| p.autoload()) {
-            let name = prog.name().to_string_lossy().into_owned();
-            let link = prog
-                .attach()
-                .map_err(|e| load_error(&format!("attaching {name}"), e))?;
-            links.push(link);
-        }
+        let links = attach_loaded(&obj)?;
         Ok(ContribTimer {
             links,
             obj,
