@@ -234,7 +234,7 @@ impl Spawned {
                 if taken {
                     if let Some(mut c) = s.child.take() {
                         // It has exited already; this only reaps it.
-                        let _ = child::terminate(&mut c, STOP_GRACE);
+                        let _ = child::terminate(&mut c, STOP_GRACE, None);
                     }
                     if let Some(d) = s.dir.take() {
                         return Attempt::PortTaken(d);
@@ -453,7 +453,7 @@ impl Spawned {
                 std::io::Error::other("already stopped"),
             ));
         };
-        let stopped = child::terminate(&mut c, STOP_GRACE);
+        let stopped = child::terminate(&mut c, STOP_GRACE, Some(self.addr()));
         let output = self.output();
         let removed = self.dir.take().map_or(Ok(()), TempDir::close);
         let (status, forced) =
