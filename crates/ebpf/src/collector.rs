@@ -249,7 +249,7 @@ impl Collector {
             update("tids", &t.to_ne_bytes(), &[1])?;
         }
         for p in &cfg.ports {
-            update("ports", &p.to_ne_bytes(), &[1])?;
+            update("ports", &u32::from(*p).to_ne_bytes(), &[1])?;
         }
         update("filter", &0u32.to_ne_bytes(), &filter_value(cfg)?)?;
         let received = Arc::new(Mutex::new(Vec::new()));

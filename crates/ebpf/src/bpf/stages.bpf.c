@@ -140,11 +140,15 @@ struct inflight {
 	__u8 have_dgram;
 };
 
-// What a server thread last did.
+// A server thread: what it last did, and the system call it is in (`call.kind` 0: none).
+// One entry per thread for the collector's life: a call's entry and return rewrite it in
+// place, since a hash map's update and delete (its lock, its free list) cost more than the
+// rest of these programs together.
 struct tstate {
 	__u64 epoll;
 	__u64 wakeup;
 	__u64 oncpu;
+	struct inflight call;
 };
 
 #define MAX_TGIDS 16
@@ -178,19 +182,14 @@ struct {
 	__type(value, __u8);
 } tids SEC(".maps");
 
+// The server's ports: 1 at their index. `sk_data_ready` runs for every socket of the host,
+// and an array lookup is a direct load where a hash lookup costs tens of ns.
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 64);
-	__type(key, __u16);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
 	__type(value, __u8);
 } ports SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, struct inflight);
-} inflight SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -308,19 +307,23 @@ static __always_inline int sys_enter(__u8 cls, __u64 buf, __u64 addr)
 	if (!tracked(id))
 		return 0;
 	__u32 tid = (__u32)id;
-	struct inflight f = {};
-	f.enter = bpf_ktime_get_ns();
-	f.cls = cls;
-	f.kind = cls == CLS_RECVFROM || cls == CLS_RECVMSG ? CLS_READ : cls;
-	if (f.kind == CLS_READ) {
-		f.ubuf = buf;
-		if (cls == CLS_RECVFROM)
-			f.uaddr = addr;
+	struct tstate *s = bpf_map_lookup_elem(&threads, &tid);
+	if (!s) {
+		struct tstate fresh = {};
+		bpf_map_update_elem(&threads, &tid, &fresh, BPF_NOEXIST);
+		s = bpf_map_lookup_elem(&threads, &tid);
+		if (!s)
+			return 0;
 	}
-	bpf_map_update_elem(&inflight, &tid, &f, BPF_ANY);
-	if (!bpf_map_lookup_elem(&threads, &tid)) {
-		struct tstate s = {};
-		bpf_map_update_elem(&threads, &tid, &s, BPF_NOEXIST);
+	struct inflight *f = &s->call;
+	__builtin_memset(f, 0, sizeof(*f));
+	f->enter = bpf_ktime_get_ns();
+	f->cls = cls;
+	f->kind = cls == CLS_RECVFROM || cls == CLS_RECVMSG ? CLS_READ : cls;
+	if (f->kind == CLS_READ) {
+		f->ubuf = buf;
+		if (cls == CLS_RECVFROM)
+			f->uaddr = addr;
 	}
 	return 0;
 }
@@ -332,17 +335,16 @@ static __always_inline int sys_exit(long ret)
 	if (!tracked(id))
 		return 0;
 	__u32 tid = (__u32)id;
-	struct inflight *f = bpf_map_lookup_elem(&inflight, &tid);
-	if (!f)
+	struct tstate *s = bpf_map_lookup_elem(&threads, &tid);
+	if (!s || !s->call.kind)
 		return 0;
+	struct inflight *f = &s->call;
 	__u64 now = bpf_ktime_get_ns();
 	if (f->kind == CLS_EPOLL) {
-		struct tstate *s = bpf_map_lookup_elem(&threads, &tid);
-		if (s && ret > 0)
+		if (ret > 0)
 			s->epoll = now;
 	} else if (f->sk && f->bytes > 0) {
 		struct event e = {};
-		struct tstate *s = bpf_map_lookup_elem(&threads, &tid);
 		e.ts = now;
 		e.enter = f->enter;
 		e.sk = f->sk;
@@ -357,18 +359,16 @@ static __always_inline int sys_exit(long ret)
 			e.kind = EV_READ;
 			if (f->proto == IPPROTO_UDP)
 				user_dgram(f, &e);
-			if (s) {
-				e.epoll = s->epoll;
-				e.wakeup = s->wakeup;
-				e.oncpu = s->oncpu;
-			}
+			e.epoll = s->epoll;
+			e.wakeup = s->wakeup;
+			e.oncpu = s->oncpu;
 		} else {
 			e.kind = EV_WRITE;
 			e.epoll = f->tx;
 		}
 		emit(&e);
 	}
-	bpf_map_delete_elem(&inflight, &tid);
+	f->kind = 0;
 	return 0;
 }
 
@@ -407,10 +407,14 @@ WATCH(epoll_pwait2, CLS_EPOLL)
 // The socket a read or write system call used, and the bytes it moved.
 static __always_inline void on_sock_length(struct bpf_raw_tracepoint_args *ctx, __u8 kind)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct inflight *f = bpf_map_lookup_elem(&inflight, &tid);
-	if (!f || f->kind != kind)
+	__u64 id = bpf_get_current_pid_tgid();
+	if (!tracked(id))
 		return;
+	__u32 tid = (__u32)id;
+	struct tstate *s = bpf_map_lookup_elem(&threads, &tid);
+	if (!s || s->call.kind != kind)
+		return;
+	struct inflight *f = &s->call;
 	int ret = (int)ctx->args[1];
 	int flags = (int)ctx->args[2];
 	if (ret <= 0 || (flags & (MSG_PEEK | MSG_ERRQUEUE)))
@@ -465,7 +469,9 @@ int on_data_ready(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct sock *sk = (struct sock *)ctx->args[0];
 	__u16 lport = BPF_CORE_READ(sk, __sk_common.skc_num);
-	if (!bpf_map_lookup_elem(&ports, &lport))
+	__u32 slot = lport;
+	__u8 *watched = bpf_map_lookup_elem(&ports, &slot);
+	if (!watched || !*watched)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	__u16 proto = BPF_CORE_READ(sk, sk_protocol);
@@ -510,10 +516,14 @@ int on_data_ready(struct bpf_raw_tracepoint_args *ctx)
 SEC("raw_tp/net_dev_queue")
 int on_dev_queue(struct bpf_raw_tracepoint_args *ctx)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct inflight *f = bpf_map_lookup_elem(&inflight, &tid);
-	if (!f || f->kind != CLS_WRITE)
+	__u64 id = bpf_get_current_pid_tgid();
+	if (!tracked(id))
 		return 0;
+	__u32 tid = (__u32)id;
+	struct tstate *s = bpf_map_lookup_elem(&threads, &tid);
+	if (!s || s->call.kind != CLS_WRITE)
+		return 0;
+	struct inflight *f = &s->call;
 	f->tx = bpf_ktime_get_ns();
 	if (f->have_dgram)
 		return 0;
