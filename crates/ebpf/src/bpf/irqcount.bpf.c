@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: MIT OR GPL-2.0
+// The kernel half of the per-CPU hard-interrupt counter (see ../irqcount.rs for the design
+// and for what /proc/interrupts counts that these programs cannot see): one increment per
+// hard interrupt, per CPU, in a per-CPU array that user space reads with one lookup.
+//
+// Independent of the other objects: its own maps and programs. Raw tracepoints only.
+
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+// Slots of `counts`: 0 is the total; the others are the rows of /proc/interrupts, mirrored
+// by `ROWS` in ../irqcount.rs (keep in step).
+#define S_TOTAL 0
+#define S_DEVICE 1 // the numbered rows (device IRQ lines)
+#define S_LOC 2
+#define S_RES 3
+#define S_CAL 4
+#define S_TLB 5
+#define S_IWI 6
+#define S_SPU 7
+#define S_TRM 8
+#define S_THR 9
+#define S_DFR 10
+#define S_PLT 11
+#define NSLOTS 12
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NSLOTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} counts SEC(".maps");
+
+struct irqaction {
+	struct irqaction *next;
+} __attribute__((preserve_access_index));
+
+static __always_inline void count(__u32 slot)
+{
+	__u32 k = S_TOTAL;
+	__u64 *v = bpf_map_lookup_elem(&counts, &k);
+	if (v)
+		*v += 1;
+	v = bpf_map_lookup_elem(&counts, &slot);
+	if (v)
+		*v += 1;
+}
+
+// A device interrupt runs every handler of its line in turn, each between its own
+// irq_handler_entry/exit: count the line's last handler only, so that a line shared by n
+// handlers counts once per interrupt, as the kernel's per-line count does.
+SEC("raw_tp/irq_handler_entry")
+int BPF_PROG(irq_entry, int irq, struct irqaction *action)
+{
+	if (BPF_CORE_READ(action, next) == NULL)
+		count(S_DEVICE);
+	return 0;
+}
+
+// TLB row: the kernel counts a flush run on behalf of another CPU (`!local` in
+// flush_tlb_func). Function entry cannot be traced on every kernel (fentry needs ftrace);
+// the tlb:tlb_flush tracepoint marks the same flushes with reason TLB_REMOTE_SHOOTDOWN (1),
+// or TLB_REMOTE_WRONG_CPU (5) when the CPU no longer runs that mm, except those that
+// return early without a trace (see ../irqcount.rs).
+#define TLB_REMOTE_SHOOTDOWN 1
+#define TLB_REMOTE_WRONG_CPU 5
+SEC("raw_tp/tlb_flush")
+int BPF_PROG(tlb_flush, int reason, unsigned long pages)
+{
+	if (reason == TLB_REMOTE_SHOOTDOWN || reason == TLB_REMOTE_WRONG_CPU)
+		count(S_TLB);
+	return 0;
+}
+
+#define VECTOR(name, slot)                                  \
+	SEC("raw_tp/" #name "_entry")                       \
+	int vec_##name(void *ctx)                           \
+	{                                                   \
+		count(slot);                                \
+		return 0;                                   \
+	}
+
+VECTOR(local_timer, S_LOC)
+VECTOR(reschedule, S_RES)
+VECTOR(call_function, S_CAL)
+VECTOR(call_function_single, S_CAL)
+VECTOR(irq_work, S_IWI)
+VECTOR(spurious_apic, S_SPU)
+VECTOR(thermal_apic, S_TRM)
+VECTOR(threshold_apic, S_THR)
+VECTOR(deferred_error_apic, S_DFR)
+VECTOR(x86_platform_ipi, S_PLT)

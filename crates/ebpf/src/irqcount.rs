@@ -1,0 +1,222 @@
+//! [`HardIrqCounter`]: per-CPU hard-interrupt counts for the attribution sampler, read with
+//! one `bpf(BPF_MAP_LOOKUP_ELEM)` (about 1 µs) instead of /proc/interrupts (60–90 µs on the
+//! development VM, most of it the kernel's walk over every possible IRQ number).
+//!
+//! The attribution sampler's "hard interrupts" of a CPU are the sum of every row of
+//! /proc/interrupts that has a count per CPU: the numbered device lines and the
+//! architecture's rows (x86: NMI, LOC, SPU, PMI, IWI, RTR, RES, CAL, TLB, TRM, THR, DFR,
+//! MCE, MCP, HYP, HRE, HVS, PIN, NPI, PIW, PMN, those the kernel has; ERR and MIS have one
+//! number and are not summed). `bpf/irqcount.bpf.c` adds one to a per-CPU array on the same
+//! events, at the points where the kernel counts them ([`ROWS`]):
+//!
+//! | row | event |
+//! |---|---|
+//! | device lines | `irq:irq_handler_entry` of a line's last handler (a shared line counts once) |
+//! | LOC, RES, IWI, SPU, TRM, THR, DFR, PLT | `irq_vectors:NAME_entry` of the vector |
+//! | CAL | `irq_vectors:call_function_entry` and `call_function_single_entry` |
+//! | TLB | `tlb:tlb_flush` with reason "remote shootdown" or "remote, wrong CPU": a flush run for another CPU |
+//!
+//! The TLB row counts work done inside a CAL interrupt (the shootdown arrives as a
+//! function-call IPI), so the sum counts a shootdown twice; it is kept so that the counts mean
+//! what the /proc/interrupts sum meant. The kernel counts a remote flush at the top of
+//! `flush_tlb_func` and traces it at the end, so a flush that returns early is counted but not
+//! traced: one sent to a CPU in lazy TLB mode (only when page tables are freed) or running
+//! only the kernel's own mm. (An fentry on `flush_tlb_func` would count exactly, but needs
+//! ftrace, which the development VM forbids.)
+//!
+//! Not seen ([`UNSEEN`]): NMIs and performance-monitoring interrupts (their handlers are
+//! `noinstr`: no tracepoint, no fentry), APIC ICR read retries (not interrupts), the Xen /
+//! Hyper-V callback and KVM posted-interrupt vectors, machine-check polls, and a device
+//! interrupt on a line with no handler (the kernel counts it and calls it spurious). On the
+//! development VM these grow by a few a day; a host with an NMI watchdog adds one NMI per CPU
+//! every 10 s, one sampled by `perf record` many PMIs. The kernel's exact counters
+//! (`kstat.irqs_sum` and `irq_stat`, read per CPU by a syscall program) would see all rows
+//! with no program on the interrupt path, but a program can only find per-CPU variables
+//! through kallsyms' data symbols (CONFIG_KALLSYMS_ALL), which the development VM's kernel
+//! lacks.
+//!
+//! The cost falls on every interrupt of every CPU, one program run each, and on every TLB
+//! flush (the `tlb_flush` tracepoint fires for local flushes and task switches too, where the
+//! program returns at once). [`HardIrqCounter::cost`] measures it with the kernel's BPF
+//! statistics; on the development VM 100–300 ns a run (the local timer's runs are the
+//! slowest: they start on cold caches).
+
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+
+use libbpf_rs::{MapCore, ObjectBuilder, PrintLevel};
+
+use crate::collector::{
+    attach_loaded, enable_stats, keep_log, kernel_cost, load_error, KernelCost,
+};
+use crate::EbpfError;
+
+#[repr(C, align(8))]
+struct Aligned<T: ?Sized>(T);
+static OBJECT: &Aligned<[u8]> =
+    &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/irqcount.bpf.o")));
+
+/// Slot 0 of the counts: every row counted.
+pub const TOTAL: u32 = 0;
+
+/// The slots of the counts other than [`TOTAL`] and the /proc/interrupts rows each counts
+/// ("" for the numbered device lines), as numbered in `bpf/irqcount.bpf.c`.
+pub const ROWS: [(u32, &str); 11] = [
+    (1, ""),
+    (2, "LOC"),
+    (3, "RES"),
+    (4, "CAL"),
+    (5, "TLB"),
+    (6, "IWI"),
+    (7, "SPU"),
+    (8, "TRM"),
+    (9, "THR"),
+    (10, "DFR"),
+    (11, "PLT"),
+];
+
+/// Per-CPU rows of /proc/interrupts the programs cannot see (see the module doc).
+pub const UNSEEN: [&str; 12] = [
+    "NMI", "PMI", "RTR", "HYP", "HRE", "HVS", "PIN", "NPI", "PIW", "PMN", "MCE", "MCP",
+];
+
+/// The loaded and attached programs and the read buffer; detached when dropped.
+pub struct HardIrqCounter {
+    _links: Vec<libbpf_rs::Link>,
+    obj: libbpf_rs::Object,
+    map_fd: OwnedFd,
+    stats: Option<OwnedFd>,
+    possible: usize,
+    /// One value per possible CPU (the kernel's layout of a per-CPU lookup: 8 bytes each).
+    buf: Vec<u64>,
+    missing: Vec<String>,
+    reads: u64,
+}
+
+impl std::fmt::Debug for HardIrqCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HardIrqCounter")
+            .field("possible", &self.possible)
+            .field("missing", &self.missing)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether the object's program `name` has its attach point here (None: it needs none of
+/// those checked).
+fn attach_point_present(name: &str) -> bool {
+    if let Some(stem) = name.strip_prefix("vec_") {
+        return crate::support::has_tracepoint("irq_vectors", &format!("{stem}_entry"));
+    }
+    if name == "irq_entry" {
+        return crate::support::has_tracepoint("irq", "irq_handler_entry");
+    }
+    if name == "tlb_flush" {
+        return crate::support::has_tracepoint("tlb", "tlb_flush");
+    }
+    true
+}
+
+fn load() -> Result<(libbpf_rs::Object, Vec<String>), EbpfError> {
+    libbpf_rs::set_print(Some((PrintLevel::Warn, keep_log)));
+    let mut open = ObjectBuilder::default()
+        .open_memory(&OBJECT.0)
+        .map_err(|e| load_error("opening the BPF object", e))?;
+    let mut missing = Vec::new();
+    for mut prog in open.progs_mut() {
+        let name = prog.name().to_string_lossy().into_owned();
+        if !attach_point_present(&name) {
+            prog.set_autoload(false);
+            missing.push(name);
+        }
+    }
+    let obj = open
+        .load()
+        .map_err(|e| load_error("loading the hard-IRQ counter", e))?;
+    Ok((obj, missing))
+}
+
+impl HardIrqCounter {
+    /// Loads and attaches the programs (root, or CAP_BPF with CAP_PERFMON, and BTF). A
+    /// tracepoint the kernel lacks is left out ([`HardIrqCounter::missing`]); so is the TLB
+    /// program where `flush_tlb_func` cannot be traced (not x86, or renamed).
+    pub fn open() -> Result<HardIrqCounter, EbpfError> {
+        let possible = libbpf_rs::num_possible_cpus()
+            .map_err(|e| EbpfError::Load(format!("counting the possible CPUs: {e}")))?;
+        let (obj, missing) = load()?;
+        let map_fd = {
+            let map = obj
+                .maps()
+                .find(|m| m.name() == "counts")
+                .ok_or_else(|| EbpfError::Load("the BPF object has no map counts".into()))?;
+            map.as_fd()
+                .try_clone_to_owned()
+                .map_err(|e| EbpfError::Load(format!("duplicating the map descriptor: {e}")))?
+        };
+        let stats = enable_stats();
+        let links = attach_loaded(&obj)?;
+        Ok(HardIrqCounter {
+            _links: links,
+            obj,
+            map_fd,
+            stats,
+            possible,
+            buf: vec![0; possible],
+            missing,
+            reads: 0,
+        })
+    }
+
+    /// The possible CPUs (the ids the counts are indexed by are below this).
+    pub fn possible_cpus(&self) -> usize {
+        self.possible
+    }
+
+    /// The programs left out for want of their attach point, by name (`vec_<vector>`,
+    /// `tlb_flush`, `irq_entry`).
+    pub fn missing(&self) -> &[String] {
+        &self.missing
+    }
+
+    /// The total count of every CPU since [`open`](HardIrqCounter::open), indexed by CPU id,
+    /// into `per_cpu` (as many as it holds, up to the possible CPUs; the rest is zeroed).
+    pub fn read(&mut self, per_cpu: &mut [u64]) -> Result<(), EbpfError> {
+        self.read_slot(TOTAL, per_cpu)
+    }
+
+    /// One slot's counts (one of [`ROWS`], or [`TOTAL`]), as [`read`](HardIrqCounter::read).
+    pub fn read_slot(&mut self, slot: u32, per_cpu: &mut [u64]) -> Result<(), EbpfError> {
+        let key = slot;
+        // SAFETY: the key is a u32 as the map's; `buf` holds one 8-byte value per possible
+        // CPU, which is what the kernel writes for a per-CPU array of u64; the descriptor is
+        // ours and open.
+        let rc = unsafe {
+            libbpf_rs::libbpf_sys::bpf_map_lookup_elem(
+                self.map_fd.as_raw_fd(),
+                (&key as *const u32).cast(),
+                self.buf.as_mut_ptr().cast(),
+            )
+        };
+        if rc != 0 {
+            return Err(EbpfError::Read(format!(
+                "reading the hard-IRQ counts: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        self.reads += 1;
+        let n = per_cpu.len().min(self.possible);
+        per_cpu[..n].copy_from_slice(&self.buf[..n]);
+        per_cpu[n..].fill(0);
+        Ok(())
+    }
+
+    /// The programs' own runs and time in the kernel since they were attached (`measured`
+    /// is false where the kernel's BPF statistics could not be turned on).
+    pub fn cost(&self) -> KernelCost {
+        kernel_cost(&self.obj, self.stats.is_some())
+    }
+
+    /// How many times the counts were read.
+    pub fn reads(&self) -> u64 {
+        self.reads
+    }
+}
