@@ -57,7 +57,8 @@ fn intr_total(stat: &str) -> Option<u64> {
 
 /// Per-CPU hard-interrupt counts from a source cheaper than /proc/interrupts, meaning the same:
 /// for each CPU, the sum of the per-CPU rows of /proc/interrupts (device lines and the
-/// architecture's vectors). Crate `ebpf`'s `HardIrqCounter` is one (reading it is one
+/// architecture's vectors) but TLB, which counts flushes, not interrupts (each shootdown's
+/// interrupt is a CAL). Crate `ebpf`'s `HardIrqCounter` is one (reading it is one
 /// `bpf()` call, about 1 µs, against 60–90 µs for the file); whoever builds the probe injects
 /// it ([`Probe::set_hard_irq_counts`]), so that this crate does not depend on libbpf.
 pub trait HardIrqCounts: Send {
@@ -856,7 +857,9 @@ impl Probe {
             return;
         };
         let mut total = 0;
-        for row in table {
+        // Not TLB: a shootdown arrives as a function-call IPI, counted under CAL already, and
+        // a CPU also counts one for a queued flush it runs leaving idle, with no interrupt.
+        for row in table.filter(|r| r.name != "TLB") {
             let mine = row
                 .counts()
                 .zip(&self.cols)

@@ -38,11 +38,14 @@ impl Fake {
         self.write(
             "interrupts",
             &format!(
-                "      CPU0  CPU1\n 36: {} {} PCI x\nLOC: {} {} Local timer\nERR: 9\n",
+                "      CPU0  CPU1\n 36: {} {} PCI x\nLOC: {} {} Local timer\nTLB: {} {} TLB shootdowns\nERR: 9\n",
                 irq * 1000,
                 irq,
                 irq * 1000,
-                irq
+                irq,
+                // Flushes, not interrupts (never summed).
+                irq * 7,
+                irq * 7
             ),
         );
         self.write(

@@ -20,14 +20,13 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define S_LOC 2
 #define S_RES 3
 #define S_CAL 4
-#define S_TLB 5
-#define S_IWI 6
-#define S_SPU 7
-#define S_TRM 8
-#define S_THR 9
-#define S_DFR 10
-#define S_PLT 11
-#define NSLOTS 12
+#define S_IWI 5
+#define S_SPU 6
+#define S_TRM 7
+#define S_THR 8
+#define S_DFR 9
+#define S_PLT 10
+#define NSLOTS 11
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -40,6 +39,8 @@ struct irqaction {
 	struct irqaction *next;
 } __attribute__((preserve_access_index));
 
+// Plain increments: every program runs in hard-interrupt context, and x86 runs one hard
+// interrupt at a time per CPU, so no two of them update a CPU's slot at once.
 static __always_inline void count(__u32 slot)
 {
 	__u32 k = S_TOTAL;
@@ -59,21 +60,6 @@ int BPF_PROG(irq_entry, int irq, struct irqaction *action)
 {
 	if (BPF_CORE_READ(action, next) == NULL)
 		count(S_DEVICE);
-	return 0;
-}
-
-// TLB row: the kernel counts a flush run on behalf of another CPU (`!local` in
-// flush_tlb_func). Function entry cannot be traced on every kernel (fentry needs ftrace);
-// the tlb:tlb_flush tracepoint marks the same flushes with reason TLB_REMOTE_SHOOTDOWN (1),
-// or TLB_REMOTE_WRONG_CPU (5) when the CPU no longer runs that mm, except those that
-// return early without a trace (see ../irqcount.rs).
-#define TLB_REMOTE_SHOOTDOWN 1
-#define TLB_REMOTE_WRONG_CPU 5
-SEC("raw_tp/tlb_flush")
-int BPF_PROG(tlb_flush, int reason, unsigned long pages)
-{
-	if (reason == TLB_REMOTE_SHOOTDOWN || reason == TLB_REMOTE_WRONG_CPU)
-		count(S_TLB);
 	return 0;
 }
 
