@@ -81,9 +81,9 @@ fn stir() {
 ///
 /// That exact bracket does not always hold on the development VM: in about one run in ten a
 /// row (LOC, RES or a device line, on either CPU) grows in the file by up to 2.2 % more than
-/// the counter's outer span, although the kernel reports no skipped program run
-/// (`recursion_misses` 0) and no other program was attached to those tracepoints; the cause
-/// is not known. So each row gets 3 % of its growth plus 3 on top, and the test says how
+/// the counter's outer span, although the programs' run counts equal their counts and the
+/// kernel reports no skipped run (`recursion_misses` 0): the tracepoint did not fire for
+/// those interrupts, for reasons not known. So each row gets 3 % of its growth plus 3 on top, and the test says how
 /// often the exact bracket held.
 #[test]
 fn the_counts_grow_as_the_rows_of_proc_interrupts_do() {
