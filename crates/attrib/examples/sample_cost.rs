@@ -14,10 +14,10 @@
 //!   at the baseline and closing samples;
 //! - `complete`: every counter at once (`slow_every = 1`), /proc/interrupts included: what the
 //!   baseline and closing samples of a run cost, outside the measurement;
-//! - `in-loop ebpf`, `thread ebpf`, `complete ebpf`: the same with the hard interrupts from
-//!   crate `ebpf`'s per-CPU counter (one map lookup, every sample) instead of
-//!   /proc/interrupts, when this process may load BPF (else a line says why not); then what
-//!   the counter's programs cost in the kernel meanwhile (runs on every interrupt).
+//! - each of them again as `KIND ebpf`, right after it, with the hard interrupts from crate
+//!   `ebpf`'s per-CPU counter (one map lookup, every sample) instead of /proc/interrupts,
+//!   when this process may load BPF (else a line says why not); then what the counter's
+//!   programs cost in the kernel over a second (they run on every interrupt).
 //!
 //! Each sample is timed around the call with CLOCK_MONOTONIC; the figures are per call. Then
 //! the cost of each read on its own (the same `pread` of a file kept open, 1,000 times), and
@@ -97,13 +97,13 @@ fn measure(
             })
             .collect();
         println!(
-            "{name:13} by slot of the cycle, median/p99 µs: {}",
+            "{name:16} by slot of the cycle, median/p99 µs: {}",
             slots.join(" ")
         );
     }
     ns.sort_unstable();
     println!(
-        "{name:13} median {:6.1} µs  p99 {:6.1} µs  max {:7.1} µs  ({} samples, {} sources, a slow read every {} samples)",
+        "{name:16} median {:6.1} µs  p99 {:6.1} µs  max {:7.1} µs  ({} samples, {} sources, a slow read every {} samples)",
         quantile(&ns, 0.5),
         quantile(&ns, 0.99),
         quantile(&ns, 1.0),
@@ -175,46 +175,61 @@ fn main() -> Result<(), attrib::AttribError> {
         .collect();
     println!("one attribution sample on this host's /proc, 5 server threads, every CPU:");
     let every = SamplerConfig::default().slow_every;
-    measure("in-loop", every, true, samples, None)?;
-    measure("thread", every, false, samples, None)?;
-    measure("light", u32::MAX, false, samples, None)?;
-    measure("in-loop all", 1, true, samples, None)?;
-    measure("complete", 1, false, samples, None)?;
-    match ebpf::irqcount::HardIrqCounter::open() {
-        Ok(c) => {
-            let e = Ebpf(Arc::new(Mutex::new(c)));
-            let loaded = std::time::Instant::now();
-            measure("in-loop ebpf", every, true, samples, Some(&e))?;
-            measure("thread ebpf", every, false, samples, Some(&e))?;
-            measure("complete ebpf", 1, false, samples, Some(&e))?;
-            if let Ok(mut c) = e.0.lock() {
-                let cost = c.cost();
-                let wall_ns = loaded.elapsed().as_nanos() as f64;
-                let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-                let mut v = vec![0; c.possible_cpus()];
-                let (m, p) = time(|| drop(c.read(&mut v)));
-                println!("ebpf counter: one read {m:.1} / {p:.1} µs (median / p99)");
-                println!(
-                    "ebpf counter's programs in the kernel since loaded: {} runs, {:.0} ns each, \
-                     {:.4} % of {cpus} CPUs ({})",
-                    cost.runs,
-                    cost.run_time_ns as f64 / cost.runs.max(1) as f64,
-                    100.0 * cost.run_time_ns as f64 / wall_ns / cpus as f64,
-                    if cost.measured {
-                        "BPF statistics"
-                    } else {
-                        "not measured"
-                    },
-                );
-                for (name, runs, ns) in cost.programs.iter().filter(|p| p.1 > 0) {
-                    println!(
-                        "  {name:26} {runs:8} runs {:6.0} ns each",
-                        *ns as f64 / *runs as f64
-                    );
-                }
-            };
+    // Unmeasured while the samples are timed: the kernel's BPF statistics, once on, add two
+    // clock reads to every BPF program's run on the host, and other programs (a stage
+    // collector's on every read and write) run in a sample's system calls.
+    let ebpf = match ebpf::irqcount::HardIrqCounter::open_unmeasured() {
+        Ok(c) => Some(Ebpf(Arc::new(Mutex::new(c)))),
+        Err(e) => {
+            println!("ebpf counter: not loaded here ({e})");
+            None
         }
-        Err(e) => println!("ebpf counter: not loaded here ({e})"),
+    };
+    // Each kind with /proc/interrupts, then with the eBPF counter, side by side (the host's
+    // load drifts over a run).
+    let kinds: [(&str, u32, bool); 5] = [
+        ("in-loop", every, true),
+        ("thread", every, false),
+        ("light", u32::MAX, false),
+        ("in-loop all", 1, true),
+        ("complete", 1, false),
+    ];
+    for (name, slow_every, in_loop) in kinds {
+        measure(name, slow_every, in_loop, samples, None)?;
+        if let Some(e) = &ebpf {
+            let name = format!("{name} ebpf");
+            measure(&name, slow_every, in_loop, samples, Some(e))?;
+        }
+    }
+    drop(ebpf);
+    if let Ok(mut c) = ebpf::irqcount::HardIrqCounter::open() {
+        // The programs' own cost, measured over a second of this host's interrupts.
+        let loaded = std::time::Instant::now();
+        std::thread::sleep(Duration::from_secs(1));
+        let cost = c.cost();
+        let wall_ns = loaded.elapsed().as_nanos() as f64;
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut v = vec![0; c.possible_cpus()];
+        let (m, p) = time(|| drop(c.read(&mut v)));
+        println!("ebpf counter: one read {m:.1} / {p:.1} µs (median / p99)");
+        println!(
+            "ebpf counter's programs in the kernel over 1 s: {} runs, {:.0} ns each, \
+             {:.4} % of {cpus} CPUs ({})",
+            cost.runs,
+            cost.run_time_ns as f64 / cost.runs.max(1) as f64,
+            100.0 * cost.run_time_ns as f64 / wall_ns / cpus as f64,
+            if cost.measured {
+                "BPF statistics"
+            } else {
+                "not measured"
+            },
+        );
+        for (name, runs, ns) in cost.programs.iter().filter(|p| p.1 > 0) {
+            println!(
+                "  {name:26} {runs:8} runs {:6.0} ns each",
+                *ns as f64 / *runs as f64
+            );
+        }
     }
     per_read();
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
