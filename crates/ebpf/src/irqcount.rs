@@ -30,7 +30,7 @@
 //! kallsyms' data symbols (CONFIG_KALLSYMS_ALL), which the development VM's kernel lacks.
 //!
 //! Against /proc/interrupts on the development VM (`tests/irqcount.rs`), every row's growth
-//! agrees to the interrupts in flight at the readings in four to nine runs in ten; in the
+//! agrees to the interrupts in flight at the readings in eight or nine runs in ten; in the
 //! others one row (LOC, RES or a device line) grows in the file by 1–5 % more than here.
 //! The programs ran exactly as often as they counted and no run was skipped (`misses` 0), so
 //! the tracepoint did not fire for those interrupts; why, on this kernel, is not known.
