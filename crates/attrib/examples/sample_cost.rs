@@ -15,7 +15,7 @@
 //! - `complete`: every counter at once (`slow_every = 1`), /proc/interrupts included: what the
 //!   baseline and closing samples of a run cost, outside the measurement;
 //! - each of them again as `KIND ebpf`, right after it, with the hard interrupts from crate
-//!   `ebpf`'s per-CPU counter (one map lookup, every sample) instead of /proc/interrupts,
+//!   `ebpf`'s per-CPU counter (memory-mapped, read every sample) instead of /proc/interrupts,
 //!   when this process may load BPF (else a line says why not); then what the counter's
 //!   programs cost in the kernel over a second (they run on every interrupt).
 //!
@@ -211,7 +211,7 @@ fn main() -> Result<(), attrib::AttribError> {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let mut v = vec![0; c.possible_cpus()];
         let (m, p) = time(|| drop(c.read(&mut v)));
-        println!("ebpf counter: one read {m:.1} / {p:.1} µs (median / p99)");
+        println!("ebpf counter: one read {m:.2} / {p:.2} µs (median / p99)");
         println!(
             "ebpf counter's programs in the kernel over 1 s: {} runs, {:.0} ns each, \
              {:.4} % of {cpus} CPUs ({})",

@@ -80,8 +80,9 @@
 //! ## The hard-IRQ counter (a third program set)
 //!
 //! [`irqcount::HardIrqCounter`] (`bpf/irqcount.bpf.c`) counts hard interrupts per CPU as
-//! /proc/interrupts does, for the attribution sampler, which reads it with one map lookup
-//! per sample instead of formatting that file (see the module for what it cannot see).
+//! /proc/interrupts does, for the attribution sampler, which reads the counts from memory
+//! shared with the kernel in every sample instead of formatting that file (see the module for
+//! what it cannot see).
 //!
 //! ## Unsupported hosts
 //!

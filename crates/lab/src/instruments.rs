@@ -9,9 +9,9 @@
 //! the load generator's own idle-class thread (see `load::run_open_loop_into`). Each run
 //! reports, per instrument, where it ran, what a sample cost, and how many it took or skipped.
 //! The sampler takes its per-CPU hard-interrupt counts from the eBPF counter
-//! (`ebpf::irqcount`, one map lookup per sample) where this process may load BPF, else from
-//! /proc/interrupts; its `detail` says which (`hard_irq_source`), what the counter's programs
-//! cost in the kernel, or why it could not be loaded.
+//! (`ebpf::irqcount`, read from memory shared with the kernel) where this process may load
+//! BPF, else from /proc/interrupts; its `detail` says which (`hard_irq_source`), what the
+//! counter's programs cost in the kernel, or why it could not be loaded.
 
 use serde::{Deserialize, Serialize};
 
@@ -62,8 +62,8 @@ impl load::SlackTask for InLoop {
     }
 }
 
-/// The eBPF per-CPU hard-interrupt counter as the probe's source: one map lookup per sample
-/// instead of formatting /proc/interrupts (see `ebpf::irqcount` for what it counts).
+/// The eBPF per-CPU hard-interrupt counter as the probe's source: a few memory loads per
+/// sample instead of formatting /proc/interrupts (see `ebpf::irqcount` for what it counts).
 struct EbpfIrqs(ebpf::irqcount::HardIrqCounter);
 
 impl attrib::HardIrqCounts for EbpfIrqs {
