@@ -201,11 +201,11 @@ struct CostAcc {
 /// | a server thread's schedstat (run time, run-queue wait) | 1.3 µs | every sample |
 /// | /proc/softirqs | 3.6 µs | every sample |
 /// | /proc/schedstat, when the kernel has it | — | every sample |
+/// | per-CPU hard-interrupt counts, in place of /proc/interrupts where injected ([`HardIrqCounts`]; crate `ebpf`: a memory-mapped array) | < 0.1 µs | every sample |
 /// | a server thread's status (context switches); by taskstats | 8–13 µs; 5–6 µs | once per cycle, if it ran |
 /// | /proc/stat (steal, busy ticks, system-wide interrupts) | 8–11 µs | once per cycle |
 /// | the server's task directories: link count; re-listing | 0.6 µs; 5–10 µs | once per cycle; if the count changed |
 /// | /proc/interrupts | 60–80 µs | once per cycle (thread); first and last sample (in-loop) |
-/// | per-CPU hard-interrupt counts, in its place where injected ([`HardIrqCounts`]; crate `ebpf`: a memory-mapped array) | < 0.1 µs | every sample |
 ///
 /// **Read only what changed.** A thread's status is read only when its schedstat (read
 /// anyway) shows a new timeslice or more run time since the status was last read
