@@ -1,5 +1,6 @@
-//! Compiles the kernel halves of the stage collector (`src/bpf/stages.bpf.c`) and of the noise
-//! contributors' timer (`src/bpf/contrib.bpf.c`) into BPF objects with BTF (`-g`, for CO-RE
+//! Compiles the kernel halves of the stage collector (`src/bpf/stages.bpf.c`), of the noise
+//! contributors' timer (`src/bpf/contrib.bpf.c`) and of the hard-IRQ counter
+//! (`src/bpf/irqcount.bpf.c`) into BPF objects with BTF (`-g`, for CO-RE
 //! relocations), embedded into the crate with `include_bytes!`.
 //!
 //! Needs `clang` (Debian: `clang`); the libbpf headers come from `libbpf-sys`, the UAPI
@@ -10,7 +11,7 @@ use std::process::Command;
 
 fn main() {
     println!("cargo:rerun-if-env-changed=CLANG");
-    for name in ["stages", "contrib"] {
+    for name in ["stages", "contrib", "irqcount"] {
         compile(name);
     }
 }

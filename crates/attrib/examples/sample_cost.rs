@@ -13,14 +13,33 @@
 //!   (`slow_every = 1`): everything but /proc/interrupts, which the lean schedule reads only
 //!   at the baseline and closing samples;
 //! - `complete`: every counter at once (`slow_every = 1`), /proc/interrupts included: what the
-//!   baseline and closing samples of a run cost, outside the measurement.
+//!   baseline and closing samples of a run cost, outside the measurement;
+//! - each of them again as `KIND ebpf`, right after it, with the hard interrupts from crate
+//!   `ebpf`'s per-CPU counter (memory-mapped, read every sample) instead of /proc/interrupts,
+//!   when this process may load BPF (else a line says why not); then what the counter's
+//!   programs cost in the kernel over a second (they run on every interrupt).
 //!
 //! Each sample is timed around the call with CLOCK_MONOTONIC; the figures are per call. Then
 //! the cost of each read on its own (the same `pread` of a file kept open, 1,000 times), and
 //! the host's load average and this run's CPU, so that a figure from a busy host reads as one.
 
-use attrib::{mono_now_ns, PacedProbe, Probe, SamplerConfig};
+use attrib::{mono_now_ns, HardIrqCounts, PacedProbe, Probe, SamplerConfig};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+/// The eBPF counter, shared by the probes measured one after the other.
+#[derive(Clone)]
+struct Ebpf(Arc<Mutex<ebpf::irqcount::HardIrqCounter>>);
+
+impl HardIrqCounts for Ebpf {
+    fn read(&mut self, per_cpu: &mut [u64]) -> Result<(), String> {
+        let mut c = self.0.lock().map_err(|e| e.to_string())?;
+        c.read(per_cpu).map_err(|e| e.to_string())
+    }
+    fn name(&self) -> &'static str {
+        "ebpf"
+    }
+}
 
 fn quantile(sorted: &[u64], q: f64) -> f64 {
     if sorted.is_empty() {
@@ -35,13 +54,17 @@ fn measure(
     slow_every: u32,
     in_loop: bool,
     samples: usize,
+    irqs: Option<&Ebpf>,
 ) -> Result<(), attrib::AttribError> {
     let cfg = SamplerConfig {
         server_pids: vec![std::process::id()],
         slow_every,
         ..SamplerConfig::default()
     };
-    let probe = Probe::new(&cfg)?;
+    let mut probe = Probe::new(&cfg)?;
+    if let Some(e) = irqs {
+        probe.set_hard_irq_counts(Box::new(e.clone()));
+    }
     let mut ns = Vec::with_capacity(samples);
     let s = if in_loop {
         let mut p = PacedProbe::new(probe, Duration::from_millis(10), mono_now_ns());
@@ -74,13 +97,13 @@ fn measure(
             })
             .collect();
         println!(
-            "{name:11} by slot of the cycle, median/p99 µs: {}",
+            "{name:16} by slot of the cycle, median/p99 µs: {}",
             slots.join(" ")
         );
     }
     ns.sort_unstable();
     println!(
-        "{name:11} median {:6.1} µs  p99 {:6.1} µs  max {:7.1} µs  ({} samples, {} sources, a slow read every {} samples)",
+        "{name:16} median {:6.1} µs  p99 {:6.1} µs  max {:7.1} µs  ({} samples, {} sources, a slow read every {} samples)",
         quantile(&ns, 0.5),
         quantile(&ns, 0.99),
         quantile(&ns, 1.0),
@@ -152,11 +175,62 @@ fn main() -> Result<(), attrib::AttribError> {
         .collect();
     println!("one attribution sample on this host's /proc, 5 server threads, every CPU:");
     let every = SamplerConfig::default().slow_every;
-    measure("in-loop", every, true, samples)?;
-    measure("thread", every, false, samples)?;
-    measure("light", u32::MAX, false, samples)?;
-    measure("in-loop all", 1, true, samples)?;
-    measure("complete", 1, false, samples)?;
+    // Unmeasured while the samples are timed: the kernel's BPF statistics, once on, add two
+    // clock reads to every BPF program's run on the host, and other programs (a stage
+    // collector's on every read and write) run in a sample's system calls.
+    let ebpf = match ebpf::irqcount::HardIrqCounter::open_unmeasured() {
+        Ok(c) => Some(Ebpf(Arc::new(Mutex::new(c)))),
+        Err(e) => {
+            println!("ebpf counter: not loaded here ({e})");
+            None
+        }
+    };
+    // Each kind with /proc/interrupts, then with the eBPF counter, side by side (the host's
+    // load drifts over a run).
+    let kinds: [(&str, u32, bool); 5] = [
+        ("in-loop", every, true),
+        ("thread", every, false),
+        ("light", u32::MAX, false),
+        ("in-loop all", 1, true),
+        ("complete", 1, false),
+    ];
+    for (name, slow_every, in_loop) in kinds {
+        measure(name, slow_every, in_loop, samples, None)?;
+        if let Some(e) = &ebpf {
+            let name = format!("{name} ebpf");
+            measure(&name, slow_every, in_loop, samples, Some(e))?;
+        }
+    }
+    drop(ebpf);
+    if let Ok(mut c) = ebpf::irqcount::HardIrqCounter::open() {
+        // The programs' own cost, measured over a second of this host's interrupts.
+        let loaded = std::time::Instant::now();
+        std::thread::sleep(Duration::from_secs(1));
+        let cost = c.cost();
+        let wall_ns = loaded.elapsed().as_nanos() as f64;
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut v = vec![0; c.possible_cpus()];
+        let (m, p) = time(|| drop(c.read(&mut v)));
+        println!("ebpf counter: one read {m:.2} / {p:.2} µs (median / p99)");
+        println!(
+            "ebpf counter's programs in the kernel over 1 s: {} runs, {:.0} ns each, \
+             {:.4} % of {cpus} CPUs ({})",
+            cost.runs,
+            cost.run_time_ns as f64 / cost.runs.max(1) as f64,
+            100.0 * cost.run_time_ns as f64 / wall_ns / cpus as f64,
+            if cost.measured {
+                "BPF statistics"
+            } else {
+                "not measured"
+            },
+        );
+        for (name, runs, ns) in cost.programs.iter().filter(|p| p.1 > 0) {
+            println!(
+                "  {name:26} {runs:8} runs {:6.0} ns each",
+                *ns as f64 / *runs as f64
+            );
+        }
+    }
     per_read();
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(

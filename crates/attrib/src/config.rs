@@ -56,6 +56,12 @@ pub struct SampleCost {
     pub skipped: u64,
     pub mean_ns: f64,
     pub max_ns: u64,
+    /// Where the hard interrupts came from: "/proc/interrupts", an injected per-CPU source's
+    /// name ("ebpf"; see [`HardIrqCounts`](crate::HardIrqCounts)), or "" (neither).
+    pub hard_irq_source: &'static str,
+    /// What that source's counting cost outside the samples (the kernel's runs of its
+    /// programs on every interrupt, and their ns), when it measures it.
+    pub hard_irq_counting: Option<(u64, u64)>,
 }
 
 /// CLOCK_MONOTONIC now, ns: the clock the run's records are relative to.

@@ -55,7 +55,7 @@ pub use explain::{
     explain, explain_mask, SlowMask, SourceFinding, StageFinding, Why, PERMUTATION_SHIFTS,
 };
 pub use paced::PacedProbe;
-pub use probe::Probe;
+pub use probe::{HardIrqCounts, Probe};
 pub use sampler::{Sampler, SamplerOutput};
 pub use table::mitigation_table;
 

@@ -8,7 +8,8 @@
 //! sample for want of slack are counted as skipped: a run at a high rate gets a coarser series,
 //! never a late generator. To keep such skips rare, the probe runs on its lean schedule (see
 //! [`Probe`]): no sample reads more than one slow file, /proc/interrupts only at the first and
-//! last sample.
+//! last sample (or, where a per-CPU hard-interrupt source was injected, its counts in every
+//! sample instead).
 
 use crate::config::{mono_now_ns, SampleCost};
 use crate::probe::Probe;

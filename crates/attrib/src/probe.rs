@@ -55,6 +55,26 @@ fn intr_total(stat: &str) -> Option<u64> {
     digits[..end].parse().ok()
 }
 
+/// Per-CPU hard-interrupt counts from a source cheaper than /proc/interrupts, meaning the same:
+/// for each CPU, the sum of the per-CPU rows of /proc/interrupts (device lines and the
+/// architecture's vectors) but TLB, which counts flushes, not interrupts (each shootdown's
+/// interrupt is a CAL). Crate `ebpf`'s `HardIrqCounter` is one (its counts are read from
+/// memory shared with the kernel, no system call: well under 1 µs, against 60–90 µs for the
+/// file); whoever builds the probe injects it ([`Probe::set_hard_irq_counts`]), so that this
+/// crate does not depend on libbpf.
+pub trait HardIrqCounts: Send {
+    /// The counts since some fixed origin, indexed by CPU id, into `per_cpu` (every element
+    /// is written; CPUs the source does not know get 0). An error means "not read this time".
+    fn read(&mut self, per_cpu: &mut [u64]) -> Result<(), String>;
+    /// Its name in the run's report (`SampleCost::hard_irq_source`).
+    fn name(&self) -> &'static str;
+    /// What counting costs outside the sampler's own calls (programs the kernel runs on each
+    /// interrupt): (runs, ns) so far, when measured.
+    fn counting_cost(&self) -> Option<(u64, u64)> {
+        None
+    }
+}
+
 /// The pid under which threads of this process (`server_tids`) are kept.
 const OWN: u32 = 0;
 
@@ -181,6 +201,7 @@ struct CostAcc {
 /// | a server thread's schedstat (run time, run-queue wait) | 1.3 µs | every sample |
 /// | /proc/softirqs | 3.6 µs | every sample |
 /// | /proc/schedstat, when the kernel has it | — | every sample |
+/// | per-CPU hard-interrupt counts, in place of /proc/interrupts where injected ([`HardIrqCounts`]; crate `ebpf`: a memory-mapped array) | < 0.1 µs | every sample |
 /// | a server thread's status (context switches); by taskstats | 8–13 µs; 5–6 µs | once per cycle, if it ran |
 /// | /proc/stat (steal, busy ticks, system-wide interrupts) | 8–11 µs | once per cycle |
 /// | the server's task directories: link count; re-listing | 0.6 µs; 5–10 µs | once per cycle; if the count changed |
@@ -209,6 +230,10 @@ struct CostAcc {
 ///
 /// **The lean schedule of the in-loop mode** ([`PacedProbe`](crate::PacedProbe), on the load
 /// generator's CPU, where every µs of a sample must fit in a gap between sends):
+/// - Where a [`HardIrqCounts`] source was injected ([`Probe::set_hard_irq_counts`]: the eBPF
+///   counter, when the process may load BPF), the hard interrupts are read from it in every
+///   sample of both schedules, exact per interval, and none of what follows about them
+///   applies. Otherwise:
 /// - /proc/interrupts is read only by the baseline and closing samples. The kernel formats it
 ///   by walking every possible IRQ number to reach the per-CPU timer, IPI and TLB-shootdown
 ///   lines at its end, one read costs several times the whole budget of a sample, and nothing
@@ -263,6 +288,10 @@ pub struct Probe {
     schedstat: Option<ProcFile>,
     softirqs: Option<ProcFile>,
     interrupts: Option<ProcFile>,
+    /// Per-CPU hard-interrupt counts in place of /proc/interrupts, read every sample; and
+    /// its reading, indexed by CPU id (see [`HardIrqCounts`]).
+    irq_counts: Option<Box<dyn HardIrqCounts>>,
+    irq_buf: Vec<u64>,
     steal: Counter,
     busy: Counter,
     hardirq: Counter,
@@ -381,6 +410,8 @@ impl Probe {
             schedstat: schedstat.map(|(f, _)| f),
             softirqs: softirqs.map(|(f, _)| f),
             interrupts,
+            irq_counts: None,
+            irq_buf: Vec::new(),
             steal: Counter::default(),
             busy: Counter::default(),
             hardirq: Counter::default(),
@@ -480,7 +511,7 @@ impl Probe {
     /// The slow reads of a cycle (module `schedule`).
     fn pieces(&self) -> Pieces {
         Pieces {
-            interrupts: !self.lean && self.interrupts.is_some(),
+            interrupts: !self.lean && self.irq_counts.is_none() && self.interrupts.is_some(),
             threads: self.tasks.len(),
         }
     }
@@ -499,6 +530,36 @@ impl Probe {
         if self.times.len() == 0 {
             self.lean = true;
         }
+    }
+
+    /// Take the hard interrupts from `src` instead of /proc/interrupts, in every sample (a
+    /// light read, in both schedules): the lean schedule then needs no shaping by /proc/stat's
+    /// system-wide count. Before the baseline only: returns false (and keeps /proc/interrupts)
+    /// once a sample was taken.
+    pub fn set_hard_irq_counts(&mut self, src: Box<dyn HardIrqCounts>) -> bool {
+        if self.times.len() > 0 {
+            return false;
+        }
+        let width = self.host_cpus.iter().max().map_or(0, |m| m + 1);
+        self.irq_buf = vec![0; width];
+        self.irq_counts = Some(src);
+        true
+    }
+
+    /// Where the hard interrupts come from: the injected source's name, "/proc/interrupts",
+    /// or "" when neither is there.
+    pub fn hard_irq_source(&self) -> &'static str {
+        match (&self.irq_counts, &self.interrupts) {
+            (Some(src), _) => src.name(),
+            (None, Some(_)) => "/proc/interrupts",
+            (None, None) => "",
+        }
+    }
+
+    /// Whether the lean schedule's approximation is in effect: /proc/interrupts read only at
+    /// the baseline and closing samples, shaped in between by /proc/stat's system-wide count.
+    fn shaped_irqs(&self) -> bool {
+        self.lean && self.irq_counts.is_none() && self.interrupts.is_some()
     }
 
     /// Read the counters now (`t_mono_ns` is the instant to file it under): the every-sample
@@ -585,7 +646,7 @@ impl Probe {
             // on the baseline's reads (which read everything at once).
             self.first_bounds = (light, light.saturating_add(piece_max));
         }
-        if all && self.lean {
+        if all && self.shaped_irqs() {
             self.read_interrupts(k);
         }
         !range.is_empty()
@@ -650,6 +711,9 @@ impl Probe {
         }
         if softirqs {
             self.read_softirqs(k);
+        }
+        if self.irq_counts.is_some() {
+            self.read_interrupts(k);
         }
     }
 
@@ -742,6 +806,7 @@ impl Probe {
     /// system-wide interrupt count, which shapes the hard interrupts per interval.
     fn read_stat(&mut self, k: usize) {
         let busy_col = self.col_server_cpu() + 1;
+        let shaped = self.shaped_irqs();
         let Ok(text) = self.stat.read(&mut self.buf) else {
             return;
         };
@@ -761,7 +826,7 @@ impl Probe {
                 }
             }
         }
-        if self.lean && self.interrupts.is_some() {
+        if shaped {
             if let Some(total) = intr_total(text) {
                 if let Some(g) = self.intr_all.update(total, k) {
                     spread(&mut self.rows, &self.times, HARDIRQ, g, k, 1.0);
@@ -770,10 +835,22 @@ impl Probe {
         }
     }
 
-    /// /proc/interrupts: the hard interrupts of the server's CPUs. Spread over the intervals
-    /// since the last reading; in the lean mode kept as a span that sets the amount of the
+    /// The hard interrupts of the server's CPUs, from the injected source (every sample) or
+    /// /proc/interrupts. Spread over the intervals since the last reading; with
+    /// /proc/interrupts in the lean mode kept as a span that sets the amount of the
     /// system-wide shape at the end ([`Probe::finish`]).
     fn read_interrupts(&mut self, k: usize) {
+        if let Some(src) = self.irq_counts.as_mut() {
+            if src.read(&mut self.irq_buf).is_err() {
+                return;
+            }
+            let mine = self.irq_buf.iter().enumerate();
+            let total = mine.filter(|(c, _)| self.sel.has(*c)).map(|(_, v)| v).sum();
+            if let Some(g) = self.hardirq.update(total, k) {
+                spread(&mut self.rows, &self.times, HARDIRQ, g, k, 1.0);
+            }
+            return;
+        }
         let Some(Ok(text)) = self.interrupts.as_ref().map(|f| f.read(&mut self.buf)) else {
             return;
         };
@@ -781,7 +858,9 @@ impl Probe {
             return;
         };
         let mut total = 0;
-        for row in table {
+        // Not TLB: a shootdown arrives as a function-call IPI, counted under CAL already, and
+        // a CPU also counts one for a queued flush it runs leaving idle, with no interrupt.
+        for row in table.filter(|r| r.name != "TLB") {
             let mine = row
                 .counts()
                 .zip(&self.cols)
@@ -789,7 +868,7 @@ impl Probe {
             total += mine.map(|(v, _)| v).sum::<u64>();
         }
         if let Some(g) = self.hardirq.update(total, k) {
-            if self.lean {
+            if self.shaped_irqs() {
                 self.irq_spans.push((g.0, k, g.1));
             } else {
                 spread(&mut self.rows, &self.times, HARDIRQ, g, k, 1.0);
@@ -809,6 +888,8 @@ impl Probe {
                 c.total_ns as f64 / c.samples as f64
             },
             max_ns: c.max_ns,
+            hard_irq_source: self.hard_irq_source(),
+            hard_irq_counting: self.irq_counts.as_ref().and_then(|s| s.counting_cost()),
         }
     }
 

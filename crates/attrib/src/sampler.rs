@@ -76,8 +76,17 @@ impl Sampler {
         if cfg.interval.is_zero() {
             return Err(AttribError::Interval);
         }
+        Sampler::from_probe(Probe::new(&cfg)?)
+    }
+
+    /// [`start`](Sampler::start) with a probe already made (and given, say, a
+    /// [`HardIrqCounts`](crate::HardIrqCounts) source); its baseline is not taken yet.
+    pub fn from_probe(mut probe: Probe) -> Result<Sampler, AttribError> {
+        let cfg = probe.config().clone();
+        if cfg.interval.is_zero() {
+            return Err(AttribError::Interval);
+        }
         let interval = cfg.interval;
-        let mut probe = Probe::new(&cfg)?;
         let cpus = probe.spare_cpus();
         if cpus.is_empty() {
             return Err(AttribError::NoSpareCpu {

@@ -17,7 +17,8 @@ pub(crate) enum Piece {
     Stat,
     /// Re-list the server processes' task directories.
     Rescan,
-    /// /proc/interrupts (per-CPU hard interrupts).
+    /// /proc/interrupts (per-CPU hard interrupts; not a piece when a cheaper per-CPU source
+    /// is read in every sample instead).
     Interrupts,
     /// Thread `i`'s status (context switches), in the probe's task order.
     Status(usize),

@@ -4,9 +4,10 @@
 //! fake's files are always rewritten in place (`fs::write`: same inode); a file replaced by a
 //! rename would be a new inode that the probe never sees.
 
-use attrib::{AttribError, PacedProbe, Probe, Sampler, SamplerConfig};
+use attrib::{AttribError, HardIrqCounts, PacedProbe, Probe, Sampler, SamplerConfig};
 use std::fs;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 struct Fake {
@@ -37,11 +38,14 @@ impl Fake {
         self.write(
             "interrupts",
             &format!(
-                "      CPU0  CPU1\n 36: {} {} PCI x\nLOC: {} {} Local timer\nERR: 9\n",
+                "      CPU0  CPU1\n 36: {} {} PCI x\nLOC: {} {} Local timer\nTLB: {} {} TLB shootdowns\nERR: 9\n",
                 irq * 1000,
                 irq,
                 irq * 1000,
-                irq
+                irq,
+                // Flushes, not interrupts (never summed).
+                irq * 7,
+                irq * 7
             ),
         );
         self.write(
@@ -417,4 +421,104 @@ fn bad_configurations_are_refused() {
     c.proc_root = f.root().join("nowhere");
     let e = Probe::new(&c).err().unwrap();
     assert!(e.to_string().contains("nowhere"), "{e}");
+}
+
+/// A per-CPU hard-interrupt source the test sets: the counts of CPUs 0 and 1, or None for a
+/// failed reading.
+#[derive(Clone)]
+struct FakeIrqs(Arc<Mutex<Option<[u64; 2]>>>);
+
+impl FakeIrqs {
+    fn new() -> FakeIrqs {
+        FakeIrqs(Arc::new(Mutex::new(Some([0, 0]))))
+    }
+    fn set(&self, v: Option<[u64; 2]>) {
+        *self.0.lock().unwrap() = v;
+    }
+}
+
+impl HardIrqCounts for FakeIrqs {
+    fn read(&mut self, per_cpu: &mut [u64]) -> Result<(), String> {
+        let v = self.0.lock().unwrap().ok_or("no reading")?;
+        per_cpu.fill(0);
+        for (o, v) in per_cpu.iter_mut().zip(v) {
+            *o = v;
+        }
+        Ok(())
+    }
+    fn name(&self) -> &'static str {
+        "fake"
+    }
+    fn counting_cost(&self) -> Option<(u64, u64)> {
+        Some((3, 450))
+    }
+}
+
+/// With a per-CPU source, both schedules read the hard interrupts in every sample: exact
+/// per interval, no shaping by /proc/stat, and /proc/interrupts (which the fake changes
+/// too, by other amounts) is not read.
+#[test]
+fn an_injected_per_cpu_source_gives_exact_hard_interrupts_every_interval_in_both_schedules() {
+    let f = Fake::new();
+    let mut c = f.cfg();
+    c.slow_every = 3;
+    let ms = 1_000_000;
+    let irqs = FakeIrqs::new();
+    let mut lean_probe = Probe::new(&c).unwrap();
+    assert!(lean_probe.set_hard_irq_counts(Box::new(irqs.clone())));
+    let mut lean = PacedProbe::new(lean_probe, Duration::from_millis(10), 0);
+    let mut thread = Probe::new(&c).unwrap();
+    assert!(thread.set_hard_irq_counts(Box::new(irqs.clone())));
+    thread.sample(0);
+    assert!(
+        !thread.set_hard_irq_counts(Box::new(irqs.clone())),
+        "after the baseline"
+    );
+    // CPU 1 (the server's) gets 1, 2, …, 5 in intervals 0..4; CPU 0 a thousand more each.
+    let mut cpu1 = 0;
+    for i in 1..=5u64 {
+        cpu1 += i;
+        irqs.set(Some([1000 * i, cpu1]));
+        f.system(7 * i, 0, 0, 0);
+        lean.sample(10 * ms * i);
+        thread.sample(10 * ms * i);
+    }
+    let want = vec![1.0, 2.0, 3.0, 4.0, 5.0];
+    // The closing sample adds an interval with nothing in it.
+    let (s, cost) = lean.finish_at(60 * ms);
+    assert_eq!(deltas(&s, "hard interrupts"), [&want[..], &[0.0]].concat());
+    assert_eq!(cost.hard_irq_source, "fake");
+    assert_eq!(cost.hard_irq_counting, Some((3, 450)));
+    let cost = thread.cost();
+    assert_eq!(deltas(&thread.finish(), "hard interrupts"), want);
+    assert_eq!(cost.hard_irq_source, "fake");
+}
+
+/// A failed reading of the source is a reading missed: its growth is spread over the
+/// intervals since the last one, as for a file that could not be read.
+#[test]
+fn a_failed_reading_of_the_source_spreads_its_growth_over_the_intervals_it_missed() {
+    let f = Fake::new();
+    let irqs = FakeIrqs::new();
+    let mut p = Probe::new(&f.cfg()).unwrap();
+    p.set_hard_irq_counts(Box::new(irqs.clone()));
+    p.sample(0);
+    irqs.set(None);
+    p.sample(1);
+    irqs.set(Some([0, 8]));
+    p.sample(2);
+    assert_eq!(deltas(&p.finish(), "hard interrupts"), vec![4.0, 4.0]);
+}
+
+/// Without a source the probe says it read /proc/interrupts, and nothing when there is none.
+#[test]
+fn the_cost_names_the_hard_interrupts_source() {
+    let f = Fake::new();
+    let mut p = Probe::new(&f.cfg()).unwrap();
+    p.sample(0);
+    assert_eq!(p.cost().hard_irq_source, "/proc/interrupts");
+    assert_eq!(p.cost().hard_irq_counting, None);
+    fs::remove_file(f.root().join("interrupts")).unwrap();
+    let p = Probe::new(&f.cfg()).unwrap();
+    assert_eq!(p.cost().hard_irq_source, "");
 }

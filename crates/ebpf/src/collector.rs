@@ -68,6 +68,9 @@ pub struct KernelCost {
     /// Program runs and their total time, ns.
     pub runs: u64,
     pub run_time_ns: u64,
+    /// Runs the kernel skipped because the program was already running on that CPU
+    /// (`recursion_misses`).
+    pub misses: u64,
     /// Per program: (name, runs, ns).
     pub programs: Vec<(String, u64, u64)>,
 }
@@ -377,6 +380,7 @@ pub(crate) fn kernel_cost(obj: &libbpf_rs::Object, measured: bool) -> KernelCost
         if rc == 0 {
             cost.runs += info.run_cnt;
             cost.run_time_ns += info.run_time_ns;
+            cost.misses += info.recursion_misses;
             cost.programs.push((
                 prog.name().to_string_lossy().into_owned(),
                 info.run_cnt,

@@ -77,6 +77,13 @@
 //! be classed by their measured p99.9. It shares only the loader's helpers with the stage
 //! collector; [`support::check_contrib`] checks its tracepoints (`irq:*`, `sched_switch`).
 //!
+//! ## The hard-IRQ counter (a third program set)
+//!
+//! [`irqcount::HardIrqCounter`] (`bpf/irqcount.bpf.c`) counts hard interrupts per CPU as
+//! /proc/interrupts does, for the attribution sampler, which reads the counts from memory
+//! shared with the kernel in every sample instead of formatting that file (see the module for
+//! what it cannot see).
+//!
 //! ## Unsupported hosts
 //!
 //! [`support::check`] names the first missing piece in one line — not root, no BTF, tracefs
@@ -87,6 +94,7 @@ pub mod collector;
 pub mod contrib;
 pub mod event;
 pub mod hist;
+pub mod irqcount;
 pub mod join;
 pub mod support;
 

@@ -8,6 +8,10 @@
 //! send, and the intervals it had no room for are counted as skipped. The record writer is
 //! the load generator's own idle-class thread (see `load::run_open_loop_into`). Each run
 //! reports, per instrument, where it ran, what a sample cost, and how many it took or skipped.
+//! The sampler takes its per-CPU hard-interrupt counts from the eBPF counter
+//! (`ebpf::irqcount`, read from memory shared with the kernel) where this process may load
+//! BPF, else from /proc/interrupts; its `detail` says which (`hard_irq_source`), what the
+//! counter's programs cost in the kernel, or why it could not be loaded.
 
 use serde::{Deserialize, Serialize};
 
@@ -58,6 +62,38 @@ impl load::SlackTask for InLoop {
     }
 }
 
+/// The eBPF per-CPU hard-interrupt counter as the probe's source: a few memory loads per
+/// sample instead of formatting /proc/interrupts (see `ebpf::irqcount` for what it counts).
+struct EbpfIrqs(ebpf::irqcount::HardIrqCounter);
+
+impl attrib::HardIrqCounts for EbpfIrqs {
+    fn read(&mut self, per_cpu: &mut [u64]) -> Result<(), String> {
+        self.0.read(per_cpu).map_err(|e| e.to_string())
+    }
+    fn name(&self) -> &'static str {
+        "ebpf"
+    }
+    fn counting_cost(&self) -> Option<(u64, u64)> {
+        let c = self.0.cost();
+        c.measured.then_some((c.runs, c.run_time_ns))
+    }
+}
+
+/// Gives the probe the eBPF hard-interrupt counter where this process may load it; else the
+/// reason it keeps /proc/interrupts.
+fn hard_irq_source(probe: &mut attrib::Probe) -> Option<String> {
+    if probe.config().proc_root != std::path::Path::new("/proc") {
+        return Some("not the host's /proc".into());
+    }
+    match ebpf::irqcount::HardIrqCounter::open() {
+        Ok(c) => {
+            probe.set_hard_irq_counts(Box::new(EbpfIrqs(c)));
+            None
+        }
+        Err(e) => Some(e.to_string()),
+    }
+}
+
 enum Mode {
     Thread(attrib::Sampler),
     InLoop(Box<InLoop>),
@@ -67,6 +103,8 @@ enum Mode {
 /// The attribution sampler of one run.
 pub(crate) struct Attribution {
     mode: Mode,
+    /// Why the hard interrupts come from /proc/interrupts rather than the eBPF counter.
+    irq_fallback: Option<String>,
 }
 
 const NAME: &str = "attribution sampler";
@@ -79,6 +117,7 @@ impl Attribution {
         if !on {
             return Attribution {
                 mode: Mode::Off("switched off".into()),
+                irq_fallback: None,
             };
         }
         let online = host::placement::online_cpus();
@@ -95,19 +134,29 @@ impl Attribution {
             avoid_cpus: avoid,
             ..attrib::SamplerConfig::default()
         };
-        let mode = match attrib::Sampler::start(cfg.clone()) {
-            Ok(s) => Mode::Thread(s),
-            Err(attrib::AttribError::NoSpareCpu { .. }) => match attrib::Probe::new(&cfg) {
-                Ok(p) => Mode::InLoop(Box::new(InLoop(attrib::PacedProbe::new(
-                    p,
-                    cfg.interval,
-                    attrib::mono_now_ns(),
-                )))),
-                Err(e) => Mode::Off(e.to_string()),
-            },
-            Err(e) => Mode::Off(e.to_string()),
+        let mut probe = match attrib::Probe::new(&cfg) {
+            Ok(p) => p,
+            Err(e) => {
+                return Attribution {
+                    mode: Mode::Off(e.to_string()),
+                    irq_fallback: None,
+                }
+            }
         };
-        Attribution { mode }
+        let irq_fallback = hard_irq_source(&mut probe);
+        let mode = if probe.spare_cpus().is_empty() {
+            Mode::InLoop(Box::new(InLoop(attrib::PacedProbe::new(
+                probe,
+                cfg.interval,
+                attrib::mono_now_ns(),
+            ))))
+        } else {
+            match attrib::Sampler::from_probe(probe) {
+                Ok(s) => Mode::Thread(s),
+                Err(e) => Mode::Off(e.to_string()),
+            }
+        };
+        Attribution { mode, irq_fallback }
     }
 
     /// The in-loop sampler, for generator thread 0.
@@ -124,6 +173,7 @@ impl Attribution {
             name: NAME.into(),
             ..Instrument::default()
         };
+        let irq_fallback = self.irq_fallback;
         let (series, cost) = match self.mode {
             Mode::Off(why) => {
                 ins.mode = "off".into();
@@ -152,6 +202,16 @@ impl Attribution {
         ins.samples = cost.samples;
         ins.skipped = cost.skipped;
         ins.cpu_ns = Some((cost.mean_ns * cost.samples as f64) as u64);
+        let mut detail = serde_json::json!({ "hard_irq_source": cost.hard_irq_source });
+        if let Some((runs, ns)) = cost.hard_irq_counting {
+            // The eBPF counter's programs, run by the kernel on every interrupt of every CPU.
+            detail["hard_irq_counting_runs"] = runs.into();
+            detail["hard_irq_counting_ns"] = ns.into();
+        }
+        if let Some(why) = irq_fallback {
+            detail["hard_irq_ebpf_unavailable"] = why.into();
+        }
+        ins.detail = Some(detail);
         (Some(series), ins)
     }
 }

@@ -98,6 +98,24 @@ fn a_measured_run_is_stored_whole_and_reads_back() {
         ["load generator", "attribution sampler", "record writer"]
     );
     assert!(run.instruments[2].samples >= 1);
+    // The attribution sampler says where its hard interrupts came from: the eBPF counter
+    // where this process may load BPF (CI runs as root with BTF: it must), else
+    // /proc/interrupts with the reason.
+    let at = &run.instruments[1];
+    let d = at.detail.as_ref().unwrap();
+    match d.get("hard_irq_ebpf_unavailable") {
+        None => {
+            assert_eq!(d["hard_irq_source"], "ebpf", "{at:?}");
+            assert!(d["hard_irq_counting_runs"].as_u64().is_some(), "{at:?}");
+        }
+        Some(why) => {
+            assert!(
+                std::env::var("CI").is_err(),
+                "CI must load the eBPF counter: {why}"
+            );
+            assert_eq!(d["hard_irq_source"], "/proc/interrupts", "{at:?}");
+        }
+    }
     // The generator reports its own cost: every request it sent, its work per request
     // (within its thread's CPU time), and its stalls' figures.
     let g = &run.instruments[0];
