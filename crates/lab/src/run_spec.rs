@@ -529,7 +529,9 @@ mod tests {
             "{e}"
         );
         // Values of no option's type are refused by clap, naming the flag.
-        let cmd = LoadArgs::augment_args(clap::Command::new("x"));
+        let cmd = crate::options::TargetArgs::augment_args(LoadArgs::augment_args(
+            clap::Command::new("x"),
+        ));
         for bad in [
             "--warmup=soon",
             "--timeout=-1s",
