@@ -25,6 +25,7 @@ pub mod query;
 pub mod service;
 pub mod sim;
 pub mod units;
+mod variate;
 
 pub use arrival::{
     mean_rate_of_trace, parse_trace, ArrivalGen, ArrivalSpec, TimeUnit, Trace, ETC_GAP_SHAPE,
