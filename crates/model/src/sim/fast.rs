@@ -124,22 +124,16 @@ fn fifo_scan<S: Sink>(src: &mut Source, workers: u32, sink: &mut S) -> (u64, f64
     (n, last)
 }
 
-/// The earliest-free worker (the first of equals) without a branch per comparison: which
-/// worker frees first is random, and a mispredicted branch per comparison would cost more
-/// than the rest of the request.
-#[inline(always)]
-fn earliest<const N: usize>(free: &[f64; N]) -> (usize, f64) {
-    let (mut k, mut e) = (0, free[0]);
-    for (i, &f) in free.iter().enumerate().skip(1) {
-        let less = f < e;
-        k = if less { i } else { k };
-        e = if less { f } else { e };
-    }
-    (k, e)
-}
-
-/// [`fifo`] for `workers` ≤ `N` workers, in a fixed-size array: the slots past `workers` are
-/// never free (`+∞`), so never chosen, and the choice is the one a scan of `workers` makes.
+/// [`fifo`] for `workers` ≤ `N` workers, with the workers' free times in a sorted array, in
+/// registers: the earliest is the first, and the request's end replaces it by an insertion
+/// with a fixed network of `min`s and `max`es (no branch, no index computed). Slots past
+/// `workers` are never free (`+∞`) and stay at the end.
+///
+/// The recursion needs only the multiset of free times (a request starts at the earliest,
+/// whichever worker that is), so this serves every request as the scan does. Why: the scan
+/// found the earliest by a chain of comparisons and stored the end at a computed index, so
+/// each request waited for the previous one's store and chain; here the chain is a `max`, an
+/// add and a `min`.
 #[inline(always)]
 fn fifo_few<const N: usize, S: Sink>(src: &mut Source, workers: usize, sink: &mut S) -> (u64, f64) {
     let mut free = [f64::INFINITY; N];
@@ -148,19 +142,25 @@ fn fifo_few<const N: usize, S: Sink>(src: &mut Source, workers: usize, sink: &mu
     }
     let mut n = 0u64;
     serve_all(src, sink, |t, s| {
-        let (k, e) = earliest(&free);
+        let e = free[0];
         let start = if e > t { e } else { t };
         let end = start + s;
-        // (Written slot by slot with constant indices, to keep the array in registers, this
-        // became a jump on `k`: a mispredicted branch per request, slower than the store.)
-        free[k] = end;
+        // Drop free[0], insert `end` into the sorted rest: slot i takes the (i+1)-th
+        // smallest of free[1..] and `end`.
+        let mut next = [0.0f64; N];
+        next[0] = if free[1] < end { free[1] } else { end };
+        for i in 1..N - 1 {
+            let lo = if free[i] > end { free[i] } else { end };
+            next[i] = if free[i + 1] < lo { free[i + 1] } else { lo };
+        }
+        next[N - 1] = if free[N - 1] > end { free[N - 1] } else { end };
+        free = next;
         n += 1;
         start
     });
-    // A worker's free time only grows, so the last completion is the latest of them (0 if
-    // none served).
-    let last = free[..workers].iter().fold(0.0f64, |a, &f| a.max(f));
-    (n, last)
+    // Each worker's free time only grows, so the last completion is the latest of them (0 if
+    // none served): the last of the `workers` sorted real slots.
+    (n, free[workers - 1])
 }
 
 #[inline(always)]
