@@ -3,9 +3,9 @@
 # (issue 24). Runs the same workloads — M/D/1 at ρ=0.7 and M/M/4 at ρ=0.8, single FIFO queue —
 # in tailscope and in both Python peers, each pinned to CPU 0, REPS times, and prints the median
 # simulated requests/s and the ratios. Then the limit: the simulator against a bare
-# Lindley / Kiefer–Wolfowitz loop with the same generator and distributions, measured in the
-# same process (crates/model/examples/sim_limit.rs; thread CPU time, median of REPS): that
-# ratio holds on a busy host, where absolute rates do not.
+# Lindley / Kiefer–Wolfowitz loop with the same generator, distributions and recording,
+# measured in the same process (crates/model/examples/sim_limit.rs; thread CPU time, median
+# of REPS): that ratio holds on a busy host, where absolute rates do not.
 # The peers are installed from PyPI into a throwaway virtualenv (deleted on exit).
 #
 # Usage: bench/sim_vs_peers.sh [REPS]

@@ -40,7 +40,9 @@ struct WithProgress<'a> {
 }
 
 impl Sink for WithProgress<'_> {
-    #[inline]
+    // Inlined into the simulator's loop: a call per request would spill the recursion's
+    // state to memory.
+    #[inline(always)]
     fn record(&mut self, c: &Completion) {
         self.inner.record(c);
         self.done += 1;

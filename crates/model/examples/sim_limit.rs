@@ -3,19 +3,21 @@
 //!
 //! The limit is a bare loop over the same recursion with the same generator and the same
 //! distributions: Lindley's recursion for M/D/1 at ρ = 0.7, the Kiefer–Wolfowitz recursion
-//! (the earliest-free of four workers) for M/M/4 at ρ = 0.8, recording each response time in
-//! an HdrHistogram of 3 digits (the least a simulator that reports quantiles does; the loop
-//! that keeps only a sum is printed too, as `sum only`). The simulator is [`model::simulate`]
+//! (the earliest-free of four workers) for M/M/4 at ρ = 0.8, recording each response time,
+//! rounded to the ns, in a histogram of 3 digits the way the simulator records (a
+//! [`model::FastHist`]: the least a simulator that reports quantiles does; the loop that keeps
+//! only a sum is printed too, as `sum only`). The variates are drawn as the simulator draws
+//! them: the ziggurat of `rand_distr::Exp1`, inlined, times the mean (the same numbers as
+//! `rand_distr::Exp`). The simulator is [`model::simulate`]
 //! into a [`model::Collector`] (response and wait histograms, batch means, exact means), as
 //! `tailscope model` runs it. Each is timed on the thread's CPU clock (time spent
 //! descheduled by other jobs does not count), REPS times alternately; the medians and the
 //! ratio simulator ÷ limit are printed. The ratio is the figure that means something on a busy
 //! host: both sides are slowed alike.
 
-use hdrhistogram::Histogram;
-use model::{simulate, ArrivalSpec, Collector, Discipline, ServiceSpec, SimConfig};
+use model::{simulate, ArrivalSpec, Collector, Discipline, FastHist, ServiceSpec, SimConfig};
 use rand::SeedableRng;
-use rand_distr::{Distribution, Exp};
+use rand_distr::{Distribution, Exp1};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 const MEAN_NS: f64 = 50_000.0;
@@ -31,45 +33,57 @@ fn thread_cpu_s() -> f64 {
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
-/// The bare loop: arrivals at `rate_per_s`, `workers` FIFO workers, service exponential or
+/// The bare loop: arrivals at `rate_per_s`, `N` FIFO workers, service exponential or
 /// deterministic (mean 50 µs); the sum of the responses, and their histogram if `hist`.
-fn bare(
+/// The workers' free times are kept sorted, the earliest first, and the request's end
+/// replaces it by a fixed network of `min`s and `max`es, as the simulator keeps them for up
+/// to 8 workers (the cheapest Kiefer–Wolfowitz step found: no branch, no computed index).
+fn bare<const N: usize>(
     n: u64,
-    workers: usize,
     rate_per_s: f64,
     exp_service: bool,
-    hist: Option<&mut Histogram<u64>>,
+    hist: Option<&mut FastHist>,
 ) -> f64 {
     let mut rng_a = Xoshiro256PlusPlus::seed_from_u64(1);
     let mut rng_s = Xoshiro256PlusPlus::seed_from_u64(2);
-    let gap = Exp::new(rate_per_s / 1e9).unwrap_or_else(|_| unreachable!());
-    let svc = Exp::new(1.0 / MEAN_NS).unwrap_or_else(|_| unreachable!());
+    // 1/λ as rand_distr's Exp computes it.
+    let gap_scale = 1.0 / (rate_per_s / 1e9);
+    let svc_scale = 1.0 / (1.0 / MEAN_NS);
     let (mut t, mut sum) = (0.0f64, 0.0f64);
-    let mut free = vec![0.0f64; workers];
-    let mut none = Histogram::<u64>::new(3).unwrap_or_else(|_| unreachable!());
+    let mut free = [0.0f64; N];
+    let mut none = FastHist::default();
     let (h, record) = match hist {
         Some(h) => (h, true),
         None => (&mut none, false),
     };
     for _ in 0..n {
-        t += gap.sample(&mut rng_a);
+        let g: f64 = Exp1.sample(&mut rng_a);
+        t += g * gap_scale;
         let s = if exp_service {
-            svc.sample(&mut rng_s)
+            let x: f64 = Exp1.sample(&mut rng_s);
+            x * svc_scale
         } else {
             MEAN_NS
         };
-        let (mut k, mut earliest) = (0, free[0]);
-        for (i, &f) in free.iter().enumerate().skip(1) {
-            if f < earliest {
-                (k, earliest) = (i, f);
+        let e = free[0];
+        let end = (if e > t { e } else { t }) + s;
+        if N == 1 {
+            free[0] = end;
+        } else {
+            let mut next = [0.0f64; N];
+            next[0] = if free[1] < end { free[1] } else { end };
+            for i in 1..N - 1 {
+                let lo = if free[i] > end { free[i] } else { end };
+                next[i] = if free[i + 1] < lo { free[i + 1] } else { lo };
             }
+            next[N - 1] = if free[N - 1] > end { free[N - 1] } else { end };
+            free = next;
         }
-        let end = earliest.max(t) + s;
-        free[k] = end;
         sum += end - t;
         if record {
-            // An auto-resizing histogram takes any value.
-            let _ = h.record((end - t) as u64);
+            // Rounded to the ns as the simulator rounds (responses here are positive and far
+            // below 2^63 ns).
+            h.record((end - t + 0.5) as i64 as u64);
         }
     }
     sum
@@ -121,14 +135,18 @@ fn main() {
         let rate = load * f64::from(workers) * 1e9 / MEAN_NS;
         let (mut lim, mut sum_only, mut simr) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..reps {
+            let run = |h: Option<&mut FastHist>| match workers {
+                1 => bare::<1>(n, rate, exp, h),
+                _ => bare::<4>(n, rate, exp, h),
+            };
             let c = thread_cpu_s();
-            std::hint::black_box(bare(n, workers as usize, rate, exp, None));
+            std::hint::black_box(run(None));
             sum_only.push(n as f64 / (thread_cpu_s() - c));
-            let mut h = Histogram::<u64>::new(3).unwrap_or_else(|_| unreachable!());
+            let mut h = FastHist::default();
             let c = thread_cpu_s();
-            std::hint::black_box(bare(n, workers as usize, rate, exp, Some(&mut h)));
+            std::hint::black_box(run(Some(&mut h)));
             lim.push(n as f64 / (thread_cpu_s() - c));
-            std::hint::black_box(h.len());
+            std::hint::black_box(h.into_histogram().len());
             let c = thread_cpu_s();
             std::hint::black_box(sim(n, workers, load, service.clone()));
             simr.push(n as f64 / (thread_cpu_s() - c));

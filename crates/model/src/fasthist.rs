@@ -18,8 +18,10 @@ const SUB_MASK: u64 = (1 << (HALF_MAG + 1)) - 1;
 /// 64 − unit magnitude (0: ns resolution) − HALF_MAG − 1.
 const LZ_BASE: u32 = 64 - HALF_MAG - 1;
 
+/// The counting array (see the module's documentation). Public for `examples/sim_limit.rs`,
+/// whose bare loop records the way the simulator does.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct FastHist {
+pub struct FastHist {
     counts: Vec<u64>,
 }
 
@@ -43,8 +45,9 @@ fn lowest_of(i: usize) -> u64 {
 }
 
 impl FastHist {
+    /// Counts `v`.
     #[inline(always)]
-    pub(crate) fn record(&mut self, v: u64) {
+    pub fn record(&mut self, v: u64) {
         let i = index_of(v);
         match self.counts.get_mut(i) {
             Some(c) => *c += 1,
@@ -63,7 +66,7 @@ impl FastHist {
 
     /// The same histogram as recording every value counted in an auto-resizing
     /// `Histogram::<u64>::new(3)`.
-    pub(crate) fn into_histogram(self) -> Histogram<u64> {
+    pub fn into_histogram(self) -> Histogram<u64> {
         // 3 significant digits is within hdrhistogram's valid range; an auto-resizing
         // histogram takes any value, so no record below can fail.
         let mut h = Histogram::<u64>::new(3).unwrap_or_else(|_| unreachable!());

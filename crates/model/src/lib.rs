@@ -25,6 +25,7 @@ pub mod query;
 pub mod service;
 pub mod sim;
 pub mod units;
+mod variate;
 
 pub use arrival::{
     mean_rate_of_trace, parse_trace, ArrivalGen, ArrivalSpec, TimeUnit, Trace, ETC_GAP_SHAPE,
@@ -35,6 +36,7 @@ pub use bursty::{
 };
 pub use collect::Collector;
 pub use error::ModelError;
+pub use fasthist::FastHist;
 pub use service::{parse_empirical, ServiceGen, ServiceSpec, MAX_SERVICE_NS};
 pub use sim::{simulate, Completion, Discipline, OnlineQueue, SimConfig, SimOutcome, Sink};
 pub use units::{format_duration_ns, parse_count, parse_duration_ns, MAX_DURATION_NS};

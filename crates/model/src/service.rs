@@ -5,10 +5,11 @@
 use std::str::FromStr;
 
 use rand::{Rng, SeedableRng};
-use rand_distr::{Distribution, Exp, LogNormal, Pareto};
+use rand_distr::{Distribution, LogNormal, Pareto};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::units::parse_duration_ns;
+use crate::variate::InlineExp;
 use crate::ModelError;
 
 /// A service-time distribution; every variant states its mean in ns.
@@ -220,7 +221,7 @@ impl ServiceSpec {
 #[derive(Clone, Debug)]
 enum Sampler {
     Det(f64),
-    Exp(Exp<f64>),
+    Exp(InlineExp),
     Lognormal(LogNormal<f64>),
     Pareto(Pareto<f64>),
     Empirical(Vec<f64>),
@@ -244,7 +245,7 @@ impl ServiceGen {
         let sampler = match spec {
             ServiceSpec::Deterministic { mean_ns } => Sampler::Det(*mean_ns),
             ServiceSpec::Exponential { mean_ns } => {
-                Sampler::Exp(Exp::new(1.0 / mean_ns).map_err(|e| bad(e.to_string()))?)
+                Sampler::Exp(InlineExp::new(1.0 / mean_ns).map_err(|e| bad(e.to_string()))?)
             }
             ServiceSpec::Lognormal { mean_ns, sigma } => Sampler::Lognormal(
                 LogNormal::new(mean_ns.ln() - sigma * sigma / 2.0, *sigma)
@@ -272,6 +273,25 @@ impl ServiceGen {
             Sampler::Det(d) => *d,
             Sampler::Exp(d) => d.sample(&mut self.rng),
             _ => self.sample_other(),
+        }
+    }
+
+    /// Fills `out` with the next service times, as many calls of [`ServiceGen::sample_ns`]
+    /// would (a block at a time, for the simulator's loops; see `ArrivalGen::fill_gaps_ns`).
+    #[inline]
+    pub fn fill_ns(&mut self, out: &mut [f64]) {
+        match &self.sampler {
+            Sampler::Det(d) => out.fill(*d),
+            Sampler::Exp(d) => {
+                for o in out.iter_mut() {
+                    *o = d.sample(&mut self.rng);
+                }
+            }
+            _ => {
+                for o in out.iter_mut() {
+                    *o = self.sample_other();
+                }
+            }
         }
     }
 

@@ -11,7 +11,7 @@ use std::collections::BinaryHeap;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use super::{Arrival, Completion, Sink, Source};
+use super::{Arrival, Block, Completion, Sink, Source, BLOCK};
 
 /// Above this many workers the earliest-free worker is found with a heap, below by a scan.
 const SCAN_LIMIT: u32 = 32;
@@ -27,18 +27,53 @@ fn finish<S: Sink>(sink: &mut S, a: &Arrival, start: f64, end: f64) {
     });
 }
 
+/// Serves every arrival of `src` in order and hands each completion to `sink`: `serve(arrival
+/// time, service time)` runs the recursion and returns the request's start time.
+///
+/// The arrivals are drawn a [`Block`] at a time and served in two passes: the recursion over
+/// the block, then the completions to the sink. The first pass makes no call, so the
+/// recursion's state stays in registers (every floating-point register is lost across a
+/// call, and the sink's rare paths are calls); the second has no loop-carried state but
+/// the sink's own.
+#[inline(always)]
+fn serve_all<S: Sink>(src: &mut Source, sink: &mut S, mut serve: impl FnMut(f64, f64) -> f64) {
+    let mut b = Block::new();
+    let mut start = [0.0f64; BLOCK];
+    while src.fill(&mut b) > 0 {
+        let n = b.len.min(BLOCK);
+        for ((st, &t), &s) in start[..n].iter_mut().zip(&b.time[..n]).zip(&b.service[..n]) {
+            *st = serve(t, s);
+        }
+        for (j, (((&st, &t), &s), &c)) in start[..n]
+            .iter()
+            .zip(&b.time[..n])
+            .zip(&b.service[..n])
+            .zip(&b.class[..n])
+            .enumerate()
+        {
+            sink.record(&Completion {
+                index: b.first + j as u64,
+                class: c,
+                arrival_ns: t,
+                wait_ns: st - t,
+                response_ns: (st + s) - t,
+            });
+        }
+    }
+}
+
 /// One shared FIFO queue served by `workers`. Returns (completions, last completion time).
 pub(super) fn fifo<S: Sink>(src: &mut Source, workers: u32, sink: &mut S) -> (u64, f64) {
     let mut n = 0u64;
     let mut last = 0.0f64;
     if workers == 1 {
         let mut free = 0.0f64;
-        while let Some(a) = src.next() {
-            let start = if free > a.time { free } else { a.time };
-            free = start + a.service;
-            finish(sink, &a, start, free);
+        serve_all(src, sink, |t, s| {
+            let start = if free > t { free } else { t };
+            free = start + s;
             n += 1;
-        }
+            start
+        });
         return (n, free);
     }
     match workers {
@@ -54,17 +89,17 @@ pub(super) fn fifo<S: Sink>(src: &mut Source, workers: u32, sink: &mut S) -> (u6
     // Non-negative finite f64s order like their bit patterns, so a heap of u64 bits works.
     let mut free: BinaryHeap<Reverse<u64>> =
         (0..workers).map(|_| Reverse(0f64.to_bits())).collect();
-    while let Some(a) = src.next() {
+    serve_all(src, sink, |t, s| {
         let earliest = free.peek().map_or(0.0, |r| f64::from_bits(r.0));
-        let start = if earliest > a.time { earliest } else { a.time };
-        let end = start + a.service;
+        let start = if earliest > t { earliest } else { t };
+        let end = start + s;
         if let Some(mut top) = free.peek_mut() {
             *top = Reverse(end.to_bits());
         }
         last = last.max(end);
-        finish(sink, &a, start, end);
         n += 1;
-    }
+        start
+    });
     (n, last)
 }
 
@@ -72,56 +107,60 @@ pub(super) fn fifo<S: Sink>(src: &mut Source, workers: u32, sink: &mut S) -> (u6
 fn fifo_scan<S: Sink>(src: &mut Source, workers: u32, sink: &mut S) -> (u64, f64) {
     let (mut n, mut last) = (0u64, 0.0f64);
     let mut free = vec![0.0f64; workers as usize];
-    while let Some(a) = src.next() {
+    serve_all(src, sink, |t, s| {
         let (mut k, mut earliest) = (0, free[0]);
         for (i, &f) in free.iter().enumerate().skip(1) {
             if f < earliest {
                 (k, earliest) = (i, f);
             }
         }
-        let start = if earliest > a.time { earliest } else { a.time };
-        let end = start + a.service;
+        let start = if earliest > t { earliest } else { t };
+        let end = start + s;
         free[k] = end;
         last = last.max(end);
-        finish(sink, &a, start, end);
         n += 1;
-    }
+        start
+    });
     (n, last)
 }
 
-/// The earliest-free worker (the first of equals) without a branch per comparison: which
-/// worker frees first is random, and a mispredicted branch per comparison would cost more
-/// than the rest of the request.
-#[inline(always)]
-fn earliest<const N: usize>(free: &[f64; N]) -> (usize, f64) {
-    let (mut k, mut e) = (0, free[0]);
-    for (i, &f) in free.iter().enumerate().skip(1) {
-        let less = f < e;
-        k = if less { i } else { k };
-        e = if less { f } else { e };
-    }
-    (k, e)
-}
-
-/// [`fifo`] for `workers` ≤ `N` workers, in a fixed-size array: the slots past `workers` are
-/// never free (`+∞`), so never chosen, and the choice is the one a scan of `workers` makes.
+/// [`fifo`] for `workers` ≤ `N` workers, with the workers' free times in a sorted array, in
+/// registers: the earliest is the first, and the request's end replaces it by an insertion
+/// with a fixed network of `min`s and `max`es (no branch, no index computed). Slots past
+/// `workers` are never free (`+∞`) and stay at the end.
+///
+/// The recursion needs only the multiset of free times (a request starts at the earliest,
+/// whichever worker that is), so this serves every request as the scan does. Why: the scan
+/// found the earliest by a chain of comparisons and stored the end at a computed index, so
+/// each request waited for the previous one's store and chain; here the chain is a `max`, an
+/// add and a `min`.
 #[inline(always)]
 fn fifo_few<const N: usize, S: Sink>(src: &mut Source, workers: usize, sink: &mut S) -> (u64, f64) {
     let mut free = [f64::INFINITY; N];
     for f in free.iter_mut().take(workers) {
         *f = 0.0;
     }
-    let (mut n, mut last) = (0u64, 0.0f64);
-    while let Some(a) = src.next() {
-        let (k, e) = earliest(&free);
-        let start = if e > a.time { e } else { a.time };
-        let end = start + a.service;
-        free[k] = end;
-        last = last.max(end);
-        finish(sink, &a, start, end);
+    let mut n = 0u64;
+    serve_all(src, sink, |t, s| {
+        let e = free[0];
+        let start = if e > t { e } else { t };
+        let end = start + s;
+        // Drop free[0], insert `end` into the sorted rest: slot i takes the (i+1)-th
+        // smallest of free[1..] and `end`.
+        let mut next = [0.0f64; N];
+        next[0] = if free[1] < end { free[1] } else { end };
+        for i in 1..N - 1 {
+            let lo = if free[i] > end { free[i] } else { end };
+            next[i] = if free[i + 1] < lo { free[i + 1] } else { lo };
+        }
+        next[N - 1] = if free[N - 1] > end { free[N - 1] } else { end };
+        free = next;
         n += 1;
-    }
-    (n, last)
+        start
+    });
+    // Each worker's free time only grows, so the last completion is the latest of them (0 if
+    // none served): the last of the `workers` sorted real slots.
+    (n, free[workers - 1])
 }
 
 #[inline(always)]

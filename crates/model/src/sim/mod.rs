@@ -289,6 +289,66 @@ impl Source {
     }
 }
 
+/// Requests drawn ahead by [`Source::fill`].
+pub(crate) const BLOCK: usize = 256;
+
+/// Up to [`BLOCK`] consecutive arrivals, as columns: the simulator's recursions read them in
+/// a loop that makes no call, so their state stays in registers.
+pub(crate) struct Block {
+    /// Arrival index of the first.
+    pub first: u64,
+    pub len: usize,
+    pub time: [f64; BLOCK],
+    pub service: [f64; BLOCK],
+    pub class: [u8; BLOCK],
+}
+
+impl Block {
+    pub fn new() -> Self {
+        Self {
+            first: 0,
+            len: 0,
+            time: [0.0; BLOCK],
+            service: [0.0; BLOCK],
+            class: [0; BLOCK],
+        }
+    }
+}
+
+impl Source {
+    /// Replaces `b`'s contents with the next arrivals (the same ones, with the same times,
+    /// services and classes, as that many calls of [`Source::next`] return; connection ids
+    /// are not kept); returns how many, 0 when there are no more.
+    pub fn fill(&mut self, b: &mut Block) -> usize {
+        let want = (self.limit - self.next_index).min(BLOCK as u64) as usize;
+        // The gaps go in `time` first and are summed in place, in order, as `next` sums them.
+        let n = self.arrivals.fill_gaps_ns(&mut b.time[..want]);
+        let mut now = self.now;
+        for t in &mut b.time[..n] {
+            now += *t;
+            *t = now;
+        }
+        self.now = now;
+        self.service.fill_ns(&mut b.service[..n]);
+        let mut served = self.served_ns;
+        for s in &b.service[..n] {
+            served += s;
+        }
+        self.served_ns = served;
+        if self.classes.cumulative.is_empty() {
+            b.class[..n].fill(0);
+        } else {
+            for c in &mut b.class[..n] {
+                *c = self.classes.pick();
+            }
+        }
+        b.first = self.next_index;
+        b.len = n;
+        self.next_index += n as u64;
+        n
+    }
+}
+
 /// Draws class labels from the configured probabilities.
 struct ClassPicker {
     /// Cumulative probabilities; empty for a single class.
@@ -370,4 +430,101 @@ pub fn simulate<S: Sink>(cfg: &SimConfig, sink: &mut S) -> Result<SimOutcome, Mo
         offered_load: cfg.offered_load(),
         busy_fraction,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arrival::Trace;
+
+    fn cfg(arrival: ArrivalSpec, service: ServiceSpec, classes: Vec<f64>, n: u64) -> SimConfig {
+        SimConfig {
+            arrival,
+            rate_per_s: Some(15_000.0),
+            service,
+            workers: 2,
+            discipline: Discipline::Fifo,
+            class_probs: classes,
+            connections: None,
+            requests: n,
+            warmup_fraction: 0.0,
+            seed: 9,
+        }
+    }
+
+    #[test]
+    fn blocks_hold_the_arrivals_that_next_returns() {
+        let trace = Trace {
+            times_ns: (0..700u64).map(|i| i * i * 31).collect(),
+            conn: None,
+        };
+        let cases = [
+            // Exponential and deterministic, not a whole number of blocks.
+            cfg(
+                ArrivalSpec::Poisson,
+                ServiceSpec::Exponential { mean_ns: 50_000.0 },
+                Vec::new(),
+                1_000,
+            ),
+            cfg(
+                ArrivalSpec::Deterministic,
+                ServiceSpec::Deterministic { mean_ns: 50_000.0 },
+                Vec::new(),
+                512,
+            ),
+            // The out-of-line samplers and classes.
+            cfg(
+                ArrivalSpec::Lognormal { sigma: 1.0 },
+                ServiceSpec::Pareto {
+                    mean_ns: 50_000.0,
+                    shape: 2.5,
+                },
+                vec![0.25, 0.75],
+                900,
+            ),
+            // A trace that ends before `requests`, inside a block.
+            cfg(
+                ArrivalSpec::Trace(trace),
+                ServiceSpec::Exponential { mean_ns: 50_000.0 },
+                Vec::new(),
+                5_000,
+            ),
+        ];
+        for c in &cases {
+            let mut one = Source::new(c).unwrap();
+            let mut expected = Vec::new();
+            while let Some(a) = one.next() {
+                expected.push((a.index, a.class, a.time.to_bits(), a.service.to_bits()));
+            }
+            let mut blocks = Source::new(c).unwrap();
+            let mut b = Block::new();
+            let mut got = Vec::new();
+            while blocks.fill(&mut b) > 0 {
+                for j in 0..b.len {
+                    got.push((
+                        b.first + j as u64,
+                        b.class[j],
+                        b.time[j].to_bits(),
+                        b.service[j].to_bits(),
+                    ));
+                }
+            }
+            assert_eq!(got.len(), expected.len(), "{c:?}");
+            assert_eq!(got, expected, "{:?}", c.arrival);
+            assert_eq!(blocks.served_ns.to_bits(), one.served_ns.to_bits());
+            assert_eq!(blocks.now.to_bits(), one.now.to_bits());
+            // Both classes drawn where there are two.
+            if c.class_probs.len() == 2 {
+                assert!(got.iter().any(|g| g.1 == 1) && got.iter().any(|g| g.1 == 0));
+            }
+        }
+        // The trace ended at 700 requests, not at `requests`.
+        let mut src = Source::new(&cases[3]).unwrap();
+        let mut b = Block::new();
+        let mut total = 0;
+        while src.fill(&mut b) > 0 {
+            total += b.len;
+        }
+        assert_eq!(total, 700);
+    }
 }
