@@ -67,18 +67,7 @@ fn bare<const N: usize>(
         };
         let e = free[0];
         let end = (if e > t { e } else { t }) + s;
-        if N == 1 {
-            free[0] = end;
-        } else {
-            let mut next = [0.0f64; N];
-            next[0] = if free[1] < end { free[1] } else { end };
-            for i in 1..N - 1 {
-                let lo = if free[i] > end { free[i] } else { end };
-                next[i] = if free[i + 1] < lo { free[i + 1] } else { lo };
-            }
-            next[N - 1] = if free[N - 1] > end { free[N - 1] } else { end };
-            free = next;
-        }
+        model::sim::replace_earliest(&mut free, end);
         sum += end - t;
         if record {
             // Rounded to the ns as the simulator rounds (responses here are positive and far

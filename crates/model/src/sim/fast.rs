@@ -124,6 +124,27 @@ fn fifo_scan<S: Sink>(src: &mut Source, workers: u32, sink: &mut S) -> (u64, f64
     (n, last)
 }
 
+/// One Kiefer–Wolfowitz step on workers' free times sorted earliest first: the earliest
+/// (`free[0]`, the worker the request took) is replaced by the request's `end`, and the array
+/// stays sorted. A fixed network of `min`s and `max`es: slot i takes the (i+1)-th smallest of
+/// `free[1..]` and `end`. Public so that the simulator's limit (`examples/sim_limit.rs`)
+/// takes the very same step.
+#[inline(always)]
+pub fn replace_earliest<const N: usize>(free: &mut [f64; N], end: f64) {
+    if N == 1 {
+        free[0] = end;
+        return;
+    }
+    let mut next = [0.0f64; N];
+    next[0] = if free[1] < end { free[1] } else { end };
+    for i in 1..N - 1 {
+        let lo = if free[i] > end { free[i] } else { end };
+        next[i] = if free[i + 1] < lo { free[i + 1] } else { lo };
+    }
+    next[N - 1] = if free[N - 1] > end { free[N - 1] } else { end };
+    *free = next;
+}
+
 /// [`fifo`] for `workers` ≤ `N` workers, with the workers' free times in a sorted array, in
 /// registers: the earliest is the first, and the request's end replaces it by an insertion
 /// with a fixed network of `min`s and `max`es (no branch, no index computed). Slots past
@@ -144,17 +165,7 @@ fn fifo_few<const N: usize, S: Sink>(src: &mut Source, workers: usize, sink: &mu
     serve_all(src, sink, |t, s| {
         let e = free[0];
         let start = if e > t { e } else { t };
-        let end = start + s;
-        // Drop free[0], insert `end` into the sorted rest: slot i takes the (i+1)-th
-        // smallest of free[1..] and `end`.
-        let mut next = [0.0f64; N];
-        next[0] = if free[1] < end { free[1] } else { end };
-        for i in 1..N - 1 {
-            let lo = if free[i] > end { free[i] } else { end };
-            next[i] = if free[i + 1] < lo { free[i + 1] } else { lo };
-        }
-        next[N - 1] = if free[N - 1] > end { free[N - 1] } else { end };
-        free = next;
+        replace_earliest(&mut free, start + s);
         n += 1;
         start
     });

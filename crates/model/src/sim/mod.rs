@@ -10,6 +10,7 @@ mod event;
 mod fast;
 mod online;
 
+pub use fast::replace_earliest;
 pub use online::OnlineQueue;
 
 use std::str::FromStr;
