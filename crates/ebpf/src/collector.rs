@@ -23,12 +23,6 @@ use libbpf_rs::{MapCore, MapFlags, ObjectBuilder, PrintLevel, RingBufferBuilder}
 use crate::event::Event;
 use crate::EbpfError;
 
-/// The compiled programs (build.rs), aligned for the ELF parser.
-#[repr(C, align(8))]
-struct Aligned<T: ?Sized>(T);
-static OBJECT: &Aligned<[u8]> =
-    &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/stages.bpf.o")));
-
 /// Smallest and largest ring buffer (bytes; the kernel wants a power of two of pages).
 pub const MIN_RING_BYTES: usize = 1 << 20;
 pub const MAX_RING_BYTES: usize = 1 << 28;
@@ -137,6 +131,26 @@ pub(crate) fn update_map(
         .map_err(|e| load_error(&format!("filling map {name}"), e))
 }
 
+/// Slot `slot` of the loaded object's per-CPU array of u64 counters `name`, summed over the
+/// CPUs (0 when the map or the slot cannot be read).
+pub(crate) fn percpu_sum(obj: &libbpf_rs::Object, name: &str, slot: u32) -> u64 {
+    let Some(map) = obj.maps().find(|m| m.name() == name) else {
+        return 0;
+    };
+    match map.lookup_percpu(&slot.to_ne_bytes(), MapFlags::ANY) {
+        Ok(Some(per_cpu)) => per_cpu
+            .iter()
+            .filter_map(|v| v.get(..8))
+            .map(|b| {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(b);
+                u64::from_ne_bytes(a)
+            })
+            .sum(),
+        _ => 0,
+    }
+}
+
 /// Attaches every program the object loaded; the links detach them when dropped.
 pub(crate) fn attach_loaded(obj: &libbpf_rs::Object) -> Result<Vec<libbpf_rs::Link>, EbpfError> {
     let mut links = Vec::new();
@@ -204,7 +218,7 @@ impl Collector {
             .clamp(MIN_RING_BYTES, MAX_RING_BYTES)
             .next_power_of_two();
         let mut open = ObjectBuilder::default()
-            .open_memory(&OBJECT.0)
+            .open_memory(embedded_object!("stages.bpf.o"))
             .map_err(|e| load_error("opening the BPF object", e))?;
         // A call whose tracepoint this kernel lacks (an optional one) is not loaded; nor is
         // `epoll_pwait2` unless a server thread waits in it now. memcached, nginx, Redis and
@@ -318,26 +332,9 @@ impl Collector {
 
     /// The kernel side's counters, summed over CPUs.
     pub fn counters(&self) -> Counters {
-        let Some(map) = self.obj.maps().find(|m| m.name() == "counters") else {
-            return Counters::default();
-        };
-        let slot = |k: u32| -> u64 {
-            match map.lookup_percpu(&k.to_ne_bytes(), MapFlags::ANY) {
-                Ok(Some(per_cpu)) => per_cpu
-                    .iter()
-                    .filter_map(|v| v.get(..8))
-                    .map(|b| {
-                        let mut a = [0u8; 8];
-                        a.copy_from_slice(b);
-                        u64::from_ne_bytes(a)
-                    })
-                    .sum(),
-                _ => 0,
-            }
-        };
         Counters {
-            events: slot(0),
-            dropped: slot(1),
+            events: percpu_sum(&self.obj, "counters", 0),
+            dropped: percpu_sum(&self.obj, "counters", 1),
         }
     }
 

@@ -28,15 +28,11 @@ use std::time::{Duration, Instant};
 use libbpf_rs::{MapCore, MapFlags, ObjectBuilder, PrintLevel};
 
 use crate::collector::{
-    attach_loaded, enable_stats, keep_log, kernel_cost, load_error, update_map, KernelCost,
+    attach_loaded, enable_stats, keep_log, kernel_cost, load_error, percpu_sum, update_map,
+    KernelCost,
 };
 use crate::hist::Histogram;
 use crate::EbpfError;
-
-#[repr(C, align(8))]
-struct Aligned<T: ?Sized>(T);
-static OBJECT: &Aligned<[u8]> =
-    &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/contrib.bpf.o")));
 
 /// Histograms the map holds at most (`MAX_HISTS` in the program).
 pub const MAX_HISTS: usize = 1024;
@@ -192,7 +188,7 @@ impl ContribTimer {
         let config = config_value(cfg)?;
         libbpf_rs::set_print(Some((PrintLevel::Warn, keep_log)));
         let mut open = ObjectBuilder::default()
-            .open_memory(&OBJECT.0)
+            .open_memory(embedded_object!("contrib.bpf.o"))
             .map_err(|e| load_error("opening the BPF object", e))?;
         let mut vectors_missing = Vec::new();
         for mut prog in open.progs_mut() {
@@ -274,23 +270,7 @@ impl ContribTimer {
             });
         }
         out.sort_by_key(|m| (m.cpu, m.kind, m.id));
-        let counter = |slot: u32| -> u64 {
-            let Some(m) = self.obj.maps().find(|m| m.name() == "counters") else {
-                return 0;
-            };
-            match m.lookup_percpu(&slot.to_ne_bytes(), MapFlags::ANY) {
-                Ok(Some(per_cpu)) => per_cpu
-                    .iter()
-                    .filter_map(|v| v.get(..8))
-                    .map(|b| {
-                        let mut a = [0u8; 8];
-                        a.copy_from_slice(b);
-                        u64::from_ne_bytes(a)
-                    })
-                    .sum(),
-                _ => 0,
-            }
-        };
+        let counter = |slot: u32| percpu_sum(&self.obj, "counters", slot);
         let totals = ContribTotals {
             recorded: counter(0),
             no_slot: counter(1),

@@ -49,11 +49,6 @@ use crate::collector::{
 };
 use crate::EbpfError;
 
-#[repr(C, align(8))]
-struct Aligned<T: ?Sized>(T);
-static OBJECT: &Aligned<[u8]> =
-    &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/irqcount.bpf.o")));
-
 /// Slot 0 of the counts: every row counted.
 pub const TOTAL: u32 = 0;
 
@@ -175,7 +170,7 @@ fn attach_point_present(name: &str) -> bool {
 fn load(possible: usize) -> Result<(libbpf_rs::Object, Vec<String>), EbpfError> {
     libbpf_rs::set_print(Some((PrintLevel::Warn, keep_log)));
     let mut open = ObjectBuilder::default()
-        .open_memory(&OBJECT.0)
+        .open_memory(embedded_object!("irqcount.bpf.o"))
         .map_err(|e| load_error("opening the BPF object", e))?;
     let entries = u32::try_from(possible)
         .map_err(|_| EbpfError::Config(format!("{possible} possible CPUs")))?;

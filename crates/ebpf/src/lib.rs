@@ -90,6 +90,18 @@
 //! not mounted (it mounts it at `/sys/kernel/tracing` when root), a missing tracepoint
 //! (`sock:sock_*_length` arrived in Linux 6.3) — and the caller runs without eBPF stages.
 
+/// A BPF object the build script compiled (`OUT_DIR/NAME`), embedded aligned for libbpf's
+/// ELF parser: `&'static [u8]`.
+macro_rules! embedded_object {
+    ($name:literal) => {{
+        #[repr(C, align(8))]
+        struct Aligned<T: ?Sized>(T);
+        static OBJECT: &Aligned<[u8]> =
+            &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/", $name)));
+        &OBJECT.0
+    }};
+}
+
 pub mod collector;
 pub mod contrib;
 pub mod event;

@@ -328,8 +328,9 @@ static __always_inline int sys_enter(__u8 cls, __u64 buf, __u64 addr)
 	return 0;
 }
 
-// Return of a watched call: a read or write that moved bytes on a socket is one event.
-static __always_inline int sys_exit(long ret)
+// The current thread's state when it is a traced server thread inside a watched call, else
+// NULL. Other processes' calls leave at the filter (an array), before the hash lookup.
+static __always_inline struct tstate *in_call(void)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	if (!tracked(id))
@@ -337,6 +338,15 @@ static __always_inline int sys_exit(long ret)
 	__u32 tid = (__u32)id;
 	struct tstate *s = bpf_map_lookup_elem(&threads, &tid);
 	if (!s || !s->call.kind)
+		return 0;
+	return s;
+}
+
+// Return of a watched call: a read or write that moved bytes on a socket is one event.
+static __always_inline int sys_exit(long ret)
+{
+	struct tstate *s = in_call();
+	if (!s)
 		return 0;
 	struct inflight *f = &s->call;
 	__u64 now = bpf_ktime_get_ns();
@@ -348,7 +358,7 @@ static __always_inline int sys_exit(long ret)
 		e.ts = now;
 		e.enter = f->enter;
 		e.sk = f->sk;
-		e.tid = tid;
+		e.tid = (__u32)bpf_get_current_pid_tgid();
 		e.seq = f->seq;
 		e.bytes = f->bytes;
 		e.lport = f->lport;
@@ -407,11 +417,7 @@ WATCH(epoll_pwait2, CLS_EPOLL)
 // The socket a read or write system call used, and the bytes it moved.
 static __always_inline void on_sock_length(struct bpf_raw_tracepoint_args *ctx, __u8 kind)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	if (!tracked(id))
-		return;
-	__u32 tid = (__u32)id;
-	struct tstate *s = bpf_map_lookup_elem(&threads, &tid);
+	struct tstate *s = in_call();
 	if (!s || s->call.kind != kind)
 		return;
 	struct inflight *f = &s->call;
@@ -516,11 +522,7 @@ int on_data_ready(struct bpf_raw_tracepoint_args *ctx)
 SEC("raw_tp/net_dev_queue")
 int on_dev_queue(struct bpf_raw_tracepoint_args *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	if (!tracked(id))
-		return 0;
-	__u32 tid = (__u32)id;
-	struct tstate *s = bpf_map_lookup_elem(&threads, &tid);
+	struct tstate *s = in_call();
 	if (!s || s->call.kind != CLS_WRITE)
 		return 0;
 	struct inflight *f = &s->call;
