@@ -116,6 +116,28 @@ pub(crate) fn keep_log(_level: PrintLevel, msg: String) {
     }
 }
 
+/// Opens an embedded BPF object (libbpf's messages kept for errors) with only the programs
+/// `keep` accepts by name set to load (a tracepoint this kernel lacks, say); returns it and
+/// the names of the programs left out.
+pub(crate) fn open_object(
+    bytes: &'static [u8],
+    keep: impl Fn(&str) -> bool,
+) -> Result<(libbpf_rs::OpenObject, Vec<String>), EbpfError> {
+    libbpf_rs::set_print(Some((PrintLevel::Warn, keep_log)));
+    let mut open = ObjectBuilder::default()
+        .open_memory(bytes)
+        .map_err(|e| load_error("opening the BPF object", e))?;
+    let mut left_out = Vec::new();
+    for mut prog in open.progs_mut() {
+        let name = prog.name().to_string_lossy().into_owned();
+        if !keep(&name) {
+            prog.set_autoload(false);
+            left_out.push(name);
+        }
+    }
+    Ok((open, left_out))
+}
+
 /// Sets `key` to `value` in the loaded object's map `name`.
 pub(crate) fn update_map(
     obj: &libbpf_rs::Object,
@@ -212,14 +234,10 @@ impl Collector {
                 "no server process or thread to trace".into(),
             ));
         }
-        libbpf_rs::set_print(Some((PrintLevel::Warn, keep_log)));
         let ring = cfg
             .ring_bytes
             .clamp(MIN_RING_BYTES, MAX_RING_BYTES)
             .next_power_of_two();
-        let mut open = ObjectBuilder::default()
-            .open_memory(embedded_object!("stages.bpf.o"))
-            .map_err(|e| load_error("opening the BPF object", e))?;
         // A call whose tracepoint this kernel lacks (an optional one) is not loaded; nor is
         // `epoll_pwait2` unless a server thread waits in it now. memcached, nginx, Redis and
         // the built-in server wait in `epoll_wait`; the one caller of `epoll_pwait2` here is
@@ -232,25 +250,21 @@ impl Collector {
             cfg.thread_prefix.as_ref(),
             crate::support::NR_EPOLL_PWAIT2,
         );
-        for mut prog in open.progs_mut() {
-            let name = prog.name().to_string_lossy().into_owned();
+        let (mut open, _) = open_object(embedded_object!("stages.bpf.o"), |name| {
             let call = name
                 .strip_prefix("enter_")
                 .or_else(|| name.strip_prefix("exit_"));
-            if let Some(call) = call {
-                let side = if name.starts_with("enter_") {
-                    "enter"
-                } else {
-                    "exit"
-                };
-                let tp = format!("sys_{side}_{call}");
-                if !crate::support::has_tracepoint("syscalls", &tp)
-                    || (call == "epoll_pwait2" && !pwait2)
-                {
-                    prog.set_autoload(false);
-                }
-            }
-        }
+            let Some(call) = call else {
+                return true;
+            };
+            let side = if name.starts_with("enter_") {
+                "enter"
+            } else {
+                "exit"
+            };
+            crate::support::has_tracepoint("syscalls", &format!("sys_{side}_{call}"))
+                && (call != "epoll_pwait2" || pwait2)
+        })?;
         for mut m in open.maps_mut() {
             if m.name() == "events" {
                 let n = u32::try_from(ring).unwrap_or(u32::MAX);

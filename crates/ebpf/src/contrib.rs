@@ -25,10 +25,10 @@
 use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
-use libbpf_rs::{MapCore, MapFlags, ObjectBuilder, PrintLevel};
+use libbpf_rs::{MapCore, MapFlags};
 
 use crate::collector::{
-    attach_loaded, enable_stats, keep_log, kernel_cost, load_error, percpu_sum, update_map,
+    attach_loaded, enable_stats, kernel_cost, load_error, open_object, percpu_sum, update_map,
     KernelCost,
 };
 use crate::hist::Histogram;
@@ -186,27 +186,21 @@ impl ContribTimer {
             )));
         }
         let config = config_value(cfg)?;
-        libbpf_rs::set_print(Some((PrintLevel::Warn, keep_log)));
-        let mut open = ObjectBuilder::default()
-            .open_memory(embedded_object!("contrib.bpf.o"))
-            .map_err(|e| load_error("opening the BPF object", e))?;
-        let mut vectors_missing = Vec::new();
-        for mut prog in open.progs_mut() {
-            let name = prog.name().to_string_lossy().into_owned();
+        // A vector is timed only where both its entry and exit tracepoints exist.
+        let (open, left_out) = open_object(embedded_object!("contrib.bpf.o"), |name| {
             let stem = name
                 .strip_prefix("vec_entry_")
                 .or_else(|| name.strip_prefix("vec_exit_"));
-            if let Some(stem) = stem {
-                let has = crate::support::has_tracepoint("irq_vectors", &format!("{stem}_entry"))
-                    && crate::support::has_tracepoint("irq_vectors", &format!("{stem}_exit"));
-                if !has {
-                    prog.set_autoload(false);
-                    if name.starts_with("vec_entry_") {
-                        vectors_missing.push(stem.to_string());
-                    }
-                }
-            }
-        }
+            stem.is_none_or(|stem| {
+                crate::support::has_tracepoint("irq_vectors", &format!("{stem}_entry"))
+                    && crate::support::has_tracepoint("irq_vectors", &format!("{stem}_exit"))
+            })
+        })?;
+        let vectors_missing = left_out
+            .iter()
+            .filter_map(|name| name.strip_prefix("vec_entry_"))
+            .map(str::to_string)
+            .collect();
         let obj = open
             .load()
             .map_err(|e| load_error("loading the contributor programs", e))?;

@@ -42,10 +42,10 @@
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::ptr::NonNull;
 
-use libbpf_rs::{MapCore, ObjectBuilder, PrintLevel};
+use libbpf_rs::MapCore;
 
 use crate::collector::{
-    attach_loaded, enable_stats, keep_log, kernel_cost, load_error, KernelCost,
+    attach_loaded, enable_stats, kernel_cost, load_error, open_object, KernelCost,
 };
 use crate::EbpfError;
 
@@ -168,23 +168,13 @@ fn attach_point_present(name: &str) -> bool {
 }
 
 fn load(possible: usize) -> Result<(libbpf_rs::Object, Vec<String>), EbpfError> {
-    libbpf_rs::set_print(Some((PrintLevel::Warn, keep_log)));
-    let mut open = ObjectBuilder::default()
-        .open_memory(embedded_object!("irqcount.bpf.o"))
-        .map_err(|e| load_error("opening the BPF object", e))?;
+    let (mut open, missing) =
+        open_object(embedded_object!("irqcount.bpf.o"), attach_point_present)?;
     let entries = u32::try_from(possible)
         .map_err(|_| EbpfError::Config(format!("{possible} possible CPUs")))?;
     for mut map in open.maps_mut().filter(|m| m.name() == "counts") {
         map.set_max_entries(entries)
             .map_err(|e| load_error("sizing the counts", e))?;
-    }
-    let mut missing = Vec::new();
-    for mut prog in open.progs_mut() {
-        let name = prog.name().to_string_lossy().into_owned();
-        if !attach_point_present(&name) {
-            prog.set_autoload(false);
-            missing.push(name);
-        }
     }
     let obj = open
         .load()
