@@ -519,10 +519,10 @@ pub fn calibration(w: &mut dyn Write, url: &str, c: &lab::Calibration) -> io::Re
     )?;
     writeln!(
         w,
-        "  open-loop overload at {:.0} req/s completed {:.0} req/s (peak / that = {:.3})",
+        "  the peak is what an open-loop overload at {:.0} req/s completed on the best step; that step made {:.0} req/s in the search (÷ the peak = {:.3})",
         c.overload_offered_rps,
-        c.overload_completed_rps,
-        c.peak_rps / c.overload_completed_rps.max(f64::MIN_POSITIVE)
+        c.best.rate_rps,
+        c.best_vs_confirmation()
     )?;
     let steps: Vec<String> = c
         .steps
