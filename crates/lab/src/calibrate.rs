@@ -585,15 +585,16 @@ fn calibration_of(f: Found, workers: u32, obs: &dyn Observer) -> Calibration {
     let w = f64::from(workers);
     // The confirmation measures the chosen step again, longer and without choosing: the
     // peak. (The best step is the largest of several short, noisy ones: biased upwards.)
-    let peak = if completed > 0.0 {
-        completed
+    let (peak, from) = if completed > 0.0 {
+        (
+            completed,
+            format!("what the open-loop overload at {offered:.0} req/s completed on the best step"),
+        )
     } else {
-        best.rate_rps
-    };
-    let from = if completed > 0.0 {
-        format!("what the open-loop overload at {offered:.0} req/s completed on the best step")
-    } else {
-        "the best step (no confirmation: stopped)".into()
+        (
+            best.rate_rps,
+            "the best step (no confirmation: stopped)".to_string(),
+        )
     };
     obs.note(&format!(
         "peak {peak:.0} req/s: {from} ({} × {} in flight, {:.0} req/s in the search); without batching {:.0} req/s (gain {:.2}×)",

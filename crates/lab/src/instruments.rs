@@ -289,12 +289,10 @@ pub(crate) fn generator_instrument(g: &load::GeneratorCost, cpus: &[usize]) -> I
             // Only when the catch-up benchmark's testing knob injected pauses (see
             // `load::engine::inject`): each pause's catch-up ÷ its length, the figure the
             // generator ceiling's bound is checked on (bench/generator.sh).
-            if !g.injected_pauses.is_empty() {
-                let mut r: Vec<f64> = g.injected_pauses.iter().map(|p| p.ratio()).collect();
-                r.sort_by(f64::total_cmp);
-                d["injected_pauses"] = r.len().into();
-                d["injected_catch_up_ratio_median"] = r[r.len() / 2].into();
-                d["injected_catch_up_ratio_max"] = r[r.len() - 1].into();
+            if let Some((median, max)) = g.injected_ratios() {
+                d["injected_pauses"] = g.injected_pauses.len().into();
+                d["injected_catch_up_ratio_median"] = median.into();
+                d["injected_catch_up_ratio_max"] = max.into();
             }
             d
         }),

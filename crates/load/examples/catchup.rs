@@ -48,8 +48,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let run = run_open_loop(&cfg, &factory, &stop, &|_, _| {})?;
     let g = &run.summary.generator;
     let p = &g.injected_pauses;
-    let ratios: Vec<f64> = p.iter().map(|x| x.ratio()).collect();
-    let max_ratio = ratios.iter().copied().fold(f64::NAN, f64::max);
+    let (ratio_median, max_ratio) = g.injected_ratios().unwrap_or((f64::NAN, f64::NAN));
     let us = |f: &dyn Fn(&load::InjectedPause) -> u64| {
         median(p.iter().map(|x| f(x) as f64 / 1e3).collect())
     };
@@ -69,7 +68,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "pauses={} ratio_median={:.4} ratio_max={:.4} catch_up_us={:.1} pause_us={:.1} due={:.0} sends={} writes={} ok={} requests={} lateness_p99_us={:.1}",
         p.len(),
-        median(ratios),
+        ratio_median,
         max_ratio,
         us(&|x| x.catch_up_ns),
         us(&|x| x.pause_ns),

@@ -97,6 +97,20 @@ impl GeneratorCost {
         (self.sends > 0).then(|| self.busy_ns as f64 / self.sends as f64)
     }
 
+    /// The injected pauses' catch-up ÷ pause ([`InjectedPause::ratio`]): the median (the
+    /// mean of the middle two for an even count) and the largest; None without pauses.
+    pub fn injected_ratios(&self) -> Option<(f64, f64)> {
+        let mut r: Vec<f64> = self.injected_pauses.iter().map(|p| p.ratio()).collect();
+        r.sort_by(f64::total_cmp);
+        let (n, last) = (r.len(), *r.last()?);
+        let median = if n % 2 == 1 {
+            r[n / 2]
+        } else {
+            (r[n / 2 - 1] + r[n / 2]) / 2.0
+        };
+        Some((median, last))
+    }
+
     /// The rate one core could send at this cost per request, req/s.
     pub fn ceiling_per_core_rps(&self) -> Option<f64> {
         self.busy_per_request_ns()
@@ -237,6 +251,21 @@ mod tests {
         assert_eq!(a.busy_per_request_ns(), Some(2_000.0));
         assert_eq!(a.ceiling_per_core_rps(), Some(500_000.0));
         assert_eq!(GeneratorCost::default().ceiling_per_core_rps(), None);
+    }
+
+    #[test]
+    fn injected_pauses_give_their_median_and_largest_ratio() {
+        let pause = |catch_up_ns| InjectedPause {
+            pause_ns: 1_000_000,
+            due: 100,
+            catch_up_ns,
+        };
+        let mut g = GeneratorCost::default();
+        assert_eq!(g.injected_ratios(), None);
+        g.injected_pauses = vec![pause(40_000), pause(10_000), pause(30_000)];
+        assert_eq!(g.injected_ratios(), Some((0.03, 0.04)));
+        g.injected_pauses.push(pause(20_000));
+        assert_eq!(g.injected_ratios(), Some((0.025, 0.04)));
     }
 
     #[test]
