@@ -25,8 +25,9 @@ pub struct FastHist {
     counts: Vec<u64>,
 }
 
+/// The counting-array index of `v`.
 #[inline(always)]
-fn index_of(v: u64) -> usize {
+pub(crate) fn index_of(v: u64) -> usize {
     let bucket = LZ_BASE - (v | SUB_MASK).leading_zeros();
     let sub = v >> bucket;
     (((u64::from(bucket) + 1) << HALF_MAG) + sub - HALF) as usize
@@ -53,6 +54,13 @@ impl FastHist {
             Some(c) => *c += 1,
             None => self.grow_and_record(i),
         }
+    }
+
+    /// The counts, indexed by [`index_of`], for a loop that increments them itself (and
+    /// calls [`FastHist::record`] for a value whose index is past the end).
+    #[inline(always)]
+    pub(crate) fn counts_mut(&mut self) -> &mut [u64] {
+        &mut self.counts
     }
 
     #[cold]
