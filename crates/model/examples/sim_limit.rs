@@ -70,9 +70,8 @@ fn bare<const N: usize>(
         model::sim::replace_earliest(&mut free, end);
         sum += end - t;
         if record {
-            // Rounded to the ns as the simulator rounds (responses here are positive and far
-            // below 2^63 ns).
-            h.record((end - t + 0.5) as i64 as u64);
+            // Rounded to the ns and counted as the simulator's collector does.
+            h.record_ns(end - t);
         }
     }
     sum

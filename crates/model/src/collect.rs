@@ -9,7 +9,7 @@
 
 use stats::{Recorder, Summary, STANDARD_QUANTILES};
 
-use crate::fasthist::{index_of, FastHist};
+use crate::fasthist::{index_of_ns, to_ns, FastHist};
 use crate::sim::{Completion, Run, Sink};
 
 /// Records simulated latencies after the warm-up.
@@ -54,42 +54,6 @@ type BatchQuantiles = Vec<[f64; 5]>;
 pub const BATCHES: usize = 20;
 /// Fewer recorded requests than this per batch and no batch-means interval is made.
 const MIN_BATCH: u64 = 100;
-
-/// Rounds a non-negative time to whole nanoseconds (negatives from rounding error, and NaN,
-/// become 0).
-///
-/// Without a branch on the sign: waits are 0 for a share 1 − ρ of the requests, at random, and
-/// a mispredicted branch per request costs more than the rest of the recording. Below 2⁶³ the
-/// signed conversion (one instruction on x86-64) gives the unsigned one's integer; 2⁶³ ns is
-/// 292 years. `max` returns 0 for NaN, as the comparison it replaces did.
-///
-/// The rare path is a call: as a select, the compiler computed both conversions for every
-/// value (the unsigned one is a dozen instructions).
-#[inline(always)]
-fn to_ns(x: f64) -> u64 {
-    match to_ns_below_2_63(x) {
-        Some(v) => v,
-        None => to_ns_large((x + 0.5).max(0.0)),
-    }
-}
-
-/// [`to_ns`] of a time below 2⁶³ ns; `None` above.
-#[inline(always)]
-fn to_ns_below_2_63(x: f64) -> Option<u64> {
-    const SIGNED_MAX: f64 = 9.2e18;
-    let y = (x + 0.5).max(0.0);
-    if y < SIGNED_MAX {
-        Some(y as i64 as u64)
-    } else {
-        None
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn to_ns_large(y: f64) -> u64 {
-    y as u64
-}
 
 impl Collector {
     /// A collector for a run of `total_requests`, discarding the first
@@ -303,10 +267,9 @@ impl Collector {
             let (t, st, s) = (time[k], start[k], service[k]);
             // As `Run::get` computes them.
             let (w, r) = (st - t, (st + s) - t);
-            let (Some(rn), Some(wn)) = (to_ns_below_2_63(r), to_ns_below_2_63(w)) else {
+            let (Some(ri), Some(wi)) = (index_of_ns(r), index_of_ns(w)) else {
                 break;
             };
-            let (ri, wi) = (index_of(rn), index_of(wn));
             if ri >= rc.len() || wi >= wc.len() {
                 break;
             }
