@@ -10,7 +10,7 @@
 use stats::{Recorder, Summary, STANDARD_QUANTILES};
 
 use crate::fasthist::{index_of_ns, to_ns, FastHist};
-use crate::sim::{Completion, Run, Sink};
+use crate::sim::{serve_then_record, Completion, Run, Sink, ToServe};
 
 /// Records simulated latencies after the warm-up.
 #[derive(Debug)]
@@ -244,37 +244,46 @@ impl Collector {
 }
 
 impl Collector {
-    /// Records completions `from..end` of `run` into the current batch's histograms, all
+    /// Records requests `from..end` of a block into the current batch's histograms, all
     /// after the warm-up and in the current batch, until one needs the general path (a count
-    /// array to grow, a time of 2⁶³ ns or more); returns where it stopped (`end` if done).
+    /// array to grow, a time of 2⁶³ ns or more). `times(k)` gives request k's arrival and
+    /// start times and is called once for each, in order (it may be the queue's recursion,
+    /// see [`Sink::serve_run`]). Returns where it stopped (`end` if done) and, if before
+    /// `end`, the times of that request, not recorded.
     ///
     /// Why: the loop makes no call, and the sums and counters are locals, so they stay in
     /// registers (through `&mut self` in [`Sink::record`] they went to memory and back on every
     /// request, a loop-carried chain of store-to-load forwardings longer than the rest of the
     /// recording). The same values are recorded in the same order as [`Sink::record`] does.
     #[inline(always)]
-    fn record_batched(&mut self, run: &Run, from: usize, end: usize) -> usize {
-        let (time, start, service) = (
-            &run.arrival_ns[..end],
-            &run.start_ns[..end],
-            &run.service_ns[..end],
-        );
+    fn record_batched<F: FnMut(usize) -> (f64, f64)>(
+        &mut self,
+        service: &[f64],
+        from: usize,
+        end: usize,
+        times: &mut F,
+    ) -> (usize, Option<(f64, f64)>) {
+        let service = &service[..end];
         let (mut sum_r, mut sum_w) = (self.sum_response_ns, self.sum_wait_ns);
         let rc = self.cur_response.counts_mut();
         let wc = self.cur_wait.counts_mut();
         let mut k = from;
+        let mut stopped = None;
         while k < end {
-            let (t, st, s) = (time[k], start[k], service[k]);
-            // As `Run::get` computes them.
+            let (t, st) = times(k);
+            let s = service[k];
+            // As `Completion::served` computes them.
             let (w, r) = (st - t, (st + s) - t);
-            let (Some(ri), Some(wi)) = (index_of_ns(r), index_of_ns(w)) else {
-                break;
-            };
-            if ri >= rc.len() || wi >= wc.len() {
-                break;
+            match (index_of_ns(r), index_of_ns(w)) {
+                (Some(ri), Some(wi)) if ri < rc.len() && wi < wc.len() => {
+                    rc[ri] += 1;
+                    wc[wi] += 1;
+                }
+                _ => {
+                    stopped = Some((t, st));
+                    break;
+                }
             }
-            rc[ri] += 1;
-            wc[wi] += 1;
             sum_r += r;
             sum_w += w;
             k += 1;
@@ -284,37 +293,82 @@ impl Collector {
         let done = (k - from) as u64;
         self.recorded += done;
         self.batch_left -= done;
-        k
+        (k, stopped)
     }
-}
 
-impl Sink for Collector {
+    /// Records requests `first..first + service.len()`, whose times `times(j)` gives (called
+    /// once for each, in order), with [`Collector::record_batched`]: the fast path of
+    /// [`Sink::record_run`] and [`Sink::serve_run`], for one class in batches.
     #[inline(always)]
-    fn record_run(&mut self, run: &Run) {
-        let n = run.len();
-        // The warm-up requests of the run are skipped.
-        let mut j = usize::try_from(self.warmup.saturating_sub(run.first))
+    fn record_block<F: FnMut(usize) -> (f64, f64)>(
+        &mut self,
+        first: u64,
+        service: &[f64],
+        class: &[u8],
+        mut times: F,
+    ) {
+        let n = service.len().min(class.len());
+        // The warm-up requests are served, not recorded.
+        let skip = usize::try_from(self.warmup.saturating_sub(first))
             .unwrap_or(usize::MAX)
             .min(n);
-        if !self.batched || !self.class_response.is_empty() {
-            for k in j..n {
-                self.record(&run.get(k));
-            }
-            return;
+        for j in 0..skip {
+            times(j);
         }
+        let mut j = skip;
         while j < n {
             if self.batch_left == 0 {
                 self.next_batch();
             }
             let left = usize::try_from(self.batch_left).unwrap_or(usize::MAX);
             let end = n.min(j.saturating_add(left));
-            j = self.record_batched(run, j, end);
-            if j < end {
+            let (k, stopped) = self.record_batched(service, j, end, &mut times);
+            j = k;
+            if let Some((t, st)) = stopped {
                 // The rare case that stopped the fast loop (in this batch, which has room).
-                self.record(&run.get(j));
+                let index = first + j as u64;
+                self.record(&Completion::served(index, class[j], t, st, service[j]));
                 j += 1;
             }
         }
+    }
+
+    /// Whether [`Collector::record_block`] applies: one class, recorded in batches.
+    fn blocks_apply(&self) -> bool {
+        self.batched && self.class_response.is_empty()
+    }
+}
+
+impl Sink for Collector {
+    #[inline(always)]
+    fn record_run(&mut self, run: &Run) {
+        if !self.blocks_apply() {
+            for j in 0..run.len() {
+                self.record(&run.get(j));
+            }
+            return;
+        }
+        let n = run.len();
+        let (time, start) = (&run.arrival_ns[..n], &run.start_ns[..n]);
+        self.record_block(run.first, &run.service_ns[..n], &run.class[..n], |k| {
+            (time[k], start[k])
+        });
+    }
+
+    /// Serves in the recording loop when [`Collector::record_block`] applies.
+    #[inline(always)]
+    fn serve_run<F: FnMut(usize) -> (f64, f64)>(&mut self, block: ToServe, serve: F) {
+        if !self.blocks_apply() {
+            serve_then_record(self, block, serve);
+            return;
+        }
+        let n = block.len();
+        self.record_block(
+            block.first,
+            &block.service_ns[..n],
+            &block.class[..n],
+            serve,
+        );
     }
 
     #[inline(always)]
@@ -434,6 +488,30 @@ mod tests {
         (t, st, s, c)
     }
 
+    /// Asserts that two collectors recorded the same.
+    fn assert_same(a: &mut Collector, b: &mut Collector, classes: usize) {
+        assert_eq!(a.recorded(), b.recorded());
+        assert_eq!(
+            a.mean_response_ns().to_bits(),
+            b.mean_response_ns().to_bits()
+        );
+        assert_eq!(a.mean_wait_ns().to_bits(), b.mean_wait_ns().to_bits());
+        assert_eq!(a.response().histogram(), b.response().histogram());
+        assert_eq!(a.wait().histogram(), b.wait().histogram());
+        assert_eq!(a.response().values(), b.response().values());
+        assert_eq!(a.wait().values(), b.wait().values());
+        let (aq, bq) = (a.batch_q.clone(), b.batch_q.clone());
+        assert_eq!(format!("{aq:?}"), format!("{bq:?}"));
+        for k in 0..classes {
+            let r = a.class_response(k).map(|r| r.len());
+            assert_eq!(r, b.class_response(k).map(|r| r.len()));
+        }
+        assert_eq!(
+            format!("{:?}", a.summarize(0.95)),
+            format!("{:?}", b.summarize(0.95))
+        );
+    }
+
     #[test]
     fn a_run_records_as_its_completions_one_by_one() {
         let n = 50_000;
@@ -447,8 +525,11 @@ mod tests {
             (0.0, 1, 0, 1_000),
         ] {
             let total = total as u64;
+            // Two alike, as reading sorts an exact recorder's values.
             let mut one = Collector::new(total, warmup, classes, exact_limit);
+            let mut one2 = Collector::new(total, warmup, classes, exact_limit);
             let mut runs = Collector::new(total, warmup, classes, exact_limit);
+            let mut served = Collector::new(total, warmup, classes, exact_limit);
             let mut first = 0;
             // Runs of every length up to a block, cut anywhere.
             let mut len = 1;
@@ -463,31 +544,30 @@ mod tests {
                 };
                 for j in 0..run.len() {
                     one.record(&run.get(j));
+                    one2.record(&run.get(j));
                 }
                 runs.record_run(&run);
+                let (mut arrival, mut start) = (vec![0.0; end - first], vec![0.0; end - first]);
+                let block = ToServe {
+                    first: first as u64,
+                    service_ns: &s[first..end],
+                    class: &c[first..end],
+                    arrival_ns: &mut arrival,
+                    start_ns: &mut start,
+                };
+                // Every request served once, in order.
+                let mut next = 0;
+                served.serve_run(block, |j| {
+                    assert_eq!(j, next);
+                    next += 1;
+                    (t[first + j], st[first + j])
+                });
+                assert_eq!(next, end - first);
                 first = end;
                 len = len * 7 % 257;
             }
-            assert_eq!(runs.recorded(), one.recorded());
-            assert_eq!(
-                runs.mean_response_ns().to_bits(),
-                one.mean_response_ns().to_bits()
-            );
-            assert_eq!(runs.mean_wait_ns().to_bits(), one.mean_wait_ns().to_bits());
-            assert_eq!(runs.response().histogram(), one.response().histogram());
-            assert_eq!(runs.wait().histogram(), one.wait().histogram());
-            assert_eq!(runs.response().values(), one.response().values());
-            assert_eq!(runs.wait().values(), one.wait().values());
-            let (rq, oq) = (runs.batch_q.clone(), one.batch_q.clone());
-            assert_eq!(format!("{rq:?}"), format!("{oq:?}"));
-            for k in 0..classes {
-                let r = runs.class_response(k).map(|r| r.len());
-                assert_eq!(r, one.class_response(k).map(|r| r.len()));
-            }
-            assert_eq!(
-                format!("{:?}", runs.summarize(0.95)),
-                format!("{:?}", one.summarize(0.95))
-            );
+            assert_same(&mut runs, &mut one, classes);
+            assert_same(&mut served, &mut one2, classes);
         }
     }
 }

@@ -38,5 +38,8 @@ pub use collect::Collector;
 pub use error::ModelError;
 pub use fasthist::FastHist;
 pub use service::{parse_empirical, ServiceGen, ServiceSpec, MAX_SERVICE_NS};
-pub use sim::{simulate, Completion, Discipline, OnlineQueue, Run, SimConfig, SimOutcome, Sink};
+pub use sim::{
+    serve_then_record, simulate, Completion, Discipline, OnlineQueue, Run, SimConfig, SimOutcome,
+    Sink, ToServe,
+};
 pub use units::{format_duration_ns, parse_count, parse_duration_ns, MAX_DURATION_NS};

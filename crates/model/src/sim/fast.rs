@@ -11,7 +11,7 @@ use std::collections::BinaryHeap;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use super::{arrive, Arrival, Block, Completion, Run, Sink, Source, BLOCK};
+use super::{arrive, Arrival, Block, Completion, Sink, Source, ToServe, BLOCK};
 
 /// Above this many workers the earliest-free worker is found with a heap, below by a scan.
 const SCAN_LIMIT: u32 = 32;
@@ -27,56 +27,58 @@ fn finish<S: Sink>(sink: &mut S, a: &Arrival, start: f64, end: f64) {
     });
 }
 
-/// Serves every arrival of `src` in order and hands each completion to `sink`: `serve(arrival
-/// time, service time)` runs the recursion and returns the request's start time.
+/// Serves every arrival of `src` in order and hands each completion to `sink`: `step(state,
+/// arrival time, service time)` runs the recursion on `state` and returns the request's start
+/// time. Returns the number of requests served and the final state.
 ///
-/// The arrivals are drawn a [`Block`] at a time and served in two passes: the recursion over
-/// the block (which also turns the gaps into arrival times and sums the work), then the
-/// completions to the sink as one [`Run`]. The first pass makes no call, so the recursion's
-/// state stays in registers (every floating-point register is lost across a call, and the
-/// sink's rare paths are calls), and its three chains of dependent additions overlap; the
-/// second has no loop-carried state but the sink's own, which [`Sink::record_run`] can keep
-/// in registers.
+/// The arrivals are drawn a [`Block`] at a time (a loop of its own: the variates' rare paths
+/// are calls), then served and recorded by [`Sink::serve_run`], which for the collector is
+/// one loop without calls: the recursion, the arrival clock and the work sum (chains of
+/// dependent operations) overlap with the recording. The state is a local here, stepped by a
+/// function without captures, and the requests are counted by block: a count captured by
+/// reference from the caller was incremented in memory on every request.
 #[inline(always)]
-fn serve_all<S: Sink>(src: &mut Source, sink: &mut S, mut serve: impl FnMut(f64, f64) -> f64) {
+fn serve_all<S: Sink, R>(
+    src: &mut Source,
+    sink: &mut S,
+    mut state: R,
+    step: impl Fn(&mut R, f64, f64) -> f64,
+) -> (u64, R) {
     let mut b = Block::new();
-    let mut start = [0.0f64; BLOCK];
+    let (mut arrival, mut start) = ([0.0f64; BLOCK], [0.0f64; BLOCK]);
+    let mut served_requests = 0u64;
     while src.fill_gaps(&mut b) > 0 {
         let n = b.len.min(BLOCK);
         // The gaps become arrival times here, beside the recursion (see `Source::fill_gaps`).
         let (mut now, mut served) = (src.now, src.served_ns);
-        for ((st, t), &s) in start[..n]
-            .iter_mut()
-            .zip(&mut b.time[..n])
-            .zip(&b.service[..n])
-        {
-            *t = arrive(&mut now, &mut served, *t, s);
-            *st = serve(*t, s);
-        }
-        (src.now, src.served_ns) = (now, served);
-        sink.record_run(&Run {
+        let (gap, service) = (&b.time[..n], &b.service[..n]);
+        let block = ToServe {
             first: b.first,
-            arrival_ns: &b.time[..n],
-            start_ns: &start[..n],
-            service_ns: &b.service[..n],
+            service_ns: service,
             class: &b.class[..n],
+            arrival_ns: &mut arrival[..n],
+            start_ns: &mut start[..n],
+        };
+        // `serve_run` calls this once for each request, in order.
+        sink.serve_run(block, |j| {
+            let t = arrive(&mut now, &mut served, gap[j], service[j]);
+            (t, step(&mut state, t, service[j]))
         });
+        (src.now, src.served_ns) = (now, served);
+        served_requests += n as u64;
     }
+    (served_requests, state)
 }
 
 /// One shared FIFO queue served by `workers`. Returns (completions, last completion time).
 pub(super) fn fifo<S: Sink>(src: &mut Source, workers: u32, sink: &mut S) -> (u64, f64) {
-    let mut n = 0u64;
-    let mut last = 0.0f64;
     if workers == 1 {
-        let mut free = 0.0f64;
-        serve_all(src, sink, |t, s| {
-            let start = if free > t { free } else { t };
-            free = start + s;
-            n += 1;
+        // The worker's free time.
+        return serve_all(src, sink, 0.0f64, |free, t, s| {
+            let start = if *free > t { *free } else { t };
+            *free = start + s;
             start
         });
-        return (n, free);
     }
     match workers {
         2 => return fifo_few::<2, S>(src, 2, sink),
@@ -89,17 +91,15 @@ pub(super) fn fifo<S: Sink>(src: &mut Source, workers: u32, sink: &mut S) -> (u6
         return fifo_scan(src, workers, sink);
     }
     // Non-negative finite f64s order like their bit patterns, so a heap of u64 bits works.
-    let mut free: BinaryHeap<Reverse<u64>> =
-        (0..workers).map(|_| Reverse(0f64.to_bits())).collect();
-    serve_all(src, sink, |t, s| {
+    let free: BinaryHeap<Reverse<u64>> = (0..workers).map(|_| Reverse(0f64.to_bits())).collect();
+    let (n, (_, last)) = serve_all(src, sink, (free, 0.0f64), |(free, last), t, s| {
         let earliest = free.peek().map_or(0.0, |r| f64::from_bits(r.0));
         let start = if earliest > t { earliest } else { t };
         let end = start + s;
         if let Some(mut top) = free.peek_mut() {
             *top = Reverse(end.to_bits());
         }
-        last = last.max(end);
-        n += 1;
+        *last = last.max(end);
         start
     });
     (n, last)
@@ -107,9 +107,8 @@ pub(super) fn fifo<S: Sink>(src: &mut Source, workers: u32, sink: &mut S) -> (u6
 
 /// [`fifo`] with the workers' free times in a vector, scanned for the earliest.
 fn fifo_scan<S: Sink>(src: &mut Source, workers: u32, sink: &mut S) -> (u64, f64) {
-    let (mut n, mut last) = (0u64, 0.0f64);
-    let mut free = vec![0.0f64; workers as usize];
-    serve_all(src, sink, |t, s| {
+    let free = vec![0.0f64; workers as usize];
+    let (n, (_, last)) = serve_all(src, sink, (free, 0.0f64), |(free, last), t, s| {
         let (mut k, mut earliest) = (0, free[0]);
         for (i, &f) in free.iter().enumerate().skip(1) {
             if f < earliest {
@@ -119,8 +118,7 @@ fn fifo_scan<S: Sink>(src: &mut Source, workers: u32, sink: &mut S) -> (u64, f64
         let start = if earliest > t { earliest } else { t };
         let end = start + s;
         free[k] = end;
-        last = last.max(end);
-        n += 1;
+        *last = last.max(end);
         start
     });
     (n, last)
@@ -163,12 +161,10 @@ fn fifo_few<const N: usize, S: Sink>(src: &mut Source, workers: usize, sink: &mu
     for f in free.iter_mut().take(workers) {
         *f = 0.0;
     }
-    let mut n = 0u64;
-    serve_all(src, sink, |t, s| {
+    let (n, free) = serve_all(src, sink, free, |free, t, s| {
         let e = free[0];
         let start = if e > t { e } else { t };
-        replace_earliest(&mut free, start + s);
-        n += 1;
+        replace_earliest(free, start + s);
         start
     });
     // Each worker's free time only grows, so the last completion is the latest of them (0 if

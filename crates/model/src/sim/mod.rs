@@ -146,15 +146,83 @@ impl Run<'_> {
     /// computed here, once, for every sink.
     #[inline(always)]
     pub fn get(&self, j: usize) -> Completion {
-        let (t, st, s) = (self.arrival_ns[j], self.start_ns[j], self.service_ns[j]);
+        Completion::served(
+            self.first + j as u64,
+            self.class[j],
+            self.arrival_ns[j],
+            self.start_ns[j],
+            self.service_ns[j],
+        )
+    }
+}
+
+impl Completion {
+    /// Request `index` of `class`, which arrived at `arrival_ns`, started at `start_ns` and was
+    /// served for `service_ns`: the wait and the response computed as every FIFO path
+    /// computes them.
+    #[inline(always)]
+    pub fn served(index: u64, class: u8, arrival_ns: f64, start_ns: f64, service_ns: f64) -> Self {
         Completion {
-            index: self.first + j as u64,
-            class: self.class[j],
-            arrival_ns: t,
-            wait_ns: st - t,
-            response_ns: (st + s) - t,
+            index,
+            class,
+            arrival_ns,
+            wait_ns: start_ns - arrival_ns,
+            response_ns: (start_ns + service_ns) - arrival_ns,
         }
     }
+}
+
+/// Consecutive requests for [`Sink::serve_run`] to serve and record: requests `first + j`,
+/// served for `service_ns[j]`, of class `class[j]`; `arrival_ns` and `start_ns` are room for
+/// their times (what the default method fills). All four columns have the same length.
+#[derive(Debug)]
+pub struct ToServe<'a> {
+    pub first: u64,
+    pub service_ns: &'a [f64],
+    pub class: &'a [u8],
+    pub arrival_ns: &'a mut [f64],
+    pub start_ns: &'a mut [f64],
+}
+
+impl ToServe<'_> {
+    /// Requests to serve.
+    pub fn len(&self) -> usize {
+        self.arrival_ns
+            .len()
+            .min(self.start_ns.len())
+            .min(self.service_ns.len())
+            .min(self.class.len())
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// What [`Sink::serve_run`] does by default: serves every request of `block` into its arrival
+/// and start columns, then hands them to [`Sink::record_run`].
+#[inline(always)]
+pub fn serve_then_record<S: Sink, F: FnMut(usize) -> (f64, f64)>(
+    sink: &mut S,
+    block: ToServe,
+    mut serve: F,
+) {
+    let n = block.len();
+    for (j, (t, st)) in block.arrival_ns[..n]
+        .iter_mut()
+        .zip(&mut block.start_ns[..n])
+        .enumerate()
+    {
+        (*t, *st) = serve(j);
+    }
+    sink.record_run(&Run {
+        first: block.first,
+        arrival_ns: &block.arrival_ns[..n],
+        start_ns: &block.start_ns[..n],
+        service_ns: &block.service_ns[..n],
+        class: &block.class[..n],
+    });
 }
 
 /// Receives every completion, warm-up included, possibly out of arrival order.
@@ -171,6 +239,22 @@ pub trait Sink {
         for j in 0..run.len() {
             self.record(&run.get(j));
         }
+    }
+
+    /// Serves the requests of `block` and records their completions, in order: `serve(j)`
+    /// runs the queue's recursion for request `block.first + j` and returns its arrival and
+    /// start times; it must be called once for each `j`, in order (warm-up requests included).
+    /// The default is [`serve_then_record`]: the whole block served, then recorded.
+    ///
+    /// Why: a sink whose recording loop makes no call can serve in the same loop, so that
+    /// the recursion's chain of dependent operations overlaps with the recording; in two
+    /// passes, each waits for the other.
+    #[inline(always)]
+    fn serve_run<F: FnMut(usize) -> (f64, f64)>(&mut self, block: ToServe, serve: F)
+    where
+        Self: Sized,
+    {
+        serve_then_record(self, block, serve);
     }
 }
 
