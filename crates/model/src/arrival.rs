@@ -474,9 +474,14 @@ impl ArrivalGen {
     pub fn fill_gaps_ns(&mut self, out: &mut [f64]) -> usize {
         match &mut self.gaps {
             Gaps::Exp(d) => {
+                // A local copy of the generator, stored back once: stepped through `self`,
+                // its state was stored to memory after every variate (the ziggurat's rare path
+                // is a call).
+                let (d, mut rng) = (*d, self.rng.clone());
                 for o in out.iter_mut() {
-                    *o = d.sample(&mut self.rng);
+                    *o = d.sample(&mut rng);
                 }
+                self.rng = rng;
                 out.len()
             }
             Gaps::Det(g) => {

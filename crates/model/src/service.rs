@@ -283,9 +283,14 @@ impl ServiceGen {
         match &self.sampler {
             Sampler::Det(d) => out.fill(*d),
             Sampler::Exp(d) => {
+                // A local copy of the generator, stored back once: stepped through `self`,
+                // its state was stored to memory after every variate (the ziggurat's rare path
+                // is a call).
+                let (d, mut rng) = (*d, self.rng.clone());
                 for o in out.iter_mut() {
-                    *o = d.sample(&mut self.rng);
+                    *o = d.sample(&mut rng);
                 }
+                self.rng = rng;
             }
             _ => {
                 for o in out.iter_mut() {
