@@ -41,16 +41,21 @@ const MANTISSA_SHIFT: u32 = 52 - HALF_MAG;
 /// Those bits minus this are the index (see [`index_of_f64`]).
 const EXPONENT_OFFSET: u64 = (1023 + HALF_MAG as u64 - 1) << HALF_MAG;
 
-/// `index_of(y as u64)` (the index of `y`'s whole part) for `0 ≤ y < 2⁶⁴`, not NaN, from the
-/// bits of `y`.
+/// The indices of all u64 values are below this (that of `u64::MAX` is one less), so the
+/// count arrays never grow past it.
+const INDICES: usize = (LZ_BASE as usize + 2) << HALF_MAG;
+
+/// For `y ≥ 0`, not NaN: `index_of(y as u64)` (the index of `y`'s whole part) if `y < 2⁶⁴`,
+/// else an index of [`INDICES`] or more (never a count's), from the bits of `y`.
 ///
 /// Why: at 2¹¹ and above, the sub-bucket boundaries are whole numbers, so `y` and its whole
 /// part share a sub-bucket, and an f64's exponent and top mantissa bits are that sub-bucket's
 /// bucket and position: one shift and one subtraction, without the conversion to an integer
-/// and the leading-zero count. Below 2¹¹ the index is the whole part itself.
+/// and the leading-zero count. Below 2¹¹ the index is the whole part itself (converted as
+/// u16: branch-free, the compiler clamps in the float domain; above 2¹¹ it is not used).
 #[inline(always)]
 pub(crate) fn index_of_f64(y: f64) -> usize {
-    let small = usize::from(y.min(LINEAR) as u16);
+    let small = usize::from(y as u16);
     let large = (y.to_bits() >> MANTISSA_SHIFT).wrapping_sub(EXPONENT_OFFSET) as usize;
     if y < LINEAR {
         small
@@ -88,16 +93,16 @@ fn to_ns_large(y: f64) -> u64 {
     y as u64
 }
 
-/// `index_of(to_ns(x))` when `to_ns(x)` is below 2⁶³ (else `None`), without the integer:
-/// the rounding of [`to_ns`], then [`index_of_f64`].
+/// `index_of(to_ns(x))`, or an index of [`INDICES`] or more when `x` rounds to 2⁶⁴ ns or
+/// more (where `to_ns` saturates: that value goes through `record(to_ns(x))`): the rounding
+/// of [`to_ns`], then [`index_of_f64`], without the integer.
+///
+/// Why no check against `to_ns`'s signed limit: from there (just under 2⁶³) to 2⁶⁴ `to_ns`
+/// converts unsigned, to the same whole number, and above, the index is past every count
+/// array (which the caller checks anyway), so one bounds check covers both.
 #[inline(always)]
-pub(crate) fn index_of_ns(x: f64) -> Option<usize> {
-    let y = (x + 0.5).max(0.0);
-    if y < TO_NS_SIGNED_MAX {
-        Some(index_of_f64(y))
-    } else {
-        None
-    }
+pub(crate) fn index_of_ns(x: f64) -> usize {
+    index_of_f64((x + 0.5).max(0.0))
 }
 
 /// The lowest value of bucket-array index `i` (the inverse of [`index_of`] on that value).
@@ -127,7 +132,7 @@ impl FastHist {
     /// as 0): the same as `record(to_ns(x))`, for less (see [`index_of_f64`]).
     #[inline(always)]
     pub fn record_ns(&mut self, x: f64) {
-        match index_of_ns(x).and_then(|i| self.counts.get_mut(i)) {
+        match self.counts.get_mut(index_of_ns(x)) {
             Some(c) => *c += 1,
             None => self.record_ns_slow(x),
         }
@@ -149,8 +154,12 @@ impl FastHist {
     #[cold]
     #[inline(never)]
     fn grow_and_record(&mut self, i: usize) {
-        // Room for this value and a few times it: values of a run grow rarely.
-        let want = (i + 1).max(2 * self.counts.len()).max(4 * HALF as usize);
+        // Room for this value and a few times it (values of a run grow rarely), but never
+        // past the last index, so that larger ones are out of bounds (see `index_of_ns`).
+        let want = (i + 1)
+            .max(2 * self.counts.len())
+            .max(4 * HALF as usize)
+            .min(INDICES);
         self.counts.resize(want, 0);
         self.counts[i] += 1;
     }
@@ -211,22 +220,38 @@ mod tests {
             let y = f64::from_bits(rng.gen_range(0..(1.8e19f64).to_bits()));
             ys.push(y);
         }
-        for &y in ys.iter().filter(|y| **y >= 0.0 && **y < 1.8e19) {
-            assert_eq!(index_of_f64(y), index_of(y as u64), "{y}");
+        for &y in ys.iter().filter(|y| **y >= 0.0) {
+            if y < 18446744073709551616.0 {
+                assert_eq!(index_of_f64(y), index_of(y as u64), "{y}");
+            } else {
+                assert!(index_of_f64(y) >= INDICES, "{y}");
+            }
         }
+        assert!(index_of_f64(f64::INFINITY) >= INDICES);
         // record_ns is record(to_ns(..)), for times of every kind.
         let (mut a, mut b) = (FastHist::default(), FastHist::default());
         let xs = ys
             .iter()
             .map(|y| y - 0.5)
             .chain(ys.iter().map(|y| y * 1e-3));
-        for x in xs.chain([-1.0, -1e-9, f64::NAN, 1e19, f64::INFINITY, 9.3e18, 1.85e19]) {
+        let edges = [
+            -1.0,
+            -1e-9,
+            f64::NAN,
+            1e19,
+            f64::INFINITY,
+            9.3e18,
+            1.85e19,
+            1e300,
+        ];
+        for x in xs.chain(edges) {
             a.record_ns(x);
             b.record(to_ns(x));
         }
         assert_eq!(a.counts, b.counts);
         // Every index up to that of u64::MAX (bucket 53).
         assert_eq!(index_of(u64::MAX), 55 * 1024 - 1);
+        assert_eq!(INDICES, 55 * 1024);
         for i in 0..55 * 1024 {
             assert_eq!(index_of(lowest_of(i)), i, "{i}");
         }
