@@ -42,6 +42,9 @@ pub struct CollectorConfig {
     pub ports: Vec<u16>,
     /// Ring buffer size, bytes (rounded up to a power of two within the limits above).
     pub ring_bytes: usize,
+    /// Attach the programs only in windows that keep their cost within a budget (None:
+    /// attached for the collector's whole life).
+    pub sampling: Option<crate::sampling::Sampling>,
 }
 
 /// The kernel side's counters.
@@ -67,6 +70,37 @@ pub struct KernelCost {
     pub misses: u64,
     /// Per program: (name, runs, ns).
     pub programs: Vec<(String, u64, u64)>,
+}
+
+/// The watched system calls' numbers on this architecture and their classes (`CLS_*` in
+/// the programs), for the raw pair's `calls` map: the calls of [`crate::support::SYSCALLS`],
+/// `epoll_pwait2` only when `pwait2` (see [`Collector::start`]).
+fn call_classes(pwait2: bool) -> Vec<(u32, u8)> {
+    const READ: u8 = 1;
+    const WRITE: u8 = 2;
+    const EPOLL: u8 = 3;
+    const RECVFROM: u8 = 4;
+    const RECVMSG: u8 = 5;
+    let mut v = vec![
+        (libc::SYS_read, READ),
+        (libc::SYS_readv, READ),
+        (libc::SYS_recvfrom, RECVFROM),
+        (libc::SYS_recvmsg, RECVMSG),
+        (libc::SYS_recvmmsg, READ),
+        (libc::SYS_write, WRITE),
+        (libc::SYS_writev, WRITE),
+        (libc::SYS_sendto, WRITE),
+        (libc::SYS_sendmsg, WRITE),
+        (libc::SYS_sendmmsg, WRITE),
+        (libc::SYS_sendfile, WRITE),
+        (libc::SYS_epoll_pwait, EPOLL),
+    ];
+    #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+    v.push((libc::SYS_epoll_wait, EPOLL));
+    if pwait2 {
+        v.push((crate::support::NR_EPOLL_PWAIT2 as libc::c_long, EPOLL));
+    }
+    v.into_iter().map(|(nr, c)| (nr as u32, c)).collect()
 }
 
 /// Most server processes traced (`MAX_TGIDS` in the programs).
@@ -173,10 +207,17 @@ pub(crate) fn percpu_sum(obj: &libbpf_rs::Object, name: &str, slot: u32) -> u64 
     }
 }
 
-/// Attaches every program the object loaded; the links detach them when dropped.
-pub(crate) fn attach_loaded(obj: &libbpf_rs::Object) -> Result<Vec<libbpf_rs::Link>, EbpfError> {
+/// Attaches every program the object loaded whose name `pick` accepts; the links detach
+/// them when dropped.
+pub(crate) fn attach_loaded(
+    obj: &libbpf_rs::Object,
+    pick: impl Fn(&str) -> bool,
+) -> Result<Vec<libbpf_rs::Link>, EbpfError> {
     let mut links = Vec::new();
-    for prog in obj.progs_mut().filter(|p| p.autoload()) {
+    for prog in obj
+        .progs_mut()
+        .filter(|p| p.autoload() && pick(&p.name().to_string_lossy()))
+    {
         let name = prog.name().to_string_lossy().into_owned();
         let link = prog
             .attach()
@@ -201,18 +242,71 @@ pub(crate) fn load_error(what: &str, e: libbpf_rs::Error) -> EbpfError {
     ))
 }
 
+/// The loaded programs and the links that attach them, shared with the sampling thread.
+pub(crate) struct Programs {
+    // Field order is drop order: the links go before the object they belong to.
+    links: Mutex<Vec<libbpf_rs::Link>>,
+    /// The link of the program that stays attached outside the windows (forks: a server's
+    /// new process must be in the filter when the next window opens).
+    fork: Option<libbpf_rs::Link>,
+    pub(crate) obj: libbpf_rs::Object,
+}
+
+/// The program that follows the server's forks (attached for the collector's whole life).
+const FORK_PROGRAM: &str = "on_fork";
+
+impl Programs {
+    /// Attaches every loaded program but the fork follower (already attached) after
+    /// forgetting every thread's state: a call entered while the programs were detached
+    /// must not return with the state of one before. Returns CLOCK_MONOTONIC after the last
+    /// attach: every event from then on is seen.
+    pub(crate) fn attach(&self) -> Result<u64, EbpfError> {
+        let mut links = self
+            .links
+            .lock()
+            .map_err(|_| EbpfError::Read("the programs' lock was poisoned".into()))?;
+        links.clear();
+        if let Some(map) = self.obj.maps().find(|m| m.name() == "threads") {
+            let keys: Vec<Vec<u8>> = map.keys().collect();
+            for k in keys {
+                // A key gone meanwhile (the thread exited) is what we wanted anyway.
+                let _ = map.delete(&k);
+            }
+        }
+        *links = attach_loaded(&self.obj, |name| name != FORK_PROGRAM)?;
+        Ok(host::clock::mono_now_ns())
+    }
+
+    /// Detaches the programs (the fork follower stays); returns CLOCK_MONOTONIC before the
+    /// first detach: every event until then was seen.
+    pub(crate) fn detach(&self) -> u64 {
+        let at = host::clock::mono_now_ns();
+        if let Ok(mut links) = self.links.lock() {
+            links.clear();
+        }
+        at
+    }
+
+    fn attached(&self) -> usize {
+        self.links.lock().map(|l| l.len()).unwrap_or(0) + usize::from(self.fork.is_some())
+    }
+}
+
 /// The loaded and attached programs of one run; detached when dropped.
 pub struct Collector {
-    // Field order is drop order: the links go before the object they belong to.
-    links: Vec<libbpf_rs::Link>,
+    // Field order is drop order: the sampling thread stops first, the ring goes before the
+    // object it reads.
+    sampler: Option<crate::sampling::Sampler>,
     ring: libbpf_rs::RingBuffer<'static>,
-    obj: libbpf_rs::Object,
+    programs: Arc<Programs>,
     received: Arc<Mutex<Vec<Event>>>,
     /// Keeps the kernel's BPF run-time statistics on while it is open.
     stats: Option<OwnedFd>,
     /// Records that did not parse (a kernel/user layout mismatch would show here).
     malformed: Arc<Mutex<u64>>,
     started: Instant,
+    /// Records dropped because no window saw them whole.
+    outside: u64,
     /// Keeps the kernel's receive stamping on (None: the socket could not ask for it).
     _stamping: Option<std::net::UdpSocket>,
 }
@@ -250,13 +344,27 @@ impl Collector {
             cfg.thread_prefix.as_ref(),
             crate::support::NR_EPOLL_PWAIT2,
         );
+        // Sampled, the calls are watched on the raw pair (detached in well under a
+        // millisecond); attached throughout, on their own tracepoints (cheaper per call).
+        let sampled = cfg.sampling.is_some();
+        if sampled && !crate::support::has_tracepoint("raw_syscalls", "sys_enter") {
+            return Err(EbpfError::Config(
+                "sampled stages need the raw_syscalls:sys_enter and sys_exit tracepoints".into(),
+            ));
+        }
         let (mut open, _) = open_object(embedded_object!("stages.bpf.o"), |name| {
+            if name.starts_with("raw_sys_") {
+                return sampled;
+            }
             let call = name
                 .strip_prefix("enter_")
                 .or_else(|| name.strip_prefix("exit_"));
             let Some(call) = call else {
                 return true;
             };
+            if sampled {
+                return false;
+            }
             let side = if name.starts_with("enter_") {
                 "enter"
             } else {
@@ -283,6 +391,11 @@ impl Collector {
             update("ports", &u32::from(*p).to_ne_bytes(), &[1])?;
         }
         update("filter", &0u32.to_ne_bytes(), &filter_value(cfg)?)?;
+        if sampled {
+            for (nr, class) in call_classes(pwait2) {
+                update("calls", &nr.to_ne_bytes(), &[class])?;
+            }
+        }
         let received = Arc::new(Mutex::new(Vec::new()));
         let malformed = Arc::new(Mutex::new(0u64));
         let ring = {
@@ -312,15 +425,29 @@ impl Collector {
                 .map_err(|e| load_error("opening the ring buffer", e))?
         };
         let stats = enable_stats();
-        let links = attach_loaded(&obj)?;
-        Ok(Collector {
-            links,
-            ring,
+        let fork = attach_loaded(&obj, |name| name == FORK_PROGRAM)?.pop();
+        let programs = Arc::new(Programs {
+            links: Mutex::new(Vec::new()),
+            fork,
             obj,
+        });
+        let attached = programs.attach()?;
+        let sampler = cfg
+            .sampling
+            .clone()
+            .map(|s| {
+                crate::sampling::Sampler::start(s, Arc::clone(&programs), attached, stats.is_some())
+            })
+            .transpose()?;
+        Ok(Collector {
+            sampler,
+            ring,
+            programs,
             received,
             stats,
             malformed,
             started: Instant::now(),
+            outside: 0,
             _stamping: stamping_socket(),
         })
     }
@@ -335,6 +462,14 @@ impl Collector {
             .received
             .lock()
             .map_err(|_| EbpfError::Read("ring buffer callback panicked".into()))?;
+        if let Some(s) = &self.sampler {
+            // Only what a window saw whole: the programs attach and detach one by one, so
+            // records from around the edges may lack their other halves.
+            let windows = s.windows();
+            let before = got.len();
+            got.retain(|e| crate::sampling::inside(&windows, e.ts));
+            self.outside += (before - got.len()) as u64;
+        }
         let n = got.len();
         let offset = host::tstamp::ClockMap::sample().offset_ns();
         for e in got.iter_mut() {
@@ -344,17 +479,37 @@ impl Collector {
         Ok(n)
     }
 
+    /// The sampling windows so far (empty without sampling: attached throughout).
+    pub fn windows(&self) -> Vec<crate::sampling::Window> {
+        self.sampler
+            .as_ref()
+            .map(|s| s.windows())
+            .unwrap_or_default()
+    }
+
+    /// Forgets windows that closed before `horizon` (CLOCK_MONOTONIC ns).
+    pub fn forget_windows_before(&self, horizon: u64) {
+        if let Some(s) = &self.sampler {
+            s.forget_before(horizon);
+        }
+    }
+
+    /// What the sampling did so far (None without sampling).
+    pub fn sampling(&self) -> Option<crate::sampling::SamplingReport> {
+        self.sampler.as_ref().map(|s| s.report(self.outside))
+    }
+
     /// The kernel side's counters, summed over CPUs.
     pub fn counters(&self) -> Counters {
         Counters {
-            events: percpu_sum(&self.obj, "counters", 0),
-            dropped: percpu_sum(&self.obj, "counters", 1),
+            events: percpu_sum(&self.programs.obj, "counters", 0),
+            dropped: percpu_sum(&self.programs.obj, "counters", 1),
         }
     }
 
     /// The programs' runs and time in the kernel so far.
     pub fn kernel_cost(&self) -> KernelCost {
-        kernel_cost(&self.obj, self.stats.is_some())
+        kernel_cost(&self.programs.obj, self.stats.is_some())
     }
 
     /// Records that did not parse.
@@ -362,9 +517,14 @@ impl Collector {
         self.malformed.lock().map(|n| *n).unwrap_or(0)
     }
 
-    /// Programs attached.
+    /// Programs loaded (attached in each window, or throughout).
+    pub fn loaded(&self) -> usize {
+        self.programs.obj.progs().filter(|p| p.autoload()).count()
+    }
+
+    /// Programs attached now (with sampling, between windows only the fork follower).
     pub fn programs(&self) -> usize {
-        self.links.len()
+        self.programs.attached()
     }
 
     /// How long the programs have been attached.
@@ -379,7 +539,7 @@ pub(crate) fn kernel_cost(obj: &libbpf_rs::Object, measured: bool) -> KernelCost
         measured,
         ..KernelCost::default()
     };
-    for prog in obj.progs() {
+    for prog in obj.progs().filter(|p| p.autoload()) {
         let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
         let mut len = std::mem::size_of_val(&info) as u32;
         let fd = prog.as_fd();

@@ -210,7 +210,7 @@ impl ContribTimer {
         }
         update("config", &0u32.to_ne_bytes(), &config)?;
         let stats = enable_stats();
-        let links = attach_loaded(&obj)?;
+        let links = attach_loaded(&obj, |_| true)?;
         Ok(ContribTimer {
             links,
             obj,

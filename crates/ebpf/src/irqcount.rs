@@ -217,7 +217,7 @@ impl HardIrqCounter {
         };
         let counts = Mapping::new(&map_fd, possible * NWORDS)?;
         let stats = if measure { enable_stats() } else { None };
-        let links = attach_loaded(&obj)?;
+        let links = attach_loaded(&obj, |_| true)?;
         Ok(HardIrqCounter {
             counts,
             _links: links,

@@ -19,7 +19,7 @@
 //!
 //! | tracepoint | for the server's threads (tgid or tid filter) |
 //! |---|---|
-//! | `syscalls:sys_enter_CALL` / `sys_exit_CALL`, one program per call (not `raw_syscalls:*`, which run a program on every system call of every process) | entry and return (and, for UDP reads, the datagram's source port and first bytes from the caller's buffers) of `epoll_wait`/`epoll_pwait[2]` (`epoll_pwait2` only when a server thread waits in it as the run starts: otherwise its one caller is tailscope's generator), `read`/`readv`/`recvfrom`/`recvmsg`/`recvmmsg`, `write`/`writev`/`sendto`/`sendmsg`/`sendmmsg`/`sendfile64` (memcached: `read` + `sendmsg`, UDP `recvfrom` + `sendmsg`; nginx: `recvfrom` + `writev` + `sendfile`; Redis: `read` + `write`, checked with strace) |
+//! | `syscalls:sys_enter_CALL` / `sys_exit_CALL`, one program per call, when attached throughout; `raw_syscalls:sys_enter` / `sys_exit` (the call's class from a map of numbers) when sampled in windows ([`sampling`]: they run on every system call of every process, but detach in ~2 ms where the per-call ones take 50–90 ms each) | entry and return (and, for UDP reads, the datagram's source port and first bytes from the caller's buffers) of `epoll_wait`/`epoll_pwait[2]` (`epoll_pwait2` only when a server thread waits in it as the run starts: otherwise its one caller is tailscope's generator), `read`/`readv`/`recvfrom`/`recvmsg`/`recvmmsg`, `write`/`writev`/`sendto`/`sendmsg`/`sendmmsg`/`sendfile64` (memcached: `read` + `sendmsg`, UDP `recvfrom` + `sendmsg`; nginx: `recvfrom` + `writev` + `sendfile`; Redis: `read` + `write`, checked with strace) |
 //! | `sock:sock_recv_length` / `sock_send_length` | which socket a read or write used, its bytes, and (TCP) the stream position after it (`copied_seq`, `write_seq`) |
 //! | `sock:sk_data_ready` | data reached a socket on the server's port: the protocol stack's end (Tales' T2); the receive stamp of the packet just queued (`skb->tstamp` of the receive queue's tail: the stack's entry, T1); TCP: `rcv_nxt`; UDP: the queued datagram's client port and request id |
 //! | `net:net_dev_queue` | a write's packet handed to the device (T6; the software transmit stamp's point) |
@@ -108,11 +108,13 @@ pub mod event;
 pub mod hist;
 pub mod irqcount;
 pub mod join;
+pub mod sampling;
 pub mod support;
 
 pub use collector::{Collector, CollectorConfig, Counters, KernelCost};
 pub use event::{Event, Kind, Proto};
 pub use join::{JoinStats, Joiner, Matched, Request};
+pub use sampling::{Sampling, SamplingReport, Window};
 pub use support::Unsupported;
 
 /// What can go wrong while collecting.

@@ -160,3 +160,109 @@ fn tcp_and_udp_echo_requests_are_all_matched() {
     assert!(stack_ns[stack_ns.len() / 2] > 0, "median stack time 0");
     drop(c);
 }
+
+/// Sampled collection against the real kernel: with a budget far below what the programs
+/// cost, they are attached in windows; every record drained lies in one, and every request
+/// a window saw whole (sent after it opened, answered before it closed) is matched.
+#[test]
+fn sampled_windows_keep_whole_requests_and_stay_within_the_budget() {
+    ebpf::support::check().expect("this host must support the eBPF collector (root, BTF, tracefs)");
+    const REQS: usize = 12_000;
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let tport = l.local_addr().unwrap().port();
+    let (tx, rx) = mpsc::channel();
+    let server = std::thread::spawn(move || {
+        tx.send(gettid()).unwrap();
+        let (mut s, _) = l.accept().unwrap();
+        let mut buf = [0u8; 16];
+        for _ in 0..REQS {
+            s.read_exact(&mut buf).unwrap();
+            s.write_all(&buf).unwrap();
+        }
+    });
+    let tid = rx.recv().unwrap();
+    // 1 % of a CPU: attached, the programs spend ~1.5 % (a few µs per request, a request
+    // every ~150 µs), and each window's attach and detach ~3 ms of the sampler's CPU, so
+    // the sampler must detach them most of the time.
+    let mut sampling = ebpf::Sampling::new(0.01, 1);
+    sampling.min_window = Duration::from_millis(20);
+    let mut c = Collector::start(&CollectorConfig {
+        tids: vec![tid],
+        ports: vec![tport],
+        ring_bytes: 1 << 22,
+        sampling: Some(sampling),
+        ..CollectorConfig::default()
+    })
+    .unwrap();
+    let mut t = TcpStream::connect(("127.0.0.1", tport)).unwrap();
+    t.set_nodelay(true).unwrap();
+    let cport = t.local_addr().unwrap().port();
+    let mut buf = [0u8; 16];
+    let mut reqs = Vec::with_capacity(REQS);
+    for k in 0..REQS {
+        let sent = mono_ns();
+        t.write_all(&[k as u8; 16]).unwrap();
+        t.read_exact(&mut buf).unwrap();
+        reqs.push((sent, mono_ns()));
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    server.join().unwrap();
+    std::thread::sleep(Duration::from_millis(5));
+    let mut events = Vec::new();
+    c.drain(&mut events).unwrap();
+    let windows = c.windows();
+    let report = c.sampling().unwrap();
+    eprintln!("{report:?}");
+    assert!(report.measured, "BPF run-time statistics are on as root");
+    assert!(report.error.is_none(), "{report:?}");
+    assert!(windows.len() >= 3, "{} windows: {report:?}", windows.len());
+    assert!(
+        report.duty() < 0.8,
+        "attached {:.2} of the time",
+        report.duty()
+    );
+    assert!(events
+        .iter()
+        .all(|e| ebpf::sampling::inside(&windows, e.ts)));
+    assert!(report.outside_events > 0 || report.windows >= 3);
+    // What was spent over the whole span is the budget give or take one window's cost (the
+    // sampler detaches only after it went over): its programs for 20 ms and its toggles.
+    let allowed = 0.01 * report.elapsed_ns as f64;
+    let spent = (report.program_ns + report.sampler_cpu_ns) as f64;
+    assert!(
+        spent < allowed + 0.1 * 20e6 + report.attach_max_ns as f64 + report.detach_max_ns as f64,
+        "spent {spent} ns against {allowed} allowed: {report:?}"
+    );
+    let mut j = Joiner::new(1 << 20);
+    for e in events {
+        j.push(e);
+    }
+    let margin = 2_000_000;
+    let (mut whole, mut matched) = (0, 0);
+    for (i, &(sent, received)) in reqs.iter().enumerate() {
+        let Some(w) = ebpf::sampling::window_of(&windows, sent) else {
+            continue;
+        };
+        if w.end.is_some_and(|end| received + margin > end) {
+            continue;
+        }
+        whole += 1;
+        let r = Request {
+            proto: Proto::Tcp,
+            port: cport,
+            sent,
+            received,
+            next_sent: reqs.get(i + 1).map_or(0, |n| n.0),
+            rid: None,
+        };
+        if let Some(m) = j.join(&r) {
+            assert!(sent <= m.stamps[0] && m.stamps[4] <= received, "{m:?}");
+            matched += 1;
+        }
+    }
+    assert!(
+        whole > 100 && whole < REQS,
+        "{whole} requests inside windows"
+    );
+    assert_eq!(matched, whole, "{:?}", j.stats());
+}

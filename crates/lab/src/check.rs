@@ -24,7 +24,7 @@ pub const HOST_KEYS: [&str; 5] = ["hostname", "kernel", "cpu_model", "arch", "cp
 
 /// Configuration keys that do not change what is measured (names, seeds, judgements, the
 /// ideal and the probes beside the run); every other key must agree.
-pub const IGNORED_CONFIG_KEYS: [&str; 15] = [
+pub const IGNORED_CONFIG_KEYS: [&str; 16] = [
     "label",
     "seed",
     "host_noise",
@@ -40,6 +40,7 @@ pub const IGNORED_CONFIG_KEYS: [&str; 15] = [
     "address",
     "role",
     "stages",
+    "stages_budget",
 ];
 
 /// A check's verdict for one row.

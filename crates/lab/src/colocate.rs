@@ -104,6 +104,7 @@ impl Side<'_> {
             experiment: Some(experiment),
             // Two services measured at once: no eBPF collector beside them (as no sampler).
             stages: crate::StagesMode::Stamps,
+            stages_budget: crate::StagesBudget::default(),
             agents: t.agents.clone(),
         }
     }

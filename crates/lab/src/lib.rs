@@ -108,7 +108,7 @@ pub use run::{
     RunStatus, Saturation, SweepStatus, ViewValidity, Views, RUN_ENCODING_VERSION,
 };
 pub use run_config::RunConfig;
-pub use run_config::StagesMode;
+pub use run_config::{StagesBudget, StagesMode};
 pub use run_spec::{
     placeholder_target, probe_noise, resolve_ideal, CheckedRun, IdealAsk, LoadPlan, RunSpec,
 };

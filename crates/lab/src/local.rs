@@ -60,7 +60,14 @@ impl LoadSource for LocalEngine {
             cpus: server_cpus,
         };
         let mut sink = StoreSink::open(&s.db.path, s.run_id)?;
-        let mut stages = crate::stages::Stages::start(plan.stages, ready, &server, &cfg, obs)?;
+        let mut stages = crate::stages::Stages::start(
+            plan.stages,
+            plan.stages_budget,
+            ready,
+            &server,
+            &cfg,
+            obs,
+        )?;
         // A stressor beside the run and the server's eviction counter (see `interference`).
         let beside = crate::interference::Beside::start(ready, &cfg.cpus, &server.cpus, obs)?;
         let mut attribution = Attribution::start(&server, &cfg.cpus, plan.attribution);

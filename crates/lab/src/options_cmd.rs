@@ -32,6 +32,11 @@ pub struct RunOptions {
     /// supports it, else stamps).
     #[arg(long, default_value = "auto", value_name = "auto|ebpf|stamps|off")]
     pub stages: crate::StagesMode,
+    /// What eBPF stages may cost: a percentage of the server's CPUs (their programs are
+    /// attached only in windows that keep their measured time within it; at low rates that
+    /// is the whole run), or all (attached throughout, every request joined).
+    #[arg(long, default_value = "1%", value_name = "PERCENT|all")]
+    pub stages_budget: crate::StagesBudget,
     /// Run N times in a row against the same target (distinct seeds): the result is the
     /// median of the repeats with an interval from their spread, the one that holds when the
     /// host drifts between runs.
@@ -183,6 +188,7 @@ impl RunOptions {
             stamps: Some(!la.no_stamps),
             alpha: la.alpha,
             stages: Some(self.stages),
+            stages_budget: Some(self.stages_budget.to_string()),
             label: self.label.as_ref().map(|l| l.0.clone()),
             ..la.stored(target, &load.cpus)
         };
@@ -203,6 +209,7 @@ impl RunOptions {
             server_cpus,
             extra_pids: side.server_pid.clone(),
             stages: self.stages,
+            stages_budget: self.stages_budget,
             agents: self.agents.agents()?,
             view: self.view.into(),
             noise_probe: !self.no_noise_probe,

@@ -52,6 +52,58 @@ impl std::str::FromStr for StagesMode {
     }
 }
 
+/// What the eBPF stage collector may cost (`--stages-budget`): a share of the server's CPUs,
+/// which its programs' measured time (and its sampling thread's) stays within by attaching
+/// them only in windows (`ebpf::sampling`), or `all`: attached throughout, every request
+/// joined, at whatever it costs (up to a fifth of a server's peak throughput).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum StagesBudget {
+    All,
+    /// A fraction of the server's CPUs' time, above 0 and at most 1.
+    Share(f64),
+}
+
+impl Default for StagesBudget {
+    /// 1 % of the server's CPUs: with what no statistic sees (the system call slow path
+    /// while the programs are attached, the kernel's own work to attach and detach them)
+    /// the throughput cost stays within 2 % at the server's peak.
+    fn default() -> Self {
+        StagesBudget::Share(0.01)
+    }
+}
+
+impl std::str::FromStr for StagesBudget {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "all" {
+            return Ok(StagesBudget::All);
+        }
+        let bad = || {
+            format!(
+                "--stages-budget must be a percentage of the server's CPUs above 0 and at most 100 (e.g. 1%) or all, got '{s}'"
+            )
+        };
+        let pct: f64 = s
+            .strip_suffix('%')
+            .unwrap_or(s)
+            .parse()
+            .map_err(|_| bad())?;
+        if !(pct > 0.0 && pct <= 100.0) {
+            return Err(bad());
+        }
+        Ok(StagesBudget::Share(pct / 100.0))
+    }
+}
+
+impl std::fmt::Display for StagesBudget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StagesBudget::All => f.write_str("all"),
+            StagesBudget::Share(x) => write!(f, "{}%", x * 100.0),
+        }
+    }
+}
+
 /// What a row of a sweep is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -200,6 +252,13 @@ pub struct RunConfig {
         skip_serializing_if = "Option::is_none"
     )]
     pub stages: Option<StagesMode>,
+    /// `--stages-budget` as written (absent: the default).
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub stages_budget: Option<String>,
     /// The view an SLO is judged on.
     #[serde(
         default,

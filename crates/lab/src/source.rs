@@ -42,6 +42,8 @@ pub struct RunPlan {
     pub experiment: Option<i64>,
     /// Where the per-request server stages come from (eBPF for real servers).
     pub stages: crate::stages::StagesMode,
+    /// What eBPF stages may cost.
+    pub stages_budget: crate::StagesBudget,
     /// Send the load from these agents (other hosts) instead of from this process.
     pub agents: Option<crate::agent_spec::Agents>,
     /// Keep measuring until these intervals are tight (or the longest duration it allows);

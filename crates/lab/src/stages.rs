@@ -60,6 +60,9 @@ const MAX_HELD_EVENTS: usize = 1 << 20;
 /// Ring buffer bytes per request (4 records of 88 bytes and their 8-byte headers; memcached
 /// gives ~2.9 per request).
 const RING_BYTES_PER_REQUEST: usize = 4 * 96;
+/// Sampled: a request is joined only if its reply reached the client this long before its
+/// window closed (the server's write returns after the client can have read the reply).
+const WINDOW_MARGIN_NS: u64 = 2_000_000;
 /// Exact quantiles up to this many values, a histogram beyond.
 const EXACT: u64 = 200_000;
 
@@ -85,6 +88,7 @@ impl Stages {
     /// cannot run.
     pub fn start(
         mode: StagesMode,
+        budget: crate::StagesBudget,
         ready: &Ready,
         server: &ServerInfo,
         load: &load::LoadConfig,
@@ -127,18 +131,38 @@ impl Stages {
             thread_prefix: builtin.then(|| (std::process::id(), BUILTIN_PREFIX.to_string())),
             ports: vec![ready.target.addr.port()],
             ring_bytes: ring_bytes(load, threads),
+            sampling: match budget {
+                crate::StagesBudget::All => None,
+                crate::StagesBudget::Share(share) => {
+                    let cpus = if server.cpus.is_empty() {
+                        host::placement::online_cpus()
+                    } else {
+                        server.cpus.len()
+                    };
+                    let mut s = ebpf::Sampling::new(share, cpus);
+                    s.run_on = load.writer_cpus.clone();
+                    Some(s)
+                }
+            },
         };
         let collector =
             ebpf::Collector::start(&cfg).map_err(|e| LabError::Failed(e.to_string()))?;
         let udp = ready.target.transport == Transport::Udp;
         obs.note(&format!(
-            "stages: eBPF on {} ({} programs attached)",
+            "stages: eBPF on {} ({} programs attached{})",
             if builtin {
                 format!("this process's {BUILTIN_PREFIX}* threads (the built-in server)")
             } else {
                 format!("pid(s) {:?}", server.pids)
             },
-            collector.programs()
+            collector.programs(),
+            match &cfg.sampling {
+                Some(s) => format!(
+                    ", in windows that keep their cost within {budget} of the server's {} CPU(s)",
+                    s.cpus
+                ),
+                None => ", throughout".into(),
+            }
         ));
         Ok(Stages {
             how: How::Ebpf(Box::new(Join {
@@ -153,6 +177,11 @@ impl Stages {
                 // memcached's UDP frame starts with the request id; other payloads do not.
                 check_rid: udp && ready.scheme == Scheme::Memcached,
                 threads: threads.max(1),
+                sampled: cfg.sampling.is_some(),
+                timeout_ns: load.timeout.as_nanos() as u64,
+                guard: HashMap::new(),
+                outside: 0,
+                edge: 0,
                 start: None,
                 ports: HashMap::new(),
                 udp_sends: HashMap::new(),
@@ -259,6 +288,21 @@ impl RecordSink for StagesSink<'_> {
     }
 }
 
+/// The sampling windows as one chunk's join sees them.
+struct Windows<'a> {
+    list: &'a [ebpf::Window],
+    /// When the ring was drained: no window's events after it are in hand.
+    drained_at: u64,
+}
+
+impl Windows<'_> {
+    /// The end of the window that holds `sent` (an open one's: the drain), if any.
+    fn end_of(&self, sent: u64) -> Option<u64> {
+        let w = ebpf::sampling::window_of(self.list, sent)?;
+        Some(w.end.unwrap_or(self.drained_at).min(self.drained_at))
+    }
+}
+
 /// Server stamps against the kernel's, one boundary.
 struct Agreement {
     /// |kernel − server|, ns.
@@ -284,6 +328,20 @@ struct Join {
     proto: ebpf::Proto,
     check_rid: bool,
     threads: usize,
+    /// The programs are attached in windows (`ebpf::sampling`): only requests a window saw
+    /// whole are joined.
+    sampled: bool,
+    /// The load's request timeout (a request never answered was read by then, or never).
+    timeout_ns: u64,
+    /// Sampled: per connection, the latest its earlier requests outside every window can
+    /// have been read (their reply's receive, or their timeout). A read at or before it may
+    /// have consumed one of them with a request inside a window, which would then count
+    /// the reads' requests and deal out its writes wrongly: such requests are not joined.
+    guard: HashMap<u32, u64>,
+    /// Sampled: answered requests outside every window, and inside one but not whole (too
+    /// near its end, or read together with an earlier request outside).
+    outside: u64,
+    edge: u64,
     start: Option<u64>,
     /// Connection → (opened at, local port), oldest first.
     ports: HashMap<u32, Vec<(u64, u16)>>,
@@ -331,12 +389,18 @@ impl Join {
                 (due - now).min(JOIN_WAIT_NS),
             ));
         }
+        let drained_at = host::tstamp::mono_now_ns();
         if let Err(e) = self.collector.drain(&mut self.buf) {
             self.error.get_or_insert(e.to_string());
         }
         for e in self.buf.drain(..) {
             self.joiner.push(e);
         }
+        let windows = if self.sampled {
+            self.collector.windows()
+        } else {
+            Vec::new()
+        };
         let mut order: Vec<usize> = (0..records.len())
             .filter(|&i| records[i].sent_ns > 0)
             .collect();
@@ -352,7 +416,11 @@ impl Join {
                     .iter()
                     .take_while(|&&i| records[i].conn == conn)
                     .count();
-            self.join_conn(start, records, &order[from..to], &mut out);
+            let windows = Windows {
+                list: &windows,
+                drained_at,
+            };
+            self.join_conn(start, records, &order[from..to], &windows, &mut out);
             from = to;
         }
         if let Some(last) = records.last() {
@@ -372,10 +440,14 @@ impl Join {
         start: u64,
         records: &[RequestRecord],
         idx: &[usize],
+        windows: &Windows,
         out: &mut [RequestRecord],
     ) {
         let mut reqs = Vec::with_capacity(idx.len());
         let mut kept = Vec::with_capacity(idx.len());
+        // Per presented request: a read at or before this instant may have consumed a
+        // request outside every window too (see `guard`); 0 when not sampled.
+        let mut guards = Vec::with_capacity(idx.len());
         for &i in idx {
             let r = &records[i];
             let ok = r.outcome == load::Outcome::Ok && r.received_ns > 0;
@@ -389,6 +461,28 @@ impl Join {
                 (*n - 1) as u16
             });
             let sent = start + r.sent_ns;
+            let mut received = if ok { start + r.received_ns } else { 0 };
+            let mut guard = 0;
+            if self.sampled {
+                let Some(end) = windows.end_of(sent) else {
+                    // Not presented: its events, if any, are partial.
+                    self.outside += u64::from(ok);
+                    let read_by = if ok {
+                        received
+                    } else {
+                        sent.saturating_add(self.timeout_ns)
+                    };
+                    let g = self.guard.entry(r.conn).or_insert(0);
+                    *g = (*g).max(read_by);
+                    continue;
+                };
+                if ok && received.saturating_add(WINDOW_MARGIN_NS) > end {
+                    // Presented (a read may have taken it with others) but not joined.
+                    self.edge += 1;
+                    received = 0;
+                }
+                guard = self.guard.get(&r.conn).copied().unwrap_or(0);
+            }
             let Some(port) = self.port_of(r.conn, sent) else {
                 self.unknown_conn += u64::from(ok);
                 continue;
@@ -397,11 +491,12 @@ impl Join {
                 proto: self.proto,
                 port,
                 sent,
-                received: if ok { start + r.received_ns } else { 0 },
+                received,
                 next_sent: 0,
                 rid: rid.filter(|_| self.check_rid),
             });
             kept.push(i);
+            guards.push(guard);
         }
         // A reconnect changes the port: each port's requests go together.
         let mut from = 0;
@@ -411,6 +506,13 @@ impl Join {
             let got = self.joiner.join_conn(&reqs[from..to]);
             for (k, m) in got.into_iter().enumerate() {
                 let i = kept[from + k];
+                let m = match m {
+                    Some(m) if m.stamps[2] <= guards[from + k] => {
+                        self.edge += 1;
+                        None
+                    }
+                    m => m,
+                };
                 if let Some(m) = m {
                     self.compare(&records[i].stamps, &m.stamps);
                     if let Some(w) = m.runqueue_ns {
@@ -436,6 +538,7 @@ impl Join {
         };
         let horizon = start + min;
         self.joiner.prune(horizon);
+        self.collector.forget_windows_before(horizon);
         for opens in self.ports.values_mut() {
             // Keep the last open at or before the horizon and everything after it.
             let keep_from = opens
@@ -482,9 +585,28 @@ impl Join {
             })
             .collect();
         let rq = self.runqueue.len();
+        let sampling = self.collector.sampling();
         let detail = json!({
             "source": "ebpf",
-            "programs": self.collector.programs(),
+            "programs": self.collector.loaded(),
+            "sampling": sampling.as_ref().map(|r| json!({
+                "budget_fraction": r.budget,
+                "server_cpus": r.cpus,
+                "measured": r.measured,
+                "windows": r.windows,
+                "attached_fraction": r.duty(),
+                "attached_ns": r.attached_ns,
+                "elapsed_ns": r.elapsed_ns,
+                "program_ns": r.program_ns,
+                "sampler_cpu_ns": r.sampler_cpu_ns,
+                "spent_fraction": (r.elapsed_ns > 0).then(|| (r.program_ns + r.sampler_cpu_ns) as f64 / (r.elapsed_ns as f64 * r.cpus.max(1) as f64)),
+                "attach_max_ns": r.attach_max_ns,
+                "detach_max_ns": r.detach_max_ns,
+                "events_outside_windows": r.outside_events,
+                "answered_outside_windows": self.outside,
+                "answered_at_window_edges": self.edge,
+                "error": r.error,
+            })),
             "ring_bytes": self.ring_bytes,
             "user_cpu_ns": self.cpu_ns,
             "kernel_events": c.events,
@@ -529,10 +651,26 @@ impl Join {
             max_cost_ns: self.max_chunk_ns,
             samples: self.chunks,
             skipped: c.dropped,
-            // Both halves: the join on the writer thread and the programs in the kernel.
-            cpu_ns: Some(self.cpu_ns + k.run_time_ns),
+            // All of it: the join on the writer thread, the programs in the kernel and the
+            // sampling thread.
+            cpu_ns: Some(
+                self.cpu_ns + k.run_time_ns + sampling.as_ref().map_or(0, |r| r.sampler_cpu_ns),
+            ),
             note: Some(format!(
-                "stages from eBPF: {} of {} answered requests matched ({pct:.1} %); {} kernel events, {} dropped; in the kernel {}{}",
+                "stages from eBPF: {}{} of {} answered requests matched ({pct:.1} %); {} kernel events, {} dropped; in the kernel {}{}",
+                sampling.as_ref().map(|r| format!(
+                    "attached in {} window(s), {:.1} % of the run, to keep within {:.3} % of the server's {} CPU(s) (spent {:.3} %{}): ",
+                    r.windows,
+                    100.0 * r.duty(),
+                    100.0 * r.budget,
+                    r.cpus,
+                    if r.elapsed_ns > 0 {
+                        100.0 * (r.program_ns + r.sampler_cpu_ns) as f64 / (r.elapsed_ns as f64 * r.cpus.max(1) as f64)
+                    } else {
+                        0.0
+                    },
+                    if r.measured { "" } else { ", not measured: no BPF run-time statistics, a fixed 10 % duty" },
+                )).unwrap_or_default(),
                 j.matched,
                 self.answered,
                 c.events,

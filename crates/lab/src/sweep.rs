@@ -432,6 +432,7 @@ impl Ctx<'_> {
             experiment: Some(self.experiment),
             // eBPF stages for a spawned server when the host supports them, as `run`.
             stages: crate::StagesMode::default(),
+            stages_budget: crate::StagesBudget::default(),
             agents: t.agents.clone(),
             precision: t.precision.clone(),
             extra_quantiles: t.extra_quantiles.clone(),

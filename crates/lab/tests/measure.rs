@@ -46,6 +46,7 @@ fn plan_at(rate: f64, ms: u64) -> (TargetPlan, RunPlan) {
         config: lab::RunConfig::default(),
         experiment: None,
         stages: lab::StagesMode::default(),
+        stages_budget: lab::StagesBudget::default(),
         agents: None,
     };
     (target, run)

@@ -64,7 +64,15 @@ fn a_spawned_server_gets_ebpf_stages_by_default() {
     let v = json_of(&out);
     let c = collector(&v);
     assert_eq!(c["detail"]["source"], "ebpf", "{c}");
-    assert_eq!(c["detail"]["matched"], c["detail"]["answered"], "{c}");
+    // The default budget: what a window saw whole is matched, the rest counted.
+    let d = &c["detail"];
+    let s = &d["sampling"];
+    assert_eq!(s["budget_fraction"], 0.01, "{c}");
+    let whole = d["answered"].as_u64().unwrap()
+        - s["answered_outside_windows"].as_u64().unwrap()
+        - s["answered_at_window_edges"].as_u64().unwrap();
+    assert_eq!(d["matched"].as_u64(), Some(whole), "{c}");
+    assert!(whole > 0, "{c}");
     // The stage table of a real server, from the kernel.
     let rows = v["stages"]["rows"].as_array().unwrap();
     assert!(rows
@@ -117,6 +125,9 @@ fn stages_that_cannot_be_had_are_bad_usage() {
     let db = dir.path().join("runs.db");
     for (args, says) in [
         (vec!["--stages", "sometimes"], "--stages must be"),
+        (vec!["--stages-budget", "0"], "--stages-budget must be"),
+        (vec!["--stages-budget", "150%"], "--stages-budget must be"),
+        (vec!["--stages-budget", "some"], "--stages-budget must be"),
         // An external server: eBPF needs its process.
         (vec!["--stages", "ebpf"], "--server-pid"),
     ] {

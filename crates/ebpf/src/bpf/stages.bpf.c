@@ -397,6 +397,62 @@ static __always_inline int sys_exit(long ret)
 		return sys_exit(ctx->ret);                                   \
 	}
 
+// Sampled collection (see ../sampling.rs) attaches these two instead of the per-call ones:
+// the same entry and return, on raw_syscalls:sys_enter and sys_exit, with the call's class
+// from the `calls` map (its number → class; 0: not watched). They run for every system call
+// of the host while attached, but detach in a fraction of a millisecond, where each per-call
+// tracepoint's detach waits for a grace period (50–90 ms, one after the other). The call's
+// arguments come from its saved registers (CO-RE reads of the running kernel's pt_regs).
+#if defined(__TARGET_ARCH_x86)
+struct pt_regs {
+	unsigned long si;
+	unsigned long r8;
+} __attribute__((preserve_access_index));
+#define SYSCALL_ARG2(r) BPF_CORE_READ(r, si)
+#define SYSCALL_ARG5(r) BPF_CORE_READ(r, r8)
+#elif defined(__TARGET_ARCH_arm64)
+struct pt_regs {
+	__u64 regs[31];
+} __attribute__((preserve_access_index));
+#define SYSCALL_ARG2(r) BPF_CORE_READ(r, regs[1])
+#define SYSCALL_ARG5(r) BPF_CORE_READ(r, regs[4])
+#elif defined(__TARGET_ARCH_riscv)
+struct pt_regs {
+	unsigned long a1;
+	unsigned long a4;
+} __attribute__((preserve_access_index));
+#define SYSCALL_ARG2(r) BPF_CORE_READ(r, a1)
+#define SYSCALL_ARG5(r) BPF_CORE_READ(r, a4)
+#else
+#error "the raw system call programs read registers of x86, arm64 and riscv only"
+#endif
+
+#define MAX_SYSCALL 512
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_SYSCALL);
+	__type(key, __u32);
+	__type(value, __u8);
+} calls SEC(".maps");
+
+SEC("raw_tp/sys_enter")
+int raw_sys_enter(struct bpf_raw_tracepoint_args *ctx)
+{
+	__u32 nr = (__u32)ctx->args[1];
+	__u8 *cls = bpf_map_lookup_elem(&calls, &nr);
+	if (!cls || !*cls)
+		return 0;
+	struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
+	return sys_enter(*cls, SYSCALL_ARG2(regs), SYSCALL_ARG5(regs));
+}
+
+SEC("raw_tp/sys_exit")
+int raw_sys_exit(struct bpf_raw_tracepoint_args *ctx)
+{
+	return sys_exit((long)ctx->args[1]);
+}
+
 // memcached: read + sendmsg, UDP recvfrom + sendmsg; nginx: recvfrom + writev + sendfile;
 // Redis: read + write (checked with strace); the rest for other servers.
 WATCH(read, CLS_READ)

@@ -1,0 +1,396 @@
+//! Sampled collection: the stage programs attached only in windows, so that what they cost
+//! stays within a budget.
+//!
+//! Attached, the programs cost every server request some hundreds of ns in the kernel (their
+//! bodies, measured by the BPF run-time statistics) and more that no statistic sees (the
+//! tracepoints' slow path on every system call of the host). At the server's peak that is a
+//! fifth of its capacity, which no user would accept as the price of a stage table. A
+//! [`Sampler`] thread looks at the programs' measured time every `slice` and keeps their
+//! total, plus its own CPU time, within `budget` of the wall time of the server's CPUs: it
+//! detaches the programs when the total goes over, and attaches them again once the
+//! allowance has caught up. At low rates the total never goes over and the programs stay
+//! attached throughout (one window, every request); at the peak the windows are a few per
+//! cent of the run.
+//!
+//! A window starts when the last program is attached and ends when the first is detached:
+//! every event in between is seen, and [`crate::Collector::drain`] keeps only those. The
+//! join then takes only requests a window saw whole (see lab's stages).
+//!
+//! Detached, the programs cost nothing: a syscall tracepoint with no program left is
+//! switched off in the kernel.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::collector::{kernel_cost, Programs};
+use crate::EbpfError;
+
+/// Without run-time statistics the cost cannot be measured: windows of the shortest length
+/// are attached this fraction of the time.
+const UNMEASURED_DUTY: f64 = 0.1;
+
+/// How the programs are sampled.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sampling {
+    /// Program time (and the sampler's own) allowed, as a fraction of the wall time of
+    /// `cpus` CPUs: 0.01 with one CPU is 10 ms a second.
+    pub budget: f64,
+    /// The server's CPUs.
+    pub cpus: usize,
+    /// The shortest window: the join drops requests near a window's edges, so a window much
+    /// shorter than its margins holds few whole requests.
+    pub min_window: Duration,
+    /// The shortest time between two looks at the cost.
+    pub slice: Duration,
+    /// CPUs for the sampling thread (empty: not pinned). Between windows it runs at
+    /// SCHED_IDLE, like the record writer: an attach costs it 1–2 ms of CPU (the kernel
+    /// patches the tracepoints' jump labels and each thread's system call flags), which it
+    /// takes from time nobody else wants. While a window is open it runs as a normal thread:
+    /// starved at the server's peak, its detach took 0.3 s at SCHED_IDLE, all of it at the
+    /// programs' full cost.
+    pub run_on: Vec<usize>,
+}
+
+impl Sampling {
+    /// `budget` of `cpus` CPUs, with windows of at least 50 ms looked at every 10 ms.
+    pub fn new(budget: f64, cpus: usize) -> Sampling {
+        Sampling {
+            budget,
+            cpus: cpus.max(1),
+            min_window: Duration::from_millis(50),
+            slice: Duration::from_millis(10),
+            run_on: Vec::new(),
+        }
+    }
+}
+
+/// One span the programs were all attached, CLOCK_MONOTONIC ns; `end` None while open.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Window {
+    pub start: u64,
+    pub end: Option<u64>,
+}
+
+/// The window that holds instant `ts` (windows sorted by start, none overlapping).
+pub fn window_of(windows: &[Window], ts: u64) -> Option<Window> {
+    let k = windows.partition_point(|w| w.start <= ts);
+    let w = windows.get(k.checked_sub(1)?)?;
+    w.end.is_none_or(|end| ts <= end).then_some(*w)
+}
+
+/// Whether some window holds `ts`.
+pub fn inside(windows: &[Window], ts: u64) -> bool {
+    window_of(windows, ts).is_some()
+}
+
+/// What the sampling did.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SamplingReport {
+    /// The budget, a fraction of `cpus` CPUs' wall time.
+    pub budget: f64,
+    pub cpus: usize,
+    /// Whether the programs' time was measured (BPF run-time statistics); without it the
+    /// windows follow a fixed duty cycle.
+    pub measured: bool,
+    /// Windows opened.
+    pub windows: u64,
+    /// Time attached, and since the first window opened (ns).
+    pub attached_ns: u64,
+    pub elapsed_ns: u64,
+    /// What counted against the budget: the programs' time and the sampler's CPU time (ns).
+    pub program_ns: u64,
+    pub sampler_cpu_ns: u64,
+    /// Longest attach and detach (all programs), ns.
+    pub attach_max_ns: u64,
+    pub detach_max_ns: u64,
+    /// Kernel records dropped because no window saw them whole.
+    pub outside_events: u64,
+    /// Why the sampling stopped early (the programs then stay detached).
+    pub error: Option<String>,
+}
+
+impl SamplingReport {
+    /// The fraction of the time attached.
+    pub fn duty(&self) -> f64 {
+        if self.elapsed_ns == 0 {
+            return 1.0;
+        }
+        self.attached_ns as f64 / self.elapsed_ns as f64
+    }
+}
+
+struct State {
+    windows: VecDeque<Window>,
+    report: SamplingReport,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    stop: AtomicBool,
+}
+
+/// The thread that attaches and detaches the programs.
+pub(crate) struct Sampler {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Sampler {
+    /// Starts sampling programs attached at `attached` (CLOCK_MONOTONIC ns), the first
+    /// window's start; `measured`: whether the kernel's run-time statistics are on.
+    pub fn start(
+        cfg: Sampling,
+        programs: Arc<Programs>,
+        attached: u64,
+        measured: bool,
+    ) -> Result<Sampler, EbpfError> {
+        if !(cfg.budget > 0.0 && cfg.budget.is_finite()) {
+            return Err(EbpfError::Config(format!(
+                "the sampling budget must be above 0, got {}",
+                cfg.budget
+            )));
+        }
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                windows: VecDeque::from([Window {
+                    start: attached,
+                    end: None,
+                }]),
+                report: SamplingReport {
+                    budget: cfg.budget,
+                    cpus: cfg.cpus,
+                    measured,
+                    windows: 1,
+                    ..SamplingReport::default()
+                },
+            }),
+            stop: AtomicBool::new(false),
+        });
+        let inner = Arc::clone(&shared);
+        // Not "ts-…": the collector follows the built-in server's threads by that prefix.
+        let thread = std::thread::Builder::new()
+            .name("ebpf-windows".into())
+            .spawn(move || run(&cfg, &programs, &inner, attached, measured))
+            .map_err(|e| EbpfError::Config(format!("starting the sampling thread: {e}")))?;
+        Ok(Sampler {
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// The windows kept so far, oldest first.
+    pub fn windows(&self) -> Vec<Window> {
+        self.shared
+            .state
+            .lock()
+            .map(|s| s.windows.iter().copied().collect())
+            .unwrap_or_default()
+    }
+
+    /// Forgets windows that closed before `horizon`.
+    pub fn forget_before(&self, horizon: u64) {
+        if let Ok(mut s) = self.shared.state.lock() {
+            while s
+                .windows
+                .front()
+                .is_some_and(|w| w.end.is_some_and(|e| e < horizon))
+            {
+                s.windows.pop_front();
+            }
+        }
+    }
+
+    /// The report so far; `outside`: records the drain dropped.
+    pub fn report(&self, outside: u64) -> SamplingReport {
+        let mut r = self
+            .shared
+            .state
+            .lock()
+            .map(|s| s.report.clone())
+            .unwrap_or_default();
+        r.outside_events = outside;
+        r
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            t.thread().unpark();
+            let _ = t.join();
+        }
+    }
+}
+
+/// The sampling loop: detach when what was spent exceeds the allowance (and the window is
+/// at least `min_window` old), attach when the allowance has caught up. Between looks it
+/// sleeps until the next decision could be due (reading the programs' statistics costs
+/// ~4 µs a program, which looked at every few ms would be a good part of a 1 % budget),
+/// but at least `slice`.
+fn run(cfg: &Sampling, programs: &Programs, shared: &Shared, t0: u64, measured: bool) {
+    // Best effort, like the record writer's: a thread left where it was still samples.
+    if !cfg.run_on.is_empty() {
+        let _ = host::placement::pin_current_thread(&cfg.run_on);
+    }
+    // A window is open from the start: a normal thread until it closes.
+    let normal = host::placement::SchedSpec::Other { nice: 0 };
+    let _ = host::placement::apply_sched_current_thread(&normal);
+    let cpu0 = host::clock::thread_cpu_ns();
+    let prog0 = kernel_cost(&programs.obj, measured).run_time_ns;
+    let per_ns = cfg.budget * cfg.cpus as f64;
+    let slice = cfg.slice.as_nanos() as u64;
+    let min_window = cfg.min_window.as_nanos() as u64;
+    // The open window: its start and the programs' time then.
+    let mut opened = Some((t0, 0u64));
+    let mut closed_at = t0;
+    let mut program_ns = 0u64;
+    let mut wait = min_window;
+    while !shared.stop.load(Ordering::Relaxed) {
+        std::thread::park_timeout(Duration::from_nanos(wait.max(slice)));
+        if shared.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let now = host::clock::mono_now_ns();
+        if opened.is_some() {
+            program_ns = kernel_cost(&programs.obj, measured)
+                .run_time_ns
+                .saturating_sub(prog0);
+        }
+        let sampler_cpu_ns = host::clock::thread_cpu_ns().saturating_sub(cpu0);
+        let spent = (program_ns + sampler_cpu_ns) as f64;
+        let allowed = per_ns * now.saturating_sub(t0) as f64;
+        if let Ok(mut st) = shared.state.lock() {
+            st.report.program_ns = program_ns;
+            st.report.sampler_cpu_ns = sampler_cpu_ns;
+            st.report.elapsed_ns = now.saturating_sub(t0);
+        }
+        // The lock is not held while the programs attach or detach (milliseconds): the
+        // drain reads the windows meanwhile.
+        match opened {
+            Some((start, prog_at_open)) => {
+                let age = now.saturating_sub(start);
+                let over = if measured { spent > allowed } else { true };
+                if age >= min_window && over {
+                    let end = programs.detach();
+                    let took = host::clock::mono_now_ns().saturating_sub(end);
+                    let Ok(mut st) = shared.state.lock() else {
+                        return;
+                    };
+                    st.report.detach_max_ns = st.report.detach_max_ns.max(took);
+                    st.report.attached_ns += end.saturating_sub(start);
+                    if let Some(w) = st.windows.back_mut() {
+                        w.end = Some(end);
+                    }
+                    opened = None;
+                    closed_at = end;
+                    wait = slice;
+                    let _ = host::placement::set_idle_current_thread();
+                } else if age < min_window {
+                    wait = min_window - age;
+                } else {
+                    // Under the allowance: look again when, at this window's rate, the
+                    // programs would have spent it.
+                    let rate = program_ns.saturating_sub(prog_at_open) as f64 / age.max(1) as f64;
+                    let gain = rate - per_ns;
+                    wait = if gain > 0.0 {
+                        ((allowed - spent) / gain) as u64
+                    } else {
+                        LONGEST_WAIT
+                    }
+                    .min(LONGEST_WAIT);
+                }
+            }
+            None => {
+                let (due, left) = if measured {
+                    (
+                        spent <= allowed,
+                        ((spent - allowed) / per_ns).max(0.0) as u64,
+                    )
+                } else {
+                    let off = (min_window as f64 * (1.0 / UNMEASURED_DUTY - 1.0)) as u64;
+                    let done = now.saturating_sub(closed_at);
+                    (done >= off, off.saturating_sub(done))
+                };
+                if !due {
+                    wait = left.min(LONGEST_WAIT);
+                    continue;
+                }
+                let t = host::clock::mono_now_ns();
+                let got = programs.attach();
+                let Ok(mut st) = shared.state.lock() else {
+                    return;
+                };
+                match got {
+                    Ok(start) => {
+                        st.report.attach_max_ns =
+                            st.report.attach_max_ns.max(start.saturating_sub(t));
+                        st.windows.push_back(Window { start, end: None });
+                        st.report.windows += 1;
+                        opened = Some((start, program_ns));
+                        wait = min_window;
+                        let _ = host::placement::apply_sched_current_thread(&normal);
+                    }
+                    Err(e) => {
+                        // Some programs may have attached: none stay.
+                        programs.detach();
+                        st.report.error = Some(e.to_string());
+                        return;
+                    }
+                }
+            }
+        }
+    }
+    if let (Some((start, _)), Ok(mut st)) = (opened, shared.state.lock()) {
+        let now = host::clock::mono_now_ns();
+        st.report.attached_ns += now.saturating_sub(start);
+        st.report.elapsed_ns = now.saturating_sub(t0);
+        st.report.sampler_cpu_ns = host::clock::thread_cpu_ns().saturating_sub(cpu0);
+    }
+}
+
+/// The longest the sampler sleeps between looks.
+const LONGEST_WAIT: u64 = 500_000_000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_instant_is_in_the_window_that_holds_it() {
+        let w = [
+            Window {
+                start: 10,
+                end: Some(20),
+            },
+            Window {
+                start: 40,
+                end: Some(50),
+            },
+            Window {
+                start: 70,
+                end: None,
+            },
+        ];
+        for (ts, want) in [
+            (9, None),
+            (10, Some(0)),
+            (20, Some(0)),
+            (21, None),
+            (39, None),
+            (45, Some(1)),
+            (51, None),
+            (70, Some(2)),
+            (u64::MAX, Some(2)),
+        ] {
+            assert_eq!(window_of(&w, ts), want.map(|k| w[k]), "at {ts}");
+            assert_eq!(inside(&w, ts), want.is_some());
+        }
+        assert_eq!(window_of(&[], 5), None);
+    }
+}
