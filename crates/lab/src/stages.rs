@@ -140,7 +140,17 @@ impl Stages {
                         server.cpus.len()
                     };
                     let mut s = ebpf::Sampling::new(share, cpus);
-                    s.run_on = load.writer_cpus.clone();
+                    // Off the server's CPUs: its attach and detach take 1–2 ms of CPU each.
+                    s.run_on = if load.writer_cpus.is_empty() {
+                        (0..host::placement::online_cpus())
+                            .filter(|c| !server.cpus.contains(c))
+                            .collect()
+                    } else {
+                        load.writer_cpus.clone()
+                    };
+                    if s.run_on.is_empty() {
+                        s.run_on = load.cpus.clone();
+                    }
                     Some(s)
                 }
             },

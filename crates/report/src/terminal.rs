@@ -273,6 +273,13 @@ fn instruments(w: &mut dyn Write, run: &Run) -> io::Result<()> {
             i.skipped,
             fmt_ns(i.cost_per_sample_ns)
         )?;
+        // The stage collector's note says how many requests the stage table rests on (a
+        // share of them when its programs were attached in windows) and what it cost.
+        if i.name == "eBPF stage collector" {
+            if let Some(note) = &i.note {
+                writeln!(w, "  {note}")?;
+            }
+        }
     }
     Ok(())
 }
