@@ -48,9 +48,9 @@ pub struct Sampling {
     /// The shortest time between two looks at the cost.
     pub slice: Duration,
     /// CPUs for the sampling thread (empty: not pinned). Between windows it runs at
-    /// SCHED_IDLE, like the record writer: an attach costs it 1–2 ms of CPU (the kernel
-    /// patches the tracepoints' jump labels and each thread's system call flags), which it
-    /// takes from time nobody else wants. While a window is open it runs as a normal thread:
+    /// SCHED_IDLE, like the record writer: an attach costs it 1–2 ms of CPU in the kernel
+    /// (which, without kernel preemption, stalls whatever else wants that CPU meanwhile),
+    /// taken from time nobody else wants. While a window is open it runs as a normal thread:
     /// starved at the server's peak, its detach took 0.3 s at SCHED_IDLE, all of it at the
     /// programs' full cost.
     pub run_on: Vec<usize>,
