@@ -47,12 +47,12 @@ pub struct Sampling {
     pub min_window: Duration,
     /// The shortest time between two looks at the cost.
     pub slice: Duration,
-    /// CPUs for the sampling thread (empty: not pinned). Between windows it runs at
-    /// SCHED_IDLE, like the record writer: an attach costs it 1–2 ms of CPU in the kernel
-    /// (which, without kernel preemption, stalls whatever else wants that CPU meanwhile),
-    /// taken from time nobody else wants. While a window is open it runs as a normal thread:
-    /// starved at the server's peak, its detach took 0.3 s at SCHED_IDLE, all of it at the
-    /// programs' full cost.
+    /// CPUs for the sampling thread (empty: not pinned). Each attach and detach costs it
+    /// 1–2 ms of CPU in the kernel, which (without kernel preemption) stalls whatever else
+    /// wants that CPU meanwhile: its cost counts against the budget. It is a normal thread,
+    /// not an idle-class one like the record writer: starved at the server's peak, a detach
+    /// took 0.3 s and an attach up to 0.9 s at SCHED_IDLE, with the programs attached so far
+    /// running at their full cost all along (5 % spent against a 1 % budget).
     pub run_on: Vec<usize>,
 }
 
@@ -238,9 +238,6 @@ fn run(cfg: &Sampling, programs: &Programs, shared: &Shared, t0: u64, measured: 
     if !cfg.run_on.is_empty() {
         let _ = host::placement::pin_current_thread(&cfg.run_on);
     }
-    // A window is open from the start: a normal thread until it closes.
-    let normal = host::placement::SchedSpec::Other { nice: 0 };
-    let _ = host::placement::apply_sched_current_thread(&normal);
     let cpu0 = host::clock::thread_cpu_ns();
     let prog0 = kernel_cost(&programs.obj, measured).run_time_ns;
     let per_ns = cfg.budget * cfg.cpus as f64;
@@ -290,7 +287,6 @@ fn run(cfg: &Sampling, programs: &Programs, shared: &Shared, t0: u64, measured: 
                     opened = None;
                     closed_at = end;
                     wait = slice;
-                    let _ = host::placement::set_idle_current_thread();
                 } else if age < min_window {
                     wait = min_window - age;
                 } else {
@@ -334,7 +330,6 @@ fn run(cfg: &Sampling, programs: &Programs, shared: &Shared, t0: u64, measured: 
                         st.report.windows += 1;
                         opened = Some((start, program_ns));
                         wait = min_window;
-                        let _ = host::placement::apply_sched_current_thread(&normal);
                     }
                     Err(e) => {
                         // Some programs may have attached: none stay.
