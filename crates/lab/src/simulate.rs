@@ -39,16 +39,40 @@ struct WithProgress<'a> {
     total: u64,
 }
 
+impl WithProgress<'_> {
+    /// Counts `n` more completions, reporting progress each time another 2^20 are done.
+    #[inline(always)]
+    fn count(&mut self, n: u64) {
+        let before = self.done;
+        self.done += n;
+        if before >> 20 != self.done >> 20 {
+            self.obs.progress(self.label, self.done, self.total);
+        }
+    }
+}
+
 impl Sink for WithProgress<'_> {
     // Inlined into the simulator's loop: a call per request would spill the recursion's
     // state to memory.
     #[inline(always)]
     fn record(&mut self, c: &Completion) {
         self.inner.record(c);
-        self.done += 1;
-        if self.done & 0xF_FFFF == 0 {
-            self.obs.progress(self.label, self.done, self.total);
-        }
+        self.count(1);
+    }
+
+    // The collector's block loops (recording, and serving while recording: see
+    // `model::Sink`), with the progress counted once a block.
+    #[inline(always)]
+    fn record_run(&mut self, run: &model::Run) {
+        self.inner.record_run(run);
+        self.count(run.len() as u64);
+    }
+
+    #[inline(always)]
+    fn serve_run<F: FnMut(usize) -> (f64, f64)>(&mut self, block: model::ToServe, serve: F) {
+        let n = block.len() as u64;
+        self.inner.serve_run(block, serve);
+        self.count(n);
     }
 }
 
