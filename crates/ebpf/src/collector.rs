@@ -251,7 +251,23 @@ pub(crate) struct Programs {
     fork: Option<libbpf_rs::Link>,
     /// See [`Programs::pause`].
     piece_pause: std::time::Duration,
-    pub(crate) obj: libbpf_rs::Object,
+    /// Whether the kernel's BPF run-time statistics are on.
+    measured: bool,
+    obj: libbpf_rs::Object,
+}
+
+impl crate::sampling::Toggle for Programs {
+    fn attach(&self) -> Result<u64, EbpfError> {
+        Programs::attach(self)
+    }
+
+    fn detach(&self) -> u64 {
+        Programs::detach(self)
+    }
+
+    fn program_ns(&self) -> u64 {
+        kernel_cost(&self.obj, self.measured).run_time_ns
+    }
 }
 
 /// The program that follows the server's forks (attached for the collector's whole life).
@@ -262,7 +278,7 @@ impl Programs {
     /// forgetting every thread's state: a call entered while the programs were detached
     /// must not return with the state of one before. Returns CLOCK_MONOTONIC after the last
     /// attach: every event from then on is seen.
-    pub(crate) fn attach(&self) -> Result<u64, EbpfError> {
+    fn attach(&self) -> Result<u64, EbpfError> {
         let mut links = self
             .links
             .lock()
@@ -302,7 +318,7 @@ impl Programs {
 
     /// Detaches the programs (the fork follower stays); returns CLOCK_MONOTONIC before the
     /// first detach: every event until then was seen.
-    pub(crate) fn detach(&self) -> u64 {
+    fn detach(&self) -> u64 {
         let at = host::clock::mono_now_ns();
         if let Ok(mut links) = self.links.lock() {
             while let Some(link) = links.pop() {
@@ -460,6 +476,7 @@ impl Collector {
             } else {
                 std::time::Duration::ZERO
             },
+            measured: stats.is_some(),
             obj,
         });
         let attached = programs.attach()?;
@@ -467,7 +484,12 @@ impl Collector {
             .sampling
             .clone()
             .map(|s| {
-                crate::sampling::Sampler::start(s, Arc::clone(&programs), attached, stats.is_some())
+                crate::sampling::Sampler::start(
+                    s,
+                    Arc::clone(&programs) as Arc<dyn crate::sampling::Toggle>,
+                    attached,
+                    stats.is_some(),
+                )
             })
             .transpose()?;
         Ok(Collector {

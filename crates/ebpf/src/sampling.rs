@@ -27,8 +27,17 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::collector::{kernel_cost, Programs};
 use crate::EbpfError;
+
+/// What the sampler switches: the collector's programs ([`crate::Collector`]'s).
+pub(crate) trait Toggle: Send + Sync {
+    /// Attaches every program; CLOCK_MONOTONIC after the last attach.
+    fn attach(&self) -> Result<u64, EbpfError>;
+    /// Detaches them; CLOCK_MONOTONIC before the first detach.
+    fn detach(&self) -> u64;
+    /// The programs' run time so far (BPF run-time statistics; 0 when not measured), ns.
+    fn program_ns(&self) -> u64;
+}
 
 /// Without run-time statistics the cost cannot be measured: windows of the shortest length
 /// are attached this fraction of the time.
@@ -145,7 +154,7 @@ impl Sampler {
     /// window's start; `measured`: whether the kernel's run-time statistics are on.
     pub fn start(
         cfg: Sampling,
-        programs: Arc<Programs>,
+        programs: Arc<dyn Toggle>,
         attached: u64,
         measured: bool,
     ) -> Result<Sampler, EbpfError> {
@@ -175,7 +184,7 @@ impl Sampler {
         // Not "ts-…": the collector follows the built-in server's threads by that prefix.
         let thread = std::thread::Builder::new()
             .name("ebpf-windows".into())
-            .spawn(move || run(&cfg, &programs, &inner, attached, measured))
+            .spawn(move || run(&cfg, programs.as_ref(), &inner, attached, measured))
             .map_err(|e| EbpfError::Config(format!("starting the sampling thread: {e}")))?;
         Ok(Sampler {
             shared,
@@ -233,13 +242,13 @@ impl Drop for Sampler {
 /// sleeps until the next decision could be due (reading the programs' statistics costs
 /// ~4 µs a program, which looked at every few ms would be a good part of a 1 % budget),
 /// but at least `slice`.
-fn run(cfg: &Sampling, programs: &Programs, shared: &Shared, t0: u64, measured: bool) {
+fn run(cfg: &Sampling, programs: &dyn Toggle, shared: &Shared, t0: u64, measured: bool) {
     // Best effort, like the record writer's: a thread left where it was still samples.
     if !cfg.run_on.is_empty() {
         let _ = host::placement::pin_current_thread(&cfg.run_on);
     }
     let cpu0 = host::clock::thread_cpu_ns();
-    let prog0 = kernel_cost(&programs.obj, measured).run_time_ns;
+    let prog0 = programs.program_ns();
     let per_ns = cfg.budget * cfg.cpus as f64;
     let slice = cfg.slice.as_nanos() as u64;
     let min_window = cfg.min_window.as_nanos() as u64;
@@ -255,9 +264,7 @@ fn run(cfg: &Sampling, programs: &Programs, shared: &Shared, t0: u64, measured: 
         }
         let now = host::clock::mono_now_ns();
         if opened.is_some() {
-            program_ns = kernel_cost(&programs.obj, measured)
-                .run_time_ns
-                .saturating_sub(prog0);
+            program_ns = programs.program_ns().saturating_sub(prog0);
         }
         let sampler_cpu_ns = host::clock::thread_cpu_ns().saturating_sub(cpu0);
         let spent = (program_ns + sampler_cpu_ns) as f64;
