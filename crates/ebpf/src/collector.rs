@@ -214,6 +214,18 @@ pub(crate) fn attach_loaded(
     pick: impl Fn(&str) -> bool,
 ) -> Result<Vec<libbpf_rs::Link>, EbpfError> {
     let mut links = Vec::new();
+    attach_each(obj, pick, &mut links, || {})?;
+    Ok(links)
+}
+
+/// Attaches the loaded programs `pick` accepts into `links` one by one, calling `between`
+/// after each; on an error the links made so far stay in `links`.
+fn attach_each(
+    obj: &libbpf_rs::Object,
+    pick: impl Fn(&str) -> bool,
+    links: &mut Vec<libbpf_rs::Link>,
+    between: impl Fn(),
+) -> Result<(), EbpfError> {
     for prog in obj
         .progs_mut()
         .filter(|p| p.autoload() && pick(&p.name().to_string_lossy()))
@@ -223,8 +235,9 @@ pub(crate) fn attach_loaded(
             .attach()
             .map_err(|e| load_error(&format!("attaching {name}"), e))?;
         links.push(link);
+        between();
     }
-    Ok(links)
+    Ok(())
 }
 
 pub(crate) fn load_error(what: &str, e: libbpf_rs::Error) -> EbpfError {
@@ -291,18 +304,12 @@ impl Programs {
                 let _ = map.delete(&k);
             }
         }
-        for prog in self
-            .obj
-            .progs_mut()
-            .filter(|p| p.autoload() && p.name() != FORK_PROGRAM)
-        {
-            let name = prog.name().to_string_lossy().into_owned();
-            let link = prog
-                .attach()
-                .map_err(|e| load_error(&format!("attaching {name}"), e))?;
-            links.push(link);
-            self.pause();
-        }
+        attach_each(
+            &self.obj,
+            |name| name != FORK_PROGRAM,
+            &mut links,
+            || self.pause(),
+        )?;
         Ok(host::clock::mono_now_ns())
     }
 

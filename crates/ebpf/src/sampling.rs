@@ -279,7 +279,8 @@ fn run(cfg: &Sampling, programs: &dyn Toggle, shared: &Shared, t0: u64, measured
         match opened {
             Some((start, prog_at_open)) => {
                 let age = now.saturating_sub(start);
-                let over = if measured { spent > allowed } else { true };
+                // Unmeasured: every window is the shortest (a fixed duty cycle).
+                let over = !measured || spent > allowed;
                 if age >= min_window && over {
                     let end = programs.detach();
                     let took = host::clock::mono_now_ns().saturating_sub(end);

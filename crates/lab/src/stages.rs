@@ -415,12 +415,7 @@ impl Join {
             ));
         }
         let drained_at = host::tstamp::mono_now_ns();
-        if let Err(e) = self.collector.drain(&mut self.buf) {
-            self.error.get_or_insert(e.to_string());
-        }
-        for e in self.buf.drain(..) {
-            self.joiner.push(e);
-        }
+        self.drain();
         let windows = if self.sampled {
             self.collector.windows()
         } else {
@@ -461,27 +456,14 @@ impl Join {
         start: u64,
         records: &'r [RequestRecord],
     ) -> Cow<'r, [RequestRecord]> {
-        if let Err(e) = self.collector.drain(&mut self.buf) {
-            self.error.get_or_insert(e.to_string());
-        }
-        for e in self.buf.drain(..) {
-            self.joiner.push(e);
-        }
+        self.drain();
         for r in records.iter().filter(|r| r.sent_ns > 0) {
             let ok = r.outcome == load::Outcome::Ok && r.received_ns > 0;
             self.answered += u64::from(ok);
-            self.outside += u64::from(ok);
             if self.proto == ebpf::Proto::Udp {
                 *self.udp_sends.entry(r.conn).or_insert(0) += 1;
             }
-            let sent = start + r.sent_ns;
-            let read_by = if ok {
-                start + r.received_ns
-            } else {
-                sent.saturating_add(self.timeout_ns)
-            };
-            let g = self.guard.entry(r.conn).or_insert(0);
-            *g = (*g).max(read_by);
+            self.outside_request(r.conn, start + r.sent_ns, ok, start + r.received_ns);
         }
         if records
             .iter()
@@ -497,6 +479,29 @@ impl Join {
             r.stack_ns = 0;
         }
         Cow::Owned(out)
+    }
+
+    /// Moves the kernel's records from the ring buffer into the joiner.
+    fn drain(&mut self) {
+        if let Err(e) = self.collector.drain(&mut self.buf) {
+            self.error.get_or_insert(e.to_string());
+        }
+        for e in self.buf.drain(..) {
+            self.joiner.push(e);
+        }
+    }
+
+    /// A request sent outside every window (`ok`: answered, then at `received`): counted,
+    /// and its connection's guard raised to when it was read at the latest.
+    fn outside_request(&mut self, conn: u32, sent: u64, ok: bool, received: u64) {
+        self.outside += u64::from(ok);
+        let read_by = if ok {
+            received
+        } else {
+            sent.saturating_add(self.timeout_ns)
+        };
+        let g = self.guard.entry(conn).or_insert(0);
+        *g = (*g).max(read_by);
     }
 
     /// After a chunk: where its thread is, what can be forgotten, what it cost.
@@ -543,14 +548,7 @@ impl Join {
             if self.sampled {
                 let Some(end) = windows.end_of(sent) else {
                     // Not presented: its events, if any, are partial.
-                    self.outside += u64::from(ok);
-                    let read_by = if ok {
-                        received
-                    } else {
-                        sent.saturating_add(self.timeout_ns)
-                    };
-                    let g = self.guard.entry(r.conn).or_insert(0);
-                    *g = (*g).max(read_by);
+                    self.outside_request(r.conn, sent, ok, received);
                     continue;
                 };
                 if ok && received.saturating_add(WINDOW_MARGIN_NS) > end {

@@ -130,11 +130,7 @@ pub struct Run<'a> {
 impl Run<'_> {
     /// Completions in the run.
     pub fn len(&self) -> usize {
-        self.arrival_ns
-            .len()
-            .min(self.start_ns.len())
-            .min(self.service_ns.len())
-            .min(self.class.len())
+        columns_len(self.arrival_ns, self.start_ns, self.service_ns, self.class)
     }
 
     /// Whether the run is empty.
@@ -172,6 +168,16 @@ impl Completion {
     }
 }
 
+/// The rows the four columns of a [`Run`] or a [`ToServe`] all have.
+#[inline(always)]
+fn columns_len(arrival: &[f64], start: &[f64], service: &[f64], class: &[u8]) -> usize {
+    arrival
+        .len()
+        .min(start.len())
+        .min(service.len())
+        .min(class.len())
+}
+
 /// Consecutive requests for [`Sink::serve_run`] to serve and record: requests `first + j`,
 /// served for `service_ns[j]`, of class `class[j]`; `arrival_ns` and `start_ns` are room for
 /// their times (what the default method fills). All four columns have the same length.
@@ -187,11 +193,7 @@ pub struct ToServe<'a> {
 impl ToServe<'_> {
     /// Requests to serve.
     pub fn len(&self) -> usize {
-        self.arrival_ns
-            .len()
-            .min(self.start_ns.len())
-            .min(self.service_ns.len())
-            .min(self.class.len())
+        columns_len(self.arrival_ns, self.start_ns, self.service_ns, self.class)
     }
 
     /// Whether there are none.
