@@ -43,6 +43,10 @@ pub struct Counters {
     /// hardware stamp (mapped from its clock).
     pub rx_stamps_software: u64,
     pub rx_stamps_hardware: u64,
+    /// Writes that took reply bytes ([`Arch::Epoll`](crate::Arch::Epoll); the other
+    /// architectures leave it 0): one per reply, or one per read with
+    /// [`ServerConfig::batch_replies`](crate::ServerConfig::batch_replies).
+    pub reply_writes: u64,
 }
 
 #[derive(Default)]
@@ -56,6 +60,7 @@ pub(crate) struct AtomicCounters {
     pub connections_refused: AtomicU64,
     pub rx_stamps_software: AtomicU64,
     pub rx_stamps_hardware: AtomicU64,
+    pub reply_writes: AtomicU64,
 }
 
 impl AtomicCounters {
@@ -70,6 +75,7 @@ impl AtomicCounters {
             connections_refused: self.connections_refused.load(Ordering::Relaxed),
             rx_stamps_software: self.rx_stamps_software.load(Ordering::Relaxed),
             rx_stamps_hardware: self.rx_stamps_hardware.load(Ordering::Relaxed),
+            reply_writes: self.reply_writes.load(Ordering::Relaxed),
         }
     }
 

@@ -94,6 +94,13 @@ pub struct ServerConfig {
     pub staged: StagedConfig,
     /// How much one client can make the server hold (see the crate doc, "Memory bounds").
     pub limits: Limits,
+    /// [`Arch::Epoll`] only: the replies to every request one read brought are written
+    /// together, in one write after the last is served (as memcached answers pipelined
+    /// requests), instead of one write per reply. A client that sends several requests
+    /// between two of the worker's reads then costs the worker one write per read; T5 is
+    /// taken when each reply is encoded, so T5→T6 also holds the serving of the requests
+    /// after it in the read. Off by default.
+    pub batch_replies: bool,
 }
 
 /// Bounds on what clients can make the server hold in memory. Each bound is enforced by
@@ -255,6 +262,7 @@ impl Default for ServerConfig {
             seed: 0,
             staged: StagedConfig::default(),
             limits: Limits::default(),
+            batch_replies: false,
         }
     }
 }
@@ -267,6 +275,12 @@ impl ServerConfig {
             self.staged.validate()?;
         } else if self.workers == 0 && self.arch != Arch::Thread {
             return Err(ServerError::Config("workers must be at least 1".into()));
+        }
+        if self.batch_replies && self.arch != Arch::Epoll {
+            return Err(ServerError::Config(format!(
+                "batch_replies applies to the epoll architecture, not {}",
+                self.arch.name()
+            )));
         }
         if self.workers > 4096 && self.arch != Arch::Staged {
             return Err(ServerError::Config(format!(

@@ -135,7 +135,9 @@ fn worker(index: u64, ep: &Epoll, inbox: &Inbox, shared: &Shared) {
             let Some(c) = conns.get_mut(&fd) else {
                 continue;
             };
+            let writes = c.out.writes;
             let keep = handle(c, ev.events(), t2, &mut work, shared).is_ok();
+            AtomicCounters::add(&shared.counters.reply_writes, c.out.writes - writes);
             if keep {
                 sync_interest(ep, &c.stream, &mut c.out, shared);
             } else {
@@ -199,9 +201,12 @@ fn handle(
                 work.serve(&req.header, payload, pre, b)
             });
             AtomicCounters::add(&counters.served, 1);
-            c.out.flush(&c.stream)?;
+            if !shared.cfg.batch_replies {
+                c.out.flush(&c.stream)?;
+            }
         }
     }
+    // With batch_replies, every reply of the read goes out here, in one write.
     flush(c, counters)
 }
 

@@ -26,7 +26,7 @@
 //! | T2   | the worker is awake: return of `epoll_wait`, or of the blocking `recv`/`recvfrom` | T3 |
 //! | T3   | the request has been read and decoded                               | T4 |
 //! | T4   | the synthetic work is done                                           | (inside T4→T5) |
-//! | T5   | just before the response's `write`/`sendto`                         | T5 |
+//! | T5   | just before the response's `write`/`sendto` (with [`ServerConfig::batch_replies`]: when the response is encoded; the read's one write follows) | T5 |
 //! | T6   | kernel software transmit stamp (error queue), sent in a follow-up frame when `WANT_TX_STAMP` | T6 |
 //!
 //! Our numbering is kept (the records' columns `t1_ns`..`t6_ns` and the stage names keep

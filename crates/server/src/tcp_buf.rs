@@ -141,6 +141,8 @@ pub(crate) struct OutBuf {
     pub paused: bool,
     /// The epoll events this connection is registered for (epoll-driven architectures).
     pub registered: EpollFlags,
+    /// Writes that took bytes.
+    pub writes: u64,
 }
 
 impl OutBuf {
@@ -155,6 +157,7 @@ impl OutBuf {
             pending_tx: VecDeque::new(),
             paused: false,
             registered: crate::common::READ_EVENTS,
+            writes: 0,
         }
     }
 
@@ -236,6 +239,7 @@ impl OutBuf {
                 Ok(n) => {
                     self.head += n;
                     self.written_total += n as u64;
+                    self.writes += 1;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     self.compact();

@@ -270,6 +270,78 @@ fn start_rejects_a_mismatched_socket_or_bad_config() {
     assert!(server::Server::start_udp(u, cfg(Arch::Epoll, 1)).is_err());
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     assert!(server::Server::start_tcp(l, cfg(Arch::Epoll, 0)).is_err());
+    for arch in [Arch::Thread, Arch::Dispatch] {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = ServerConfig {
+            batch_replies: true,
+            ..cfg(arch, 1)
+        };
+        assert!(server::Server::start_tcp(l, c).is_err(), "{arch}");
+    }
+}
+
+/// 50 requests in one write reach the epoll worker in a read or two: answered one write per
+/// reply by default, one write per read with `batch_replies` (and still each with its T6).
+#[test]
+fn epoll_batched_replies_take_one_write_per_read() {
+    const N: u64 = 50;
+    for (batch, flags) in [
+        (false, Flags::default()),
+        (true, Flags::default()),
+        (true, STAMPS),
+    ] {
+        let h = start(ServerConfig {
+            batch_replies: batch,
+            ..cfg(Arch::Epoll, 1)
+        });
+        let mut c = TcpClient::connect(h.local_addr());
+        let mut bytes = Vec::new();
+        for id in 0..N {
+            nullrpc::encode_request(&mut bytes, id, 0, DEFAULT_REQUEST_LEN, flags).unwrap();
+        }
+        c.s.write_all(&bytes).unwrap();
+        let mut ids = Vec::new();
+        let mut t5 = std::collections::BTreeMap::new();
+        let mut t6 = 0;
+        while ids.len() < N as usize || (flags.want_tx_stamp && t6 < N) {
+            let (hd, ok, stamps, tx) = c.next_frame();
+            match hd.kind {
+                nullrpc::Kind::Response => {
+                    assert!(ok, "payload of {} not echoed", hd.id);
+                    ids.push(hd.id);
+                    if let Some(s) = stamps {
+                        t5.insert(hd.id, s.0[4]);
+                    }
+                }
+                nullrpc::Kind::TxStamp => {
+                    let t = tx.expect("T6");
+                    assert!(t + SLACK_NS >= t5[&hd.id], "T6 before T5 for {}", hd.id);
+                    t6 += 1;
+                }
+                k => panic!("unexpected {k:?}"),
+            }
+        }
+        // In order, every one once.
+        assert_eq!(ids, (0..N).collect::<Vec<_>>(), "batch {batch}");
+        let counters = h.shutdown().unwrap();
+        assert_eq!(counters.served, N);
+        let replies_only = counters.reply_writes;
+        if !batch {
+            assert_eq!(replies_only, N, "one write per reply");
+        } else {
+            // ~8 KB in one write arrives in at most a few reads (each ≥ 4 KiB); with stamps,
+            // each reply write is followed by a write of its follow-ups.
+            let per_read = if flags.want_tx_stamp { 2 } else { 1 };
+            assert!(
+                replies_only <= 3 * per_read,
+                "{replies_only} writes for {N} pipelined requests"
+            );
+            assert_eq!(
+                counters.tx_stamps_sent,
+                if flags.want_tx_stamp { N } else { 0 }
+            );
+        }
+    }
 }
 
 #[test]

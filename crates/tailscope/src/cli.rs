@@ -216,6 +216,12 @@ pub struct ServeArgs {
     /// LNS paper) instead of spinning, so that k workers overlap on fewer CPUs.
     #[arg(long)]
     pub worker_sleep: bool,
+    /// --arch epoll: write the replies to everything one read brought in one write, after
+    /// the last is served (as memcached answers pipelined requests), instead of one write per
+    /// reply. A fast sink for measuring a load generator; T5 is then taken when each reply is
+    /// encoded, before the read's write.
+    #[arg(long)]
+    pub batch_replies: bool,
     /// Print the ready message as one JSON object.
     #[arg(long)]
     pub json: bool,

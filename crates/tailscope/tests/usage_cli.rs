@@ -126,6 +126,10 @@ fn numeric_inputs_beyond_what_can_run_are_refused() {
             &["--n", "--bursts"],
         ),
         (&["serve", "--workers", "100000"], &["--workers"]),
+        (
+            &["serve", "--arch", "thread", "--batch-replies"],
+            &["--batch-replies", "epoll", "thread"],
+        ),
         (&["noise", "--duration", "25h"], &["--duration"]),
         (&["noise", "--threshold", "5s"], &["--threshold"]),
     ]);

@@ -24,6 +24,12 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
         Some(w) => Some(lab::model_query::read_service(w).context("--work")?),
         None => None,
     };
+    if a.batch_replies && arch != Arch::Epoll {
+        return Err(usage(format!(
+            "--batch-replies applies to --arch epoll, not {}",
+            arch.name()
+        )));
+    }
     if a.max_frame < wire::nullrpc::HEADER_LEN || a.max_frame > wire::nullrpc::MAX_FRAME {
         return Err(usage(format!(
             "--max-frame must be between {} and {} bytes, got {}",
@@ -52,6 +58,7 @@ pub fn config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
             worker_sleep: a.worker_sleep,
         },
         limits: server::Limits::default(),
+        batch_replies: a.batch_replies,
     })
 }
 
@@ -71,7 +78,8 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<i32> {
     let bound = handle.local_addr();
     if a.json {
         output::print_json(
-            &json!({"listen": bound.to_string(), "arch": a.arch.name(), "workers": a.workers}),
+            &json!({"listen": bound.to_string(), "arch": a.arch.name(), "workers": a.workers,
+                "batch_replies": a.batch_replies}),
         )?;
     } else {
         outln!("{bound}")?;
