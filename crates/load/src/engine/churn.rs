@@ -90,8 +90,9 @@ impl Engine<'_> {
     }
 
     /// Sends the requests waiting for a retry, oldest first, while connections are
-    /// usable. Returns false when every connection is dead (the retries then fail).
-    pub(super) fn send_retries(&mut self) -> bool {
+    /// usable, in the pass that began at `now`. Returns false when every connection is dead
+    /// (the retries then fail).
+    pub(super) fn send_retries(&mut self, now: u64) -> bool {
         if self.dead_slots == self.slots.len() {
             for i in std::mem::take(&mut self.retry) {
                 if let Some(e) = self.win.get_mut(i) {
@@ -107,7 +108,7 @@ impl Engine<'_> {
             match self.pick(forced) {
                 Some(s) => {
                     self.retry.pop_front();
-                    self.transmit(i, s, false);
+                    self.transmit(i, s, false, now);
                 }
                 None => break,
             }
