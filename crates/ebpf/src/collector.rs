@@ -339,6 +339,10 @@ impl Programs {
     fn attached(&self) -> usize {
         self.links.lock().map(|l| l.len()).unwrap_or(0) + usize::from(self.fork.is_some())
     }
+
+    fn loaded(&self) -> usize {
+        self.obj.progs().filter(|p| p.autoload()).count()
+    }
 }
 
 /// The loaded and attached programs of one run; detached when dropped.
@@ -486,7 +490,12 @@ impl Collector {
             measured: stats.is_some(),
             obj,
         });
-        let attached = programs.attach()?;
+        let t0 = host::clock::mono_now_ns();
+        // Sampled with a first window later on, the programs wait for it detached.
+        let attached = match &cfg.sampling {
+            Some(s) if !s.first_after.is_zero() => None,
+            _ => Some(programs.attach()?),
+        };
         let sampler = cfg
             .sampling
             .clone()
@@ -494,6 +503,7 @@ impl Collector {
                 crate::sampling::Sampler::start(
                     s,
                     Arc::clone(&programs) as Arc<dyn crate::sampling::Toggle>,
+                    t0,
                     attached,
                     stats.is_some(),
                 )
@@ -582,8 +592,14 @@ impl Collector {
         self.programs.obj.progs().filter(|p| p.autoload()).count()
     }
 
-    /// Programs attached now (with sampling, between windows only the fork follower).
+    /// Programs loaded: attached throughout, or, sampled, in the windows (the fork follower
+    /// throughout).
     pub fn programs(&self) -> usize {
+        self.programs.loaded()
+    }
+
+    /// Programs attached now (sampled, between windows only the fork follower).
+    pub fn attached(&self) -> usize {
         self.programs.attached()
     }
 

@@ -63,6 +63,10 @@ pub struct Sampling {
     /// took 0.3 s and an attach up to 0.9 s at SCHED_IDLE, with the programs attached so far
     /// running at their full cost all along (5 % spent against a 1 % budget).
     pub run_on: Vec<usize>,
+    /// The first window opens no earlier than this after the collector starts (a run's
+    /// warm-up, whose requests the analysis drops). The allowance counts from the start, so
+    /// the first window can spend what accrued meanwhile.
+    pub first_after: Duration,
 }
 
 impl Sampling {
@@ -74,6 +78,7 @@ impl Sampling {
             min_window: Duration::from_millis(50),
             slice: Duration::from_millis(10),
             run_on: Vec::new(),
+            first_after: Duration::ZERO,
         }
     }
 }
@@ -108,7 +113,7 @@ pub struct SamplingReport {
     pub measured: bool,
     /// Windows opened.
     pub windows: u64,
-    /// Time attached, and since the first window opened (ns).
+    /// Time attached, and since the collector started (ns).
     pub attached_ns: u64,
     pub elapsed_ns: u64,
     /// What counted against the budget: the programs' time and the sampler's CPU time (ns).
@@ -127,7 +132,7 @@ impl SamplingReport {
     /// The fraction of the time attached.
     pub fn duty(&self) -> f64 {
         if self.elapsed_ns == 0 {
-            return 1.0;
+            return if self.windows > 0 { 1.0 } else { 0.0 };
         }
         self.attached_ns as f64 / self.elapsed_ns as f64
     }
@@ -150,12 +155,15 @@ pub(crate) struct Sampler {
 }
 
 impl Sampler {
-    /// Starts sampling programs attached at `attached` (CLOCK_MONOTONIC ns), the first
-    /// window's start; `measured`: whether the kernel's run-time statistics are on.
+    /// Starts sampling `programs` from `t0` (CLOCK_MONOTONIC ns, when the collector
+    /// started: the allowance counts from there); `attached`: when they were attached, the
+    /// first window's start, or None when they wait for `cfg.first_after`; `measured`:
+    /// whether the kernel's run-time statistics are on.
     pub fn start(
         cfg: Sampling,
         programs: Arc<dyn Toggle>,
-        attached: u64,
+        t0: u64,
+        attached: Option<u64>,
         measured: bool,
     ) -> Result<Sampler, EbpfError> {
         if !(cfg.budget > 0.0 && cfg.budget.is_finite()) {
@@ -166,15 +174,15 @@ impl Sampler {
         }
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
-                windows: VecDeque::from([Window {
-                    start: attached,
-                    end: None,
-                }]),
+                windows: attached
+                    .map(|start| Window { start, end: None })
+                    .into_iter()
+                    .collect(),
                 report: SamplingReport {
                     budget: cfg.budget,
                     cpus: cfg.cpus,
                     measured,
-                    windows: 1,
+                    windows: u64::from(attached.is_some()),
                     ..SamplingReport::default()
                 },
             }),
@@ -184,7 +192,7 @@ impl Sampler {
         // Not "ts-…": the collector follows the built-in server's threads by that prefix.
         let thread = std::thread::Builder::new()
             .name("ebpf-windows".into())
-            .spawn(move || run(&cfg, programs.as_ref(), &inner, attached, measured))
+            .spawn(move || run(&cfg, programs.as_ref(), &inner, (t0, attached), measured))
             .map_err(|e| EbpfError::Config(format!("starting the sampling thread: {e}")))?;
         Ok(Sampler {
             shared,
@@ -241,8 +249,14 @@ impl Drop for Sampler {
 /// at least `min_window` old), attach when the allowance has caught up. Between looks it
 /// sleeps until the next decision could be due (reading the programs' statistics costs
 /// ~4 µs a program, which looked at every few ms would be a good part of a 1 % budget),
-/// but at least `slice`.
-fn run(cfg: &Sampling, programs: &dyn Toggle, shared: &Shared, t0: u64, measured: bool) {
+/// but at least `slice`. `(t0, attached)`: as given to [`Sampler::start`].
+fn run(
+    cfg: &Sampling,
+    programs: &dyn Toggle,
+    shared: &Shared,
+    (t0, attached): (u64, Option<u64>),
+    measured: bool,
+) {
     // Best effort, like the record writer's: a thread left where it was still samples.
     if !cfg.run_on.is_empty() {
         let _ = host::placement::pin_current_thread(&cfg.run_on);
@@ -253,10 +267,15 @@ fn run(cfg: &Sampling, programs: &dyn Toggle, shared: &Shared, t0: u64, measured
     let slice = cfg.slice.as_nanos() as u64;
     let min_window = cfg.min_window.as_nanos() as u64;
     // The open window: its start and the programs' time then.
-    let mut opened = Some((t0, 0u64));
+    let mut opened = attached.map(|a| (a, 0u64));
     let mut closed_at = t0;
     let mut program_ns = 0u64;
-    let mut wait = min_window;
+    let first_at = t0.saturating_add(cfg.first_after.as_nanos() as u64);
+    let mut wait = if attached.is_some() {
+        min_window
+    } else {
+        first_at.saturating_sub(host::clock::mono_now_ns())
+    };
     while !shared.stop.load(Ordering::Relaxed) {
         std::thread::park_timeout(Duration::from_nanos(wait.max(slice)));
         if shared.stop.load(Ordering::Relaxed) {
@@ -309,6 +328,10 @@ fn run(cfg: &Sampling, programs: &dyn Toggle, shared: &Shared, t0: u64, measured
                     }
                     .min(LONGEST_WAIT);
                 }
+            }
+            None if now < first_at => {
+                wait = first_at - now;
+                continue;
             }
             None => {
                 let (due, left) = if measured {

@@ -166,6 +166,17 @@ fn tcp_and_udp_echo_requests_are_all_matched() {
 /// a window saw whole (sent after it opened, answered before it closed) is matched.
 #[test]
 fn sampled_windows_keep_whole_requests_and_stay_within_the_budget() {
+    sampled_echo(Duration::ZERO);
+}
+
+/// The same with the first window held back (a run's warm-up): nothing is attached before
+/// it, and what accrued meanwhile is spent after it within the same budget.
+#[test]
+fn a_held_back_first_window_opens_after_its_delay() {
+    sampled_echo(Duration::from_millis(300));
+}
+
+fn sampled_echo(first_after: Duration) {
     ebpf::support::check().expect("this host must support the eBPF collector (root, BTF, tracefs)");
     const REQS: usize = 12_000;
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -186,6 +197,8 @@ fn sampled_windows_keep_whole_requests_and_stay_within_the_budget() {
     // the sampler must detach them most of the time.
     let mut sampling = ebpf::Sampling::new(0.01, 1);
     sampling.min_window = Duration::from_millis(20);
+    sampling.first_after = first_after;
+    let started = mono_ns();
     let mut c = Collector::start(&CollectorConfig {
         tids: vec![tid],
         ports: vec![tport],
@@ -194,6 +207,10 @@ fn sampled_windows_keep_whole_requests_and_stay_within_the_budget() {
         ..CollectorConfig::default()
     })
     .unwrap();
+    if !first_after.is_zero() {
+        // Only the fork follower until the first window.
+        assert_eq!(c.attached(), 1, "of {} programs", c.programs());
+    }
     let mut t = TcpStream::connect(("127.0.0.1", tport)).unwrap();
     t.set_nodelay(true).unwrap();
     let cport = t.local_addr().unwrap().port();
@@ -216,6 +233,12 @@ fn sampled_windows_keep_whole_requests_and_stay_within_the_budget() {
     assert!(report.measured, "BPF run-time statistics are on as root");
     assert!(report.error.is_none(), "{report:?}");
     assert!(windows.len() >= 3, "{} windows: {report:?}", windows.len());
+    let first = windows[0].start;
+    assert!(
+        first >= started + first_after.as_nanos() as u64,
+        "the first window opened {} ns after the start, before {first_after:?}",
+        first - started
+    );
     assert!(
         report.duty() < 0.8,
         "attached {:.2} of the time",

@@ -141,6 +141,9 @@ impl Stages {
                         server.cpus.len()
                     };
                     let mut s = ebpf::Sampling::new(share, cpus);
+                    // The warm-up's requests are dropped from every view: a window then would
+                    // spend the budget on none that count.
+                    s.first_after = load.warmup;
                     // On the server's CPUs, whose budget pays for it: each attach and detach
                     // takes 1–2 ms of CPU inside the kernel, where nothing preempts it. On
                     // the generator's CPU they stalled the generator as long (memcached at
@@ -159,7 +162,7 @@ impl Stages {
             ebpf::Collector::start(&cfg).map_err(|e| LabError::Failed(e.to_string()))?;
         let udp = ready.target.transport == Transport::Udp;
         obs.note(&format!(
-            "stages: eBPF on {} ({} programs attached{})",
+            "stages: eBPF on {} ({} programs{})",
             if builtin {
                 format!("this process's {BUILTIN_PREFIX}* threads (the built-in server)")
             } else {
@@ -168,10 +171,11 @@ impl Stages {
             collector.programs(),
             match &cfg.sampling {
                 Some(s) => format!(
-                    ", in windows that keep their cost within {budget} of the server's {} CPU(s)",
+                    ", attached in windows that keep their cost within {budget} of the server's \
+                     {} CPU(s), the first after the warm-up",
                     s.cpus
                 ),
-                None => ", throughout".into(),
+                None => " attached throughout".into(),
             }
         ));
         Ok(Stages {
