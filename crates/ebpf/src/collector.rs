@@ -490,7 +490,7 @@ impl Collector {
             measured: stats.is_some(),
             obj,
         });
-        let t0 = host::clock::mono_now_ns();
+        let started = host::clock::mono_now_ns();
         // Sampled with a first window later on, the programs wait for it detached.
         let attached = match &cfg.sampling {
             Some(s) if !s.first_after.is_zero() => None,
@@ -503,7 +503,7 @@ impl Collector {
                 crate::sampling::Sampler::start(
                     s,
                     Arc::clone(&programs) as Arc<dyn crate::sampling::Toggle>,
-                    t0,
+                    started,
                     attached,
                     stats.is_some(),
                 )

@@ -158,14 +158,14 @@ pub(crate) struct Sampler {
 }
 
 impl Sampler {
-    /// Starts sampling `programs`; `t0`: when the collector started (CLOCK_MONOTONIC ns;
+    /// Starts sampling `programs`; `started`: when the collector started (CLOCK_MONOTONIC ns;
     /// the first window opens `cfg.first_after` later); `attached`: when they were attached,
     /// the first window's start, or None when they wait for `cfg.first_after`; `measured`:
     /// whether the kernel's run-time statistics are on.
     pub fn start(
         cfg: Sampling,
         programs: Arc<dyn Toggle>,
-        t0: u64,
+        started: u64,
         attached: Option<u64>,
         measured: bool,
     ) -> Result<Sampler, EbpfError> {
@@ -195,7 +195,15 @@ impl Sampler {
         // Not "ts-…": the collector follows the built-in server's threads by that prefix.
         let thread = std::thread::Builder::new()
             .name("ebpf-windows".into())
-            .spawn(move || run(&cfg, programs.as_ref(), &inner, (t0, attached), measured))
+            .spawn(move || {
+                run(
+                    &cfg,
+                    programs.as_ref(),
+                    &inner,
+                    (started, attached),
+                    measured,
+                )
+            })
             .map_err(|e| EbpfError::Config(format!("starting the sampling thread: {e}")))?;
         Ok(Sampler {
             shared,
@@ -252,12 +260,12 @@ impl Drop for Sampler {
 /// at least `min_window` old), attach when the allowance has caught up. Between looks it
 /// sleeps until the next decision could be due (reading the programs' statistics costs
 /// ~4 µs a program, which looked at every few ms would be a good part of a 1 % budget),
-/// but at least `slice`. `(t0, attached)`: as given to [`Sampler::start`].
+/// but at least `slice`. `(started, attached)`: as given to [`Sampler::start`].
 fn run(
     cfg: &Sampling,
     programs: &dyn Toggle,
     shared: &Shared,
-    (t0, attached): (u64, Option<u64>),
+    (started, attached): (u64, Option<u64>),
     measured: bool,
 ) {
     // Best effort, like the record writer's: a thread left where it was still samples.
@@ -271,12 +279,11 @@ fn run(
     let min_window = cfg.min_window.as_nanos() as u64;
     // The open window: its start and the programs' time then.
     let mut opened = attached.map(|a| (a, 0u64));
-    let first_at = t0.saturating_add(cfg.first_after.as_nanos() as u64);
     // The allowance (and the span reported) count from the first window's earliest start.
-    let t0 = first_at;
+    let first_at = started.saturating_add(cfg.first_after.as_nanos() as u64);
     // When the last window closed (unmeasured: the first opens at `first_at`).
     let off = (min_window as f64 * (1.0 / UNMEASURED_DUTY - 1.0)) as u64;
-    let mut closed_at = t0.saturating_sub(off);
+    let mut closed_at = first_at.saturating_sub(off);
     let mut program_ns = 0u64;
     let mut wait = if attached.is_some() {
         min_window
@@ -294,11 +301,11 @@ fn run(
         }
         let sampler_cpu_ns = host::clock::thread_cpu_ns().saturating_sub(cpu0);
         let spent = (program_ns + sampler_cpu_ns) as f64;
-        let allowed = per_ns * now.saturating_sub(t0) as f64;
+        let allowed = per_ns * now.saturating_sub(first_at) as f64;
         if let Ok(mut st) = shared.state.lock() {
             st.report.program_ns = program_ns;
             st.report.sampler_cpu_ns = sampler_cpu_ns;
-            st.report.elapsed_ns = now.saturating_sub(t0);
+            st.report.elapsed_ns = now.saturating_sub(first_at);
         }
         // The lock is not held while the programs attach or detach (milliseconds): the
         // drain reads the windows meanwhile.
@@ -381,7 +388,7 @@ fn run(
     if let (Some((start, _)), Ok(mut st)) = (opened, shared.state.lock()) {
         let now = host::clock::mono_now_ns();
         st.report.attached_ns += now.saturating_sub(start);
-        st.report.elapsed_ns = now.saturating_sub(t0);
+        st.report.elapsed_ns = now.saturating_sub(first_at);
         st.report.sampler_cpu_ns = host::clock::thread_cpu_ns().saturating_sub(cpu0);
     }
 }
