@@ -267,7 +267,7 @@ fn is_executable(program: &str) -> bool {
 /// Words as a POSIX shell splits them: blanks separate, `'…'` is literal, `"…"` honours `\"`
 /// and `\\`, a backslash outside quotes escapes the next character. Unquoted shell operators
 /// are refused: no shell runs the command, so they would be passed on as arguments.
-fn split_words(s: &str) -> Result<Vec<String>, String> {
+pub(crate) fn split_words(s: &str) -> Result<Vec<String>, String> {
     let mut words = Vec::new();
     let mut cur: Option<String> = None;
     let mut chars = s.chars();

@@ -44,7 +44,7 @@ pub const IGNORED_CONFIG_KEYS: [&str; 16] = [
 ];
 
 /// A check's verdict for one row.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CheckVerdict {
     Better,
@@ -65,7 +65,7 @@ impl std::fmt::Display for CheckVerdict {
 }
 
 /// A value with its interval.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct Interval {
     pub value: f64,
     pub lo: f64,

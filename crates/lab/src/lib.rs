@@ -14,6 +14,7 @@
 //! service time (given / stored / calibrate) ─► RunPlan ─measure─► Run ─► store, CLI, report
 //! ```
 
+pub mod ab;
 mod agent_spec;
 pub mod agents;
 pub mod bursty;

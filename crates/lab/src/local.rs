@@ -20,7 +20,7 @@ pub struct LocalEngine;
 
 /// CPUs for tailscope's own background threads: neither the generator's nor the server's
 /// (empty when there is none, or when either is unpinned and so may be anywhere).
-fn spare_cpus(generator: &[usize], server: &[usize]) -> Vec<usize> {
+pub(crate) fn spare_cpus(generator: &[usize], server: &[usize]) -> Vec<usize> {
     if generator.is_empty() {
         return Vec::new();
     }

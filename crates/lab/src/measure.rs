@@ -215,7 +215,7 @@ fn unanalysed(ready: &Ready, st: &Store, run_id: i64, l: &Loaded, e: AnalysisErr
 
 /// Finishes a sent run, wherever its load came from: the analysis, the "why", saturation,
 /// the views and the status; the [`Run`], stored.
-fn finish(
+pub(crate) fn finish(
     plan: &RunPlan,
     ready: &Ready,
     st: &Store,

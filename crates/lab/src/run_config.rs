@@ -301,6 +301,13 @@ pub struct RunConfig {
         skip_serializing_if = "Option::is_none"
     )]
     pub role: Option<Role>,
+    /// Which arm of an A/B comparison (`ab`) the run is.
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub arm: Option<crate::ab::Arm>,
     /// A colocation's cell.
     #[serde(
         default,

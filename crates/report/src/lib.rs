@@ -9,6 +9,7 @@
 //! [`openmetrics`] (a run's or an experiment's summary for Prometheus).
 //! [`stored`] reads a run back from the store for them.
 
+pub mod ab_view;
 pub mod agents_view;
 pub mod bursty_view;
 pub mod check_view;

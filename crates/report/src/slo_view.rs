@@ -20,7 +20,7 @@ pub fn lines(w: &mut dyn std::io::Write, r: &SloReport) -> std::io::Result<()> {
     Ok(())
 }
 
-fn xml_escape(s: &str) -> String {
+pub(crate) fn xml_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for ch in s.chars() {
         match ch {

@@ -47,6 +47,10 @@ pub enum Command {
     /// A run or experiment against a stored baseline, per percentile and view: better, worse,
     /// same or undecided (exit code 3 when any is worse).
     Check(CheckArgs),
+    /// Two configurations interleaved in short paired slices (the same arrivals for both
+    /// slices of a pair, counterbalanced order): the ratio candidate ÷ baseline per
+    /// percentile with a paired interval, and a verdict (exit code 3 when worse).
+    Ab(AbArgs),
     /// Check the host for the known sources of tail latency; --apply the safe mitigations.
     Doctor(DoctorArgs),
     /// TSC-gap probe of OS and hardware noise (Where Has My Time Gone?).
@@ -388,6 +392,26 @@ pub struct CheckArgs {
     /// Compare with a baseline from another host or configuration anyway.
     #[arg(long)]
     pub force: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Print exactly one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+#[command(after_help = "Examples:
+  tailscope ab 'nullrpc:// --server-work det:50us' 'nullrpc:// --server-work det:60us' \\
+      --spawn --server-cpus 1 --cpus 0 --rate 6000 --until-decided
+  tailscope ab http://127.0.0.1:8080/ http://127.0.0.1:8081/ --rate 5000 --pairs 30")]
+pub struct AbArgs {
+    /// The baseline: a target URL as `run` takes it, with its own server flags in the same
+    /// quoted word ('memcached:// --server-threads 1'); flags outside the arms apply to both.
+    pub baseline: String,
+    /// The candidate, likewise.
+    pub candidate: String,
+    #[command(flatten)]
+    pub opts: lab::ab::AbOptions,
     #[command(flatten)]
     pub db: DbArgs,
     /// Print exactly one JSON object on stdout.

@@ -1,5 +1,6 @@
 //! One module per subcommand; `dispatch` routes the parsed command line.
 
+mod ab;
 mod agent;
 mod bursty;
 mod calibrate;
@@ -43,6 +44,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Runs(c) => runs::run(&c),
         Command::Report(a) => report::run(&a),
         Command::Check(a) => check::run(&a),
+        Command::Ab(a) => ab::run(&a),
         Command::Doctor(a) => doctor::run(&a),
         Command::Noise(a) => noise::run(&a),
         Command::Stress(a) => stress::run(&a),

@@ -1,0 +1,13 @@
+//! `ab`: two configurations compared in interleaved, paired slices (see DESIGN.md,
+//! "Comparisons on noisy hosts").
+
+mod compare;
+mod options;
+pub mod paired;
+mod slices;
+
+pub use compare::{
+    candidate_first, compare, AbOutcome, AbResult, AbSpec, ArmResult, ArmSpec, AB_METHOD,
+};
+pub use options::AbOptions;
+pub use paired::{AbRow, Arm, CarryOver, Looks, PairFacts, Paired, SliceFacts};

@@ -1,0 +1,283 @@
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, Exp, Normal};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use super::*;
+
+/// A simulated comparison against exact truth: two M/M/1 servers (mean service `s_base` and
+/// `s_cand`) receive the same Poisson arrivals at `rate` in each pair (common random numbers;
+/// their service times are drawn apart), one slice of `slice_s` each after `settle_s` not
+/// counted, in a counterbalanced order. The host's drift multiplies every latency of a slice
+/// by exp(W), W a random walk shared by both arms that steps N(0, drift²) per slice. An
+/// M/M/1 sojourn time is exponential with rate μ − λ, so every percentile's true ratio is
+/// (1/s_base − λ) / (1/s_cand − λ), drift or not.
+pub(crate) struct Sim {
+    pub rate: f64,
+    pub s_base: f64,
+    pub s_cand: f64,
+    pub slice_s: f64,
+    pub settle_s: f64,
+    pub drift: f64,
+}
+
+impl Sim {
+    pub fn truth(&self) -> f64 {
+        (1.0 / self.s_base - self.rate) / (1.0 / self.s_cand - self.rate)
+    }
+
+    /// Latencies (ns) of the counted arrivals of one slice.
+    fn slice(&self, arrivals: &[f64], service: f64, scale: f64, rng: &mut impl Rng) -> Vec<u64> {
+        let exp = Exp::new(1.0 / service).unwrap();
+        let mut free_at = 0.0f64;
+        let mut out = Vec::with_capacity(arrivals.len());
+        for &a in arrivals {
+            let start = free_at.max(a);
+            free_at = start + exp.sample(rng);
+            if a >= self.settle_s {
+                out.push(((free_at - a) * scale * 1e9).round() as u64);
+            }
+        }
+        out
+    }
+
+    /// One comparison of `pairs` pairs.
+    pub fn run(&self, pairs: u32, seed: u64) -> Paired {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let gap = Exp::new(self.rate).unwrap();
+        let step = Normal::new(0.0f64, self.drift.max(1e-12)).unwrap();
+        let mut walk = 0.0f64;
+        let mut p = Paired::new();
+        for i in 0..pairs {
+            let mut arrivals = Vec::new();
+            let mut t = 0.0;
+            loop {
+                t += gap.sample(&mut rng);
+                if t >= self.settle_s + self.slice_s {
+                    break;
+                }
+                arrivals.push(t);
+            }
+            // Counterbalanced: each block of two pairs holds both orders.
+            let candidate_first = (i % 2 == 0) == rng.gen::<bool>();
+            let order = if candidate_first {
+                [Arm::Candidate, Arm::Baseline]
+            } else {
+                [Arm::Baseline, Arm::Candidate]
+            };
+            for arm in order {
+                if self.drift > 0.0 {
+                    walk += step.sample(&mut rng);
+                }
+                let s = match arm {
+                    Arm::Baseline => self.s_base,
+                    Arm::Candidate => self.s_cand,
+                };
+                for l in self.slice(&arrivals, s, walk.exp(), &mut rng) {
+                    // The server view alike in this model.
+                    p.record(i, arm, View::User, l);
+                    p.record(i, arm, View::Server, l);
+                }
+            }
+            p.push_pair(PairFacts {
+                index: i,
+                seed: i.into(),
+                candidate_first,
+                at_s: 0.0,
+                baseline: SliceFacts::default(),
+                candidate: SliceFacts::default(),
+            });
+        }
+        p
+    }
+}
+
+fn percentiles(keys: &[(&str, f64)]) -> Vec<(String, f64)> {
+    keys.iter().map(|(k, q)| (k.to_string(), *q)).collect()
+}
+
+/// Nominal 95 % paired intervals contain the exact ratio in 90–98 % of comparisons, with and
+/// without a drifting host (a scaled-down `bench/ab_power.sh` coverage run).
+#[test]
+fn paired_ratio_intervals_cover_the_exact_ratio_with_and_without_drift() {
+    let asked = percentiles(&[("p50", 0.5), ("p99", 0.99)]);
+    for drift in [0.0, 0.05] {
+        let sim = Sim {
+            rate: 5000.0,
+            s_base: 50e-6,
+            s_cand: 60e-6,
+            slice_s: 0.4,
+            settle_s: 0.04,
+            drift,
+        };
+        let truth = sim.truth();
+        let trials = 240;
+        let mut covered = [0usize; 2];
+        for trial in 0..trials {
+            let p = sim.run(24, 1000 + trial as u64);
+            for (k, row) in p
+                .rows(View::User, &asked, 0.95, 0.1, None)
+                .iter()
+                .enumerate()
+            {
+                let r = row.ratio.expect("enough pairs for p50 and p99");
+                assert!(r.lo > 0.0 && r.lo <= r.value && r.value <= r.hi, "{r:?}");
+                covered[k] += usize::from(r.lo <= truth && truth <= r.hi);
+            }
+        }
+        for (k, (key, _)) in asked.iter().enumerate() {
+            let rate = covered[k] as f64 / trials as f64;
+            eprintln!("drift {drift}: {key} covers the true ratio {truth:.4} in {rate:.3}");
+            assert!(
+                (0.90..=0.985).contains(&rate),
+                "drift {drift}: {key} coverage {rate}"
+            );
+        }
+    }
+}
+
+/// A 1.31× slower server is called worse at p50 and p99 from a couple of dozen pairs, even
+/// on a host whose latencies wander (×1.3 over the comparison); the same server against itself is
+/// never called worse or better.
+#[test]
+fn a_slower_candidate_reads_worse_and_an_equal_one_never_does() {
+    let asked = percentiles(&[("p50", 0.5), ("p99", 0.99)]);
+    let slower = Sim {
+        rate: 5000.0,
+        s_base: 50e-6,
+        s_cand: 60e-6,
+        slice_s: 0.4,
+        settle_s: 0.04,
+        drift: 0.05,
+    };
+    let same = Sim {
+        s_cand: 50e-6,
+        ..slower
+    };
+    let (mut worse, mut false_verdicts) = (0, 0);
+    for trial in 0..40 {
+        let rows = slower
+            .run(24, trial)
+            .rows(View::User, &asked, 0.95, 0.1, None);
+        worse += rows
+            .iter()
+            .filter(|r| r.verdict == CheckVerdict::Worse)
+            .count();
+        let rows = same
+            .run(24, 500 + trial)
+            .rows(View::User, &asked, 0.95, 0.1, None);
+        false_verdicts += rows
+            .iter()
+            .filter(|r| matches!(r.verdict, CheckVerdict::Worse | CheckVerdict::Better))
+            .count();
+    }
+    eprintln!("worse in {worse} of 80 rows; A/A: {false_verdicts} better/worse of 80");
+    assert!(worse >= 72, "worse in {worse} of 80 rows");
+    assert_eq!(false_verdicts, 0);
+}
+
+#[test]
+fn looks_grow_by_half_and_share_the_error_out() {
+    let l = Looks::plan(6, 50, 0.95);
+    assert_eq!(l.at, vec![6, 9, 14, 21, 32, 48, 50]);
+    assert!((l.confidence - (1.0 - 0.05 / 7.0)).abs() < 1e-12);
+    let one = Looks::plan(10, 10, 0.95);
+    assert_eq!(one.at, vec![10]);
+    assert_eq!(one.confidence, 0.95);
+    assert_eq!(Looks::fixed(20, 0.9).at, vec![20]);
+}
+
+#[test]
+fn pairs_needed_scale_with_the_square_of_the_half_width() {
+    let iv = |value: f64, lo: f64, hi: f64| Interval { value, lo, hi };
+    // 1.2 [1.05, 1.37] after 10 pairs: the lower half-width ln(1.2/1.05) must shrink to
+    // ln(1.2/1.1): (0.1335/0.0870)² = 2.35 → ~25 pairs with the 5 % margin.
+    let n = pairs_needed(iv(1.2, 1.05, 1.3714), 0.1, 10).unwrap();
+    assert!((24..=26).contains(&n), "{n}");
+    // Within the tolerance: both sides must fit inside it.
+    let n = pairs_needed(iv(1.0, 0.85, 1.18), 0.1, 10).unwrap();
+    assert!(n > 10, "{n}");
+    // On the edge: no number of pairs.
+    assert_eq!(pairs_needed(iv(1.1, 1.0, 1.2), 0.1, 10), None);
+}
+
+#[test]
+fn too_few_pairs_for_a_far_percentile_is_undecided_with_why() {
+    let sim = Sim {
+        rate: 2000.0,
+        s_base: 50e-6,
+        s_cand: 60e-6,
+        slice_s: 0.2,
+        settle_s: 0.02,
+        drift: 0.0,
+    };
+    let p = sim.run(4, 3);
+    let rows = p.rows(
+        View::Server,
+        &percentiles(&[("p99.99", 0.9999)]),
+        0.95,
+        0.1,
+        None,
+    );
+    assert_eq!(rows[0].verdict, CheckVerdict::Undecided);
+    assert!(rows[0].ratio.is_none());
+    assert!(rows[0]
+        .why
+        .as_deref()
+        .unwrap_or("")
+        .contains("too few pairs"));
+    let invalid = p.rows(
+        View::User,
+        &percentiles(&[("p50", 0.5)]),
+        0.95,
+        0.1,
+        Some("the candidate's user view is invalid: generator late"),
+    );
+    assert_eq!(invalid[0].verdict, CheckVerdict::Undecided);
+    assert!(invalid[0].why.as_deref().unwrap_or("").contains("invalid"));
+}
+
+fn facts(p50: f64, p99: f64) -> SliceFacts {
+    SliceFacts {
+        user_us: vec![p50, p99],
+        server_us: vec![p50, p99],
+        ..SliceFacts::default()
+    }
+}
+
+#[test]
+fn the_carry_over_check_finds_an_order_effect_and_not_a_missing_one() {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(9);
+    let noise = Normal::new(0.0f64, 0.05).unwrap();
+    for effect in [1.0, 1.15] {
+        let mut p = Paired::new();
+        for i in 0..40u32 {
+            let candidate_first = i % 2 == 0;
+            // The slice that runs second is slowed by `effect`.
+            let (b, c) = if candidate_first {
+                (effect, 1.0)
+            } else {
+                (1.0, effect)
+            };
+            let b50 = 100.0 * b * noise.sample(&mut rng).exp();
+            let c50 = 120.0 * c * noise.sample(&mut rng).exp();
+            p.push_pair(PairFacts {
+                index: i,
+                seed: 0,
+                candidate_first,
+                at_s: 0.0,
+                baseline: facts(b50, 3.0 * b50),
+                candidate: facts(c50, 3.0 * c50),
+            });
+        }
+        let co = p.carry_over(View::User, 0, 0.95).unwrap();
+        assert_eq!(co.pairs, (20, 20));
+        // Candidate first: 1.2 / effect; baseline first: 1.2 · effect.
+        assert!(
+            (co.effect.value - 1.0 / (effect * effect)).abs() < 0.05,
+            "{co:?}"
+        );
+        assert_eq!(co.detected, effect != 1.0, "{co:?}");
+    }
+    // Fewer than two pairs of an order: no check.
+    assert!(Paired::new().carry_over(View::User, 0, 0.95).is_none());
+}
