@@ -10,7 +10,10 @@
 //!   median's asymptotic inefficiency against the mean (for normal data, conservative for
 //!   n = 3, where the exact factor is 1.16 rather than 1.25);
 //! - it is widened, if needed, to hold the median repeat's own interval (repeats that happen
-//!   to agree closely say nothing below their own resolution).
+//!   to agree closely say nothing below their own resolution);
+//! - a view's percentiles are then made monotone in q: a p99's interval never starts below
+//!   the p90's lower end, a p90's never ends above the p99's upper end (the true p99 is at
+//!   least the true p90).
 //!
 //! Which repeats count for a view: those whose view is valid (for the user view, a run whose
 //! generator kept its schedule; for the server view, any run that measured it and kept the
@@ -141,7 +144,10 @@ pub fn spread_interval(values: &[f64], own: &[(f64, f64)], confidence: f64) -> O
     })
 }
 
-/// Combines the summaries of the counted repeats of one view.
+/// Combines the summaries of the counted repeats of one view. Each percentile's interval is
+/// its own; for the percentiles of one latency distribution [`repeated`] then makes them
+/// monotone in q ([`Summary::monotone_intervals`]), which the excess (a ratio per
+/// percentile) is not.
 pub fn combine(summaries: &[&Summary], confidence: f64) -> Option<Combined> {
     let first = summaries.first()?;
     let mut quantiles = Vec::new();
@@ -220,12 +226,15 @@ pub fn repeated(runs: &[&Run], confidence: f64) -> Repeated {
     // repeat of several has no spread, and its own interval is the one that does not bound
     // the next run, so that view has no combined result. A point run once is that run.
     let need = if runs.len() >= 2 { 2 } else { 1 };
-    let user = (users.len() >= need)
-        .then(|| combine(&users, confidence))
-        .flatten();
-    let server = (servers.len() >= need)
-        .then(|| combine(&servers, confidence))
-        .flatten();
+    let latency = |of: &[&Summary]| {
+        let mut c = (of.len() >= need)
+            .then(|| combine(of, confidence))
+            .flatten()?;
+        c.summary.monotone_intervals();
+        Some(c)
+    };
+    let user = latency(&users);
+    let server = latency(&servers);
     let excess = excess_combined(runs, confidence);
     let status = if statuses.contains(&RunStatus::Failed) {
         RunStatus::Failed

@@ -203,6 +203,8 @@ pub fn check_not_saturated(max_ns: f64) -> Result<(), LabError> {
     Ok(())
 }
 
+/// Each quantile's interval from its replications' spread, then made monotone in q
+/// ([`Summary::monotone_intervals`]).
 fn replace_with_replication_ci(
     s: &mut Summary,
     per_rep: &[Vec<f64>],
@@ -212,5 +214,6 @@ fn replace_with_replication_ci(
         let e: Estimate = stats::mean_ci(samples, confidence).map_err(stats_err)?;
         q.est = e;
     }
+    s.monotone_intervals();
     Ok(())
 }
