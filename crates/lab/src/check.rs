@@ -6,7 +6,9 @@
 //! [1 / (1 + tol), 1 + tol], `undecided` otherwise. Only views valid in both are compared.
 //!
 //! A baseline from another host or another configuration is refused unless forced: the
-//! differences are listed ([`host_differences`], [`config_differences`]).
+//! differences are listed ([`host_differences`], [`config_differences`]). Target URLs compare
+//! without their address (a server restarted on port 0 is the same target): a different
+//! address is a note ([`config_notes`]), not a refusal.
 
 use std::collections::BTreeMap;
 
@@ -42,6 +44,10 @@ pub const IGNORED_CONFIG_KEYS: [&str; 16] = [
     "stages",
     "stages_budget",
 ];
+
+/// Configuration keys (at any depth) whose values are target URLs: they compare by scheme and
+/// path, without the address (host and port), see [`config_differences`].
+pub const TARGET_URL_KEYS: [&str; 2] = ["target", "url"];
 
 /// A check's verdict for one row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -357,6 +363,8 @@ pub struct Check {
     pub tolerance: f64,
     /// What differs between the two (host facts, configuration): empty unless forced.
     pub differences: Vec<String>,
+    /// What differs without refusing the baseline: a target's address ([`config_notes`]).
+    pub notes: Vec<String>,
     pub rows: Vec<CheckRow>,
     /// Rows per verdict.
     pub counts: BTreeMap<String, usize>,
@@ -391,6 +399,7 @@ impl Check {
             baseline,
             tolerance: tol,
             differences,
+            notes: Vec::new(),
             regression: rows.iter().any(|r| r.verdict == CheckVerdict::Worse),
             rows,
             counts,
@@ -431,9 +440,42 @@ fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, Value>) {
     }
 }
 
-/// The configuration keys (dotted paths) whose values differ, outside
-/// [`IGNORED_CONFIG_KEYS`]: "rate_rps: 4000 (baseline) vs 2000 (candidate)".
-pub fn config_differences(candidate: &Value, baseline: &Value) -> Vec<String> {
+/// A target URL without its address: `scheme://` and the path (with any query), host, port
+/// and user left out, an empty path read as `/`: "nullrpc://127.0.0.1:43355" and
+/// "NullRPC://[::1]:7/" both give "nullrpc:///". None when `s` is not a URL (no
+/// `scheme://`), e.g. "builtin:threads".
+fn without_address(s: &str) -> Option<String> {
+    let (scheme, rest) = s.split_once("://")?;
+    let scheme_ok = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    if !scheme_ok {
+        return None;
+    }
+    let path = &rest[rest.find(['/', '?', '#']).unwrap_or(rest.len())..];
+    let slash = if path.starts_with('/') { "" } else { "/" };
+    Some(format!("{}://{slash}{path}", scheme.to_ascii_lowercase()))
+}
+
+/// True when `key` (a dotted path) names a target URL ([`TARGET_URL_KEYS`]) and `c` and `b`
+/// are URLs that differ only in their address.
+fn same_target(key: &str, c: &Value, b: &Value) -> bool {
+    let name = key.rsplit('.').next().unwrap_or(key);
+    if !TARGET_URL_KEYS.contains(&name) {
+        return false;
+    }
+    match (
+        c.as_str().map(without_address),
+        b.as_str().map(without_address),
+    ) {
+        (Some(Some(c)), Some(Some(b))) => c == b,
+        _ => false,
+    }
+}
+
+/// The flattened keys whose values differ, as (key, candidate value, baseline value).
+fn differing(candidate: &Value, baseline: &Value) -> Vec<(String, Value, Value)> {
     let (mut c, mut b) = (BTreeMap::new(), BTreeMap::new());
     flatten("", candidate, &mut c);
     flatten("", baseline, &mut b);
@@ -444,9 +486,44 @@ pub fn config_differences(candidate: &Value, baseline: &Value) -> Vec<String> {
                 c.get(k).unwrap_or(&Value::Null),
                 b.get(k).unwrap_or(&Value::Null),
             );
-            (cv != bv).then(|| format!("{k}: {bv} (baseline) vs {cv} (candidate)"))
+            (cv != bv).then(|| (k.clone(), cv.clone(), bv.clone()))
         })
         .collect()
+}
+
+/// The configuration keys (dotted paths) whose values differ, outside
+/// [`IGNORED_CONFIG_KEYS`]: "rate_rps: 4000 (baseline) vs 2000 (candidate)". Target URLs
+/// ([`TARGET_URL_KEYS`]) that differ only in their address (host and port: a server
+/// restarted on port 0) are the same target, not a difference ([`config_notes`] says so).
+pub fn config_differences(candidate: &Value, baseline: &Value) -> Vec<String> {
+    differing(candidate, baseline)
+        .into_iter()
+        .filter(|(k, cv, bv)| !same_target(k, cv, bv))
+        .map(|(k, cv, bv)| format!("{k}: {bv} (baseline) vs {cv} (candidate)"))
+        .collect()
+}
+
+/// What differs in the configurations without refusing the baseline: each pair of target
+/// URLs that differ only in their address, once, "the baseline's address differs:
+/// nullrpc://127.0.0.1:38153 (baseline) vs nullrpc://127.0.0.1:43355 (candidate); compared
+/// as the same target".
+pub fn config_notes(candidate: &Value, baseline: &Value) -> Vec<String> {
+    let mut notes: Vec<String> = Vec::new();
+    for (k, cv, bv) in differing(candidate, baseline) {
+        if !same_target(&k, &cv, &bv) {
+            continue;
+        }
+        let (Some(c), Some(b)) = (cv.as_str(), bv.as_str()) else {
+            continue;
+        };
+        let note = format!(
+            "the baseline's address differs: {b} (baseline) vs {c} (candidate); compared as the same target"
+        );
+        if !notes.contains(&note) {
+            notes.push(note);
+        }
+    }
+    notes
 }
 
 pub use crate::cli_values::BaselineRef;
@@ -545,6 +622,7 @@ pub fn check_runs(
     let bs = RunSummary::of(bs);
     let rows = compare_sides(None, &Sides::of_summary(&cs), &Sides::of_summary(&bs), tol);
     let mut check = Check::new("run", c.id, b.id, tol, diffs, rows);
+    check.notes = config_notes(&c.config, &b.config);
     for (who, s) in [("candidate", &cs), ("baseline", &bs)] {
         check.caveats.extend(caveats_of(who, s));
     }
@@ -698,7 +776,9 @@ pub fn check_experiments(
             }
         }
     }
-    Ok((Check::new("experiment", c.id, b.id, tol, diffs, rows), c))
+    let mut check = Check::new("experiment", c.id, b.id, tol, diffs, rows);
+    check.notes = config_notes(&c.config, &b.config);
+    Ok((check, c))
 }
 
 #[cfg(test)]
@@ -850,6 +930,76 @@ mod tests {
         let h2 = json!({"hostname": "y", "kernel": "6.1", "cpu_model": "m"});
         assert_eq!(host_differences(&h1, &h2).len(), 1);
         assert!(host_differences(&h1, &h1).is_empty());
+    }
+
+    #[test]
+    fn a_target_whose_address_alone_differs_is_the_same_target_with_a_note() {
+        let cfg = |target: &str, url: &str| {
+            json!({"target": target, "url": url, "rate_rps": 4000.0,
+                   "run": {"server": {"url": url}, "connections": 4}})
+        };
+        // a server restarted on port 0: only the port differs, at the top and deeper down
+        let b = cfg("memcached", "memcached://127.0.0.1:38153");
+        let c = cfg("memcached", "memcached://127.0.0.1:43355");
+        assert!(config_differences(&c, &b).is_empty());
+        assert_eq!(
+            config_notes(&c, &b),
+            vec![
+                "the baseline's address differs: memcached://127.0.0.1:38153 (baseline) vs \
+                 memcached://127.0.0.1:43355 (candidate); compared as the same target"
+                    .to_string()
+            ]
+        );
+        // another host too, and an empty path against "/"
+        let c = cfg("http://10.0.0.5:8080/", "http://10.0.0.5:8080");
+        let b = cfg("http://localhost:80", "http://localhost:80/");
+        assert!(config_differences(&c, &b).is_empty());
+        // one note per pair of addresses: target, url and run.server.url make two
+        assert_eq!(config_notes(&c, &b).len(), 2, "{:?}", config_notes(&c, &b));
+        assert!(config_notes(&c, &c).is_empty());
+        // another scheme or another path is another target: refused, no note
+        for (bt, ct) in [
+            ("nullrpc://127.0.0.1:1", "memcached://127.0.0.1:2"),
+            ("http://h:1/a", "http://h:2/b"),
+            ("http://h:1/a?x=1", "http://h:1/a?x=2"),
+            ("builtin:threads", "builtin:epoll"),
+        ] {
+            let (b, c) = (json!({"target": bt}), json!({"target": ct}));
+            let d = config_differences(&c, &b);
+            assert_eq!(d.len(), 1, "{bt} vs {ct}: {d:?}");
+            assert!(d[0].starts_with("target: "), "{d:?}");
+            assert!(config_notes(&c, &b).is_empty(), "{bt} vs {ct}");
+        }
+        // only keys named target or url compare so
+        let d = config_differences(&json!({"server": "a://h:1"}), &json!({"server": "a://h:2"}));
+        assert_eq!(d.len(), 1, "{d:?}");
+    }
+
+    #[test]
+    fn a_stored_baseline_on_another_port_is_compared_with_a_note() {
+        let st = Store::open_in_memory().unwrap();
+        let run = |port: u16, p50: f64| {
+            let url = format!("nullrpc://127.0.0.1:{port}");
+            let id = st
+                .begin_run(&store::NewRun {
+                    kind: "run".into(),
+                    target: url.clone(),
+                    started_at: "2026-01-01T00:00:00Z".into(),
+                    config: json!({"target": url, "rate_rps": 4000.0}),
+                    host: json!({"hostname": "h", "kernel": "k", "cpu_model": "m"}),
+                })
+                .unwrap();
+            st.finish_run(id, "ok", &summary(p50, true)).unwrap();
+            id
+        };
+        let (b, c) = (run(38153, 50.0), run(43355, 80.0));
+        let (check, _) = check_runs(&st, c, &BaselineRef::Id(b), 0.1, false).unwrap();
+        assert!(check.differences.is_empty(), "{:?}", check.differences);
+        assert_eq!(check.notes.len(), 1, "{:?}", check.notes);
+        assert!(check.notes[0].contains("127.0.0.1:38153 (baseline)"));
+        assert!(check.regression);
+        let json = serde_json::to_value(&check).unwrap();
+        assert_eq!(json["notes"][0], json!(check.notes[0]));
     }
 
     fn stored(st: &Store, rate: f64, label: &str, p50: f64) -> i64 {

@@ -27,6 +27,9 @@ pub fn table(w: &mut dyn std::io::Write, c: &Check) -> std::io::Result<()> {
     for d in &c.differences {
         writeln!(w, "  forced despite: {d}")?;
     }
+    for n in &c.notes {
+        writeln!(w, "  note: {n}")?;
+    }
     let with_points = c.rows.iter().any(|r| r.point.is_some());
     let mut head = String::new();
     if with_points {
@@ -78,4 +81,36 @@ pub fn table(w: &mut dyn std::io::Write, c: &Check) -> std::io::Result<()> {
             " → no regression"
         }
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notes_print_one_line_each_under_the_heading() {
+        let c = Check {
+            kind: "run".into(),
+            candidate: 2,
+            baseline: 1,
+            tolerance: 0.1,
+            differences: Vec::new(),
+            notes: vec![
+                "the baseline's address differs: nullrpc://127.0.0.1:38153 (baseline) vs nullrpc://127.0.0.1:43355 (candidate); compared as the same target".into(),
+            ],
+            rows: Vec::new(),
+            counts: Default::default(),
+            regression: false,
+            caveats: Vec::new(),
+        };
+        let mut out = Vec::new();
+        table(&mut out, &c).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("check run 2 against run 1"), "{text}");
+        assert_eq!(
+            lines[1],
+            "  note: the baseline's address differs: nullrpc://127.0.0.1:38153 (baseline) vs nullrpc://127.0.0.1:43355 (candidate); compared as the same target"
+        );
+    }
 }
