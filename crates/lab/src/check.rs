@@ -597,7 +597,12 @@ pub fn check_runs(
             .filter(|r| {
                 r.id < c.id
                     && r.kind == c.kind
-                    && r.target == c.target
+                    && (r.target == c.target
+                        || same_target(
+                            "target",
+                            &Value::String(r.target.clone()),
+                            &Value::String(c.target.clone()),
+                        ))
                     && r.summary.is_some()
                     && differences(&c.host, &r.host, &c.config, &r.config).is_empty()
             })

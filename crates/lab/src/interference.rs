@@ -69,6 +69,15 @@ impl Beside {
         })
     }
 
+    /// Reads the counters only: a run beside which another's stressor runs (`ab`'s candidate,
+    /// whose stressor is the baseline's).
+    pub(crate) fn counters_only(ready: &Ready) -> Beside {
+        Beside {
+            stressor: None,
+            evictions_before: ready.evictions(),
+        }
+    }
+
     /// Stops the stressor and reads the counters again: the server's JSON with
     /// `colocated_stress` (what the stressor did) and `evictions_during_run` /
     /// `evictions_total` where the server counts evictions.

@@ -14,6 +14,10 @@
 //! service time (given / stored / calibrate) ─► RunPlan ─measure─► Run ─► store, CLI, report
 //! ```
 
+// `lab::…` paths inside the crate too: the simulated comparison of examples/ab_coverage is
+// also compiled into the unit tests.
+extern crate self as lab;
+
 pub mod ab;
 mod agent_spec;
 pub mod agents;

@@ -234,12 +234,11 @@ fn row_line(row: &AbRow) -> String {
 }
 
 /// JUnit XML: a suite for the comparison (a testcase per view and percentile: `worse` is a
-/// failure, `undecided` a failure when `undecided_fails`, else skipped) and one per arm's SLO.
+/// failure, `undecided` skipped — as the exit code, which only `worse` makes 3) and one per
+/// arm's SLO (an undecided condition a failure when `undecided_fails`, as for `run`).
 pub fn junit(r: &AbResult, slo: &[(Arm, SloReport)], undecided_fails: bool) -> String {
-    let fails = |v: CheckVerdict| {
-        v == CheckVerdict::Worse || (v == CheckVerdict::Undecided && undecided_fails)
-    };
-    let skips = |v: CheckVerdict| v == CheckVerdict::Undecided && !undecided_fails;
+    let fails = |v: CheckVerdict| v == CheckVerdict::Worse;
+    let skips = |v: CheckVerdict| v == CheckVerdict::Undecided;
     let (n, f, k) = (
         r.rows.len(),
         r.rows.iter().filter(|x| fails(x.verdict)).count(),

@@ -7,6 +7,8 @@ use lab::check::Check;
 
 fn iv(i: Option<lab::check::Interval>, unit: &str) -> String {
     match i {
+        // An arm of an `ab` comparison has its estimate only: its interval is the ratio's.
+        Some(i) if i.lo.is_nan() || i.hi.is_nan() => format!("{:.2}{unit}", i.value),
         Some(i) => format!("{:.2}{unit} [{:.2}, {:.2}]", i.value, i.lo, i.hi),
         None => "-".into(),
     }

@@ -549,6 +549,29 @@ pub fn ratio_interval(
     let own = if d_all > 0.0 { n_all / d_all } else { f64::NAN };
     let value = centre.unwrap_or(own);
     let w = num.width_ns.max(den.width_ns);
+    let estimates = if own.is_finite() {
+        section_ratio_estimates(num, den, q, w)
+    } else {
+        Vec::new()
+    };
+    if estimates.len() < MIN_SECTIONS || !value.is_finite() {
+        let (nl, nh) = order_stat_fallback(&na, q, confidence);
+        let (dl, dh) = order_stat_fallback(&da, q, confidence);
+        let lo = if dh > 0.0 { nl / dh } else { 0.0 };
+        let hi = if dl > 0.0 { nh / dl } else { f64::INFINITY };
+        return Ok(fallback(value, lo, hi, w));
+    }
+    Ok(sectioned(value, own, &estimates, confidence, w))
+}
+
+/// The per-section ratios `num_s / den_s` of the q-quantiles over sections of the blocks both
+/// recorders hold at width `w` (as [`ratio_interval`] forms them).
+fn section_ratio_estimates(
+    num: &BlockedRecorder,
+    den: &BlockedRecorder,
+    q: Quantile,
+    w: u64,
+) -> Vec<f64> {
     let a = num.blocks_at(w);
     let b = den.blocks_at(w);
     // join on the block start
@@ -563,12 +586,7 @@ pub fn ratio_interval(
         }
     }
     let counts: Vec<u64> = pairs.iter().map(|(x, y)| x.n.min(y.n)).collect();
-    let groups = if own.is_finite() {
-        sections(&counts, q.get())
-    } else {
-        Vec::new()
-    };
-    let estimates: Vec<f64> = groups
+    sections(&counts, q.get())
         .iter()
         .filter_map(|g| {
             let (mut x, mut y) = (Block::default(), Block::default());
@@ -579,15 +597,64 @@ pub fn ratio_interval(
             let (xq, yq) = (x.quantile(q.get())?, y.quantile(q.get())?);
             (yq > 0.0).then_some(xq / yq)
         })
-        .collect();
-    if estimates.len() < MIN_SECTIONS || !value.is_finite() {
-        let (nl, nh) = order_stat_fallback(&na, q, confidence);
-        let (dl, dh) = order_stat_fallback(&da, q, confidence);
-        let lo = if dh > 0.0 { nl / dh } else { 0.0 };
-        let hi = if dl > 0.0 { nh / dl } else { f64::INFINITY };
-        return Ok(fallback(value, lo, hi, w));
+        .collect()
+}
+
+/// The ratio of the q-quantiles of two recorders as the mean of its sections' log ratios
+/// (batch means on the log scale): `exp(m ± t_{k−1} · S / √k)`, m the mean of the sections'
+/// ln(num_s / den_s) and S their standard deviation around m. Unlike [`ratio_interval`]'s
+/// centre (the ratio of the two overall estimates), this centre is the very estimator whose
+/// noise S/√k measures, so one section that dominates an overall tail (a host stall landing
+/// in one arm's time) moves it by 1/k of its log ratio and widens the interval, instead of
+/// making the overall ratio and an interval too narrow for it. For paired comparisons whose
+/// blocks are pairs (`tailscope ab`). `sections == 0` (and NaN ends) when fewer than
+/// [`MIN_SECTIONS`] sections can each hold [`MIN_TAIL_PER_SECTION`] samples beyond the quantile
+/// in both, or a section's estimate is not positive.
+pub fn section_mean_ratio(
+    num: &BlockedRecorder,
+    den: &BlockedRecorder,
+    q: Quantile,
+    confidence: f64,
+) -> Result<SectionedInterval, StatsError> {
+    check_confidence(confidence)?;
+    num.check_saturation()?;
+    den.check_saturation()?;
+    if num.initial_width_ns != den.initial_width_ns {
+        return Err(StatsError::Histogram(
+            "ratio of blocked recorders with different initial widths".into(),
+        ));
     }
-    Ok(sectioned(value, own, &estimates, confidence, w))
+    let w = num.width_ns.max(den.width_ns);
+    let est = section_ratio_estimates(num, den, q, w);
+    let none = SectionedInterval {
+        value: f64::NAN,
+        lo: f64::NAN,
+        hi: f64::NAN,
+        sections: 0,
+        half_width: 0.0,
+        block_width_ns: w,
+        log_scale: true,
+    };
+    if est.len() < MIN_SECTIONS || est.iter().any(|e| !(e.is_finite() && *e > 0.0)) {
+        return Ok(none);
+    }
+    let k = est.len();
+    let logs: Vec<f64> = est.iter().map(|e| e.ln()).collect();
+    let m = logs.iter().sum::<f64>() / k as f64;
+    let ss: f64 = logs.iter().map(|l| (l - m) * (l - m)).sum();
+    let h = student_t_quantile(0.5 + confidence / 2.0, (k - 1) as u64)
+        * (ss / (k - 1) as f64).sqrt()
+        / (k as f64).sqrt();
+    let value = m.exp();
+    Ok(SectionedInterval {
+        value,
+        lo: (m - h).exp(),
+        hi: (m + h).exp(),
+        sections: k as u32,
+        half_width: (m + h).exp() - value,
+        block_width_ns: w,
+        log_scale: true,
+    })
 }
 
 /// The interval from section estimates around `value`; S is taken around `own` (the same

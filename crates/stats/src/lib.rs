@@ -41,7 +41,7 @@ mod summary;
 use serde::{Deserialize, Serialize};
 
 pub use blocks::{
-    format_width, ratio_interval, BlockEstimate, BlockedRecorder, SectionedInterval,
+    format_width, ratio_interval, section_mean_ratio, BlockEstimate, BlockedRecorder, SectionedInterval,
     DEFAULT_INITIAL_WIDTH_NS, DEFAULT_MIN_BLOCKS, MIN_SECTIONS, MIN_TAIL_PER_SECTION,
 };
 pub use distribution::{Distribution, DistributionCi};

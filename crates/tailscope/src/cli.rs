@@ -382,9 +382,10 @@ pub struct CheckArgs {
     #[arg(long)]
     pub experiment: bool,
     /// The baseline: an id, label:NAME (the latest run or experiment with that --label), or
-    /// latest (the latest earlier one of the same target and configuration).
+    /// latest (the latest earlier one of the same target and configuration). Not given for an
+    /// `ab` comparison (--experiment), which holds its own baseline.
     #[arg(long, value_name = "ID|label:NAME|latest")]
-    pub baseline: lab::check::BaselineRef,
+    pub baseline: Option<lab::check::BaselineRef>,
     /// How far the ratio candidate ÷ baseline may lie from 1 and still be the same, e.g.
     /// 10% or 0.1.
     #[arg(long, default_value = "10%", allow_hyphen_values = true)]

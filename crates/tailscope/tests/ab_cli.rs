@@ -67,7 +67,7 @@ fn a_slower_server_reads_worse_exits_3_and_is_stored_with_both_arms() {
         &[
             &["nullrpc:// --server-work det:50us --service 50us"][..],
             &["nullrpc:// --server-work det:100us --service 100us"],
-            &["--spawn", "--server-cpus", "1", "--pairs", "8"],
+            &["--spawn", "--server-cpus", "1", "--pairs", "12"],
             &QUICK,
             &["--junit", junit.to_str().unwrap()],
         ]
@@ -77,7 +77,7 @@ fn a_slower_server_reads_worse_exits_3_and_is_stored_with_both_arms() {
     let v = json_of(&out);
     assert_eq!(out.status.code(), Some(3), "{v}");
     assert_eq!(v["status"], "ok", "{v}");
-    assert_eq!(v["pairs"], 8);
+    assert_eq!(v["pairs"], 12);
     assert_eq!(v["regression"], true);
     // The server view is valid whenever the offered load was sent; a 2× slower server at
     // 12 % and 25 % load is ≥ 1.5× slower at the median.
@@ -87,7 +87,7 @@ fn a_slower_server_reads_worse_exits_3_and_is_stored_with_both_arms() {
     assert!(lo > 1.1, "{p50}");
     // Every pair ran both arms with one seed, in both orders.
     let pairs = v["pair_facts"].as_array().unwrap();
-    assert_eq!(pairs.len(), 8);
+    assert_eq!(pairs.len(), 12);
     let first: Vec<bool> = pairs
         .iter()
         .map(|p| p["candidate_first"].as_bool().unwrap())
@@ -135,6 +135,41 @@ fn a_slower_server_reads_worse_exits_3_and_is_stored_with_both_arms() {
         );
         assert!(shown.to_string().contains("\"arm\""), "{shown}");
     }
+    // `check` reads the stored comparison again, at another tolerance too.
+    let check = |extra: &[&str]| {
+        bin()
+            .args(["check", &exp.to_string(), "--experiment", "--json", "--db"])
+            .arg(&db)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let c = check(&[]);
+    let cv = json_of(&c);
+    assert_eq!(c.status.code(), Some(3), "{cv}");
+    assert_eq!(cv["kind"], "ab");
+    let p50 = cv["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["view"] == "server" && r["percentile"] == "p50")
+        .unwrap();
+    assert_eq!(p50["verdict"], "worse", "{cv}");
+    // At another tolerance each verdict is read again from the same stored interval.
+    let c = check(&["--tolerance", "99%"]);
+    let cv = json_of(&c);
+    for r in cv["rows"].as_array().unwrap() {
+        let want = match (r["ratio"]["lo"].as_f64(), r["ratio"]["hi"].as_f64()) {
+            (Some(lo), _) if lo > 1.99 => "worse",
+            (_, Some(hi)) if hi < 1.0 / 1.99 => "better",
+            (Some(lo), Some(hi)) if lo >= 1.0 / 1.99 && hi <= 1.99 => "same",
+            _ => "undecided",
+        };
+        assert_eq!(r["verdict"], want, "{r}");
+    }
+    // It holds its own baseline.
+    let c = check(&["--baseline", "1"]);
+    support::assert_usage_error(&c, &["own baseline"]);
     // The JUnit file has the worse row as a failure.
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(

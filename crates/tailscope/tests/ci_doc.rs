@@ -103,3 +103,60 @@ fn the_documented_pipeline_runs_and_its_exit_code_matches_its_junit() {
     let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
     assert!(html.contains("<html"), "the report is not a page");
 }
+
+#[test]
+fn the_documented_ab_script_is_the_one_in_the_docs() {
+    let doc = std::fs::read_to_string(root().join("docs/ci.md")).unwrap();
+    let script = std::fs::read_to_string(root().join("docs/ci-ab.sh")).unwrap();
+    let start = doc
+        .find("```sh\n#!/usr/bin/env bash\n# ci-ab.sh")
+        .expect("the ab script block in docs/ci.md")
+        + "```sh\n".len();
+    let end = start + doc[start..].find("```").unwrap();
+    assert_eq!(
+        &doc[start..end],
+        script,
+        "docs/ci.md and docs/ci-ab.sh differ"
+    );
+}
+
+/// The ab pipeline with the same server build on both sides (two built-in servers at
+/// det:50us): never `worse`, so exit 0, and the JUnit file (read by a real XML parser) has no
+/// failure; the comparison is stored and reported.
+#[test]
+fn the_documented_ab_pipeline_runs_and_its_junit_agrees_with_its_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("latency-ab");
+    let out = Command::new("bash")
+        .arg(root().join("docs/ci-ab.sh"))
+        .env("TS", env!("CARGO_BIN_EXE_tailscope"))
+        .env("OUT", &out_dir)
+        .env("RATE", "2500")
+        .env("MAX", "20s")
+        .env_remove("TAILSCOPE_DB")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for f in ["junit.xml", "summary.md", "report.html", "ab.json"] {
+        assert!(out_dir.join(f).is_file(), "{f} missing: {stderr}");
+    }
+    let ab: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("ab.json")).unwrap()).unwrap();
+    assert_eq!(ab["counts"]["worse"], 0, "{ab}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let parsed = Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import sys, xml.etree.ElementTree as ET\n\
+             r = ET.parse(sys.argv[1]).getroot()\n\
+             cases = r.findall('.//testcase')\n\
+             failed = [c for c in cases if c.find('failure') is not None]\n\
+             print(len(cases), len(failed))",
+        )
+        .arg(out_dir.join("junit.xml"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&parsed.stdout);
+    let rows = ab["rows"].as_array().unwrap().len();
+    assert_eq!(text.trim(), format!("{rows} 0"), "{text}");
+}

@@ -182,6 +182,8 @@ struct Live<'a> {
     origin: Option<u64>,
     facts: ArmFacts,
     writer_cpus: Vec<usize>,
+    /// The stressor both arms share (started with the baseline's) and the server's counters.
+    beside: Option<crate::interference::Beside>,
     error: Option<String>,
 }
 
@@ -189,7 +191,7 @@ struct Live<'a> {
 /// comes first drawn from the seed.
 pub fn candidate_first(seed: u64, i: u32) -> bool {
     let flip = load::derive_seed(seed ^ 0x00ab_00ab_00ab_00ab, u64::from(i / 2)) & 1 == 1;
-    (i % 2 == 0) == flip
+    i.is_multiple_of(2) == flip
 }
 
 /// Runs the comparison against the two started targets (baseline, candidate).
@@ -260,6 +262,13 @@ pub fn compare(
             plan.server_cpus.clone()
         };
         let writer_cpus = crate::local::spare_cpus(&plan.load.cpus, &server);
+        // A stressor is the same in both arms (checked): it runs once, through the whole
+        // comparison, started with the baseline's.
+        let beside = if k == 0 {
+            crate::interference::Beside::start(ready[k], &plan.load.cpus, &server, obs)?
+        } else {
+            crate::interference::Beside::counters_only(ready[k])
+        };
         live.push(Live {
             arm: a.arm,
             ready: ready[k],
@@ -269,6 +278,7 @@ pub fn compare(
             origin: None,
             facts: ArmFacts::default(),
             writer_cpus,
+            beside: Some(beside),
             error: None,
         });
     }
@@ -522,7 +532,7 @@ fn invalid_view(runs: &[Option<&Run>; 2], view: View) -> Option<String> {
 fn finish(
     spec: &AbSpec,
     experiment: i64,
-    live: [Live; 2],
+    mut live: [Live; 2],
     paired: Paired,
     (looked, decided, stopped, elapsed): (Vec<u32>, bool, String, f64),
     (rate, interrupted): (f64, bool),
@@ -531,6 +541,17 @@ fn finish(
     let looks = spec.looks();
     let confidence = looks.confidence;
     let view = decided_view(spec, &paired, &live);
+    let mut server_facts: Vec<crate::server_facts::ServerFacts> = live
+        .iter_mut()
+        .map(|l| match l.beside.take() {
+            Some(b) => b.finish(l.ready, &crate::Quiet),
+            None => l.ready.server_facts(),
+        })
+        .collect();
+    let stress = server_facts[0].colocated_stress.clone();
+    if server_facts[1].colocated_stress.is_none() {
+        server_facts[1].colocated_stress = stress;
+    }
     let mut arms = Vec::new();
     let mut runs: Vec<Option<Run>> = Vec::new();
     for (k, l) in live.into_iter().enumerate() {
@@ -561,7 +582,7 @@ fn finish(
                 cfg,
                 facts,
                 measured: Measured::Records,
-                server: l.ready.server_facts(),
+                server: server_facts[k].clone(),
                 series: None,
                 convergence: None,
                 agents: None,

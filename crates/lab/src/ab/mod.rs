@@ -5,9 +5,11 @@ mod compare;
 mod options;
 pub mod paired;
 mod slices;
+mod stored;
 
 pub use compare::{
     candidate_first, compare, AbOutcome, AbResult, AbSpec, ArmResult, ArmSpec, AB_METHOD,
 };
 pub use options::AbOptions;
 pub use paired::{AbRow, Arm, CarryOver, Looks, PairFacts, Paired, SliceFacts};
+pub use stored::{check_stored, stored_result};

@@ -236,9 +236,9 @@ impl AbOptions {
         let [b, c]: [ArmSpec; 2] = arms
             .try_into()
             .map_err(|_| invalid("two arms are compared"))?;
-        if b.tplan.stress().is_some() || c.tplan.stress().is_some() {
+        if b.tplan.stress() != c.tplan.stress() {
             return Err(invalid(
-                "--stress runs beside a whole run; ab alternates two servers in slices: compare with and without a stressor by two `run --repeat` instead",
+                "the arms' --stress differ: a stressor runs through the whole comparison, beside both arms alike (give it outside the arms); to compare with and without one, run each with `run --repeat`",
             ));
         }
         Ok(AbSpec {

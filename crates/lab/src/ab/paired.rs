@@ -4,11 +4,13 @@
 //! Each pair is two slices with the same arrival sequence, one of each arm, run back to back
 //! in a counterbalanced order. Every latency is recorded into a [`BlockedRecorder`] of its
 //! arm and view whose "time" is the pair's index, so that both arms' blocks hold the same
-//! pairs. The ratio's interval is then `stats::ratio_interval`'s sectioning over groups of
-//! adjacent pairs, on the log scale: each section's ratio is taken within the same stretch of
-//! the host's time, so a drift of the host that slows both arms alike cancels in it, and the
-//! spread of the sections' ratios measures the estimate's real noise, whatever the
-//! autocorrelation inside a slice (Randomized Multiple Interleaved Trials, Abedi & Brecht,
+//! pairs. The ratio and its interval are then `stats::section_mean_ratio`'s batch means over
+//! groups of adjacent pairs, on the log scale: each section's ratio is taken within the same
+//! stretch of the host's time, so a drift of the host that slows both arms alike cancels in
+//! it, and the spread of the sections' ratios measures the estimate's real noise, whatever the
+//! autocorrelation inside a slice. The centre is the mean of the sections' log ratios, not the
+//! ratio of the arms' overall estimates: a stall that lands in one arm's slice dominates that
+//! arm's overall tail, but moves the mean by 1/k and widens the interval (Randomized Multiple Interleaved Trials, Abedi & Brecht,
 //! ICPE 2017; sectioning, Asmussen & Glynn §IV.5). The verdicts read the interval against the
 //! tolerance exactly as `check` does ([`verdict_of`]).
 //!
@@ -287,7 +289,7 @@ impl Paired {
             row.why = Some("an arm has no answered request".into());
             return row;
         }
-        let iv = match stats::ratio_interval(cand, base, q, confidence, None) {
+        let iv = match stats::section_mean_ratio(cand, base, q, confidence) {
             Ok(iv) => iv,
             Err(e) => {
                 row.why = Some(e.to_string());

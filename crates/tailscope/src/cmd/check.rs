@@ -18,10 +18,31 @@ fn check_err(e: CheckError) -> anyhow::Error {
 }
 
 pub fn run(a: &CheckArgs) -> anyhow::Result<i32> {
-    let (baseline, tol) = (&a.baseline, a.tolerance.0);
+    let tol = a.tolerance.0;
     let (db_path, st) = open_existing_store(&a.db)?;
     let Some(st) = st else {
         return Err(usage(format!("no results store at {}", db_path.display())));
+    };
+    // An `ab` comparison holds its own baseline: its paired rows, judged again at --tolerance.
+    let is_ab = a.experiment
+        && st
+            .get_experiment(a.candidate)
+            .map_err(anyhow::Error::new)?
+            .is_some_and(|e| e.kind == "ab");
+    let baseline = match (&a.baseline, is_ab) {
+        (Some(_), true) => {
+            return Err(usage(format!(
+                "experiment {} is an ab comparison: it holds its own baseline (check it without --baseline)",
+                a.candidate
+            )))
+        }
+        (None, true) => return print_ab(a, &st, tol),
+        (Some(b), false) => b,
+        (None, false) => {
+            return Err(usage(
+                "--baseline is needed (an id, label:NAME or latest); only an ab comparison (--experiment) holds its own",
+            ))
+        }
     };
     let (check, failed) = if a.experiment {
         let (c, row) = lab::check::check_experiments(&st, a.candidate, baseline, tol, a.force)
@@ -57,6 +78,34 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<i32> {
         output::print_with(|w| report::check_view::table(w, &check))?;
         if failed {
             outln!("the candidate's measurement failed: its rows cannot be trusted (exit 1)")?;
+        }
+    }
+    Ok(code)
+}
+
+/// `check ID --experiment` of an `ab` comparison.
+fn print_ab(a: &CheckArgs, st: &store::Store, tol: f64) -> anyhow::Result<i32> {
+    let (check, r) = lab::ab::check_stored(st, a.candidate, tol).map_err(check_err)?;
+    let failed = r.status == lab::RunStatus::Failed;
+    let code = if failed {
+        1
+    } else if check.regression {
+        REGRESSION
+    } else {
+        0
+    };
+    if a.json {
+        let mut v = serde_json::to_value(&check)?;
+        v["candidate_failed"] = serde_json::json!(failed);
+        v["exit_code"] = serde_json::json!(code);
+        output::print_json(&v)?;
+    } else {
+        output::print_with(|w| report::check_view::table(w, &check))?;
+        if failed {
+            outln!(
+                "the comparison failed ({}): its rows cannot be trusted (exit 1)",
+                r.stopped
+            )?;
         }
     }
     Ok(code)

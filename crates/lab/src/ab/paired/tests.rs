@@ -1,95 +1,13 @@
-use rand::{Rng, SeedableRng};
-use rand_distr::{Distribution, Exp, Normal};
+use rand::SeedableRng;
+use rand_distr::{Distribution, Normal};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::*;
 
-/// A simulated comparison against exact truth: two M/M/1 servers (mean service `s_base` and
-/// `s_cand`) receive the same Poisson arrivals at `rate` in each pair (common random numbers;
-/// their service times are drawn apart), one slice of `slice_s` each after `settle_s` not
-/// counted, in a counterbalanced order. The host's drift multiplies every latency of a slice
-/// by exp(W), W a random walk shared by both arms that steps N(0, drift²) per slice. An
-/// M/M/1 sojourn time is exponential with rate μ − λ, so every percentile's true ratio is
-/// (1/s_base − λ) / (1/s_cand − λ), drift or not.
-pub(crate) struct Sim {
-    pub rate: f64,
-    pub s_base: f64,
-    pub s_cand: f64,
-    pub slice_s: f64,
-    pub settle_s: f64,
-    pub drift: f64,
-}
-
-impl Sim {
-    pub fn truth(&self) -> f64 {
-        (1.0 / self.s_base - self.rate) / (1.0 / self.s_cand - self.rate)
-    }
-
-    /// Latencies (ns) of the counted arrivals of one slice.
-    fn slice(&self, arrivals: &[f64], service: f64, scale: f64, rng: &mut impl Rng) -> Vec<u64> {
-        let exp = Exp::new(1.0 / service).unwrap();
-        let mut free_at = 0.0f64;
-        let mut out = Vec::with_capacity(arrivals.len());
-        for &a in arrivals {
-            let start = free_at.max(a);
-            free_at = start + exp.sample(rng);
-            if a >= self.settle_s {
-                out.push(((free_at - a) * scale * 1e9).round() as u64);
-            }
-        }
-        out
-    }
-
-    /// One comparison of `pairs` pairs.
-    pub fn run(&self, pairs: u32, seed: u64) -> Paired {
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
-        let gap = Exp::new(self.rate).unwrap();
-        let step = Normal::new(0.0f64, self.drift.max(1e-12)).unwrap();
-        let mut walk = 0.0f64;
-        let mut p = Paired::new();
-        for i in 0..pairs {
-            let mut arrivals = Vec::new();
-            let mut t = 0.0;
-            loop {
-                t += gap.sample(&mut rng);
-                if t >= self.settle_s + self.slice_s {
-                    break;
-                }
-                arrivals.push(t);
-            }
-            // Counterbalanced: each block of two pairs holds both orders.
-            let candidate_first = (i % 2 == 0) == rng.gen::<bool>();
-            let order = if candidate_first {
-                [Arm::Candidate, Arm::Baseline]
-            } else {
-                [Arm::Baseline, Arm::Candidate]
-            };
-            for arm in order {
-                if self.drift > 0.0 {
-                    walk += step.sample(&mut rng);
-                }
-                let s = match arm {
-                    Arm::Baseline => self.s_base,
-                    Arm::Candidate => self.s_cand,
-                };
-                for l in self.slice(&arrivals, s, walk.exp(), &mut rng) {
-                    // The server view alike in this model.
-                    p.record(i, arm, View::User, l);
-                    p.record(i, arm, View::Server, l);
-                }
-            }
-            p.push_pair(PairFacts {
-                index: i,
-                seed: i.into(),
-                candidate_first,
-                at_s: 0.0,
-                baseline: SliceFacts::default(),
-                candidate: SliceFacts::default(),
-            });
-        }
-        p
-    }
-}
+/// The simulated comparison `bench/ab_power.sh` runs at full size (examples/ab_coverage).
+#[path = "../../../examples/ab_coverage/sim.rs"]
+mod sim;
+use sim::Sim;
 
 fn percentiles(keys: &[(&str, f64)]) -> Vec<(String, f64)> {
     keys.iter().map(|(k, q)| (k.to_string(), *q)).collect()
@@ -108,6 +26,8 @@ fn paired_ratio_intervals_cover_the_exact_ratio_with_and_without_drift() {
             slice_s: 0.4,
             settle_s: 0.04,
             drift,
+            stalls: 0.0,
+            stall_s: 0.0,
         };
         let truth = sim.truth();
         let trials = 240;
@@ -148,6 +68,8 @@ fn a_slower_candidate_reads_worse_and_an_equal_one_never_does() {
         slice_s: 0.4,
         settle_s: 0.04,
         drift: 0.05,
+        stalls: 0.0,
+        stall_s: 0.0,
     };
     let same = Sim {
         s_cand: 50e-6,
@@ -209,6 +131,8 @@ fn too_few_pairs_for_a_far_percentile_is_undecided_with_why() {
         slice_s: 0.2,
         settle_s: 0.02,
         drift: 0.0,
+        stalls: 0.0,
+        stall_s: 0.0,
     };
     let p = sim.run(4, 3);
     let rows = p.rows(
@@ -280,4 +204,56 @@ fn the_carry_over_check_finds_an_order_effect_and_not_a_missing_one() {
     }
     // Fewer than two pairs of an order: no check.
     assert!(Paired::new().carry_over(View::User, 0, 0.95).is_none());
+}
+
+/// Host stalls that hit one arm's slice (not shared: the pairing cannot cancel them) widen the
+/// interval instead of deciding: with a 20 ms stall in one slice of ten, the intervals still
+/// cover the exact ratio, and the same server is never called worse or better.
+#[test]
+fn stalls_in_one_arms_slices_widen_the_interval_instead_of_deciding() {
+    let asked = percentiles(&[("p50", 0.5), ("p99", 0.99)]);
+    let sim = Sim {
+        rate: 5000.0,
+        s_base: 50e-6,
+        s_cand: 60e-6,
+        slice_s: 0.4,
+        settle_s: 0.04,
+        drift: 0.02,
+        stalls: 0.1,
+        stall_s: 0.02,
+    };
+    let same = Sim {
+        s_cand: 50e-6,
+        ..sim
+    };
+    let truth = sim.truth();
+    let trials = 200;
+    let (mut covered, mut false_verdicts) = ([0usize; 2], 0);
+    for t in 0..trials {
+        for (k, row) in sim
+            .run(16, 3000 + t)
+            .rows(View::User, &asked, 0.95, 0.1, None)
+            .iter()
+            .enumerate()
+        {
+            let r = row.ratio.expect("enough pairs");
+            covered[k] += usize::from(r.lo <= truth && truth <= r.hi);
+        }
+        false_verdicts += same
+            .run(16, 9000 + t)
+            .rows(View::User, &asked, 0.95, 0.1, None)
+            .iter()
+            .filter(|r| matches!(r.verdict, CheckVerdict::Worse | CheckVerdict::Better))
+            .count();
+    }
+    for (k, (key, _)) in asked.iter().enumerate() {
+        let rate = covered[k] as f64 / trials as f64;
+        eprintln!("stalls: {key} covers {rate:.3}");
+        assert!((0.90..=0.99).contains(&rate), "{key} coverage {rate}");
+    }
+    eprintln!(
+        "stalls: A/A better/worse rows {false_verdicts} of {}",
+        2 * trials
+    );
+    assert!(false_verdicts <= 2, "{false_verdicts}");
 }
