@@ -76,6 +76,50 @@ pub struct StoredExperiment {
     pub x_is_pct: bool,
     /// The points were read from the runs (no summary rows).
     pub from_runs: bool,
+    /// An `ab` comparison's result and arms (None for every other kind).
+    pub ab: Option<StoredAb>,
+}
+
+/// An `ab` experiment read back: its stored result ([`lab::ab::AbResult`]) and its two arms'
+/// runs.
+#[derive(Clone, Debug)]
+pub struct StoredAb {
+    /// The comparison as stored, or why there is none (still running, interrupted before its
+    /// summary was stored, a summary this build cannot read).
+    pub result: Result<lab::ab::AbResult, String>,
+    /// The baseline's and the candidate's runs (None when not stored).
+    pub arms: [Option<StoredRun>; 2],
+}
+
+impl StoredAb {
+    /// Reads the comparison of experiment `row` (of kind `ab`) and its arms' runs: those its
+    /// result names, else the experiment's runs by the arm their configuration names.
+    fn load(store: &Store, row: &ExperimentRow, runs: &[RunRow]) -> Result<StoredAb, StoreError> {
+        let result = match &row.summary {
+            None => Err(format!(
+                "the comparison stored no result (its status: {})",
+                row.status
+            )),
+            Some(v) => serde_json::from_value::<lab::ab::AbResult>(v.clone())
+                .map_err(|e| format!("its stored result cannot be read: {e}")),
+        };
+        let mut arms: [Option<StoredRun>; 2] = [None, None];
+        for (k, arm) in [lab::ab::Arm::Baseline, lab::ab::Arm::Candidate]
+            .into_iter()
+            .enumerate()
+        {
+            let named = result.as_ref().ok().and_then(|r| r.arm(arm).run_id);
+            let id = named.or_else(|| {
+                runs.iter()
+                    .find(|r| r.config.get("arm").and_then(Value::as_str) == Some(arm.as_str()))
+                    .map(|r| r.id)
+            });
+            if let Some(id) = id {
+                arms[k] = StoredRun::load(store, id)?;
+            }
+        }
+        Ok(StoredAb { result, arms })
+    }
 }
 
 /// The knobs that are the load axis itself, left out of a point's group.
@@ -286,6 +330,21 @@ impl StoredExperiment {
             return Ok(None);
         };
         let runs = store.experiment_runs(id)?;
+        if row.kind == "ab" {
+            // A comparison has no points on a load axis: its page reads its result and arms.
+            let ab = StoredAb::load(store, &row, &runs)?;
+            return Ok(Some(StoredExperiment {
+                row,
+                points: Vec::new(),
+                chosen: Vec::new(),
+                slo: None,
+                slo_unreadable: None,
+                max_load: None,
+                x_is_pct: false,
+                from_runs: false,
+                ab: Some(ab),
+            }));
+        }
         let summary: SummaryView = view(row.summary.as_ref());
         let config: SummaryView = view(Some(&row.config));
         let from_runs = summary.rows.is_empty();
@@ -322,6 +381,7 @@ impl StoredExperiment {
             max_load,
             x_is_pct,
             from_runs,
+            ab: None,
         };
         for id in e.choose() {
             if let Some(r) = StoredRun::load(store, id)? {

@@ -7,6 +7,7 @@ mod bars;
 mod ccdf;
 mod load;
 mod noise;
+mod ratio;
 
 use std::path::Path;
 
@@ -17,6 +18,7 @@ pub use bars::{height_for as bars_height, StageBar, StagesFigure};
 pub use ccdf::{CcdfFigure, Curve};
 pub use load::{LoadFigure, LoadLine, LoadPanel, MaxLoadMark};
 pub use noise::{gap_cdf, NoiseCurve, NoiseFigure};
+pub use ratio::{RatioFigure, RatioPanel, RatioSeries};
 
 use crate::ReportError;
 
@@ -45,6 +47,7 @@ pub enum Body {
     Load(LoadFigure),
     Stages(StagesFigure),
     Noise(NoiseFigure),
+    Ratio(RatioFigure),
 }
 
 /// One figure: its file stem (`run-12-ccdf`), its title and size, what it draws.
@@ -67,6 +70,7 @@ impl Figure {
             Body::Load(l) => load::draw(root, &self.title, l)?,
             Body::Stages(s) => bars::draw(root, &self.title, s)?,
             Body::Noise(n) => noise::draw(root, &self.title, n)?,
+            Body::Ratio(r) => ratio::draw(root, &self.title, r)?,
         }
         root.present()
     }
@@ -109,6 +113,7 @@ impl Figure {
                 .all(|p| p.lines.iter().all(|l| l.points.is_empty())),
             Body::Stages(s) => s.rows.is_empty(),
             Body::Noise(n) => n.is_empty(),
+            Body::Ratio(r) => r.is_empty(),
         }
     }
 }

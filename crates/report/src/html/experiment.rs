@@ -1,6 +1,7 @@
 //! An experiment's page: latency against offered load (measured and ideal, one line per knob
 //! value, the SLO and the max load drawn), the verdict table, the CCDFs of the chosen points
-//! overlaid, then each chosen point's own section.
+//! overlaid, then each chosen point's own section. An `ab` comparison has its own page
+//! ([`super::ab`]).
 
 use std::fmt::Write as _;
 
@@ -22,6 +23,9 @@ use crate::ReportError;
 
 /// The page of a stored experiment.
 pub fn experiment_page(e: &StoredExperiment, ctx: &Context) -> Result<Report, ReportError> {
+    if let Some(ab) = &e.ab {
+        return super::ab::ab_page(e, ab, ctx);
+    }
     let mut body = String::new();
     let mut figures = Vec::new();
     let id = e.row.id;

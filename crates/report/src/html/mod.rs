@@ -4,6 +4,7 @@
 //! and no request leaves it. Every figure reads as a static picture (a screenshot, a print);
 //! the figures also come back as data so that the caller can write them as PNG.
 
+mod ab;
 mod command;
 mod experiment;
 mod run;
@@ -118,6 +119,9 @@ pre{background:var(--soft);border:1px solid var(--line);border-radius:6px;paddin
 dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:2px 16px;font-size:14px}dl.kv dt{color:var(--muted)}dl.kv dd{margin:0}
 nav.toc{font-size:14px;margin:8px 0 0}nav.toc a{margin-right:12px}
 footer{margin-top:40px;font-size:12px;color:var(--muted)}
+.v-worse{color:#a01c16;font-weight:600}.v-better,.v-same{color:#17602c;font-weight:600}.v-undecided{color:#8a5300;font-weight:600}
+tr.read td{font-weight:600}ul.carry li.bad{color:#a01c16}
+.swatch{display:inline-block;width:12px;height:12px;border-radius:2px;margin-right:6px;vertical-align:middle}
 "#;
 
 /// A few lines, no library: each figure records where it was laid out (`data-box`, CSS pixels
