@@ -41,8 +41,9 @@ mod summary;
 use serde::{Deserialize, Serialize};
 
 pub use blocks::{
-    format_width, ratio_interval, section_mean_ratio, BlockEstimate, BlockedRecorder, SectionedInterval,
-    DEFAULT_INITIAL_WIDTH_NS, DEFAULT_MIN_BLOCKS, MIN_SECTIONS, MIN_TAIL_PER_SECTION,
+    format_width, ratio_interval, section_mean_ratio, BlockEstimate, BlockedRecorder,
+    SectionedInterval, DEFAULT_INITIAL_WIDTH_NS, DEFAULT_MIN_BLOCKS, MIN_SECTIONS,
+    MIN_TAIL_PER_SECTION,
 };
 pub use distribution::{Distribution, DistributionCi};
 pub use entropy::{latency_entropy, recorder_entropy, EntropyEstimate};

@@ -343,3 +343,55 @@ fn bad_input_exits_2_with_one_line_and_writes_nothing() {
         assert!(!db.exists(), "{args:?} wrote the store");
     }
 }
+
+/// `--duet` loads both arms at once. This host has 2 CPUs: refused, with the reason; the loop
+/// itself runs under the testing knob that lets it share CPUs (its figures then are no duet's).
+#[test]
+fn duet_is_refused_without_the_cpus_and_its_loop_runs_both_arms_at_once() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let base = serve_at(
+        "127.0.0.1:0",
+        &["--cpus", "1", "--arch", "epoll", "--work", "det:50us"],
+    );
+    let cand = serve_at(
+        "127.0.0.1:0",
+        &["--cpus", "1", "--arch", "epoll", "--work", "det:50us"],
+    );
+    let (b, c) = (
+        format!("nullrpc://{}", base.addr),
+        format!("nullrpc://{}", cand.addr),
+    );
+    let online = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if online < 4 {
+        let out = ab(&[&b, &c, "--rate", "100", "--duet"], &db);
+        support::assert_usage_error(&out, &["--duet", "4 CPUs", &format!("has {online}")]);
+        assert!(!db.exists());
+    }
+    let out = bin()
+        .env("TAILSCOPE_TEST_DUET_ANYWHERE", "1")
+        .args(["ab", &b, &c, "--duet", "--pairs", "6"])
+        .args(QUICK)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    let v = json_of(&out);
+    assert_eq!(v["status"], "ok", "{v}");
+    assert_eq!(v["duet"], true);
+    assert_eq!(v["pairs"], 6);
+    for p in v["pair_facts"].as_array().unwrap() {
+        // No order within a pair: both slices ran at once, with the same arrivals.
+        assert_eq!(p["candidate_first"], false, "{p}");
+        assert_eq!(p["baseline"]["requests"], p["candidate"]["requests"], "{p}");
+    }
+    assert!(
+        v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["ratio"].is_object()),
+        "{v}"
+    );
+}

@@ -68,6 +68,9 @@ pub struct AbSpec {
     pub view: ViewChoice,
     pub label: Option<String>,
     pub seed: u64,
+    /// Both arms loaded at once in each pair (duet benchmarking, Bulej et al. ICPE'20), each
+    /// server and generator on CPUs of its own; otherwise one slice after the other.
+    pub duet: bool,
 }
 
 impl AbSpec {
@@ -83,7 +86,8 @@ impl AbSpec {
         match self.until_decided {
             None => Looks::fixed(self.pairs, self.confidence),
             Some(max) => {
-                let pair = 2 * (self.settle + self.slice + self.gap + SLICE_OVERHEAD);
+                let slices = if self.duet { 1 } else { 2 };
+                let pair = slices * (self.settle + self.slice + self.gap + SLICE_OVERHEAD);
                 let most = (max.as_secs_f64() / pair.as_secs_f64()).floor() as u32;
                 Looks::plan(self.pairs, most.max(self.pairs), self.confidence)
             }
@@ -128,6 +132,9 @@ pub struct AbResult {
     pub gap_s: f64,
     pub pairs: u32,
     pub until_decided: bool,
+    /// Both arms were loaded at once in each pair (duet); no order within a pair then.
+    #[serde(default)]
+    pub duet: bool,
     pub looks: Vec<u32>,
     /// The looks made (pair counts), the last one's verdicts are the rows.
     pub looked: Vec<u32>,
@@ -385,20 +392,24 @@ fn pairs(spec: &AbSpec, live: &mut [Live; 2], stop: &AtomicBool, obs: &dyn Obser
         let began = Instant::now();
         let seed = load::derive_seed(spec.seed, u64::from(i));
         let cf = candidate_first(spec.seed, i);
-        let order = if cf { [1, 0] } else { [0, 1] };
         let mut facts: [SliceFacts; 2] = Default::default();
-        for k in order {
-            let l = &mut live[k];
-            match slice(spec, l, &mut paired, i, seed, settle_ns, stop) {
-                Ok(f) => facts[k] = f,
-                Err(e) => l.error = Some(e),
-            }
-            let timed_out = facts[k].failed > 0;
-            std::thread::sleep(spec.gap);
-            if timed_out {
-                // A request that timed out may still be in the server: let it finish before
-                // the other arm's slice.
-                std::thread::sleep(l.plan.load.timeout.min(Duration::from_secs(1)));
+        if spec.duet {
+            facts = duet_slices(spec, live, &mut paired, i, seed, settle_ns, stop);
+        } else {
+            let order = if cf { [1, 0] } else { [0, 1] };
+            for k in order {
+                let l = &mut live[k];
+                match slice(spec, l, &mut paired, i, seed, settle_ns, stop) {
+                    Ok(f) => facts[k] = f,
+                    Err(e) => l.error = Some(e),
+                }
+                let timed_out = facts[k].failed > 0;
+                std::thread::sleep(spec.gap);
+                if timed_out {
+                    // A request that timed out may still be in the server: let it finish
+                    // before the other arm's slice.
+                    std::thread::sleep(l.plan.load.timeout.min(Duration::from_secs(1)));
+                }
             }
         }
         if live.iter().any(|l| l.error.is_some()) {
@@ -408,7 +419,7 @@ fn pairs(spec: &AbSpec, live: &mut [Live; 2], stop: &AtomicBool, obs: &dyn Obser
         paired.push_pair(PairFacts {
             index: i,
             seed,
-            candidate_first: cf,
+            candidate_first: cf && !spec.duet,
             at_s: (began - t0).as_secs_f64(),
             baseline,
             candidate,
@@ -431,6 +442,42 @@ fn pairs(spec: &AbSpec, live: &mut [Live; 2], stop: &AtomicBool, obs: &dyn Obser
     (paired, looked, decided, stopped, t0.elapsed().as_secs_f64())
 }
 
+/// Both slices of pair `i` at once (duet): each arm's generator on its own CPU, started at the
+/// same instant with the same seed; each records into a recorder of its own, merged after.
+fn duet_slices(
+    spec: &AbSpec,
+    live: &mut [Live; 2],
+    paired: &mut Paired,
+    i: u32,
+    seed: u64,
+    settle_ns: u64,
+    stop: &AtomicBool,
+) -> [SliceFacts; 2] {
+    // Both schedules' time zero, far enough ahead for both to open their connections.
+    let at = host::clock::mono_now_ns() + 50_000_000;
+    let [lb, lc] = live;
+    let (mut pb, mut pc) = (Paired::new(), Paired::new());
+    let (rb, rc) = std::thread::scope(|s| {
+        let b = s.spawn(|| slice_at(spec, lb, &mut pb, i, seed, settle_ns, stop, Some(at)));
+        let c = slice_at(spec, lc, &mut pc, i, seed, settle_ns, stop, Some(at));
+        let b = b
+            .join()
+            .unwrap_or_else(|_| Err("the baseline's slice thread panicked".into()));
+        (b, c)
+    });
+    paired.absorb(&pb, Arm::Baseline);
+    paired.absorb(&pc, Arm::Candidate);
+    let mut facts: [SliceFacts; 2] = Default::default();
+    for (k, (l, r)) in [(lb, rb), (lc, rc)].into_iter().enumerate() {
+        match r {
+            Ok(f) => facts[k] = f,
+            Err(e) => l.error = Some(e),
+        }
+    }
+    std::thread::sleep(spec.gap);
+    facts
+}
+
 /// One slice of arm `l` in pair `i`: its counted records stored and recorded.
 fn slice(
     spec: &AbSpec,
@@ -441,9 +488,25 @@ fn slice(
     settle_ns: u64,
     stop: &AtomicBool,
 ) -> Result<SliceFacts, String> {
+    slice_at(spec, l, paired, i, seed, settle_ns, stop, None)
+}
+
+/// [`slice`], its schedule's time zero at `at` (absolute CLOCK_MONOTONIC ns) when given.
+#[allow(clippy::too_many_arguments)]
+fn slice_at(
+    spec: &AbSpec,
+    l: &mut Live,
+    paired: &mut Paired,
+    i: u32,
+    seed: u64,
+    settle_ns: u64,
+    stop: &AtomicBool,
+    at: Option<u64>,
+) -> Result<SliceFacts, String> {
     let mut cfg = slice_config(l, seed);
     cfg.stop = load::StopAt::Duration(spec.slice);
     cfg.warmup = spec.settle;
+    cfg.start_at_mono_ns = at;
     let factory = l.ready.factory(seed).map_err(|e| e.to_string())?;
     let mut sink = SliceSink::new(&mut l.store, paired, &mut l.origin, i, l.arm, settle_ns);
     let summary =
@@ -658,6 +721,7 @@ fn finish(
         gap_s: spec.gap.as_secs_f64(),
         pairs: paired.pairs().len() as u32,
         until_decided: spec.until_decided.is_some(),
+        duet: spec.duet,
         looks: looks.at,
         looked,
         decided,

@@ -79,6 +79,12 @@ pub struct AbOptions {
     /// Skip the short host-noise probe made before the pairs.
     #[arg(long)]
     pub no_noise_probe: bool,
+    /// Duet: load both arms at once in each pair (two schedules, one seed), each judged by
+    /// the ratio (Bulej et al., ICPE 2020). Each server needs CPUs of its own (each arm's
+    /// --server-cpus) and each generator one (--cpus A,B: the baseline's, the candidate's):
+    /// refused on a host with fewer than 4 CPUs.
+    #[arg(long)]
+    pub duet: bool,
     /// The load of both arms (as for `run`; --warmup is each arm's warm-up before the first
     /// pair; --max-duration goes with --until-decided).
     #[command(flatten)]
@@ -216,10 +222,17 @@ impl AbOptions {
                 decide.push(k);
             }
         }
+        let generators = self.duet_generators()?;
         let mut arms = Vec::with_capacity(2);
-        for (arm, text) in [(Arm::Baseline, baseline), (Arm::Candidate, candidate)] {
+        for (k, (arm, text)) in [(Arm::Baseline, baseline), (Arm::Candidate, candidate)]
+            .into_iter()
+            .enumerate()
+        {
             let line = arm_line(arm, text, matches)?;
-            let opts = self.run_options(arm, line.side);
+            let mut opts = self.run_options(arm, line.side);
+            if let Some(g) = &generators {
+                opts.load.cpus = Some(crate::CpuList(vec![g[k]]));
+            }
             let (tplan, run) =
                 opts.plan(&line.target, extra_quantiles.clone())
                     .map_err(|e| match e {
@@ -241,7 +254,11 @@ impl AbOptions {
                 "the arms' --stress differ: a stressor runs through the whole comparison, beside both arms alike (give it outside the arms); to compare with and without one, run each with `run --repeat`",
             ));
         }
+        if self.duet {
+            duet_servers(&b, &c, generators.as_deref().unwrap_or_default())?;
+        }
         Ok(AbSpec {
+            duet: self.duet,
             arms: [b, c],
             slice,
             settle,
@@ -256,6 +273,27 @@ impl AbOptions {
             label: self.label.as_ref().map(|l| l.0.clone()),
             seed: self.load.seed,
         })
+    }
+
+    /// `--duet`'s generator CPUs, the baseline's then the candidate's; None without it.
+    fn duet_generators(&self) -> Result<Option<Vec<usize>>, LabError> {
+        if !self.duet {
+            return Ok(None);
+        }
+        let online = host::placement::online_cpus();
+        if online < DUET_CPUS && !duet_anywhere() {
+            return Err(invalid(format!(
+                "--duet loads both arms at once, each server and each generator on CPUs of its own: at least {DUET_CPUS} CPUs, and this host has {online} (without --duet the arms alternate in slices on the same CPUs)"
+            )));
+        }
+        let cpus = self.load.cpus.clone().unwrap_or_default().0;
+        match cpus.as_slice() {
+            [a, b] if a != b => Ok(Some(vec![*a, *b])),
+            [a] if duet_anywhere() => Ok(Some(vec![*a, *a])),
+            _ => Err(invalid(
+                "--duet needs --cpus A,B: two CPUs, the baseline's generator's and the candidate's",
+            )),
+        }
     }
 
     /// The options `run` would be given for one arm: its server flags, the shared load.
@@ -290,4 +328,49 @@ impl AbOptions {
             },
         }
     }
+}
+
+/// The fewest CPUs a duet needs: two servers and two generators, none sharing.
+pub const DUET_CPUS: usize = 4;
+
+/// A testing knob: `TAILSCOPE_TEST_DUET_ANYWHERE=1` lets `--duet` run where its CPUs cannot be
+/// kept apart (this project's 2-CPU VM), so that its loop is tested; the measurements it makes
+/// there disturb each other and are not a duet's.
+fn duet_anywhere() -> bool {
+    std::env::var_os("TAILSCOPE_TEST_DUET_ANYWHERE").is_some_and(|v| v == "1")
+}
+
+/// `--duet`: each arm's server on CPUs of its own, apart from the other's and the generators'.
+fn duet_servers(b: &ArmSpec, c: &ArmSpec, generators: &[usize]) -> Result<(), LabError> {
+    if duet_anywhere() {
+        return Ok(());
+    }
+    let cpus = |a: &ArmSpec| {
+        let mut v = a.tplan.server_cpus();
+        if v.is_empty() {
+            v.clone_from(&a.run.server_cpus);
+        }
+        v
+    };
+    let (sb, sc) = (cpus(b), cpus(c));
+    for (a, s) in [(b, &sb), (c, &sc)] {
+        if s.is_empty() {
+            return Err(invalid(format!(
+                "--duet: give the {}'s --server-cpus (its server's CPUs, apart from the other's)",
+                a.arm
+            )));
+        }
+        if let Some(x) = s.iter().find(|x| generators.contains(x)) {
+            return Err(invalid(format!(
+                "--duet: the {}'s server CPU {x} is a generator's (--cpus)",
+                a.arm
+            )));
+        }
+    }
+    if let Some(x) = sb.iter().find(|x| sc.contains(x)) {
+        return Err(invalid(format!(
+            "--duet: both servers would run on CPU {x}: give each arm --server-cpus of its own"
+        )));
+    }
+    Ok(())
 }

@@ -224,6 +224,14 @@ impl Paired {
         self.rec[view_index(view)][arm.index()].record(u64::from(pair) * PAIR_WIDTH, latency_ns);
     }
 
+    /// Adds `other`'s recorders of `arm` (a duet slice recorded apart).
+    pub fn absorb(&mut self, other: &Paired, arm: Arm) {
+        for v in 0..2 {
+            // Both are made by `Paired::new`: the same block width, so merging cannot fail.
+            let _ = self.rec[v][arm.index()].merge(&other.rec[v][arm.index()]);
+        }
+    }
+
     /// A finished pair's facts.
     pub fn push_pair(&mut self, f: PairFacts) {
         self.pairs.push(f);
