@@ -13,6 +13,7 @@
 #      side by side in the same hour, `run --repeat 5 --duration 3s` of each + `check
 #      --experiment` on the same pair of servers (the way comparisons were made before).
 #   4. det:80us vs det:50us, TRIES times `ab --until-decided --max-duration 60s`: p99 `worse`.
+#   5. One `tune --interleave` walk on the built-in server: each step's paired gain.
 # Both servers are spawned by each `ab` on CPU 1 (only one is loaded at a time); the generator
 # runs on CPU 0. Run it alone on the machine: it takes about an hour at the defaults.
 # Usage: bench/ab_power.sh [TRIALS] [AA_TRIES] [TRIES]   (defaults 400 20 10)
@@ -36,11 +37,16 @@ target/release/examples/ab_coverage "$TRIALS" 30
 arm() { echo "nullrpc:// --server-work det:$1 --service $1"; }
 COMMON=(--spawn --server-cpus 1 --cpus 0 --rate 8000 --until-decided --json)
 
+# Each try its own arrivals (--seed): tries with one seed would repeat one sample of them.
+SEED=$((RANDOM * 32768 + RANDOM))
+next_seed() { SEED=$((SEED + 1)); }
+
 # ab_try NAME MAX BASE CAND: one comparison; appends one line to $tmp/NAME:
 # "p50_verdict p99_verdict decided_view pairs seconds any_false exit"
 ab_try() {
   local name=$1 max=$2 base=$3 cand=$4 code=0
-  "$TS" ab "$(arm "$base")" "$(arm "$cand")" "${COMMON[@]}" --max-duration "$max" \
+  next_seed
+  "$TS" ab "$(arm "$base")" "$(arm "$cand")" "${COMMON[@]}" --max-duration "$max" --seed "$SEED" \
     >"$tmp/out.json" 2>"$tmp/err" || code=$?
   python3 - "$tmp/out.json" "$code" <<'EOF' | tee -a "$tmp/$name" | sed "s/^/  $name: /"
 import json, sys
@@ -62,8 +68,9 @@ echo "A/A tries with any worse/better at p50 or p99: $(awk '$6=="false"' "$tmp/a
 repeat_check() {
   local ids=()
   for w in "$1" "$2"; do
+    next_seed
     "$TS" run nullrpc:// --spawn --server-work "det:$w" --service "$w" --server-cpus 1 --cpus 0 \
-      --rate 8000 --repeat 5 --duration 3s --json >"$tmp/rep.json" 2>/dev/null || true
+      --rate 8000 --repeat 5 --duration 3s --seed "$SEED" --json >"$tmp/rep.json" 2>/dev/null || true
     ids+=("$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["experiment_id"])' "$tmp/rep.json")")
   done
   "$TS" check "${ids[1]}" --experiment --baseline "${ids[0]}" --force --json >"$tmp/chk.json" 2>/dev/null || true
@@ -87,4 +94,9 @@ echo "run --repeat 5 + check (server view): p50 worse in $(awk '$1=="worse"' "$t
 echo "== 4. det:80us vs det:50us, $TRIES tries (--max-duration 60s)"
 for _ in $(seq "$TRIES"); do ab_try slower60 60s 50us 80us; done
 echo "ab: p99 worse in $(awk '$2=="worse"' "$tmp/slower60" | wc -l) of $TRIES"
+echo "== 5. one tuning walk with every step's gain paired (tune --interleave)"
+"$TS" tune nullrpc:// --spawn --server-arch thread --server-work det:50us --server-cpus 1 \
+  --cpus 0 --connections 8 --rate 60% --steps rt,udp,irq,numa --duration 3s --interleave \
+  --interleave-for 60s 2>/dev/null | grep -E "^  [a-z]|paired:" || true
+
 echo "load at end:$(uptime | sed 's/.*load average//')"

@@ -153,6 +153,7 @@ impl DemoSpec {
             find_max: false,
             max_steps: 2,
             experiment: None,
+            interleave: None,
         })
     }
 }

@@ -406,5 +406,7 @@ pub struct SweepOptions {
     pub side: ServerSideArgs,
     /// Send the load from agents (as for `run`).
     #[command(flatten)]
+    pub interleave: crate::ab::InterleaveArgs,
+    #[command(flatten)]
     pub agents: AgentArgs,
 }

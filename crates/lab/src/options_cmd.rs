@@ -160,6 +160,8 @@ pub struct TuneOptions {
     /// Send the load from agents (as for `run`).
     #[command(flatten)]
     pub agents: AgentArgs,
+    #[command(flatten)]
+    pub interleave: crate::ab::InterleaveArgs,
 }
 
 impl RunOptions {
@@ -294,7 +296,18 @@ impl TuneOptions {
                 ..crate::RunConfig::default()
             },
         };
+        if self.interleave.interleave && template.agents.is_some() {
+            return Err(invalid(
+                "--interleave sends the load from this process: it does not go with --agent",
+            ));
+        }
+        let interleave = self.interleave.design(
+            la.confidence,
+            la.seed,
+            self.label.as_ref().map(|l| l.0.clone()),
+        )?;
         Ok(TunePlan {
+            interleave,
             template,
             load: self.rate.value,
             steps,

@@ -243,7 +243,13 @@ impl SweepOptions {
             .collect::<Result<Vec<_>, _>>()?;
         let axes = merge_axes(file_axes, cli_axes)?;
         let view: ViewChoice = self.slo_view.into();
+        let interleave = self.interleave.design(
+            la.confidence,
+            la.seed,
+            self.label.as_ref().map(|l| l.0.clone()),
+        )?;
         Ok(SweepPlan {
+            interleave,
             kind: "sweep".into(),
             template: RunTemplate {
                 agents: self.agents.agents()?,

@@ -230,6 +230,8 @@ mod tests {
                 conditions: Vec::new(),
                 verdict,
             }),
+            paired: None,
+            paired_error: None,
         }
     }
 

@@ -78,6 +78,9 @@ pub struct SweepPlan {
     /// Run inside this (already begun) experiment instead of one of its own (a tuning walk's
     /// steps are sweeps of one experiment); it is then left for the caller to finish.
     pub experiment: Option<i64>,
+    /// `--interleave`: after the grid, each combination of the axes compared at each load
+    /// with the first combination, in paired slices (see `ab::within`).
+    pub interleave: Option<crate::ab::Design>,
 }
 
 impl Role {
@@ -183,6 +186,9 @@ pub struct SweepResult {
     /// The grid's points, each its repeats combined (one per combination and load).
     pub points: Vec<Point>,
     pub max_loads: Vec<MaxLoad>,
+    /// With `--interleave`: each combination against the first, at each load, paired.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paired: Vec<crate::ab::Gain>,
 }
 
 impl SweepResult {
@@ -207,6 +213,7 @@ impl SweepResult {
 /// One combination of the axes: its params and its validated target.
 struct Combo {
     params: BTreeMap<String, String>,
+    spec: TargetSpec,
     server_key: String,
     target: TargetPlan,
     load: LoadConfig,
@@ -231,6 +238,7 @@ fn combos(plan: &SweepPlan) -> Result<Vec<Combo>, LabError> {
             params,
             server_key,
             target: TargetPlan::new(&t)?,
+            spec: t,
             load: l,
         });
         // Next index, last axis fastest.
@@ -266,6 +274,18 @@ impl SweepPlan {
         }
         if self.loads.is_empty() && !self.find_max {
             return Err(invalid("give --loads, --find-max or both"));
+        }
+        if self.interleave.is_some() {
+            if self.axes.is_empty() || self.loads.is_empty() {
+                return Err(invalid(
+                    "--interleave compares the values of a knob at each load: give --param NAME=V1,V2,… and --loads",
+                ));
+            }
+            if self.template.agents.is_some() {
+                return Err(invalid(
+                    "--interleave sends the load from this process: it does not go with --agent",
+                ));
+            }
         }
         if self.find_max && self.max_steps < 2 {
             return Err(invalid("--max-steps must be at least 2"));
@@ -682,7 +702,11 @@ pub fn sweep(
         grid: Vec::new(),
     };
     let mut max_loads = Vec::new();
-    let outcome = run_all(&mut ctx, &combos, &mut max_loads);
+    let mut outcome = run_all(&mut ctx, &combos, &mut max_loads);
+    let mut paired = Vec::new();
+    if let (Ok(()), Some(design)) = (&outcome, &plan.interleave) {
+        outcome = interleave(&ctx, &combos, design, &mut paired);
+    }
     let statuses: Vec<RunStatus> = ctx.rows.iter().map(|r| r.status).collect();
     let status = SweepStatus::of(outcome.is_ok(), stop.load(Ordering::Relaxed), &statuses);
     let result = SweepResult {
@@ -693,6 +717,7 @@ pub fn sweep(
         rows: std::mem::take(&mut ctx.rows),
         points: std::mem::take(&mut ctx.grid),
         max_loads,
+        paired,
     };
     if plan.experiment.is_none() {
         let mut summary = result.to_json();
@@ -703,6 +728,79 @@ pub fn sweep(
             .finish_experiment(experiment, &status.to_string(), &summary)?;
     }
     outcome.map(|()| result)
+}
+
+/// `--interleave`: at each load of the first combination, every other combination compared
+/// in paired slices, at the first's rate, with the first combination that has the same
+/// stressor (`stress=` is not compared this way: the arms of a comparison share one). A comparison that fails is noted and the
+/// others go on; the grid's rows stand either way.
+fn interleave(
+    ctx: &Ctx<'_>,
+    combos: &[Combo],
+    design: &crate::ab::Design,
+    out: &mut Vec<crate::ab::Gain>,
+) -> Result<(), LabError> {
+    let Some(first) = combos.first() else {
+        return Ok(());
+    };
+    let mut rates: Vec<f64> = Vec::new();
+    for p in ctx.grid.iter().filter(|p| p.params == first.params) {
+        if p.offered_rps > 0.0 && !rates.iter().any(|r| (r - p.offered_rps).abs() < 1e-6) {
+            rates.push(p.offered_rps);
+        }
+    }
+    let text = |c: &Combo| {
+        c.params
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let t = &ctx.plan.template;
+    let arm = |c: &Combo| crate::ab::TemplateArm {
+        text: text(c),
+        target: c.spec.clone(),
+        load: c.load.clone(),
+        config: crate::RunConfig {
+            params: Some(
+                c.params
+                    .iter()
+                    .map(|(k, v)| (k.clone(), json!(v)))
+                    .collect(),
+            ),
+            ..t.config.clone()
+        },
+    };
+    for &rate in &rates {
+        for (i, c) in combos.iter().enumerate() {
+            // Against the first combination with the same stressor (a stressor runs through
+            // both arms of a comparison alike, so only its absence or presence is not
+            // compared this way).
+            let Some(base) = combos[..i]
+                .iter()
+                .find(|b| b.target.stress() == c.target.stress())
+            else {
+                continue;
+            };
+            if ctx.stop.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            let g = crate::ab::compare_templates(
+                t,
+                [arm(base), arm(c)],
+                rate,
+                design,
+                None,
+                ctx.db,
+                ctx.stop,
+                ctx.obs,
+            )?;
+            ctx.obs
+                .note(&format!("paired: {} {}", g.candidate, g.stopped));
+            out.push(g);
+        }
+    }
+    Ok(())
 }
 
 fn run_all(

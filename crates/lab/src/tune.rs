@@ -123,6 +123,8 @@ pub struct TunePlan {
     /// where the journal of host changes lives.
     pub root: PathBuf,
     pub journal_dir: PathBuf,
+    /// `--interleave`: each step's gain also measured paired against the step before it.
+    pub interleave: Option<crate::ab::Design>,
 }
 
 /// One step of the walk, as reported.
@@ -141,6 +143,13 @@ pub struct TuneStep {
     pub max_load_pct: Option<f64>,
     /// The SLO's judgement of this step at the walk's load, condition by condition.
     pub slo: Option<SloReport>,
+    /// With `--interleave`: this step against the step measured before it, in paired
+    /// slices (its gain as a ratio with its interval).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paired: Option<crate::ab::Gain>,
+    /// Why the paired comparison could not be made, when it could not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paired_error: Option<String>,
 }
 
 impl TuneResult {
@@ -369,12 +378,15 @@ fn walk(
     };
     let mut todo: Vec<Option<TuneStepKind>> = vec![None];
     todo.extend(plan.steps.iter().copied().map(Some));
+    // The step measured last (its name, template and rate), for `--interleave`.
+    let mut prev: Option<(String, RunTemplate, f64)> = None;
     for step in todo {
         if stop.load(Ordering::Relaxed) {
             break;
         }
         let name = step.map_or("baseline", TuneStepKind::name).to_string();
         let mut changes = Vec::new();
+        let mut host_change: Option<Mitigation> = None;
         if let Some(step) = step {
             match action(step, &mut template, root, &server_cpus) {
                 Action::Skip(why) => {
@@ -391,6 +403,8 @@ fn walk(
                         max_load_rps: None,
                         max_load_pct: None,
                         slo: None,
+                        paired: None,
+                        paired_error: None,
                     });
                     continue;
                 }
@@ -408,6 +422,7 @@ fn walk(
                         }
                     }));
                     applied.push(a);
+                    host_change = Some(m);
                 }
             }
         }
@@ -432,10 +447,39 @@ fn walk(
             find_max: plan.slo.is_some(),
             max_steps: plan.max_steps,
             experiment: Some(experiment),
+            interleave: None,
         };
         let r = sweep(&sweep_plan, db, stop, obs)?;
         let row = r.rows.iter().find(|r| r.role == crate::sweep::Role::Load);
         let max = r.max_loads.first();
+        let (mut paired, mut paired_error) = (None, None);
+        if let (Some(design), Some((prev_name, prev_t, rate))) = (&plan.interleave, &prev) {
+            if !stop.load(Ordering::Relaxed) {
+                let mut t_prev = prev_t.clone();
+                if host_change.is_some() {
+                    // The step changed only the host: both arms are this template.
+                    t_prev = template.clone();
+                }
+                match paired_step(
+                    ctx,
+                    applied,
+                    (prev_name, &t_prev),
+                    (&name, &template),
+                    host_change.as_ref(),
+                    *rate,
+                    design,
+                ) {
+                    Ok(g) => paired = Some(g),
+                    Err(e) => {
+                        obs.note(&format!("tune: {name}: the paired comparison failed: {e}"));
+                        paired_error = Some(e.to_string());
+                    }
+                }
+            }
+        }
+        if let Some(rate) = row.map(|r| r.offered_rps).filter(|r| *r > 0.0) {
+            prev = Some((name.clone(), template.clone(), rate));
+        }
         out.push(TuneStep {
             name,
             changes,
@@ -448,9 +492,69 @@ fn walk(
             max_load_rps: max.and_then(|m| m.offered_rps),
             max_load_pct: max.and_then(|m| m.load_pct),
             slo: row.and_then(|r| r.slo_report.clone()),
+            paired,
+            paired_error,
         });
     }
     Ok(())
+}
+
+/// The paired comparison of step `now` against step `prev` at `rate` (the earlier step's):
+/// two servers side by side when the step changed the server, else one server with the
+/// step's host change `host` switched on for the candidate's slices and off for the
+/// baseline's (it is left on, as the walk goes on with it).
+fn paired_step(
+    ctx: &Walk<'_>,
+    applied: &mut Vec<Applied>,
+    prev: (&str, &RunTemplate),
+    now: (&str, &RunTemplate),
+    host: Option<&Mitigation>,
+    rate: f64,
+    design: &crate::ab::Design,
+) -> Result<crate::ab::Gain, LabError> {
+    let arm = |(name, t): (&str, &RunTemplate)| crate::ab::TemplateArm {
+        text: name.to_string(),
+        target: t.target.clone(),
+        load: t.load.clone(),
+        config: crate::RunConfig {
+            tune_step: Some(name.to_string()),
+            ..t.config.clone()
+        },
+    };
+    let arms = [arm(prev), arm(now)];
+    let Some(m) = host else {
+        return crate::ab::compare_templates(
+            now.1, arms, rate, design, None, ctx.db, ctx.stop, ctx.obs,
+        );
+    };
+    let mut on = true;
+    let mut switch = |a: crate::ab::Arm| -> Result<(), String> {
+        let want = a == crate::ab::Arm::Candidate;
+        if want != on {
+            if want {
+                let a = Applied::apply(ctx.root, ctx.journal, std::slice::from_ref(m), false)
+                    .map_err(|e| format!("{m}: {e}"))?;
+                applied.push(a);
+            } else if let Some(a) = applied.pop() {
+                a.revert().map_err(|e| format!("reverting {m}: {e}"))?;
+            }
+            on = want;
+        }
+        Ok(())
+    };
+    let out = crate::ab::compare_templates(
+        now.1,
+        arms,
+        rate,
+        design,
+        Some(&mut switch),
+        ctx.db,
+        ctx.stop,
+        ctx.obs,
+    );
+    // The walk goes on with the step's change made.
+    switch(crate::ab::Arm::Candidate).map_err(LabError::Failed)?;
+    out
 }
 
 impl TunePlan {
@@ -475,6 +579,7 @@ impl TunePlan {
             find_max: self.slo.is_some(),
             max_steps: self.max_steps,
             experiment: None,
+            interleave: None,
         }
         .check(db)
     }

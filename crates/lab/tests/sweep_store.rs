@@ -53,6 +53,7 @@ fn plan() -> SweepPlan {
         find_max: false,
         max_steps: 4,
         experiment: None,
+        interleave: None,
     }
 }
 

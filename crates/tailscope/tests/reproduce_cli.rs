@@ -294,3 +294,67 @@ fn bad_repeat_and_precision_are_refused_before_anything_is_written() {
     assert_eq!(out.status.code(), Some(2));
     assert!(!db.exists());
 }
+
+/// Issue 35: `sweep --interleave` compares each value of a knob axis with the axis's first
+/// value at each load, in paired, interleaved slices (two spawned servers side by side): a
+/// server three times slower per request has the higher p50 in every pairing.
+#[test]
+fn sweep_interleave_pairs_each_knob_value_with_the_first() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let out = bin()
+        .args(["sweep", "nullrpc://", "--spawn", "--service", "70us"])
+        .args([
+            "--param",
+            "server-work=det:20us,det:60us",
+            "--loads",
+            "2000",
+        ])
+        .args(["--server-cpus", "1", "--cpus", "0", "--no-attribution"])
+        .args(["--duration", "1s", "--warmup", "200ms"])
+        .args(["--interleave", "--pairs", "2", "--slice", "200ms"])
+        .args(["--interleave-for", "2s", "--json", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let v = json_of(&out);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let paired = v["paired"].as_array().unwrap();
+    assert_eq!(paired.len(), 1, "{v}");
+    let g = &paired[0];
+    assert_eq!(g["against"], "server-work=det:20us", "{g}");
+    assert_eq!(g["candidate"], "server-work=det:60us", "{g}");
+    assert_eq!(g["rate_rps"], 2000.0, "{g}");
+    let p50 = g["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["percentile"] == "p50")
+        .unwrap();
+    // 40 µs more work per request than a p50 of a few tens of µs: well above ×1.2.
+    let x = p50["ratio"]["value"].as_f64().unwrap();
+    assert!(x > 1.2, "{p50}");
+    assert!(p50["ratio"]["lo"].as_f64().unwrap() > 0.0, "{p50}");
+    // Without knob axes there is nothing to interleave: refused before anything starts.
+    let none = dir.path().join("none.db");
+    let out = bin()
+        .args([
+            "sweep",
+            "nullrpc://",
+            "--spawn",
+            "--loads",
+            "2000",
+            "--interleave",
+        ])
+        .args(["--db", none.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{:?}", out);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--param"));
+    assert!(!none.exists());
+}

@@ -202,3 +202,89 @@ fn an_slo_judges_every_step_and_the_tuned_configuration_gates() {
         "{listed}"
     );
 }
+
+/// Issue 35: `tune --interleave` measures each step against the step before it in paired,
+/// interleaved slices: a step that restarts the server (udp: the dispatcher) with two servers
+/// side by side, a host step (irq, under the fixture root) with one server and the setting
+/// switched before each slice; each gain a ratio with its interval, each comparison stored
+/// as an `ab` experiment of its own, the host reverted after the walk.
+#[test]
+fn interleaved_steps_give_each_gain_a_paired_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    fixture(&root);
+    let state = dir.path().join("state");
+    let db = dir.path().join("runs.db");
+    let out = bin()
+        .args(["tune", "nullrpc://", "--spawn", "--server-work", "det:50us"])
+        .args(["--server-cpus", "1", "--cpus", "0", "--service", "60us"])
+        .args(["--rate", "30%", "--steps", "udp,irq", "--no-attribution"])
+        .args(["--duration", "1s", "--warmup", "200ms"])
+        .args(["--lateness-threshold", "1ms"])
+        .args(["--interleave", "--pairs", "2", "--slice", "200ms"])
+        .args(["--interleave-for", "2s"])
+        .args(["--root", root.to_str().unwrap()])
+        .args(["--state-dir", state.to_str().unwrap()])
+        .args(["--db", db.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    let v = json_of(&out);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let steps = v["steps"].as_array().unwrap();
+    assert!(steps[0]["paired"].is_null(), "the baseline has no gain");
+    for (name, against, how) in [
+        ("udp", "baseline", "two servers"),
+        ("irq", "udp", "host setting switched"),
+    ] {
+        let s = steps.iter().find(|s| s["name"] == name).unwrap();
+        let g = &s["paired"];
+        assert_eq!(g["against"], against, "{s}");
+        assert_eq!(g["candidate"], name, "{s}");
+        assert!(g["how"].as_str().unwrap().contains(how), "{g}");
+        assert!(g["pairs"].as_u64().unwrap() >= 2, "{g}");
+        for p in ["p50", "p99"] {
+            let row = g["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["percentile"] == p)
+                .unwrap_or_else(|| panic!("no {p} row: {g}"));
+            let r = &row["ratio"];
+            let (lo, x, hi) = (
+                r["lo"].as_f64().unwrap(),
+                r["value"].as_f64().unwrap(),
+                r["hi"].as_f64().unwrap(),
+            );
+            assert!(0.0 < lo && lo <= x && x <= hi, "{row}");
+        }
+        // The comparison is an `ab` experiment holding its two arms' runs.
+        let e = g["experiment"].as_i64().unwrap();
+        let listed = json_of(
+            &bin()
+                .args(["runs", "list", "--json", "--experiment", &e.to_string()])
+                .args(["--db", db.to_str().unwrap()])
+                .output()
+                .unwrap(),
+        );
+        let runs = listed["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 2, "{listed}");
+        assert!(runs.iter().all(|r| r["kind"] == "ab-arm"), "{listed}");
+    }
+    // Switched on and off slice by slice, the IRQ's affinity ends as it began.
+    assert_eq!(
+        std::fs::read_to_string(root.join("proc/irq/38/smp_affinity_list")).unwrap(),
+        "0-1\n"
+    );
+    // Without --interleave its options are refused before anything starts.
+    let out = bin()
+        .args(["tune", "nullrpc://", "--spawn", "--slice", "200ms"])
+        .args(["--db", dir.path().join("none.db").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!dir.path().join("none.db").exists());
+}

@@ -42,11 +42,18 @@ pub struct ArmSpec {
     pub run: RunSpec,
 }
 
-/// Everything `tailscope ab` asks for, checked.
+/// Everything `tailscope ab` asks for, checked: the two arms and the design.
 #[derive(Clone, Debug)]
 pub struct AbSpec {
     /// Baseline, then candidate.
     pub arms: [ArmSpec; 2],
+    pub design: Design,
+}
+
+/// How two configurations are compared, whatever they are (`ab`'s two targets, a tuning
+/// step against the one before it, a sweep's knob value against the axis's first).
+#[derive(Clone, Debug)]
+pub struct Design {
     /// Each slice's counted length.
     pub slice: Duration,
     /// The start of each slice that is not counted.
@@ -80,7 +87,9 @@ impl AbSpec {
         let c = self.arms[1].run.check(&self.arms[1].tplan, db)?;
         Ok([b, c])
     }
+}
 
+impl Design {
     /// The looks this comparison makes.
     pub fn looks(&self) -> Looks {
         match self.until_decided {
@@ -182,6 +191,8 @@ pub struct AbOutcome {
 /// One arm while the pairs run.
 struct Live<'a> {
     arm: Arm,
+    /// As the user gave it.
+    text: String,
     ready: &'a Ready,
     plan: RunPlan,
     run_id: i64,
@@ -201,6 +212,19 @@ pub fn candidate_first(seed: u64, i: u32) -> bool {
     i.is_multiple_of(2) == flip
 }
 
+/// One arm planned: its run as `run` would make it, against its started target.
+pub struct PlannedArm<'a> {
+    pub arm: Arm,
+    /// As the user gave it.
+    pub text: String,
+    pub plan: RunPlan,
+    pub ready: &'a Ready,
+}
+
+/// Sets the host up for an arm before each of its slices, when both arms share one server
+/// and differ only in a host setting (a tuning step's interrupts, C-states or governor).
+pub type Switch<'s> = &'s mut dyn FnMut(Arm) -> Result<(), String>;
+
 /// Runs the comparison against the two started targets (baseline, candidate).
 pub fn compare(
     spec: &AbSpec,
@@ -211,12 +235,44 @@ pub fn compare(
     obs: &dyn Observer,
 ) -> Result<AbOutcome, LabError> {
     // Each arm planned as `run` plans it (its ideal, calibrated when tailscope started its
-    // server); both are sent the baseline's rate: the same arrivals need the same rate.
-    let mut plans = Vec::with_capacity(2);
+    // server).
+    let mut arms = Vec::with_capacity(2);
     for (k, a) in spec.arms.iter().enumerate() {
         obs.note(&format!("{}: {}", a.arm, ready[k].url));
-        plans.push(a.run.plan(&checked[k], ready[k], db, stop, obs)?);
+        arms.push(PlannedArm {
+            arm: a.arm,
+            text: a.text.clone(),
+            plan: a.run.plan(&checked[k], ready[k], db, stop, obs)?,
+            ready: ready[k],
+        });
     }
+    let arms: [PlannedArm; 2] = arms
+        .try_into()
+        .map_err(|_| invalid("two arms are compared"))?;
+    compare_planned(&spec.design, arms, None, db, stop, obs)
+}
+
+/// The comparison of two planned arms; `switch`, when given, is called before each slice
+/// (and warm-up) of an arm, with that arm. Both arms are sent the baseline's rate: the same
+/// arrivals need the same rate.
+pub fn compare_planned(
+    spec: &Design,
+    arms: [PlannedArm<'_>; 2],
+    mut switch: Option<Switch<'_>>,
+    db: &Db,
+    stop: &AtomicBool,
+    obs: &dyn Observer,
+) -> Result<AbOutcome, LabError> {
+    if spec.duet && switch.is_some() {
+        return Err(invalid(
+            "a duet loads both arms at once: arms that differ in a host setting cannot be",
+        ));
+    }
+    let [a0, a1] = arms;
+    let texts = [a0.text, a1.text];
+    let ready = [a0.ready, a1.ready];
+    let arm_of = [a0.arm, a1.arm];
+    let plans = vec![a0.plan, a1.plan];
     let rate = plans[0].load.rate_per_s;
     if (plans[1].load.rate_per_s - rate).abs() > 1e-9 * rate {
         obs.note(&format!(
@@ -228,8 +284,8 @@ pub fn compare(
         kind: "ab".into(),
         started_at: store::now_rfc3339(),
         config: json!({
-            "baseline": spec.arms[0].text,
-            "candidate": spec.arms[1].text,
+            "baseline": texts[0],
+            "candidate": texts[1],
             "run": plans[0].config,
             "slice": format!("{:?}", spec.slice),
             "settle": format!("{:?}", spec.settle),
@@ -242,12 +298,11 @@ pub fn compare(
     })?;
     let mut live = Vec::with_capacity(2);
     for (k, mut plan) in plans.into_iter().enumerate() {
-        let a = &spec.arms[k];
         plan.kind = "ab-arm".into();
         plan.experiment = Some(experiment);
         plan.load.rate_per_s = rate;
         plan.config.rate_rps = Some(rate);
-        plan.config.arm = Some(a.arm);
+        plan.config.arm = Some(arm_of[k]);
         plan.config.host_noise.clone_from(&noise);
         // The slices are measured here: no attribution sampler or eBPF beside them.
         plan.attribution = false;
@@ -277,7 +332,8 @@ pub fn compare(
             crate::interference::Beside::counters_only(ready[k])
         };
         live.push(Live {
-            arm: a.arm,
+            arm: arm_of[k],
+            text: texts[k].clone(),
             ready: ready[k],
             plan,
             run_id,
@@ -292,8 +348,9 @@ pub fn compare(
     let mut live: [Live; 2] = live
         .try_into()
         .map_err(|_| invalid("two arms are compared"))?;
-    warm_up(spec, &mut live, stop, obs);
-    let (paired, looked, decided, stopped, elapsed) = pairs(spec, &mut live, stop, obs);
+    warm_up(spec, &mut live, &mut switch, stop, obs);
+    let (paired, looked, decided, stopped, elapsed) =
+        pairs(spec, &mut live, &mut switch, stop, obs);
     obs.phase_done("pairs");
     finish(
         spec,
@@ -306,15 +363,32 @@ pub fn compare(
     )
 }
 
+/// Calls `switch` (when given) for `l`'s arm; a failure is the arm's.
+fn switch_to(switch: &mut Option<Switch<'_>>, l: &mut Live) -> bool {
+    if let Some(f) = switch.as_mut() {
+        if let Err(e) = f(l.arm) {
+            l.error = Some(format!("switching the host to it: {e}"));
+            return false;
+        }
+    }
+    true
+}
+
 /// Each arm sent the load for `--warmup`, nothing kept (the baseline first).
-fn warm_up(spec: &AbSpec, live: &mut [Live; 2], stop: &AtomicBool, obs: &dyn Observer) {
-    let warmup = spec.arms[0].run.load.warmup;
+fn warm_up(
+    spec: &Design,
+    live: &mut [Live; 2],
+    switch: &mut Option<Switch<'_>>,
+    stop: &AtomicBool,
+    obs: &dyn Observer,
+) {
+    let warmup = live[0].plan.load.warmup;
     if warmup.is_zero() {
         return;
     }
     obs.note(&format!("warming both arms up ({warmup:?} each)"));
     for l in live.iter_mut() {
-        if stop.load(Ordering::Relaxed) || l.error.is_some() {
+        if stop.load(Ordering::Relaxed) || l.error.is_some() || !switch_to(switch, l) {
             return;
         }
         let mut cfg = slice_config(l, spec.seed ^ u64::MAX);
@@ -349,7 +423,13 @@ fn slice_config(l: &Live, seed: u64) -> load::LoadConfig {
 type Pairs = (Paired, Vec<u32>, bool, String, f64);
 
 /// The pairs, until the design's count, a decision, the time allowed, a failure or Ctrl-C.
-fn pairs(spec: &AbSpec, live: &mut [Live; 2], stop: &AtomicBool, obs: &dyn Observer) -> Pairs {
+fn pairs(
+    spec: &Design,
+    live: &mut [Live; 2],
+    switch: &mut Option<Switch<'_>>,
+    stop: &AtomicBool,
+    obs: &dyn Observer,
+) -> Pairs {
     let looks = spec.looks();
     let most = looks.at.last().copied().unwrap_or(spec.pairs);
     let mut paired = Paired::new();
@@ -399,6 +479,9 @@ fn pairs(spec: &AbSpec, live: &mut [Live; 2], stop: &AtomicBool, obs: &dyn Obser
             let order = if cf { [1, 0] } else { [0, 1] };
             for k in order {
                 let l = &mut live[k];
+                if !switch_to(switch, l) {
+                    break;
+                }
                 match slice(spec, l, &mut paired, i, seed, settle_ns, stop) {
                     Ok(f) => facts[k] = f,
                     Err(e) => l.error = Some(e),
@@ -445,7 +528,7 @@ fn pairs(spec: &AbSpec, live: &mut [Live; 2], stop: &AtomicBool, obs: &dyn Obser
 /// Both slices of pair `i` at once (duet): each arm's generator on its own CPU, started at the
 /// same instant with the same seed; each records into a recorder of its own, merged after.
 fn duet_slices(
-    spec: &AbSpec,
+    spec: &Design,
     live: &mut [Live; 2],
     paired: &mut Paired,
     i: u32,
@@ -480,7 +563,7 @@ fn duet_slices(
 
 /// One slice of arm `l` in pair `i`: its counted records stored and recorded.
 fn slice(
-    spec: &AbSpec,
+    spec: &Design,
     l: &mut Live,
     paired: &mut Paired,
     i: u32,
@@ -494,7 +577,7 @@ fn slice(
 /// [`slice`], its schedule's time zero at `at` (absolute CLOCK_MONOTONIC ns) when given.
 #[allow(clippy::too_many_arguments)]
 fn slice_at(
-    spec: &AbSpec,
+    spec: &Design,
     l: &mut Live,
     paired: &mut Paired,
     i: u32,
@@ -527,7 +610,7 @@ fn slice_at(
 /// The view `--until-decided` waits for: the one asked, or under auto the user's while the
 /// generator kept its schedule in both arms (the median slice's lateness p99 within the
 /// threshold), else the server's.
-fn decided_view(spec: &AbSpec, paired: &Paired, live: &[Live; 2]) -> View {
+fn decided_view(spec: &Design, paired: &Paired, live: &[Live; 2]) -> View {
     match spec.view {
         ViewChoice::User => View::User,
         ViewChoice::Server => View::Server,
@@ -555,7 +638,7 @@ fn decided_view(spec: &AbSpec, paired: &Paired, live: &[Live; 2]) -> View {
     }
 }
 
-fn is_decided(spec: &AbSpec, paired: &Paired, live: &[Live; 2], confidence: f64) -> bool {
+fn is_decided(spec: &Design, paired: &Paired, live: &[Live; 2], confidence: f64) -> bool {
     let view = decided_view(spec, paired, live);
     let asked: Vec<(String, f64)> = spec
         .percentiles
@@ -593,7 +676,7 @@ fn invalid_view(runs: &[Option<&Run>; 2], view: View) -> Option<String> {
 
 /// The arms' runs finished (analysed and stored), the rows, the stored experiment.
 fn finish(
-    spec: &AbSpec,
+    spec: &Design,
     experiment: i64,
     mut live: [Live; 2],
     paired: Paired,
@@ -661,7 +744,7 @@ fn finish(
         };
         arms.push(ArmResult {
             arm: l.arm,
-            spec: spec.arms[k].text.clone(),
+            spec: l.text.clone(),
             url: l.ready.url.clone(),
             run_id: Some(l.run_id),
             status,

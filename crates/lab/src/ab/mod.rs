@@ -6,10 +6,13 @@ mod options;
 pub mod paired;
 mod slices;
 mod stored;
+pub mod within;
 
 pub use compare::{
-    candidate_first, compare, AbOutcome, AbResult, AbSpec, ArmResult, ArmSpec, AB_METHOD,
+    candidate_first, compare, compare_planned, AbOutcome, AbResult, AbSpec, ArmResult, ArmSpec,
+    Design, PlannedArm, Switch, AB_METHOD,
 };
 pub use options::AbOptions;
 pub use paired::{AbRow, Arm, CarryOver, Looks, PairFacts, Paired, SliceFacts};
 pub use stored::{check_stored, stored_result};
+pub use within::{compare_templates, Gain, InterleaveArgs, TemplateArm};

@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches};
 
-use super::compare::{AbSpec, ArmSpec};
+use super::compare::{AbSpec, ArmSpec, Design};
 use super::paired::Arm;
 use crate::agent_spec::split_words;
 use crate::cli_values::{DurationArg, Label, Tolerance};
@@ -258,20 +258,22 @@ impl AbOptions {
             duet_servers(&b, &c, generators.as_deref().unwrap_or_default())?;
         }
         Ok(AbSpec {
-            duet: self.duet,
             arms: [b, c],
-            slice,
-            settle,
-            gap,
-            pairs,
-            until_decided,
-            tolerance: tol,
-            confidence: self.load.confidence,
-            percentiles,
-            decide,
-            view: self.view.into(),
-            label: self.label.as_ref().map(|l| l.0.clone()),
-            seed: self.load.seed,
+            design: Design {
+                duet: self.duet,
+                slice,
+                settle,
+                gap,
+                pairs,
+                until_decided,
+                tolerance: tol,
+                confidence: self.load.confidence,
+                percentiles,
+                decide,
+                view: self.view.into(),
+                label: self.label.as_ref().map(|l| l.0.clone()),
+                seed: self.load.seed,
+            },
         })
     }
 
