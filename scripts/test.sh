@@ -37,4 +37,11 @@ cargo clippy --workspace --all-targets -- -D warnings
 echo "== no import circles (scripts/import_circles.py)" >&2
 python3 scripts/import_circles.py
 echo "== cargo test (release: the simulator tests run millions of requests)" >&2
-cargo test --workspace --release
+log="${CARGO_TARGET_DIR:-target}/test-output.log"
+started=$(date +%s)
+cargo test --workspace --release 2>&1 | tee "$log"
+# The ten slowest test binaries (libtest on stable Rust times a binary, not each test).
+echo "== the ten slowest test binaries (of $(($(date +%s) - started)) s of cargo test, building included)" >&2
+awk '/^ *(Running|Doc-tests) /{name=$0; sub(/^ +/, "", name)}
+     /^test result:/{t=$NF; sub(/s$/,"",t); printf "%8.1f s  %s\n", t, name}' "$log" \
+  | sort -rn | head -10 >&2

@@ -9,9 +9,10 @@
 //! write, T6 the transmit. The paper's T2 — the end of the protocol stack, the data queued on
 //! the socket before the application is scheduled — has no number of ours: a record carries it
 //! as `stack_ns` when the kernel gave it (the eBPF collector). Then our T1→T2 is split into the
-//! paper's two stages, named in the paper's numbering (rows marked "Tales"): the protocol stack
-//! (Tales T1→T2) and the queueing and wake-up (Tales T2→T3). Without it the two are one row,
-//! labelled merged.
+//! paper's two stages at that instant, "queued": the protocol stack (T1→queued, the paper's
+//! T1→T2) and the queueing and wake-up (queued→T2, the paper's T2→T3). Without it the two are
+//! one row, labelled merged. Every row is named by our stamps, so no two rows name the same
+//! pair.
 //!
 //! Streaming: the first pass over the records ranks the latencies of the stamped requests
 //! ([`StageGroups::from_latencies`]); the second files each stamped request's intervals under
@@ -27,8 +28,8 @@ use stats::{Quantile, Recorder};
 pub const STAGE_NAMES: [&str; 10] = [
     "client lateness (intended→sent)",
     "client→server kernel (sent→T1)",
-    "protocol stack (Tales T1→T2)",
-    "queueing + wake-up (Tales T2→T3)",
+    "protocol stack (T1→queued)",
+    "queueing + wake-up (queued→T2)",
     "stack + wake-up, merged (T1→T2)",
     "read (T2→T3)",
     "work (T3→T4)",
@@ -262,8 +263,8 @@ mod tests {
             names,
             [
                 "client lateness (intended→sent)",
-                "protocol stack (Tales T1→T2)",
-                "queueing + wake-up (Tales T2→T3)",
+                "protocol stack (T1→queued)",
+                "queueing + wake-up (queued→T2)",
                 "stack + wake-up, merged (T1→T2)",
                 "read (T2→T3)",
                 "work (T3→T4)",
@@ -272,8 +273,8 @@ mod tests {
             ]
         );
         let row = |n: &str| b.rows.iter().find(|r| r.stage == n).unwrap();
-        assert_eq!(row("protocol stack (Tales T1→T2)").median_p50_us, 1.5);
-        assert_eq!(row("queueing + wake-up (Tales T2→T3)").median_p50_us, 6.5);
+        assert_eq!(row("protocol stack (T1→queued)").median_p50_us, 1.5);
+        assert_eq!(row("queueing + wake-up (queued→T2)").median_p50_us, 6.5);
         assert_eq!(row("stack + wake-up, merged (T1→T2)").median_p50_us, 8.0);
     }
 }

@@ -28,6 +28,25 @@ fn proc_rows() -> BTreeMap<String, BTreeMap<usize, u64>> {
     out
 }
 
+/// The numbered rows of /proc/interrupts with a count on `cpu`, as "irq:count name".
+fn device_lines(cpu: usize) -> String {
+    let text = std::fs::read_to_string("/proc/interrupts").unwrap_or_default();
+    let Some(t) = parse_cpu_table(&text) else {
+        return String::new();
+    };
+    let Some(k) = t.cpus.iter().position(|c| *c == cpu) else {
+        return String::new();
+    };
+    t.rows
+        .iter()
+        .filter(|(name, counts)| {
+            name.parse::<u32>().is_ok() && counts.get(k).is_some_and(|v| *v > 0)
+        })
+        .map(|(name, counts)| format!("{name}:{}", counts[k]))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Every slot's counts, by slot.
 fn bpf_slots(c: &mut HardIrqCounter) -> BTreeMap<u32, Vec<u64>> {
     let n = c.possible_cpus();
@@ -116,9 +135,16 @@ fn the_counts_grow_as_the_rows_of_proc_interrupts_do() {
                 exact += 1;
             }
             let slack = in_flight + proc / 10 + 3;
+            // Issue 36: on a fresh VM this failed 5 times in 5 for the device lines of CPU 1
+            // (the counter 0..0 against ~100) and passed an hour later; the cause is not known
+            // yet. The message carries what tells the hypotheses apart: whether the programs
+            // ran at all (their run counts), any left out, and the file's rows of that CPU.
             assert!(
                 inner <= proc + slack && proc <= outer + slack,
-                "row {row:?} CPU {cpu}: /proc/interrupts grew {proc}, the counter {inner}..{outer}"
+                "row {row:?} CPU {cpu}: /proc/interrupts grew {proc}, the counter {inner}..{outer}; programs missing {:?}, kernel cost {:?}; device lines then: {}",
+                c.missing(),
+                c.cost(),
+                device_lines(cpu)
             );
             checked += 1;
             grown += proc;

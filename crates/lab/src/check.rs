@@ -541,7 +541,9 @@ pub enum CheckError {
     SameAsCandidate(&'static str, i64),
     #[error("{0} {1} has no stored result (status '{2}')")]
     Unfinished(&'static str, i64, store::RowStatus),
-    #[error("baseline {kind} {id} differs from the candidate (use --force to compare anyway): {}", .differences.join("; "))]
+    #[error("{0} {1} is a calibration, not a measurement of latencies: check compares runs (give the id of a run)")]
+    Calibration(&'static str, i64),
+    #[error("baseline {kind} {id} differs from the candidate (use --force to compare anyway): {}", first_of(.differences))]
     Differs {
         kind: &'static str,
         id: i64,
@@ -556,6 +558,21 @@ impl CheckError {
     pub fn is_usage(&self) -> bool {
         !matches!(self, CheckError::Store(_))
     }
+}
+
+/// The first differences (each clipped), and how many more: one line a person reads; `--json`
+/// and the check's own `differences` keep them all.
+fn first_of(d: &[String]) -> String {
+    const SHOWN: usize = 3;
+    let mut s: Vec<String> = d
+        .iter()
+        .take(SHOWN)
+        .map(|x| crate::clip(x).into_owned())
+        .collect();
+    if d.len() > SHOWN {
+        s.push(format!("and {} more", d.len() - SHOWN));
+    }
+    s.join("; ")
 }
 
 fn label_of(config: &Value) -> Option<String> {
@@ -611,6 +628,11 @@ pub fn check_runs(
     };
     if b.id == c.id {
         return Err(CheckError::SameAsCandidate("run", c.id));
+    }
+    for r in [&c, &b] {
+        if r.kind == "calibrate" {
+            return Err(CheckError::Calibration("run", r.id));
+        }
     }
     let Some(bs) = &b.summary else {
         return Err(CheckError::Unfinished("run", b.id, b.status.clone()));

@@ -239,6 +239,15 @@ pub struct ExperimentSpec {
     pub label: Option<crate::Label>,
     pub find_max: Option<bool>,
     pub max_steps: Option<u32>,
+    // `--interleave`: the knob values compared in paired slices.
+    pub interleave: Option<bool>,
+    #[serde(default, deserialize_with = "duration")]
+    pub slice: Option<String>,
+    pub pairs: Option<u32>,
+    #[serde(default, deserialize_with = "duration")]
+    pub interleave_for: Option<String>,
+    pub decide: Option<Text>,
+    pub tolerance: Option<Text>,
     // The load (as for `run`).
     pub arrival: Option<String>,
     pub trace_unit: Option<String>,

@@ -78,6 +78,12 @@ fn overlay(
         "label": a.label => s.label.clone().map(Some);
         "find_max": a.find_max => s.find_max;
         "max_steps": a.max_steps => s.max_steps;
+        "interleave": a.interleave.interleave => s.interleave;
+        "slice": a.interleave.slice => typed("slice", s.slice.clone())?;
+        "pairs": a.interleave.pairs => s.pairs;
+        "interleave_for": a.interleave.interleave_for => typed("interleave-for", s.interleave_for.clone())?;
+        "decide": a.interleave.decide => text(&s.decide);
+        "tolerance": a.interleave.tolerance => typed("tolerance", text(&s.tolerance))?;
         // The load (as for `run`).
         "arrival": l.arrival => s.arrival.clone();
         "workload": l.workload => s.workload.map(Some);

@@ -207,6 +207,8 @@ pub struct ServerViewFacts {
     #[serde(default, deserialize_with = "lenient")]
     pub ideal_ci: Option<Intervals>,
     #[serde(default, deserialize_with = "lenient")]
+    pub ideal_note: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
     pub excess: Option<Distribution>,
     #[serde(default, deserialize_with = "lenient")]
     pub excess_ci: Option<Intervals>,

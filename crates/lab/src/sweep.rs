@@ -113,9 +113,16 @@ pub struct Row {
     pub achieved_rps: f64,
     pub status: RunStatus,
     pub timeouts: u64,
+    /// The user view's figures (`measured`, `ideal`, `excess`); the server view's in `server`.
     pub measured: Option<Distribution>,
     pub ideal: Option<Distribution>,
     pub excess: Option<Distribution>,
+    /// The server view's measured, ideal and excess, when the run has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ViewFigures>,
+    /// The view the run's figures are read from (its headline view).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headline: Option<crate::View>,
     pub slo: Option<Verdict>,
     /// The SLO's judgement, condition by condition (of the run; for a search step measured
     /// several times, of its repeats combined). Not serialised: `slo` is the row's verdict.
@@ -125,6 +132,37 @@ pub struct Row {
     pub seed: u64,
     #[serde(default)]
     pub repeat: u32,
+}
+
+/// One view's figures of a run: measured, its ideal, the excess.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ViewFigures {
+    pub measured: Distribution,
+    pub ideal: Option<Distribution>,
+    pub excess: Distribution,
+}
+
+impl Row {
+    /// The figures of the row's headline view (the user's for rows stored before the
+    /// headline was kept): measured, ideal, excess.
+    pub fn headline_figures(
+        &self,
+    ) -> (
+        Option<&Distribution>,
+        Option<&Distribution>,
+        Option<&Distribution>,
+    ) {
+        match (self.headline, &self.server) {
+            (Some(crate::View::Server), Some(s)) => {
+                (Some(&s.measured), s.ideal.as_ref(), Some(&s.excess))
+            }
+            _ => (
+                self.measured.as_ref(),
+                self.ideal.as_ref(),
+                self.excess.as_ref(),
+            ),
+        }
+    }
 }
 
 /// One point of the grid (a combination at one load): its repeats combined — the median of
@@ -257,6 +295,11 @@ fn combos(plan: &SweepPlan) -> Result<Vec<Combo>, LabError> {
     }
 }
 
+/// The most points one sweep's grid may hold: 1,000 runs of a second each are already a
+/// quarter of an hour; a list of loads pasted by mistake (`--loads 1,2,…,20000`) is refused
+/// instead of running for hours without a word.
+pub const MAX_POINTS: usize = 1000;
+
 impl SweepPlan {
     /// Checks everything before anything starts (see the module doc).
     pub fn check(&self, db: &Path) -> Result<(), LabError> {
@@ -274,6 +317,25 @@ impl SweepPlan {
         }
         if self.loads.is_empty() && !self.find_max {
             return Err(invalid("give --loads, --find-max or both"));
+        }
+        let points = self.grid_points()?;
+        if points > MAX_POINTS {
+            let each = match self.template.load.stop {
+                load::StopAt::Duration(d) => d + self.template.load.warmup,
+                _ => std::time::Duration::ZERO,
+            };
+            let hours = points as f64 * each.as_secs_f64() / 3600.0;
+            return Err(invalid(format!(
+                "the sweep holds {points} points ({} configuration(s) × {} load(s) × {} repeat(s){}): at most {MAX_POINTS} in one sweep; give fewer --loads or split it",
+                self.configurations()?,
+                self.loads.len(),
+                self.repeat,
+                if hours > 0.0 {
+                    format!(", about {hours:.1} h of runs")
+                } else {
+                    String::new()
+                }
+            )));
         }
         if self.interleave.is_some() {
             if self.axes.is_empty() || self.loads.is_empty() {
@@ -484,6 +546,8 @@ impl Ctx<'_> {
                         measured: None,
                         ideal: None,
                         excess: None,
+                        server: None,
+                        headline: None,
                         slo: self.plan.slo.as_ref().map(|_| Verdict::Violates),
                         slo_report: None,
                         seed,
@@ -580,6 +644,12 @@ impl Ctx<'_> {
             measured: Some(a.measured.distribution()),
             ideal: a.ideal.as_ref().map(stats::Summary::distribution),
             excess: Some(a.excess.iter().map(|e| (e.key.clone(), e.value)).collect()),
+            server: a.server_view.as_ref().map(|sv| ViewFigures {
+                measured: sv.measured.distribution(),
+                ideal: sv.ideal.as_ref().map(stats::Summary::distribution),
+                excess: sv.excess.iter().map(|e| (e.key.clone(), e.value)).collect(),
+            }),
+            headline: Some(run.views.headline),
             slo: report.as_ref().map(|r| r.verdict),
             slo_report: report,
             seed: run.seed,

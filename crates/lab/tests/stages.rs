@@ -154,8 +154,8 @@ fn run_checked(target: TargetPlan, plan: &RunPlan) -> lab::Run {
     let rows = &run.analysis.stages.as_ref().unwrap().rows;
     assert!(rows.iter().any(|r| r.stage.starts_with("read")));
     for name in [
-        "protocol stack (Tales T1→T2)",
-        "queueing + wake-up (Tales T2→T3)",
+        "protocol stack (T1→queued)",
+        "queueing + wake-up (queued→T2)",
     ] {
         assert!(
             rows.iter().any(|r| r.stage == name),

@@ -19,6 +19,8 @@ pub type Show<'a> = &'a (dyn Fn(&Run) + Sync);
 /// allows at its load.
 pub struct Tour<'a> {
     inner: &'a dyn Observer,
+    /// Pass on the notes' indented detail lines (a calibration's steps) too.
+    detail: bool,
     show: Option<Show<'a>>,
     series: Mutex<Vec<Series>>,
     runs: Mutex<Vec<Value>>,
@@ -39,11 +41,18 @@ impl<'a> Tour<'a> {
     pub fn new(inner: &'a dyn Observer, show: Option<Show<'a>>) -> Self {
         Tour {
             inner,
+            detail: true,
             show,
             series: Mutex::new(Vec::new()),
             runs: Mutex::new(Vec::new()),
             allows: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Without the notes' indented detail lines (a calibration's steps): the tour's screen.
+    pub fn brief(mut self) -> Self {
+        self.detail = false;
+        self
     }
 
     pub fn finish(self) -> Toured {
@@ -57,7 +66,9 @@ impl<'a> Tour<'a> {
 
 impl Observer for Tour<'_> {
     fn note(&self, msg: &str) {
-        self.inner.note(msg)
+        if self.detail || !msg.starts_with("  ") {
+            self.inner.note(msg)
+        }
     }
     fn progress(&self, phase: &str, done: u64, total: u64) {
         self.inner.progress(phase, done, total)
@@ -73,11 +84,27 @@ impl Observer for Tour<'_> {
         let pct = run.config.load_pct.unwrap_or(0.0);
         let label = format!("{pct:.0}% load");
         if let Ok(mut s) = self.series.lock() {
+            // One colour per load (its repeats and its ideal share it): measured solid, the
+            // ideal dashed; the repeats carry one label, named once in the legend.
+            let mut loads: Vec<String> = Vec::new();
+            for x in s.iter() {
+                let l = x.label.split_once(' ').map_or("", |(_, l)| l).to_string();
+                if !loads.contains(&l) {
+                    loads.push(l);
+                }
+            }
+            let group = loads
+                .iter()
+                .position(|l| *l == label)
+                .unwrap_or(loads.len());
             let measured = run.analysis.measured_ccdf_us.clone();
-            s.push(Series::new(format!("measured {label}"), measured));
+            let mut m = Series::new(format!("measured {label}"), measured);
+            m.group = Some(group);
+            s.push(m);
             let ideal = run.analysis.ideal_ccdf_us.clone();
             let mut i = Series::new(format!("ideal {label}"), ideal);
             i.dashed = true;
+            i.group = Some(group);
             s.push(i);
         }
         if let Ok(mut r) = self.runs.lock() {

@@ -148,6 +148,139 @@ pub fn spread(points: &[lab::Point]) -> Vec<String> {
     out
 }
 
+/// `text` folded into lines of at most `width` characters at spaces, the later ones indented
+/// by `indent`.
+pub fn wrap(text: &str, width: usize, indent: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for word in text.split(' ') {
+        let lead = if out.is_empty() { "" } else { indent };
+        let len = |s: &str| s.chars().count();
+        if !cur.is_empty() && len(lead) + len(&cur) + 1 + len(word) > width {
+            out.push(format!("{lead}{cur}"));
+            cur = String::new();
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(word);
+    }
+    if !cur.is_empty() || out.is_empty() {
+        let lead = if out.is_empty() { "" } else { indent };
+        out.push(format!("{lead}{cur}"));
+    }
+    out
+}
+
+/// The demo's end on one screen: one row per run (its load, its headline view's figures and
+/// the excess at p99), how far each load's repeats spread (their range), which view to read
+/// on this host, the picture, and the next commands.
+pub fn brief(
+    w: &mut dyn std::io::Write,
+    experiment: i64,
+    runs: &[Value],
+    points: &[lab::Point],
+    host: Option<&str>,
+    written: &[String],
+) -> std::io::Result<()> {
+    const W: usize = crate::brief::WIDTH;
+    let fit = |s: &str| lab::clip_to(s, W - 1).into_owned();
+    if let Some(h) = host {
+        writeln!(w, "{}", fit(h))?;
+    }
+    writeln!(
+        w,
+        "  {:>5} {:>5}  {:<7} {:>9} {:>9} {:>9} {:>10} {:>8}  status",
+        "load", "run", "view", "p50", "p99", "p99.9", "ideal p99", "excess"
+    )?;
+    for v in runs {
+        let r = RunSummary::of(v);
+        let view = r.headline_view.as_deref().unwrap_or("user");
+        let (m, i, e) = match (view, r.server_view()) {
+            ("server", Some(sv)) => (sv.measured.as_ref(), sv.ideal.as_ref(), sv.excess.as_ref()),
+            _ => (r.measured.as_ref(), r.ideal.as_ref(), r.excess.as_ref()),
+        };
+        let us = |d, k| lab::summary::figure(d, k).map_or("-".into(), |x| fmt_ns(x * 1e3));
+        let valid = r
+            .views
+            .as_ref()
+            .and_then(|x| x.of(view))
+            .and_then(|x| x.valid)
+            .unwrap_or(false);
+        let status = r.status.map_or("-", |s| s.as_str());
+        writeln!(
+            w,
+            "{}",
+            fit(&format!(
+                "  {:>5} {:>5}  {:<7} {:>9} {:>9} {:>9} {:>10} {:>8}  {}{}",
+                format!("{:.0}%", r.load_pct.unwrap_or(0.0)),
+                v["run_id"].as_i64().map_or("-".into(), |i| i.to_string()),
+                view,
+                us(m, "p50"),
+                us(m, "p99"),
+                us(m, "p99.9"),
+                us(i, "p99"),
+                lab::summary::figure(e, "p99").map_or("-".into(), |x| format!("{x:.2}×")),
+                status,
+                if valid { "" } else { " (view not valid)" }
+            ))
+        )?;
+    }
+    for p in points.iter().filter(|p| p.result.repeats > 1) {
+        let r = &p.result;
+        let c = match r.headline {
+            lab::View::User => r.user.as_ref(),
+            lab::View::Server => r.server.as_ref(),
+        };
+        let Some(c) = c else { continue };
+        let Some(vals) = c.estimates.iter().find(|(k, _)| k == "p99").map(|x| &x.1) else {
+            continue;
+        };
+        let (lo, hi) = vals
+            .iter()
+            .fold((f64::INFINITY, 0.0f64), |(a, b), v| (a.min(*v), b.max(*v)));
+        if vals.len() < 2 || lo <= 0.0 {
+            continue;
+        }
+        writeln!(
+            w,
+            "{}",
+            fit(&format!(
+                "  {:.0}%: p99 of {} repeats from {} to {} (×{:.2}): the host's drift between runs",
+                p.load_pct.unwrap_or(0.0),
+                vals.len(),
+                fmt_ns(lo),
+                fmt_ns(hi),
+                hi / lo
+            ))
+        )?;
+    }
+    let closing = closing(None, &[], runs);
+    if let Some(last) = closing.last() {
+        for l in wrap(last.trim(), W, "  ") {
+            writeln!(w, "{l}")?;
+        }
+    }
+    for f in written {
+        writeln!(
+            w,
+            "{}",
+            fit(&format!("wrote {f} (measured solid, ideal dashed)"))
+        )?;
+    }
+    writeln!(w, "next:")?;
+    for l in [
+        format!("  tailscope report --experiment {experiment}      # the HTML report of these runs"),
+        "  tailscope run nullrpc:// --spawn --rate 60%     # one run, on one screen (--detail: all)"
+            .to_string(),
+        "  tailscope ab nullrpc:// 'nullrpc:// --server-work det:60us' --spawn --rate 40% --until-decided"
+            .to_string(),
+    ] {
+        writeln!(w, "{}", fit(&l))?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,6 +11,7 @@
 
 pub mod ab_view;
 pub mod agents_view;
+pub mod brief;
 pub mod bursty_view;
 pub mod check_view;
 pub mod compare;
@@ -45,8 +46,6 @@ pub mod terminal;
 use std::io::Write;
 use std::path::Path;
 
-use plotters::prelude::*;
-
 /// Errors from writing a report.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -74,8 +73,11 @@ pub enum ReportError {
 pub struct Series {
     pub label: String,
     pub points: Vec<(f64, f64)>,
-    /// Drawn dashed-looking (thinner, lighter) — used for the ideal beside a measurement.
+    /// Drawn dashed — used for the ideal beside a measurement.
     pub dashed: bool,
+    /// The colour's group: series of one group share one colour (a load's repeats and its
+    /// ideal); None, a colour of its own by position.
+    pub group: Option<usize>,
 }
 
 impl Series {
@@ -84,6 +86,7 @@ impl Series {
             label: label.into(),
             points,
             dashed: false,
+            group: None,
         }
     }
 }
@@ -117,11 +120,11 @@ pub fn is_png(path: &Path) -> bool {
         .is_some_and(|e| e.eq_ignore_ascii_case("png"))
 }
 
-/// Writes a log–log CCDF plot of `series`: PNG when `path` ends in `.png`, else SVG.
+/// Writes a log–log CCDF plot of `series`: PNG when `path` ends in `.png`, else SVG. Each
+/// series has its group's colour (its position's without one, from [`figure::PALETTE`], all
+/// of which read on white); a dashed series is drawn dashed; a label already drawn is not
+/// repeated in the legend (the repeats of one load are named once).
 pub fn ccdf_plot(path: &Path, title: &str, series: &[Series]) -> Result<(), ReportError> {
-    if !is_png(path) {
-        return ccdf_svg(path, title, series);
-    }
     if series.iter().all(|s| usable(&s.points).next().is_none()) {
         return Err(ReportError::Empty);
     }
@@ -132,7 +135,7 @@ pub fn ccdf_plot(path: &Path, title: &str, series: &[Series]) -> Result<(), Repo
             label: s.label.clone(),
             points: s.points.clone(),
             band: Vec::new(),
-            color: figure::color(i),
+            color: figure::color(s.group.unwrap_or(i)),
             dashed: s.dashed,
         })
         .collect();
@@ -143,90 +146,14 @@ pub fn ccdf_plot(path: &Path, title: &str, series: &[Series]) -> Result<(), Repo
         height: 600,
         body: figure::Body::Ccdf(figure::CcdfFigure { curves }),
     };
-    f.png(path)
-}
-
-/// Writes a log–log CCDF plot of `series` to an SVG file.
-pub fn ccdf_svg(path: &Path, title: &str, series: &[Series]) -> Result<(), ReportError> {
-    font::register()?;
-    let (mut xmin, mut xmax, mut ymin) = (f64::INFINITY, 0.0f64, 1.0f64);
-    for s in series {
-        for (x, y) in usable(&s.points) {
-            xmin = xmin.min(x);
-            xmax = xmax.max(x);
-            ymin = ymin.min(y);
-        }
+    if is_png(path) {
+        return f.png(path);
     }
-    if !xmin.is_finite() || xmax <= 0.0 {
-        return Err(ReportError::Empty);
-    }
-    // Whole decades on both axes, as in the paper's figures.
-    let x0 = 10f64.powf(xmin.log10().floor());
-    let mut x1 = 10f64.powf(xmax.log10().ceil());
-    if x1 <= x0 {
-        x1 = x0 * 10.0;
-    }
-    // Slightly below the last decade so that its tick (and percentile label) is drawn.
-    let y0 = 10f64.powf(ymin.log10().floor()).min(0.1) * 0.98;
-    let werr = |e: &dyn std::fmt::Display| ReportError::Write {
+    let svg = f.svg()?;
+    std::fs::write(path, svg).map_err(|e| ReportError::Write {
         path: path.display().to_string(),
         msg: e.to_string(),
-    };
-
-    let root = SVGBackend::new(path, (900, 600)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| werr(&e))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 22))
-        .margin(15)
-        .x_label_area_size(45)
-        .y_label_area_size(120)
-        .build_cartesian_2d((x0..x1).log_scale(), (y0..1.0f64).log_scale())
-        .map_err(|e| werr(&e))?;
-    chart
-        .configure_mesh()
-        .x_desc("latency (µs)")
-        .y_desc("P[X >= x]  (percentile)")
-        .x_label_formatter(&|x| format!("{x}"))
-        .y_label_formatter(&|y| {
-            let k = -y.log10();
-            if (k - k.round()).abs() < 1e-6 {
-                match k.round() as i64 {
-                    0 => format!("1 ({})", percentile_label(*y)),
-                    k => format!("1e-{k} ({})", percentile_label(*y)),
-                }
-            } else {
-                String::new()
-            }
-        })
-        .draw()
-        .map_err(|e| werr(&e))?;
-
-    for (i, s) in series.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
-        let style = if s.dashed {
-            color.mix(0.6).stroke_width(1)
-        } else {
-            color.stroke_width(2)
-        };
-        let pts: Vec<(f64, f64)> = usable(&s.points).collect();
-        if pts.is_empty() {
-            continue;
-        }
-        chart
-            .draw_series(LineSeries::new(pts, style))
-            .map_err(|e| werr(&e))?
-            .label(s.label.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
-    }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| werr(&e))?;
-    root.present().map_err(|e| werr(&e))?;
-    Ok(())
+    })
 }
 
 /// Writes CCDF points as CSV: `series,latency_us,ccdf` with one row per point.
@@ -284,17 +211,66 @@ mod tests {
         let a = Series::new("measured", vec![(50.0, 1.0), (80.0, 0.1), (200.0, 0.001)]);
         let mut b = Series::new("ideal", vec![(50.0, 1.0), (70.0, 0.1), (150.0, 0.001)]);
         b.dashed = true;
-        ccdf_svg(&path, "test", &[a, b]).unwrap();
+        ccdf_plot(&path, "test", &[a, b]).unwrap();
         let svg = std::fs::read_to_string(&path).unwrap();
         assert!(svg.contains("measured") && svg.contains("ideal"));
         assert!(svg.contains("p99.9"));
+    }
+
+    /// Issue 36: the demo's picture — a group's curves share one colour (the ideal dashed),
+    /// a label drawn twice (two repeats) is named once in the legend, and no colour is too
+    /// pale to see on white.
+    #[test]
+    fn groups_share_a_colour_and_repeats_are_named_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.svg");
+        let pts = |k: f64| vec![(50.0 * k, 1.0), (80.0 * k, 0.1), (200.0 * k, 0.001)];
+        let mut series = Vec::new();
+        for (g, load) in ["30% load", "60% load"].iter().enumerate() {
+            for rep in 0..2 {
+                let mut m = Series::new(
+                    format!("measured {load}"),
+                    pts(1.0 + g as f64 + 0.1 * rep as f64),
+                );
+                m.group = Some(g);
+                series.push(m);
+                let mut i = Series::new(format!("ideal {load}"), pts(0.9 + g as f64));
+                i.dashed = true;
+                i.group = Some(g);
+                series.push(i);
+            }
+        }
+        ccdf_plot(&path, "demo", &series).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        // Each label once in the legend's text.
+        for l in [
+            "measured 30% load",
+            "ideal 30% load",
+            "measured 60% load",
+            "ideal 60% load",
+        ] {
+            assert_eq!(svg.matches(&format!(">\n{l}\n<")).count(), 1, "{l}");
+        }
+        // Two colours drawn: the palette's first two, each dark enough to read on white.
+        for (i, c) in figure::PALETTE.iter().take(2).enumerate() {
+            let hex = format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2);
+            assert!(svg.contains(&hex), "group {i}'s colour {hex}");
+        }
+        assert!(!svg.contains(&{
+            let c = figure::PALETTE[2];
+            format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2)
+        }));
+        for c in figure::PALETTE {
+            let luma = 0.2126 * f64::from(c.0) + 0.7152 * f64::from(c.1) + 0.0722 * f64::from(c.2);
+            assert!(luma < 190.0, "{c:?} is too pale on white");
+        }
     }
 
     #[test]
     fn empty_series_is_an_error_and_writes_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.svg");
-        let r = ccdf_svg(&path, "t", &[Series::new("x", vec![])]);
+        let r = ccdf_plot(&path, "t", &[Series::new("x", vec![])]);
         assert!(matches!(r, Err(ReportError::Empty)));
         assert!(!path.exists());
     }

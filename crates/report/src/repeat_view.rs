@@ -10,10 +10,25 @@ use crate::terminal::fmt_ns;
 
 const KEYS: [&str; 4] = ["p50", "p90", "p99", "p99.9"];
 
+/// The median of the repeats with the interval from their spread; from fewer than 3 valid
+/// repeats, their range instead ("median (a to b)"): a t interval with one degree of freedom
+/// spans several orders of magnitude and says less than the two values themselves.
 fn est(c: Option<&Combined>, key: &str) -> String {
-    c.and_then(|c| c.summary.get(key))
-        .map(|e| format!("{} [{}, {}]", fmt_ns(e.value), fmt_ns(e.lo), fmt_ns(e.hi)))
-        .unwrap_or_else(|| "-".into())
+    let Some((c, e)) = c.and_then(|c| Some((c, c.summary.get(key)?))) else {
+        return "-".into();
+    };
+    let vals = c.estimates.iter().find(|(k, _)| k == key).map(|x| &x.1);
+    match vals {
+        Some(v) if v.len() < 3 => {
+            let (lo, hi) = v
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+                    (a.min(*x), b.max(*x))
+                });
+            format!("{} ({} to {})", fmt_ns(e.value), fmt_ns(lo), fmt_ns(hi))
+        }
+        _ => format!("{} [{}, {}]", fmt_ns(e.value), fmt_ns(e.lo), fmt_ns(e.hi)),
+    }
 }
 
 /// The repeats and their combination, for a person.
@@ -38,7 +53,7 @@ pub fn repeated(w: &mut dyn Write, runs: &[Run], p: &Repeated) -> io::Result<()>
     }
     writeln!(
         w,
-        "\nmedian of the repeats [{} % interval from their spread]",
+        "\nmedian of the repeats [{} % interval from their spread; (range) from fewer than 3]",
         {
             let c = p
                 .user
@@ -85,7 +100,7 @@ pub fn points(w: &mut dyn Write, points: &[lab::Point]) -> io::Result<()> {
     }
     writeln!(
         w,
-        "\npoints (median of the repeats [interval from their spread]; the verdicts read these)"
+        "\npoints: median of the repeats [interval from their spread] or (range, under 3 repeats)"
     )?;
     for p in points {
         let params: Vec<String> = p.params.iter().map(|(k, v)| format!("{k}={v}")).collect();

@@ -19,15 +19,20 @@ pub fn run_json(run: &Run, slo: Option<&SloReport>, written: &[String]) -> Value
     v
 }
 
-/// The run for a person: the run's view, its SLO verdicts, whether it reached `--precision`,
-/// its agents, then the files written.
+/// The run for a person: the run on one screen (with `detail`, everything measured), its SLO
+/// verdicts, whether it reached `--precision`, its agents, then the files written.
 pub fn run_lines(
     w: &mut dyn Write,
     run: &Run,
     slo: Option<&SloReport>,
     written: &[String],
+    detail: bool,
 ) -> io::Result<()> {
-    crate::terminal::run(w, run)?;
+    if detail {
+        crate::terminal::run(w, run)?;
+    } else {
+        crate::brief::run(w, run)?;
+    }
     if let Some(r) = slo {
         crate::slo_view::lines(w, r)?;
     }

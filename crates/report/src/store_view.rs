@@ -81,6 +81,13 @@ pub fn list(w: &mut dyn Write, rows: &[RunRow]) -> io::Result<()> {
 
 /// `runs show`'s header: the row's identity, configuration and host facts.
 pub fn show_header(w: &mut dyn Write, r: &RunRow, experiment: Option<i64>) -> io::Result<()> {
+    show_title(w, r, experiment)?;
+    writeln!(w, "config: {}", r.config)?;
+    writeln!(w, "host: {}", r.host)
+}
+
+/// The first line of [`show_header`]: the run's id, kind, status, target, start, experiment.
+pub fn show_title(w: &mut dyn Write, r: &RunRow, experiment: Option<i64>) -> io::Result<()> {
     writeln!(
         w,
         "run {} · {} · {} · {} · started {}{}",
@@ -92,9 +99,7 @@ pub fn show_header(w: &mut dyn Write, r: &RunRow, experiment: Option<i64>) -> io
         experiment
             .map(|e| format!(" · experiment {e}"))
             .unwrap_or_default()
-    )?;
-    writeln!(w, "config: {}", r.config)?;
-    writeln!(w, "host: {}", r.host)
+    )
 }
 
 #[cfg(test)]

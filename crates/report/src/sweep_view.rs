@@ -76,10 +76,12 @@ pub fn sweep_views(
         writeln!(
             w,
             "  {:>6} {:>8} {:>10} {:>10} | {:>9} {:>9} {:>9} | {:>9} {:>9} {:>9} | {:>7} {:>10} {:>6} {:>9}",
-            "run", "role", "offered", "achieved", "user p50", "p99", "p99.9", "ideal p50", "p99",
+            "run", "role", "offered", "achieved", "p50", "p99", "p99.9", "ideal p50", "p99",
             "p99.9", "excess", "status", "view", "slo"
         )?;
         for x in rows {
+            // The figures of the view the view column names.
+            let (measured, ideal, excess) = x.headline_figures();
             let offered = match x.load_pct {
                 Some(p) => format!("{p:.0}%"),
                 None => format!("{:.0}", x.offered_rps),
@@ -91,16 +93,16 @@ pub fn sweep_views(
                 x.role,
                 offered,
                 x.achieved_rps,
-                us(x.measured.as_ref(), "p50"),
-                us(x.measured.as_ref(), "p99"),
-                us(x.measured.as_ref(), "p99.9"),
-                us(x.ideal.as_ref(), "p50"),
-                us(x.ideal.as_ref(), "p99"),
-                us(x.ideal.as_ref(), "p99.9"),
-                ratio(x.excess.as_ref(), "p99"),
+                us(measured, "p50"),
+                us(measured, "p99"),
+                us(measured, "p99.9"),
+                us(ideal, "p50"),
+                us(ideal, "p99"),
+                us(ideal, "p99.9"),
+                ratio(excess, "p99"),
                 x.status.as_str(),
-                x.run_id
-                    .and_then(|i| headlines.get(&i))
+                x.headline
+                    .or_else(|| x.run_id.and_then(|i| headlines.get(&i).copied()))
                     .map_or("-", |v| v.as_str()),
                 x.slo.map(|v| v.as_str()).unwrap_or("-"),
             )?;

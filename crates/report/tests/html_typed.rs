@@ -137,3 +137,31 @@ fn a_saturated_run_with_stages_and_notes_reads_the_same_by_field_and_by_path() {
     assert!(a.contains("Batching: the ideal uses"));
     assert!(a.contains("class 0 (delay-sensitive)"));
 }
+
+/// Issue 36: the page's first line quotes the headline view's figures and names it; a user
+/// view declared invalid is never the one quoted (its p99 is not on that line).
+#[test]
+fn the_headline_quotes_the_headline_view_and_names_it() {
+    let mut run = report::synthetic::run(12_000.0, 50_000.0, 20_000, 5).unwrap();
+    let sv = run.analysis.server_view.clone().expect("a server view");
+    let server_p99 = sv.measured.get("p99").unwrap().value / 1e3;
+    let user_p99 = run.analysis.measured.get("p99").unwrap().value / 1e3;
+    run.views.user.valid = false;
+    run.views.user.why = "lateness p99 8.74 ms".into();
+    run.views.headline = lab::View::Server;
+    let (a, b) = pages(&run);
+    assert_same(&a, &b);
+    let lede = a
+        .lines()
+        .find(|l| l.contains("class=\"lede\"") && l.contains("measured"))
+        .unwrap();
+    let shown = |us: f64| format!("<b>{}</b>", report::figure::fmt_us(us));
+    assert!(lede.contains("server view: p99"), "{lede}");
+    assert!(lede.contains(&shown(server_p99)), "{lede}");
+    assert_ne!(shown(server_p99), shown(user_p99));
+    assert!(!lede.contains(&shown(user_p99)), "{lede}");
+    // Both views invalid: the one quoted says so.
+    run.views.server.as_mut().unwrap().valid = false;
+    let (a, _) = pages(&run);
+    assert!(a.contains("server view (not valid: see Validity): p99"));
+}

@@ -32,8 +32,8 @@
 //! Our numbering is kept (the records' columns `t1_ns`..`t6_ns` and the stage names keep
 //! their meaning); the paper's T2 travels beside it as the record's `stack_ns`. So T1→T2 is
 //! the network stack plus the queueing and wake-up — one stage, labelled merged in the stage
-//! table, unless the eBPF collector split it into the paper's "protocol stack (Tales T1→T2)"
-//! and "queueing + wake-up (Tales T2→T3)". T2→T3 is the copy to user space (and, for a thread
+//! table, unless the eBPF collector split it at the data's queueing on the socket ("queued", the paper's T2) into "protocol stack (T1→queued)"
+//! and "queueing + wake-up (queued→T2)". T2→T3 is the copy to user space (and, for a thread
 //! serving several ready connections or pipelined requests, the wait for its turn), T3→T4
 //! the work (for [`Arch::Dispatch`] also the wait in the shared FIFO), T4→T5 the response
 //! encoding, T5→T6 the transmit path; T6 − T1 is the paper's server latency.

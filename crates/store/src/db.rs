@@ -173,6 +173,25 @@ impl Store {
         }
         let conn = Connection::open(path)?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
+        // SQLite opens a file it may not write read-only without a word, and the first write
+        // fails, after a measurement: find it now. A write lock taken and given back (nothing
+        // written) also finds an immutable file or a directory the journal cannot go into.
+        // SQLite opens the file at its first use: read it once, then ask.
+        conn.query_row("PRAGMA schema_version", [], |r| r.get::<_, i64>(0))?;
+        if conn.is_readonly(rusqlite::DatabaseName::Main)? {
+            return Err(StoreError::ReadOnly(path.to_path_buf()));
+        }
+        if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE; ROLLBACK") {
+            use rusqlite::ErrorCode as C;
+            return Err(match &e {
+                rusqlite::Error::SqliteFailure(f, _)
+                    if matches!(f.code, C::ReadOnly | C::CannotOpen | C::PermissionDenied) =>
+                {
+                    StoreError::ReadOnly(path.to_path_buf())
+                }
+                _ => e.into(),
+            });
+        }
         // WAL lets readers (`tailscope report`) run beside a writing `tailscope run`.
         // Switching the journal mode needs an exclusive lock, and SQLite reports SQLITE_BUSY
         // for it at once, without calling the busy handler, when another process is opening

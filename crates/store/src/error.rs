@@ -21,6 +21,10 @@ pub enum StoreError {
     /// The file was written by a newer tailscope whose schema this build does not know.
     #[error("store schema version {found} is newer than this build supports ({supported})")]
     SchemaTooNew { found: i64, supported: i64 },
+    /// The store can be read but not written (a read-only file, an immutable one, a
+    /// directory the user cannot write): found when it is opened, before anything starts.
+    #[error("{0} cannot be written (read-only file or directory); give a store you can write with --db or TAILSCOPE_DB")]
+    ReadOnly(std::path::PathBuf),
     /// No run has this id.
     #[error("no run with id {0}")]
     UnknownRun(i64),

@@ -242,6 +242,11 @@ pub struct RunArgs {
     pub db: DbArgs,
     #[command(flatten)]
     pub out: OutputArgs,
+    /// Print everything measured: both views' tables, the path of each request, the
+    /// generator's lateness, the arrival check, the why in full, the stages, the instruments
+    /// (by default the headline view's table, validity, the leading causes, on one screen).
+    #[arg(long)]
+    pub detail: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -302,6 +307,9 @@ pub struct DemoArgs {
     #[command(flatten)]
     pub db: DbArgs,
     /// Print exactly one JSON object on stdout.
+    /// Print each run as `run --detail` does and the whole sweep table, not one screen.
+    #[arg(long)]
+    pub detail: bool,
     #[arg(long)]
     pub json: bool,
 }
@@ -331,6 +339,9 @@ pub enum RunsSub {
         db: DbArgs,
         #[arg(long)]
         json: bool,
+        /// Everything measured (as `run --detail`), not one screen.
+        #[arg(long)]
+        detail: bool,
     },
     /// Stored runs side by side per percentile, each against the first: ratio and whether
     /// the 95 % intervals overlap.

@@ -10,29 +10,63 @@ use serde::Serialize;
 
 use crate::cli::OutputArgs;
 
-/// Ends the process with 0 when `r` failed because stdout's reader went away (`tailscope runs
-/// list | head -1`): the output nobody reads is not a failure, as in ripgrep. Rust ignores
-/// SIGPIPE, so the write fails with EPIPE instead of killing us, and `println!` would panic.
-fn exit_if_closed<T>(r: io::Result<T>) -> io::Result<T> {
-    match r {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => std::process::exit(0),
-        r => r,
+/// Marks a failure because stdout's reader went away (`tailscope runs list | head -1`): the
+/// output nobody reads is not a failure, as in ripgrep, so `main` ends with 0 and no message
+/// ([`closed_stdout`]). Rust ignores SIGPIPE, so the write fails with EPIPE instead of killing
+/// us, and `println!` would panic. The error unwinds like any other, so what the command holds
+/// is closed on the way out (a store's connection, which would otherwise leave its `-wal` and
+/// `-shm` files beside a store it only read).
+fn mark_closed<T>(r: io::Result<T>) -> io::Result<T> {
+    r.map_err(|e| {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            io::Error::new(io::ErrorKind::BrokenPipe, StdoutClosed)
+        } else {
+            e
+        }
+    })
+}
+
+/// The reader of stdout went away (see [`mark_closed`]).
+#[derive(Debug)]
+pub struct StdoutClosed;
+
+impl fmt::Display for StdoutClosed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("stdout was closed by its reader")
     }
 }
 
+impl std::error::Error for StdoutClosed {}
+
+/// Whether `e` is stdout's reader going away, anywhere in its chain (also through a store's
+/// or exporter's own i/o error).
+pub fn closed_stdout(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<StdoutClosed>().is_some()
+            || c.downcast_ref::<io::Error>().is_some_and(|io| {
+                io.get_ref()
+                    .is_some_and(|inner| inner.downcast_ref::<StdoutClosed>().is_some())
+            })
+    })
+}
+
 fn stdout_error(e: io::Error) -> io::Error {
+    if e.get_ref().is_some_and(|i| i.is::<StdoutClosed>()) {
+        return e;
+    }
     io::Error::new(e.kind(), format!("cannot write to stdout: {e}"))
 }
 
-/// Writes to stdout; what [`outln!`] and [`out!`] expand to. A closed stdout ends the process
-/// at once with exit code 0; any other failure (a full disk behind a redirection) is returned.
+/// Writes to stdout; what [`outln!`] and [`out!`] expand to. A closed stdout is returned as
+/// [`StdoutClosed`] (the command ends with 0, quietly); any other failure (a full disk behind
+/// a redirection) as itself.
 pub fn write_stdout(args: fmt::Arguments<'_>) -> io::Result<()> {
-    exit_if_closed(io::stdout().lock().write_fmt(args)).map_err(stdout_error)
+    mark_closed(io::stdout().lock().write_fmt(args)).map_err(stdout_error)
 }
 
 /// Flushes stdout, with the rule of [`write_stdout`].
 pub fn flush_stdout() -> io::Result<()> {
-    exit_if_closed(io::stdout().lock().flush()).map_err(stdout_error)
+    mark_closed(io::stdout().lock().flush()).map_err(stdout_error)
 }
 
 /// Writes `text` to stdout, ignoring a reader that went away instead of exiting: for a
@@ -51,11 +85,11 @@ pub struct Stdout;
 
 impl Write for Stdout {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        exit_if_closed(io::stdout().lock().write(buf))
+        mark_closed(io::stdout().lock().write(buf))
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        exit_if_closed(io::stdout().lock().flush())
+        mark_closed(io::stdout().lock().flush())
     }
 }
 

@@ -160,3 +160,116 @@ fn the_documented_ab_pipeline_runs_and_its_junit_agrees_with_its_exit_code() {
     let rows = ab["rows"].as_array().unwrap().len();
     assert_eq!(text.trim(), format!("{rows} 0"), "{text}");
 }
+
+/// The `tailscope …` commands of a Markdown text's code blocks (continued lines joined, a
+/// trailing `# comment`, a pipe or a redirection cut off), with the file they came from.
+fn documented_commands(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_block = false;
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if line.trim_start().starts_with("```") {
+            in_block = !in_block;
+            continue;
+        }
+        let t = line.trim_start();
+        if !in_block || !t.starts_with("tailscope ") {
+            continue;
+        }
+        let mut cmd = t.to_string();
+        while cmd.trim_end().ends_with('\\') {
+            let next = lines.next().unwrap_or("");
+            cmd = format!("{} {}", cmd.trim_end().trim_end_matches('\\'), next.trim());
+        }
+        out.push(cmd);
+    }
+    out
+}
+
+/// `cmd` split into words as a shell would (quotes, no expansion), up to a comment, pipe or
+/// redirection; None for a line that is a template rather than a command (`[…]`, `$VAR`).
+fn words(cmd: &str) -> Option<Vec<String>> {
+    let (mut out, mut cur, mut quote, mut started) = (Vec::new(), String::new(), None, false);
+    for c in cmd.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => cur.push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                started = true;
+            }
+            (None, ' ' | '\t') => {
+                if started || !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+                started = false;
+            }
+            (None, '#' | '|' | '>') if cur.is_empty() && !started => break,
+            (None, c) => cur.push(c),
+        }
+    }
+    if !cur.is_empty() || started {
+        out.push(cur);
+    }
+    let template = |w: &String| w.starts_with('[') || w.contains('$') || w.contains('…');
+    (!out.iter().any(template)).then_some(out)
+}
+
+/// Issue 36: every `tailscope …` command that README.md, docs/ and experiments/README.md show
+/// parses as the CLI reads it, and each sweep of an experiment file passes every check of
+/// `--dry-run` (nothing started), so a documented example cannot exit 2 on a reader.
+#[test]
+fn the_documents_commands_parse_and_experiment_sweeps_check() {
+    let mut files = vec![
+        root().join("README.md"),
+        root().join("experiments/README.md"),
+    ];
+    for e in std::fs::read_dir(root().join("docs")).unwrap().flatten() {
+        if e.path().extension().is_some_and(|x| x == "md") {
+            files.push(e.path());
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (mut parsed, mut checked) = (0, 0);
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        for cmd in documented_commands(&text) {
+            let Some(w) = words(&cmd) else { continue };
+            let out = common::bin()
+                .args(&w[1..])
+                .env("TAILSCOPE_TEST_PARSE_ONLY", "1")
+                .env("TAILSCOPE_DB", dir.path().join("parse.db"))
+                .current_dir(root())
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}: `{cmd}` does not parse: {}",
+                f.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            parsed += 1;
+            if w.get(1).map(String::as_str) == Some("sweep")
+                && w.get(2).is_some_and(|t| t.ends_with(".toml"))
+            {
+                let out = common::bin()
+                    .args(&w[1..])
+                    .arg("--dry-run")
+                    .env("TAILSCOPE_DB", dir.path().join("dry.db"))
+                    .current_dir(root())
+                    .output()
+                    .unwrap();
+                assert!(
+                    out.status.success(),
+                    "{}: `{cmd} --dry-run`: {}",
+                    f.display(),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(parsed >= 40, "only {parsed} documented commands found");
+    assert!(checked >= 2, "only {checked} experiment sweeps checked");
+    assert!(!dir.path().join("parse.db").exists());
+}

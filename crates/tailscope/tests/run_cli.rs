@@ -814,3 +814,103 @@ fn memory_stays_bounded_past_saturation() {
         "peak RSS at 3× capacity {high} KiB vs {low} KiB at 0.5×"
     );
 }
+
+/// Issue 36: a person's screen. `run` leads with the headline view's table and fits 30 lines
+/// of at most 100 characters; `--detail` prints everything (both views, the path, the
+/// generator's lateness); `runs show N` is the same screen, `runs show N --detail` the rest;
+/// `demo` fits 40 lines, its notes included.
+#[test]
+fn run_and_demo_fit_a_screen_and_detail_shows_the_rest() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let fits = |what: &str, text: &str, lines: usize| {
+        let n = text.lines().count();
+        assert!(n <= lines, "{what}: {n} lines (at most {lines}):\n{text}");
+        for l in text.lines() {
+            assert!(l.chars().count() <= 100, "{what}: a line over 100: {l}");
+        }
+    };
+    let s = serve(&["--arch", "epoll", "--work", "det:20us"]);
+    let url = format!("nullrpc://{}", s.addr);
+    let args = ["run", &url, "--service", "30us", "--rate", "2000"];
+    let short = ["--duration", "1500ms", "--warmup", "300ms", "--cpus", "0"];
+    let out = bin()
+        .args(args)
+        .args(short)
+        .args(["--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    fits("run", &text, 30);
+    let first: Vec<&str> = text.lines().take(3).collect();
+    assert!(
+        first[0].starts_with("run ") && first[0].contains(" ok "),
+        "{text}"
+    );
+    assert!(first[1].contains(" view ("), "{text}");
+    assert!(text.contains("validity: user view"), "{text}");
+    assert!(text.contains("--detail"), "{text}");
+    assert!(!text.contains("generator lateness"), "{text}");
+    let id = first[0]
+        .strip_prefix("run ")
+        .and_then(|r| r.split(' ').next())
+        .unwrap()
+        .to_string();
+    let detail = bin()
+        .args(args)
+        .args(short)
+        .args(["--detail", "--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let detail = String::from_utf8(detail.stdout).unwrap();
+    for needle in ["generator lateness", "the server's view", "user view valid"] {
+        assert!(
+            detail.contains(needle),
+            "--detail lacks {needle}:\n{detail}"
+        );
+    }
+    assert!(detail.lines().count() > text.lines().count());
+    let show = |extra: &[&str]| {
+        let o = bin()
+            .args(["runs", "show", &id, "--db", db.to_str().unwrap()])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(o.status.success());
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let brief = show(&[]);
+    fits("runs show", &brief, 31);
+    assert!(!brief.contains("config: {"), "{brief}");
+    assert!(show(&["--detail"]).contains("generator lateness"));
+    drop(s);
+    // The demo, shortened: its screen, notes on stderr included.
+    let plot = dir.path().join("demo.svg");
+    let out = bin()
+        .args(["demo", "--duration", "1500ms", "--loads", "30,60"])
+        .args(["--plot", plot.to_str().unwrap()])
+        .args(["--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "{stderr}");
+    fits("demo", &format!("{stderr}{stdout}"), 40);
+    assert!(
+        stdout.contains("next:") && stdout.contains("wrote "),
+        "{stdout}"
+    );
+    // One row per run: 2 loads × 2 repeats.
+    let rows = stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with("30%") || l.trim_start().starts_with("60%"))
+        .filter(|l| l.contains(" ok") || l.contains("saturated") || l.contains("invalid"))
+        .count();
+    assert_eq!(rows, 4, "{stdout}");
+}

@@ -87,6 +87,33 @@ fn a_directory_or_file_we_may_not_write_is_refused() {
     assert_eq!(std::fs::read_to_string(&existing).unwrap(), "old");
 }
 
+/// Issue 36: a store the user may not write is found when it is opened, before the host is
+/// probed or anything is sent: exit 2 naming it, and no `-wal`/`-shm` beside it.
+#[test]
+fn a_store_we_may_not_write_is_refused_before_anything_starts() {
+    let top = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(top.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let dir = top.path().join("ro");
+    std::fs::create_dir(&dir).unwrap();
+    let db = dir.join("runs.db");
+    std::fs::write(&db, "").unwrap();
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut cmd = common::bin();
+    cmd.args([
+        "run",
+        "nullrpc://127.0.0.1:9",
+        "--rate",
+        "100",
+        "--duration",
+        "2s",
+    ])
+    .args(["--no-noise-probe", "--db"])
+    .arg(&db);
+    let out = as_user_without_write_access(&dir, cmd);
+    assert_usage_error(&out, &["cannot be written", db.to_str().unwrap()]);
+    assert_eq!(names(&dir), ["runs.db"]);
+}
+
 #[test]
 fn numeric_inputs_beyond_what_can_run_are_refused() {
     // Regression: `model --workers 4000000000` hung.
@@ -133,6 +160,20 @@ fn numeric_inputs_beyond_what_can_run_are_refused() {
         (&["noise", "--duration", "25h"], &["--duration"]),
         (&["noise", "--threshold", "5s"], &["--threshold"]),
     ]);
+    // Issue 36: a 20,000-point list of loads would run for hours without a word.
+    let loads: Vec<String> = (1..=20_000).map(|i| i.to_string()).collect();
+    let loads = loads.join(",");
+    refused(&[(
+        &[
+            "sweep",
+            "nullrpc://127.0.0.1:9",
+            "--service",
+            "50us",
+            "--loads",
+            &loads,
+        ],
+        &["20000 points", "at most 1000", "h of runs"],
+    )]);
 }
 
 #[test]

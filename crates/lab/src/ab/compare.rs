@@ -686,7 +686,7 @@ fn finish(
 ) -> Result<AbOutcome, LabError> {
     let looks = spec.looks();
     let confidence = looks.confidence;
-    let view = decided_view(spec, &paired, &live);
+    let mut view = decided_view(spec, &paired, &live);
     let mut server_facts: Vec<crate::server_facts::ServerFacts> = live
         .iter_mut()
         .map(|l| match l.beside.take() {
@@ -765,6 +765,26 @@ fn finish(
             why.as_deref(),
         ));
     }
+    // The view read while the pairs ran judged the generator by the median slice; the arms'
+    // runs judge it over all their requests. When they find the view read invalid and the
+    // other valid, the other is the one the verdicts are read from (and decided again).
+    let mut stopped = stopped;
+    if view == View::User
+        && invalid_view(&refs, View::User).is_some()
+        && invalid_view(&refs, View::Server).is_none()
+        && spec.view == ViewChoice::Auto
+    {
+        view = View::Server;
+        stopped = format!(
+            "{stopped}; the arms' runs found the user view invalid over all their requests, so the verdicts are the server view's"
+        );
+    }
+    let decided = decided
+        && spec.decide.iter().all(|k| {
+            rows.iter()
+                .find(|r| r.view == view && &r.percentile == k)
+                .is_some_and(|r| r.verdict != CheckVerdict::Undecided)
+        });
     let carry_over = (0..super::paired::SLICE_PERCENTILES.len())
         .filter_map(|k| paired.carry_over(view, k, spec.confidence))
         .collect();

@@ -202,26 +202,7 @@ impl AbOptions {
                 .map_or(DEFAULT_MAX_DURATION, |m| m.value.0)
         });
         let tol = self.tolerance.0;
-        let mut percentiles: Vec<(String, f64)> = stats::STANDARD_QUANTILES
-            .iter()
-            .map(|(k, q)| (k.to_string(), *q))
-            .collect();
-        for (k, q) in extra_quantiles.iter() {
-            if !percentiles.iter().any(|(p, _)| p == k) {
-                percentiles.push((k.clone(), *q));
-            }
-        }
-        let mut decide: Vec<String> = Vec::new();
-        for part in self.decide.split(',') {
-            let (k, q) =
-                crate::parse_percentile(part).map_err(|e| invalid(format!("--decide: {e}")))?;
-            if !percentiles.iter().any(|(p, _)| *p == k) {
-                percentiles.push((k.clone(), q));
-            }
-            if !decide.contains(&k) {
-                decide.push(k);
-            }
-        }
+        let (percentiles, decide) = rows_and_decide(&self.decide, &extra_quantiles)?;
         let generators = self.duet_generators()?;
         let mut arms = Vec::with_capacity(2);
         for (k, (arm, text)) in [(Arm::Baseline, baseline), (Arm::Candidate, candidate)]
@@ -330,6 +311,38 @@ impl AbOptions {
             },
         }
     }
+}
+
+/// Percentiles as (key, q).
+type Percentiles = Vec<(String, f64)>;
+
+/// A comparison's rows (the standard percentiles, `extra`, and `--decide`'s) and the
+/// percentiles `--decide` (`p50,p99`) waits for.
+pub(crate) fn rows_and_decide(
+    decide_list: &str,
+    extra: &[(String, f64)],
+) -> Result<(Percentiles, Vec<String>), LabError> {
+    let mut rows: Vec<(String, f64)> = stats::STANDARD_QUANTILES
+        .iter()
+        .map(|(k, q)| (k.to_string(), *q))
+        .collect();
+    for (k, q) in extra {
+        if !rows.iter().any(|(p, _)| p == k) {
+            rows.push((k.clone(), *q));
+        }
+    }
+    let mut decide: Vec<String> = Vec::new();
+    for part in decide_list.split(',') {
+        let (k, q) =
+            crate::parse_percentile(part).map_err(|e| invalid(format!("--decide: {e}")))?;
+        if !rows.iter().any(|(p, _)| *p == k) {
+            rows.push((k.clone(), q));
+        }
+        if !decide.contains(&k) {
+            decide.push(k);
+        }
+    }
+    Ok((rows, decide))
 }
 
 /// The fewest CPUs a duet needs: two servers and two generators, none sharing.

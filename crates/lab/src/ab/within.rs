@@ -98,21 +98,7 @@ impl InterleaveArgs {
         if self.interleave_for.0.is_zero() {
             return Err(invalid("--interleave-for must be positive"));
         }
-        let mut percentiles: Vec<(String, f64)> = stats::STANDARD_QUANTILES
-            .iter()
-            .map(|(k, q)| (k.to_string(), *q))
-            .collect();
-        let mut decide = Vec::new();
-        for part in self.decide.split(',') {
-            let (k, q) =
-                crate::parse_percentile(part).map_err(|e| invalid(format!("--decide: {e}")))?;
-            if !percentiles.iter().any(|(p, _)| *p == k) {
-                percentiles.push((k.clone(), q));
-            }
-            if !decide.contains(&k) {
-                decide.push(k);
-            }
-        }
+        let (percentiles, decide) = super::options::rows_and_decide(&self.decide, &[])?;
         Ok(Some(Design {
             slice,
             settle: (slice / 10).min(Duration::from_millis(100)),

@@ -116,6 +116,7 @@ pub(super) fn draw<DB: DrawingBackend>(
             c.color.mix(if c.dashed { 0.10 } else { 0.18 }).filled(),
         )))?;
     }
+    let mut named: Vec<&str> = Vec::new();
     for c in &f.curves {
         let pts: Vec<(f64, f64)> = usable(&c.points).collect();
         if pts.is_empty() {
@@ -123,16 +124,19 @@ pub(super) fn draw<DB: DrawingBackend>(
         }
         let style = c.color.stroke_width(2);
         let dashed = c.dashed;
+        // A label already in the legend (another repeat of one load) is not named again.
+        let first = !named.contains(&c.label.as_str());
+        named.push(&c.label);
         if dashed {
-            chart
-                .draw_series(std::iter::once(DashedPathElement::new(pts, 7, 5, style)))?
-                .label(c.label.clone())
-                .legend(legend_line(style, true));
+            let a = chart.draw_series(std::iter::once(DashedPathElement::new(pts, 7, 5, style)))?;
+            if first {
+                a.label(c.label.clone()).legend(legend_line(style, true));
+            }
         } else {
-            chart
-                .draw_series(LineSeries::new(pts, style))?
-                .label(c.label.clone())
-                .legend(legend_line(style, false));
+            let a = chart.draw_series(LineSeries::new(pts, style))?;
+            if first {
+                a.label(c.label.clone()).legend(legend_line(style, false));
+            }
         }
     }
     chart

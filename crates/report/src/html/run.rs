@@ -101,31 +101,50 @@ fn error_of(run: &Run) -> Option<&str> {
     run.agents.as_ref().and_then(|a| a.error.as_deref())
 }
 
-/// The headline: p99 measured against ideal, or why there is no comparison.
+/// The headline: p99 of the run's headline view measured against that view's ideal, the
+/// view named (a view declared invalid is never the one quoted), or why there is no
+/// comparison.
 fn headline(run: &Run) -> String {
     let a = &run.analysis;
-    let m = us(&a.measured, "p99");
-    let i = a.ideal.as_ref().and_then(|s| us(s, "p99"));
+    let view = run.views.headline;
+    let (measured, ideal, excess, note) = match (view, &a.server_view) {
+        (lab::View::Server, Some(sv)) => (
+            &sv.measured,
+            sv.ideal.as_ref(),
+            &sv.excess[..],
+            sv.ideal_note.as_deref(),
+        ),
+        _ => (
+            &a.measured,
+            a.ideal.as_ref(),
+            &a.excess[..],
+            a.ideal_note.as_deref(),
+        ),
+    };
+    let m = us(measured, "p99");
+    let i = ideal.and_then(|s| us(s, "p99"));
+    let named = if run.views.is_valid(view) {
+        format!("{view} view: ")
+    } else {
+        format!("{view} view (not valid: see Validity): ")
+    };
     match (m, i) {
         (Some(m), Some(i)) => {
-            let ci = excess_of(&a.excess, "p99")
+            let ci = excess_of(excess, "p99")
                 .and_then(|e| Some((fin(e.lo)?, fin(e.hi)?)))
                 .map(|(lo, hi)| format!(" (95 % CI {lo:.2}–{hi:.2}×)"))
                 .unwrap_or_default();
             format!(
-                "p99 <b>{}</b> measured against <b>{}</b> ideal: <b>{:.2}×</b> the ideal{ci}",
+                "{named}p99 <b>{}</b> measured against <b>{}</b> ideal: <b>{:.2}×</b> the ideal{ci}",
                 fmt_us(m),
                 fmt_us(i),
                 m / i
             )
         }
         (Some(m), None) => format!(
-            "p99 <b>{}</b> measured; no ideal to compare with{}",
+            "{named}p99 <b>{}</b> measured; no ideal to compare with{}",
             fmt_us(m),
-            a.ideal_note
-                .as_deref()
-                .map(|n| format!(" ({})", esc(n)))
-                .unwrap_or_default()
+            note.map(|n| format!(" ({})", esc(n))).unwrap_or_default()
         ),
         _ => format!(
             "nothing measured{}",

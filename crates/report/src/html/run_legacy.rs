@@ -16,30 +16,58 @@ use crate::figure::{self, fmt_us, Body, Figure, StageBar, StagesFigure};
 use crate::stored::{dist, StoredRun};
 use crate::ReportError;
 
-/// The headline: p99 measured against ideal, or why there is no comparison.
+/// The headline: p99 of the run's headline view measured against that view's ideal, the view
+/// named (as the typed section says it), or why there is no comparison. A summary from before
+/// the views were stored has no headline view: its figures are the user's, unnamed.
 fn headline(s: &RunSummary) -> String {
-    let m = fig(s.measured.as_ref(), P99);
-    let i = fig(s.ideal.as_ref(), P99);
-    let e = s.excess_ci.as_ref().and_then(|e| e.of(P99));
+    let view = s.headline_view.as_deref();
+    let sv = s.server_view().filter(|_| view == Some("server"));
+    let (m, i, e, note) = match sv {
+        Some(sv) => (
+            fig(sv.measured.as_ref(), P99),
+            fig(sv.ideal.as_ref(), P99),
+            sv.excess_ci.as_ref().and_then(|e| e.of(P99)),
+            sv.ideal_note.as_deref(),
+        ),
+        None => (
+            fig(s.measured.as_ref(), P99),
+            fig(s.ideal.as_ref(), P99),
+            s.excess_ci.as_ref().and_then(|e| e.of(P99)),
+            s.ideal_note.as_deref(),
+        ),
+    };
+    let named = match view {
+        Some(v) => {
+            let valid = s
+                .views
+                .as_ref()
+                .and_then(|x| x.of(v))
+                .and_then(|x| x.valid)
+                .unwrap_or(true);
+            if valid {
+                format!("{} view: ", esc(v))
+            } else {
+                format!("{} view (not valid: see Validity): ", esc(v))
+            }
+        }
+        None => String::new(),
+    };
     match (m, i) {
         (Some(m), Some(i)) => {
             let ci = e
                 .map(|e| format!(" (95 % CI {:.2}–{:.2}×)", e.lo, e.hi))
                 .unwrap_or_default();
             format!(
-                "p99 <b>{}</b> measured against <b>{}</b> ideal: <b>{:.2}×</b> the ideal{ci}",
+                "{named}p99 <b>{}</b> measured against <b>{}</b> ideal: <b>{:.2}×</b> the ideal{ci}",
                 fmt_us(m),
                 fmt_us(i),
                 m / i
             )
         }
         (Some(m), None) => format!(
-            "p99 <b>{}</b> measured; no ideal to compare with{}",
+            "{named}p99 <b>{}</b> measured; no ideal to compare with{}",
             fmt_us(m),
-            s.ideal_note
-                .as_deref()
-                .map(|n| format!(" ({})", esc(n)))
-                .unwrap_or_default()
+            note.map(|n| format!(" ({})", esc(n))).unwrap_or_default()
         ),
         _ => format!(
             "nothing measured{}",

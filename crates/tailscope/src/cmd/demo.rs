@@ -51,7 +51,8 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
         let _ = outln!();
         let _ = output::print_with(|w| report::terminal::run(w, run));
     };
-    let tour = Tour::new(&progress, (!a.json).then_some(&show as _));
+    let tour = Tour::new(&progress, (!a.json && a.detail).then_some(&show as _));
+    let tour = if a.detail { tour } else { tour.brief() };
     lab::Observer::note(&tour, &format!("demo: the built-in server ({}, 1 epoll worker) on CPU {server_cpu}; the generator on CPU {client_cpu}", a.work));
     let db = Db::open(&db)
         .map_err(|e| usage(format!("cannot open results store {}: {e}", db.display())))?;
@@ -80,9 +81,22 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
     } else {
         super::sweep::gate_code(&result, &gate)
     };
-    if !a.json {
+    if !a.json && a.detail {
         output::print_with(|w| {
             report::demo_tour::end(w, &result, &toured.runs, &written, &closing)
+        })?;
+        return Ok(code);
+    }
+    if !a.json {
+        output::print_with(|w| {
+            report::demo_view::brief(
+                w,
+                result.experiment_id,
+                &toured.runs,
+                &result.points,
+                host_line.as_deref(),
+                &written,
+            )
         })?;
         return Ok(code);
     }

@@ -79,7 +79,9 @@ fn print_run(a: &RunArgs, run: &lab::Run, gate: &Gate) -> anyhow::Result<i32> {
     if a.out.json {
         output::print_json(&report::run_view::run_json(run, slo.as_ref(), &written))?;
     } else {
-        output::print_with(|w| report::run_view::run_lines(w, run, slo.as_ref(), &written))?;
+        output::print_with(|w| {
+            report::run_view::run_lines(w, run, slo.as_ref(), &written, a.detail)
+        })?;
     }
     Ok(match (run.status.exit_code(), &slo) {
         (0, Some(r)) => gate.code(r.verdict),

@@ -19,7 +19,12 @@ pub fn run(c: &RunsCmd) -> anyhow::Result<i32> {
             json,
             experiment,
         } => list(db, *json, *experiment),
-        RunsSub::Show { id, db, json } => show(*id, db, *json),
+        RunsSub::Show {
+            id,
+            db,
+            json,
+            detail,
+        } => show(*id, db, *json, *detail),
         RunsSub::Compare {
             ids,
             plot,
@@ -66,7 +71,7 @@ fn list(db: &DbArgs, json: bool, experiment: Option<i64>) -> anyhow::Result<i32>
     Ok(0)
 }
 
-fn show(id: i64, db: &DbArgs, json: bool) -> anyhow::Result<i32> {
+fn show(id: i64, db: &DbArgs, json: bool, detail: bool) -> anyhow::Result<i32> {
     let st = existing(db)?;
     let r = st
         .get_run(id)?
@@ -78,11 +83,26 @@ fn show(id: i64, db: &DbArgs, json: bool) -> anyhow::Result<i32> {
         output::print_json(&v)?;
         return Ok(0);
     }
-    output::print_with(|w| report::store_view::show_header(w, &r, experiment))?;
+    output::print_with(|w| {
+        if detail {
+            report::store_view::show_header(w, &r, experiment)
+        } else {
+            report::store_view::show_title(w, &r, experiment)
+        }
+    })?;
     // The run by field when it was stored with its typed form; else (older stores, runs that
     // failed before their analysis) its JSON summary as stored.
     match lab::load_run(&st, id) {
-        Ok(Some(run)) => return output::print_with(|w| report::terminal::run(w, &run)).map(|()| 0),
+        Ok(Some(run)) => {
+            return output::print_with(|w| {
+                if detail {
+                    report::terminal::run(w, &run)
+                } else {
+                    report::brief::run(w, &run)
+                }
+            })
+            .map(|()| 0)
+        }
         Ok(None) => {}
         Err(e) => eprintln!("tailscope: run {id}: {e}; showing its stored summary"),
     }

@@ -1,0 +1,201 @@
+//! A run on one screen (`run`'s and `runs show`'s default): the answer first — the headline
+//! view's measured against its ideal with the excess — then one line of validity, the host's
+//! noise, one line per leading cause of the excess with its fix, and where the rest is
+//! (`--detail`, which prints [`crate::terminal::run`], and `report`). Every line fits in
+//! [`WIDTH`] characters; a longer text is cut with "…" (the detail and `--json` keep it whole).
+
+use std::io::{self, Write};
+
+use analysis::Excess;
+use lab::{Run, View};
+use stats::Summary;
+
+use crate::terminal::fmt_ns;
+
+/// The widest line the brief view prints.
+pub const WIDTH: usize = 100;
+
+/// `s` cut to [`WIDTH`] characters.
+fn fit(s: &str) -> String {
+    lab::clip_to(s, WIDTH - 1).into_owned()
+}
+
+fn line(w: &mut dyn Write, s: &str) -> io::Result<()> {
+    writeln!(w, "{}", fit(s))
+}
+
+/// The headline view's figures: measured, ideal, excess.
+fn headline_figures(run: &Run) -> (&Summary, Option<&Summary>, &[Excess]) {
+    let a = &run.analysis;
+    match (run.views.headline, &a.server_view) {
+        (View::Server, Some(sv)) => (&sv.measured, sv.ideal.as_ref(), &sv.excess[..]),
+        _ => (&a.measured, a.ideal.as_ref(), &a.excess[..]),
+    }
+}
+
+/// The run in one screen (see the module doc).
+pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
+    let a = &run.analysis;
+    let v = &run.views;
+    let id = run
+        .run_id
+        .map(|i| format!("run {i}"))
+        .unwrap_or_else(|| "run (not stored)".into());
+    line(
+        w,
+        &format!(
+            "{id} · {} · {} · {} requests · offered {:.0} req/s, achieved {:.0}",
+            run.target, run.status, a.requests, run.rate_rps, a.achieved_rate_rps
+        ),
+    )?;
+    let (measured, ideal, excess) = headline_figures(run);
+    let what = match v.headline {
+        View::User => "intended send → received",
+        View::Server => "sent → client kernel receive",
+    };
+    let valid = if v.is_valid(v.headline) {
+        ""
+    } else {
+        " — NOT VALID"
+    };
+    line(w, &format!("{} view ({what}){valid}:", v.headline))?;
+    table(w, measured, ideal, excess)?;
+    validity(w, run)?;
+    if let Some(n) = &run.status_note {
+        line(w, &format!("{}: {n}", run.status.as_str().to_uppercase()))?;
+    }
+    if let (Some(sat), lab::RunStatus::Saturated) = (&run.saturation, run.status) {
+        line(
+            w,
+            &format!(
+                "SATURATED: offered {:.0} req/s, the server completed {:.0} req/s (its capacity)",
+                sat.offered_rps, sat.completed_rps
+            ),
+        )?;
+    }
+    if let Some(h) = &run.host_noise {
+        line(w, &h.line())?;
+    }
+    why(w, run)?;
+    let more = match run.run_id {
+        Some(i) => format!("more: tailscope runs show {i} --detail · tailscope report {i}"),
+        None => "more: --detail".into(),
+    };
+    line(w, &more)
+}
+
+/// Measured [interval], ideal, excess [interval], one row per percentile.
+fn table(
+    w: &mut dyn Write,
+    measured: &Summary,
+    ideal: Option<&Summary>,
+    excess: &[Excess],
+) -> io::Result<()> {
+    let conf = measured.confidence * 100.0;
+    line(
+        w,
+        &format!(
+            "  {:<7} {:>9} {:<22} {:>9} {:>8} {:<16}",
+            "",
+            "measured",
+            format!("{conf:.0} % interval"),
+            "ideal",
+            "excess",
+            "interval"
+        ),
+    )?;
+    for x in &measured.quantiles {
+        let i = ideal.and_then(|s| s.get(&x.key));
+        let e = excess.iter().find(|e| e.key == x.key);
+        line(
+            w,
+            &format!(
+                "  {:<7} {:>9} {:<22} {:>9} {:>8} {:<16}",
+                x.key,
+                fmt_ns(x.est.value),
+                format!("[{}, {}]", fmt_ns(x.est.lo), fmt_ns(x.est.hi)),
+                i.map_or_else(|| "-".into(), |e| fmt_ns(e.value)),
+                e.map_or_else(|| "-".into(), |e| format!("{:.2}×", e.value)),
+                e.map(|e| format!("[{:.2}, {:.2}]", e.lo, e.hi))
+                    .unwrap_or_default(),
+            ),
+        )?;
+    }
+    Ok(())
+}
+
+/// One line: each view valid or not, and which the figures are; the reason an invalid view is
+/// invalid on a second line.
+fn validity(w: &mut dyn Write, run: &Run) -> io::Result<()> {
+    let v = &run.views;
+    let word = |valid: bool| if valid { "valid" } else { "INVALID" };
+    let server = match &v.server {
+        Some(s) => word(s.valid),
+        None => "none",
+    };
+    line(
+        w,
+        &format!(
+            "validity: user view {}, server view {server}; headline: {}",
+            word(v.user.valid),
+            v.headline_why
+        ),
+    )?;
+    if !v.user.valid {
+        line(w, &format!("  user view: {}", v.user.why))?;
+    }
+    if let Some(s) = v.server.as_ref().filter(|s| !s.valid) {
+        line(w, &format!("  server view: {}", s.why))?;
+    }
+    Ok(())
+}
+
+/// Whose the p99's excess is, then the leading causes (a grown stage, the sources that line
+/// up with the slowest requests), each with its fix.
+fn why(w: &mut dyn Write, run: &Run) -> io::Result<()> {
+    let a = &run.analysis;
+    if let Some(e) = a.excess_split.iter().find(|e| e.key == "p99") {
+        if e.total_us.abs() > 1e-9 {
+            line(
+                w,
+                &format!(
+                    "why: the p99 is {:.1} µs over its ideal: {:.0} % the client's, {:.0} % the server's",
+                    e.total_us,
+                    100.0 * e.client_us / e.total_us,
+                    100.0 * e.server_us / e.total_us
+                ),
+            )?;
+        }
+    }
+    let Some(why) = &run.why else { return Ok(()) };
+    if let Some(s) = why
+        .stages
+        .iter()
+        .find(|s| s.slow_p50_us > s.median_p50_us + 1.0)
+    {
+        line(
+            w,
+            &format!(
+                "  stage {}: {:.1} µs in the slowest 1 % vs {:.1} µs at the median",
+                s.stage, s.slow_p50_us, s.median_p50_us
+            ),
+        )?;
+    }
+    let significant: Vec<_> = why.sources.iter().filter(|s| s.p_value < 0.05).collect();
+    if significant.is_empty() {
+        line(
+            w,
+            "  no sampled source lines up with the slowest requests (all p ≥ 0.05)",
+        )?;
+    }
+    for s in significant.iter().take(3) {
+        line(
+            w,
+            &format!(
+                "  {}: {:.1}× during slow requests (p = {:.3}) → {}",
+                s.source, s.lift, s.p_value, s.mitigation
+            ),
+        )?;
+    }
+    Ok(())
+}
