@@ -203,6 +203,7 @@ impl HardIrqCounter {
     }
 
     fn open_with(measure: bool) -> Result<HardIrqCounter, EbpfError> {
+        crate::support::check_irqcount().map_err(EbpfError::Unsupported)?;
         let possible = libbpf_rs::num_possible_cpus()
             .map_err(|e| EbpfError::Load(format!("counting the possible CPUs: {e}")))?;
         let (obj, missing) = load(possible)?;

@@ -178,6 +178,18 @@ pub fn check_contrib() -> Result<(), Unsupported> {
     check_contrib_at(&root())
 }
 
+/// Whether this host (under [`root`]) can run the hard-IRQ counter ([`crate::irqcount`]):
+/// root, BTF, and tracefs with at least the device lines' tracepoint. Mounts tracefs when it
+/// is missing, as [`check`] does: without it every attach point would look absent and the
+/// counter would load no program at all — it would count nothing and say nothing (issue 36,
+/// where a fresh VM has no tracefs mounted until something mounts it).
+pub fn check_irqcount() -> Result<(), Unsupported> {
+    check_with(
+        &root(),
+        &[("irq".to_string(), "irq_handler_entry".to_string())],
+    )
+}
+
 /// [`check_contrib`] under `root`.
 pub fn check_contrib_at(root: &Path) -> Result<(), Unsupported> {
     let tps: Vec<(String, String)> = CONTRIB_TRACEPOINTS
