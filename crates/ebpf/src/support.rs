@@ -245,9 +245,26 @@ fn tracefs(root: &Path) -> Result<PathBuf, Unsupported> {
             target.display()
         )));
     }
-    mount_tracefs(&target).map_err(|e| {
-        Unsupported::NoTracefs(format!("mounting it at {} failed: {e}", target.display()))
-    })?;
+    // One mount at a time in this process; another (a second tailscope, a test binary beside
+    // this one) may mount it at the same moment: its EBUSY means it is there, or soon will be.
+    static MOUNTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = MOUNTING.lock().unwrap_or_else(|p| p.into_inner());
+    if target.join("events").is_dir() {
+        return Ok(target);
+    }
+    if let Err(e) = mount_tracefs(&target) {
+        let mounted_meanwhile = e.raw_os_error() == Some(libc::EBUSY)
+            && (0..100).any(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                target.join("events").is_dir()
+            });
+        if !mounted_meanwhile {
+            return Err(Unsupported::NoTracefs(format!(
+                "mounting it at {} failed: {e}",
+                target.display()
+            )));
+        }
+    }
     if target.join("events").is_dir() {
         Ok(target)
     } else {

@@ -232,7 +232,19 @@ fn sampled_echo(first_after: Duration) {
     eprintln!("{report:?}");
     assert!(report.measured, "BPF run-time statistics are on as root");
     assert!(report.error.is_none(), "{report:?}");
-    assert!(windows.len() >= 3, "{} windows: {report:?}", windows.len());
+    // What was spent over the whole span is the budget give or take one window's cost (the
+    // sampler detaches only after it went over): its programs for 20 ms and its toggles.
+    let allowed = 0.01 * report.elapsed_ns as f64;
+    let spent = (report.program_ns + report.sampler_cpu_ns) as f64;
+    // Three windows or more where attaching and detaching cost a few ms of the sampler's CPU
+    // (as usually here). Fewer only with the evidence that the budget was spent all the
+    // same: on a fresh VM, right after tracefs was first mounted, one toggle cost 20–40 ms
+    // (issue 36's CI), and the budget then allows one or two windows in the test's span.
+    assert!(
+        windows.len() >= 3 || (!windows.is_empty() && spent >= 0.7 * allowed),
+        "{} windows, {spent} ns spent of {allowed} allowed: {report:?}",
+        windows.len()
+    );
     let first = windows[0].start;
     assert!(
         first >= started + first_after.as_nanos() as u64,
@@ -248,10 +260,6 @@ fn sampled_echo(first_after: Duration) {
         .iter()
         .all(|e| ebpf::sampling::inside(&windows, e.ts)));
     assert!(report.outside_events > 0 || report.windows >= 3);
-    // What was spent over the whole span is the budget give or take one window's cost (the
-    // sampler detaches only after it went over): its programs for 20 ms and its toggles.
-    let allowed = 0.01 * report.elapsed_ns as f64;
-    let spent = (report.program_ns + report.sampler_cpu_ns) as f64;
     assert!(
         spent < allowed + 0.1 * 20e6 + report.attach_max_ns as f64 + report.detach_max_ns as f64,
         "spent {spent} ns against {allowed} allowed: {report:?}"
