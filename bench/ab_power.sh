@@ -17,11 +17,14 @@
 # Both servers are spawned by each `ab` on CPU 1 (only one is loaded at a time); the generator
 # runs on CPU 0. Run it alone on the machine: it takes about an hour at the defaults.
 # Usage: bench/ab_power.sh [TRIALS] [AA_TRIES] [TRIES]   (defaults 400 20 10)
+#        SECTIONS="2 3 4" bench/ab_power.sh …   runs only those sections (default all five).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TRIALS=${1:-400}
 AA_TRIES=${2:-20}
 TRIES=${3:-10}
+SECTIONS=" ${SECTIONS:-1 2 3 4 5} "
+want() { [[ $SECTIONS == *" $1 "* ]]; }
 cargo build --release -q -p tailscope
 cargo build --release -q -p lab --example ab_coverage
 TS=target/release/tailscope
@@ -31,8 +34,10 @@ trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 export TAILSCOPE_DB=$tmp/runs.db
 echo "load at start:$(uptime | sed 's/.*load average//')"
 
-echo "== 1. paired intervals against exact truth ($TRIALS simulated comparisons per row)"
-target/release/examples/ab_coverage "$TRIALS" 30
+if want 1; then
+  echo "== 1. paired intervals against exact truth ($TRIALS simulated comparisons per row)"
+  target/release/examples/ab_coverage "$TRIALS" 30
+fi
 
 arm() { echo "nullrpc:// --server-work det:$1 --service $1"; }
 COMMON=(--spawn --server-cpus 1 --cpus 0 --rate 8000 --until-decided --json)
@@ -60,9 +65,11 @@ print(verdict(view, "p50"), verdict(view, "p99"), view, d["pairs"], "%.0f" % d["
 EOF
 }
 
-echo "== 2. A/A: det:50us against itself, $AA_TRIES tries (--max-duration 60s)"
-for _ in $(seq "$AA_TRIES"); do ab_try aa 60s 50us 50us; done
-echo "A/A tries with any worse/better at p50 or p99: $(awk '$6=="false"' "$tmp/aa" | wc -l) of $AA_TRIES"
+if want 2; then
+  echo "== 2. A/A: det:50us against itself, $AA_TRIES tries (--max-duration 60s)"
+  for _ in $(seq "$AA_TRIES"); do ab_try aa 60s 50us 50us; done
+  echo "A/A tries with any worse/better at p50 or p99: $(awk '$6=="false"' "$tmp/aa" | wc -l) of $AA_TRIES"
+fi
 
 # repeat_check BASE CAND: run --repeat 5 of each against a spawned server, then check.
 repeat_check() {
@@ -83,20 +90,26 @@ print(verdict("server", "p50"), verdict("server", "p99"), verdict("user", "p50")
 EOF
 }
 
-echo "== 3. det:60us vs det:50us, $TRIES tries each way (--max-duration 120s)"
-for _ in $(seq "$TRIES"); do
-  ab_try slower20 120s 50us 60us
-  repeat_check 50us 60us
-done
-echo "ab: p50 worse in $(awk '$1=="worse"' "$tmp/slower20" | wc -l) of $TRIES, p99 worse in $(awk '$2=="worse"' "$tmp/slower20" | wc -l) of $TRIES; median pairs $(awk '{print $4}' "$tmp/slower20" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'), median seconds $(awk '{print $5}' "$tmp/slower20" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')"
-echo "run --repeat 5 + check (server view): p50 worse in $(awk '$1=="worse"' "$tmp/repeat" | wc -l) of $TRIES, p99 worse in $(awk '$2=="worse"' "$tmp/repeat" | wc -l) of $TRIES"
+if want 3; then
+  echo "== 3. det:60us vs det:50us, $TRIES tries each way (--max-duration 120s)"
+  for _ in $(seq "$TRIES"); do
+    ab_try slower20 120s 50us 60us
+    repeat_check 50us 60us
+  done
+  echo "ab: p50 worse in $(awk '$1=="worse"' "$tmp/slower20" | wc -l) of $TRIES, p99 worse in $(awk '$2=="worse"' "$tmp/slower20" | wc -l) of $TRIES; median pairs $(awk '{print $4}' "$tmp/slower20" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'), median seconds $(awk '{print $5}' "$tmp/slower20" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')"
+  echo "run --repeat 5 + check (server view): p50 worse in $(awk '$1=="worse"' "$tmp/repeat" | wc -l) of $TRIES, p99 worse in $(awk '$2=="worse"' "$tmp/repeat" | wc -l) of $TRIES"
+fi
 
-echo "== 4. det:80us vs det:50us, $TRIES tries (--max-duration 60s)"
-for _ in $(seq "$TRIES"); do ab_try slower60 60s 50us 80us; done
-echo "ab: p99 worse in $(awk '$2=="worse"' "$tmp/slower60" | wc -l) of $TRIES"
-echo "== 5. one tuning walk with every step's gain paired (tune --interleave)"
-"$TS" tune nullrpc:// --spawn --server-arch thread --server-work det:50us --server-cpus 1 \
-  --cpus 0 --connections 8 --rate 60% --steps rt,udp,irq,numa --duration 3s --interleave \
-  --interleave-for 60s 2>/dev/null | grep -E "^  [a-z]|paired:" || true
+if want 4; then
+  echo "== 4. det:80us vs det:50us, $TRIES tries (--max-duration 60s)"
+  for _ in $(seq "$TRIES"); do ab_try slower60 60s 50us 80us; done
+  echo "ab: p99 worse in $(awk '$2=="worse"' "$tmp/slower60" | wc -l) of $TRIES"
+fi
+if want 5; then
+  echo "== 5. one tuning walk with every step's gain paired (tune --interleave)"
+  "$TS" tune nullrpc:// --spawn --server-arch thread --server-work det:50us --server-cpus 1 \
+    --cpus 0 --connections 8 --rate 60% --steps rt,udp,irq,numa --duration 3s --interleave \
+    --interleave-for 60s 2>/dev/null | grep -E "^  [a-z]|paired:" || true
+fi
 
 echo "load at end:$(uptime | sed 's/.*load average//')"

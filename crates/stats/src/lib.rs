@@ -35,14 +35,15 @@ mod gof;
 mod mean;
 mod order_stat;
 mod recorder;
+mod signed_rank;
 mod special;
 mod summary;
 
 use serde::{Deserialize, Serialize};
 
 pub use blocks::{
-    format_width, ratio_interval, section_mean_ratio, BlockEstimate, BlockedRecorder,
-    SectionedInterval, DEFAULT_INITIAL_WIDTH_NS, DEFAULT_MIN_BLOCKS, MIN_SECTIONS,
+    format_width, ratio_interval, section_mean_ratio, section_median_ratio, BlockEstimate,
+    BlockedRecorder, SectionedInterval, DEFAULT_INITIAL_WIDTH_NS, DEFAULT_MIN_BLOCKS, MIN_SECTIONS,
     MIN_TAIL_PER_SECTION,
 };
 pub use distribution::{Distribution, DistributionCi};
@@ -52,6 +53,7 @@ pub use gof::{anderson_darling_exponential, AndersonDarling};
 pub use mean::mean_ci;
 pub use order_stat::{order_statistic_ci, quantile_sorted, EXACT_BINOMIAL_MAX_N};
 pub use recorder::{ExactSamples, Recorder, StreamingHistogram, ORDER_STAT_METHOD};
+pub use signed_rank::{hodges_lehmann, signed_rank_cdf, HodgesLehmann};
 pub use special::{normal_cdf, normal_quantile, student_t_quantile, student_t_two_sided_p};
 pub use summary::{QuantileEstimate, Summary};
 

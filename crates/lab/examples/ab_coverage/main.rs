@@ -1,14 +1,16 @@
 //! The paired estimate of `tailscope ab` against exact truth (bench/ab_power.sh): simulated
 //! comparisons of two M/M/1 servers with the same Poisson arrivals per pair, whose every
 //! percentile's true ratio is known exactly, with and without a host drift shared by both
-//! arms. Prints, per drift and percentile, how often the nominal 95 % interval contains the
+//! arms, and with host stalls that hit one arm's slice. Prints, per scenario, percentile and
+//! way of summing the sections up (their mean with a t interval, or their Hodges–Lehmann
+//! centre with the signed-rank interval), how often the nominal 95 % interval contains the
 //! truth, its median width, and how often the verdict is right.
 //!
 //! `cargo run --release -p lab --example ab_coverage -- [TRIALS] [PAIRS]` (default 400, 30).
 
 mod sim;
 
-use lab::ab::Arm;
+use lab::ab::{Arm, Centre};
 use lab::check::CheckVerdict;
 use lab::View;
 use sim::Sim;
@@ -22,7 +24,7 @@ fn main() {
         .map(|(k, q)| (k.to_string(), *q))
         .collect();
     println!("# {trials} trials of {pairs} pairs; M/M/1 arms, 50 vs 60 us mean service, 5000 req/s, 0.5 s slices");
-    println!("drift  stalls  percentile  coverage  median_width  worse  A/A_false");
+    println!("drift  stalls  centre  percentile  coverage  median_width  worse  A/A_false");
     // (drift per slice, probability a slice is hit by a 20 ms stall of its arm alone)
     for (drift, stalls) in [
         (0.0, 0.0),
@@ -30,6 +32,7 @@ fn main() {
         (0.05, 0.0),
         (0.1, 0.0),
         (0.02, 0.1),
+        (0.02, 0.3),
     ] {
         let slower = Sim {
             rate: 5000.0,
@@ -47,45 +50,61 @@ fn main() {
         };
         let truth = slower.truth();
         let n = asked.len();
-        let (mut covered, mut worse, mut false_v) = (vec![0u64; n], vec![0u64; n], vec![0u64; n]);
-        let mut widths: Vec<Vec<f64>> = vec![Vec::new(); n];
+        let centres = [Centre::Mean, Centre::HodgesLehmann];
+        // [centre][percentile]
+        let (mut covered, mut worse, mut false_v) = (
+            [vec![0u64; n], vec![0u64; n]],
+            [vec![0u64; n], vec![0u64; n]],
+            [vec![0u64; n], vec![0u64; n]],
+        );
+        let mut widths: [Vec<Vec<f64>>; 2] = [vec![Vec::new(); n], vec![Vec::new(); n]];
         for t in 0..trials {
-            let p = slower.run(pairs, 7 + t);
-            for (k, row) in p
-                .rows(View::User, &asked, 0.95, 0.1, None)
-                .iter()
-                .enumerate()
-            {
-                if let Some(r) = row.ratio {
-                    covered[k] += u64::from(r.lo <= truth && truth <= r.hi);
-                    widths[k].push(r.hi / r.lo);
+            let mut p = slower.run(pairs, 7 + t);
+            let mut aa = same.run(pairs, 1_000_007 + t);
+            for (c, centre) in centres.iter().enumerate() {
+                p.set_centre(*centre);
+                aa.set_centre(*centre);
+                for (k, row) in p
+                    .rows(View::User, &asked, 0.95, 0.1, None)
+                    .iter()
+                    .enumerate()
+                {
+                    if let Some(r) = row.ratio {
+                        covered[c][k] += u64::from(r.lo <= truth && truth <= r.hi);
+                        widths[c][k].push(r.hi / r.lo);
+                    }
+                    worse[c][k] += u64::from(row.verdict == CheckVerdict::Worse);
                 }
-                worse[k] += u64::from(row.verdict == CheckVerdict::Worse);
-            }
-            let p = same.run(pairs, 1_000_007 + t);
-            for (k, row) in p
-                .rows(View::User, &asked, 0.95, 0.1, None)
-                .iter()
-                .enumerate()
-            {
-                false_v[k] += u64::from(matches!(
-                    row.verdict,
-                    CheckVerdict::Worse | CheckVerdict::Better
-                ));
+                for (k, row) in aa
+                    .rows(View::User, &asked, 0.95, 0.1, None)
+                    .iter()
+                    .enumerate()
+                {
+                    false_v[c][k] += u64::from(matches!(
+                        row.verdict,
+                        CheckVerdict::Worse | CheckVerdict::Better
+                    ));
+                }
             }
         }
-        for (k, (key, _)) in asked.iter().enumerate() {
-            widths[k].sort_by(f64::total_cmp);
-            let w = widths[k]
-                .get(widths[k].len() / 2)
-                .copied()
-                .unwrap_or(f64::NAN);
-            println!(
-                "{drift:<6} {stalls:<7} {key:<11} {:>8.3}  {w:>12.3}  {:>5.3}  {:>9.3}",
-                covered[k] as f64 / trials as f64,
-                worse[k] as f64 / trials as f64,
-                false_v[k] as f64 / trials as f64
-            );
+        for (c, centre) in centres.iter().enumerate() {
+            let name = match centre {
+                Centre::Mean => "mean",
+                Centre::HodgesLehmann => "HL",
+            };
+            for (k, (key, _)) in asked.iter().enumerate() {
+                widths[c][k].sort_by(f64::total_cmp);
+                let w = widths[c][k]
+                    .get(widths[c][k].len() / 2)
+                    .copied()
+                    .unwrap_or(f64::NAN);
+                println!(
+                    "{drift:<6} {stalls:<7} {name:<7} {key:<11} {:>8.3}  {w:>12.3}  {:>5.3}  {:>9.3}",
+                    covered[c][k] as f64 / trials as f64,
+                    worse[c][k] as f64 / trials as f64,
+                    false_v[c][k] as f64 / trials as f64
+                );
+            }
         }
     }
     // The arms are named so that a reader of the output knows which way the ratio goes.

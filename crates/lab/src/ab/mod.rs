@@ -13,6 +13,6 @@ pub use compare::{
     Design, PlannedArm, Switch, AB_METHOD,
 };
 pub use options::AbOptions;
-pub use paired::{AbRow, Arm, CarryOver, Looks, PairFacts, Paired, SliceFacts};
+pub use paired::{AbRow, Arm, CarryOver, Centre, Looks, PairFacts, Paired, SliceFacts};
 pub use stored::{check_stored, stored_result};
 pub use within::{compare_templates, Gain, InterleaveArgs, TemplateArm};

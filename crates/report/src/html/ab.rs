@@ -670,6 +670,7 @@ mod tests {
             percentile: "p50".into(),
             baseline_us: Some(100.0),
             candidate_us: ratio.map(|r| 100.0 * r),
+            centre: None,
             ratio: ratio.map(|value| Interval {
                 value,
                 lo: value * 0.95,

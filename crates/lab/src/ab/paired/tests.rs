@@ -14,11 +14,15 @@ fn percentiles(keys: &[(&str, f64)]) -> Vec<(String, f64)> {
 }
 
 /// Nominal 95 % paired intervals contain the exact ratio in 90–98 % of comparisons, with and
-/// without a drifting host (a scaled-down `bench/ab_power.sh` coverage run).
+/// without a drifting host, whichever way the sections are summed up (a scaled-down
+/// `bench/ab_power.sh` coverage run).
 #[test]
 fn paired_ratio_intervals_cover_the_exact_ratio_with_and_without_drift() {
     let asked = percentiles(&[("p50", 0.5), ("p99", 0.99)]);
-    for drift in [0.0, 0.05] {
+    for (drift, centre) in [0.0, 0.05]
+        .into_iter()
+        .flat_map(|d| [(d, Centre::Mean), (d, Centre::HodgesLehmann)])
+    {
         let sim = Sim {
             rate: 5000.0,
             s_base: 50e-6,
@@ -33,7 +37,8 @@ fn paired_ratio_intervals_cover_the_exact_ratio_with_and_without_drift() {
         let trials = 240;
         let mut covered = [0usize; 2];
         for trial in 0..trials {
-            let p = sim.run(24, 1000 + trial as u64);
+            let mut p = sim.run(24, 1000 + trial as u64);
+            p.set_centre(centre);
             for (k, row) in p
                 .rows(View::User, &asked, 0.95, 0.1, None)
                 .iter()
@@ -46,10 +51,12 @@ fn paired_ratio_intervals_cover_the_exact_ratio_with_and_without_drift() {
         }
         for (k, (key, _)) in asked.iter().enumerate() {
             let rate = covered[k] as f64 / trials as f64;
-            eprintln!("drift {drift}: {key} covers the true ratio {truth:.4} in {rate:.3}");
+            eprintln!(
+                "drift {drift}, {centre:?}: {key} covers the true ratio {truth:.4} in {rate:.3}"
+            );
             assert!(
                 (0.90..=0.985).contains(&rate),
-                "drift {drift}: {key} coverage {rate}"
+                "drift {drift}, {centre:?}: {key} coverage {rate}"
             );
         }
     }
@@ -95,6 +102,55 @@ fn a_slower_candidate_reads_worse_and_an_equal_one_never_does() {
     eprintln!("worse in {worse} of 80 rows; A/A: {false_verdicts} better/worse of 80");
     assert!(worse >= 72, "worse in {worse} of 80 rows");
     assert_eq!(false_verdicts, 0);
+}
+
+/// Host stalls (~20 ms, exponential) freezing one arm's server in one slice in ten: the
+/// Hodges–Lehmann centre still calls a 1.29× slower candidate worse at p99 in most
+/// comparisons of 30 pairs, where they made the sections' mean undecided in nine of ten
+/// (examples/ab_coverage: 96 % against 11 % over 200 trials), and its interval still covers
+/// the exact ratio; the same server against itself is not called worse or better.
+#[test]
+fn stalls_in_one_arms_slices_leave_the_p99_decided() {
+    let asked = percentiles(&[("p99", 0.99)]);
+    let slower = Sim {
+        rate: 5000.0,
+        s_base: 50e-6,
+        s_cand: 60e-6,
+        slice_s: 0.5,
+        settle_s: 0.05,
+        drift: 0.02,
+        stalls: 0.1,
+        stall_s: 0.02,
+    };
+    let same = Sim {
+        s_cand: 50e-6,
+        ..slower
+    };
+    let truth = slower.truth();
+    let trials = 30;
+    let (mut worse, mut mean_worse, mut covered, mut false_verdicts) = (0, 0, 0, 0);
+    for trial in 0..trials {
+        let mut p = slower.run(30, 77 + trial);
+        let row = &p.rows(View::User, &asked, 0.95, 0.1, None)[0];
+        worse += usize::from(row.verdict == CheckVerdict::Worse);
+        covered += usize::from(row.ratio.is_some_and(|r| r.lo <= truth && truth <= r.hi));
+        p.set_centre(Centre::Mean);
+        let row = &p.rows(View::User, &asked, 0.95, 0.1, None)[0];
+        mean_worse += usize::from(row.verdict == CheckVerdict::Worse);
+        let row = &same
+            .run(30, 9_000 + trial)
+            .rows(View::User, &asked, 0.95, 0.1, None)[0];
+        false_verdicts += usize::from(matches!(
+            row.verdict,
+            CheckVerdict::Worse | CheckVerdict::Better
+        ));
+    }
+    eprintln!(
+        "p99 worse in {worse} of {trials} (the mean: {mean_worse}); covered {covered}; A/A {false_verdicts}"
+    );
+    assert!(worse >= 24, "p99 worse in {worse} of {trials}");
+    assert!(covered >= 26, "covered in {covered} of {trials}");
+    assert!(false_verdicts <= 1, "A/A: {false_verdicts} of {trials}");
 }
 
 #[test]
@@ -206,11 +262,11 @@ fn the_carry_over_check_finds_an_order_effect_and_not_a_missing_one() {
     assert!(Paired::new().carry_over(View::User, 0, 0.95).is_none());
 }
 
-/// Host stalls that hit one arm's slice (not shared: the pairing cannot cancel them) widen the
-/// interval instead of deciding: with a 20 ms stall in one slice of ten, the intervals still
-/// cover the exact ratio, and the same server is never called worse or better.
+/// Host stalls that hit one arm's slice (not shared: the pairing cannot cancel them) do not
+/// break the promise: with a 20 ms stall in one slice of ten, the intervals from 16 pairs
+/// still cover the exact ratio, and the same server is never called worse or better.
 #[test]
-fn stalls_in_one_arms_slices_widen_the_interval_instead_of_deciding() {
+fn stalls_in_one_arms_slices_leave_the_intervals_covering() {
     let asked = percentiles(&[("p50", 0.5), ("p99", 0.99)]);
     let sim = Sim {
         rate: 5000.0,
