@@ -588,7 +588,7 @@ fn calibration_of(f: Found, workers: u32, obs: &dyn Observer) -> Calibration {
     let (peak, from) = if completed > 0.0 {
         (
             completed,
-            format!("what the open-loop overload at {offered:.0} req/s completed on the best step"),
+            format!("completed under open-loop overload at {offered:.0} req/s on the best step"),
         )
     } else {
         (
@@ -596,8 +596,9 @@ fn calibration_of(f: Found, workers: u32, obs: &dyn Observer) -> Calibration {
             "the best step (no confirmation: stopped)".to_string(),
         )
     };
+    obs.note(&format!("peak {peak:.0} req/s: {from}"));
     obs.note(&format!(
-        "peak {peak:.0} req/s: {from} ({} × {} in flight, {:.0} req/s in the search); without batching {:.0} req/s (gain {:.2}×)",
+        "  the best step: {} × {} in flight, {:.0} req/s in the search; without batching {:.0} req/s (gain {:.2}×)",
         best.connections,
         best.depth,
         best.rate_rps,

@@ -94,7 +94,7 @@ fn not_utf8(args: impl Iterator<Item = std::ffi::OsString>) -> String {
 fn main() {
     let args = cli::Cli::try_parse().unwrap_or_else(|e| refuse_command_line(e));
     // A testing knob: the documents' commands are parsed by the test suite without being run
-    // (tests/ci_doc.rs); nothing is read or written.
+    // (tests/it/ci_doc.rs); nothing is read or written.
     if std::env::var_os("TAILSCOPE_TEST_PARSE_ONLY").is_some_and(|v| v == "1") {
         std::process::exit(0);
     }

@@ -1,7 +1,7 @@
 //! `host::probe` against fixture trees (bare metal untuned and tuned, a VM like the one this
 //! was written on) and against the real `/`.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::fs;

@@ -1,7 +1,7 @@
 //! Host facts and CPU topology read from fixture trees: a bare-metal Xeon with SMT, NUMA and a
 //! 20-way L3 (iso-v2), this project's VM layout without SMT (iso-v1), and a VM (vm).
 
-mod common;
+use crate::common;
 
 use common::fixture;
 use host::facts;

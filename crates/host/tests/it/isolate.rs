@@ -3,7 +3,7 @@
 //! with their settings and the tasks moved in; revert (explicit, on drop, after a crash)
 //! moves the tasks back and removes every group; a failure half-way leaves nothing behind.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -314,7 +314,7 @@ fn leftovers_of_a_dead_process_are_removed_on_the_next_start() {
     let status = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "iso_crash_child",
+            "isolate::iso_crash_child",
             "--ignored",
             "--test-threads=1",
         ])

@@ -322,7 +322,7 @@ fn a_killed_process_leaves_groups_and_a_qdisc_that_the_next_start_removes() {
     let status = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "real_crash_child",
+            "isolate_real::real_crash_child",
             "--ignored",
             "--test-threads=1",
         ])

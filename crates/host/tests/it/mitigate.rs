@@ -1,7 +1,7 @@
 //! `host::mitigate` inside fixture copies: plan, dry run, apply, revert (explicit, on drop,
 //! after a crash) restore every file byte for byte; a failed write leaves nothing changed.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;
@@ -230,7 +230,12 @@ fn leftovers_of_a_dead_process_are_reverted() {
 
     let arg = format!("{}|{}", dir.path().display(), state.path().display());
     let status = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "crash_child", "--ignored", "--test-threads=1"])
+        .args([
+            "--exact",
+            "mitigate::crash_child",
+            "--ignored",
+            "--test-threads=1",
+        ])
         .env(CRASH_ENV, arg)
         .status()
         .unwrap();

@@ -1,6 +1,6 @@
 //! Calibration against a server with an exactly known service time.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! The open-loop engine against tiny in-test servers on 127.0.0.1:0.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;

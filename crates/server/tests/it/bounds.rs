@@ -6,7 +6,7 @@
 //! the tests of this file take `SERIAL` (they must not measure each other) and why the
 //! flooding client keeps its own buffers to one request.
 
-mod common;
+use crate::common;
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -1,7 +1,7 @@
 //! Every server thread is pinned and scheduled as configured. Its own test binary (its own
 //! process), so that the only `ts-*` threads in /proc/self/task are this test's server's.
 
-mod common;
+use crate::common;
 
 use std::fs;
 

@@ -1,6 +1,6 @@
 //! The built-in server end to end on 127.0.0.1, for every architecture.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::io::Write;

@@ -1,7 +1,7 @@
 //! The staged (LNS tandem) server end to end on 127.0.0.1: ids, stage costs, the order of
 //! completion under FCFS and under full-stack priority, shutdown.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::io::Write;

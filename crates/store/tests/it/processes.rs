@@ -53,7 +53,7 @@ fn two_processes_write_one_file() {
     let children: Vec<_> = (0..2)
         .map(|tag| {
             Command::new(&exe)
-                .args(["--exact", "child_writer", "--test-threads=1"])
+                .args(["--exact", "processes::child_writer", "--test-threads=1"])
                 .env(CHILD_ENV, &path)
                 .env("STORE_TEST_CHILD_TAG", tag.to_string())
                 .stdout(Stdio::piped())

@@ -6,8 +6,8 @@
 //! fails it (exit 1) with both arms stored; bad input exits 2 with one line, nothing written.
 //! No wall-clock time is asserted.
 
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Output, Stdio};

@@ -6,8 +6,8 @@
 //! writes every figure of the page. A comparison whose candidate was killed still reports, and
 //! says why the arm failed. No wall-clock time is asserted.
 
-mod browser;
-mod common;
+use crate::browser;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Output, Stdio};

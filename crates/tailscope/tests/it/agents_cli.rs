@@ -2,8 +2,8 @@
 //! through `sh -c` wrappers and a time namespace), against the built-in server on loopback.
 //! Runs with agents in network namespaces and over SSH are in `agents_netns.rs`.
 
-mod agents_support;
-mod common;
+use crate::agents_support;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

@@ -4,8 +4,8 @@
 //! it generates. Needs root, iproute2 and openssh (scripts/test.sh installs them): a missing
 //! one fails the test, it never skips.
 
-mod agents_support;
-mod common;
+use crate::agents_support;
+use crate::common;
 
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;

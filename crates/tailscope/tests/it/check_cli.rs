@@ -5,7 +5,7 @@
 //! and writes nothing. Servers on CPU 1, the generator on CPU 0, loopback. No wall-clock time
 //! is asserted.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Output;

@@ -4,7 +4,7 @@
 //! Markdown summary and the HTML report. Its exit code must agree with what the sweep found:
 //! 0 exactly when every point (its repeats combined) meets the SLO, 3 otherwise.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! a verdict per cell and service, exit 3 when a side violates its SLO, the JUnit file read
 //! back by a real XML parser, labels stored; bad input exits 2 and writes nothing.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Output;

@@ -6,7 +6,7 @@
 //! Files the host cannot run (they say so) are checked for their refusal in `sweep_cli`; the
 //! colocation pair runs in `colocate_cli`.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

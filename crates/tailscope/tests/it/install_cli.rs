@@ -1,8 +1,8 @@
 //! `tailscope completions SHELL` and `tailscope man`: generated from the command line's own
 //! definitions, accepted by the shells and by groff.
 
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::process::Command;
 

@@ -4,8 +4,8 @@
 //! reach the stored run; bad isolation input exits 2 with nothing created. Sleeps only wait
 //! for a run to reach its measurement; no wall-clock time is asserted.
 
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

@@ -3,9 +3,9 @@
 //! virtual environment. The values must be the run's own JSON (µs → s), with the run's labels.
 //! In CI a missing Python environment fails; elsewhere it skips.
 
-mod browser;
-mod common;
-mod support;
+use crate::browser;
+use crate::common;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -6,9 +6,9 @@
 //! figure in the DOM and drawn in the screenshot. The HDR log is read back by the reference
 //! Python reader. In CI a missing Chromium or Python environment fails; elsewhere it skips.
 
-mod browser;
-mod common;
-mod support;
+use crate::browser;
+use crate::common;
+use crate::support;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -547,18 +547,27 @@ fn bad_report_requests_are_refused_before_anything_is_written() {
 fn runs_show_reads_a_typed_run_by_field_and_an_older_row_by_its_summary() {
     let f = fixture();
     let st = store::Store::open_existing(&f.db).unwrap().unwrap();
-    // The real run was stored with its typed form: `runs show` prints the run's terminal
-    // view, the one `tailscope run` prints.
+    // The real run was stored with its typed form: `runs show` prints the run's screen, the
+    // one `tailscope run` prints, and `--detail` its full terminal view.
     let run = lab::load_run(&st, f.run).unwrap().expect("a typed run");
-    let out = tailscope(&["runs", "show", &f.run.to_string()], &f.db);
-    assert!(out.status.success());
-    let text = String::from_utf8(out.stdout).unwrap();
-    let mut view = Vec::new();
-    report::terminal::run(&mut view, &run).unwrap();
-    let view = String::from_utf8(view).unwrap();
-    assert!(text.ends_with(&view), "{text}");
-    assert!(view.contains(&format!("run {} · ", f.run)), "{view}");
-    assert!(!text.contains("summary:"), "{text}");
+    for (args, full) in [(&[][..], false), (&["--detail"][..], true)] {
+        let id = f.run.to_string();
+        let mut argv = vec!["runs", "show", id.as_str()];
+        argv.extend_from_slice(args);
+        let out = tailscope(&argv, &f.db);
+        assert!(out.status.success());
+        let text = String::from_utf8(out.stdout).unwrap();
+        let mut view = Vec::new();
+        if full {
+            report::terminal::run(&mut view, &run).unwrap();
+        } else {
+            report::brief::run(&mut view, &run).unwrap();
+        }
+        let view = String::from_utf8(view).unwrap();
+        assert!(text.ends_with(&view), "{text}");
+        assert!(view.contains(&format!("run {} · ", f.run)), "{view}");
+        assert!(!text.contains("summary:"), "{text}");
+    }
     // The synthetic points were stored by `finish_run` alone, as before typed runs: their
     // summary is printed as stored.
     let old = st

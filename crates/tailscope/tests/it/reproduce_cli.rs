@@ -5,7 +5,7 @@
 //! refused with exit 2 before anything is written. The built-in server on CPU 1, the generator
 //! on CPU 0, loopback, port 0; no wall-clock time is asserted.
 
-mod common;
+use crate::common;
 
 use common::{bin, json_of, Served};
 

@@ -3,7 +3,7 @@
 //! Nothing here asserts a wall-clock time: sleeps only place a fault (server killed, SIGINT)
 //! in the middle of a run whose length is given in requests or seconds.
 
-mod common;
+use crate::common;
 
 use common::{bin, json_of, serve, Served};
 
@@ -869,7 +869,9 @@ fn run_and_demo_fit_a_screen_and_detail_shows_the_rest() {
         .output()
         .unwrap();
     let detail = String::from_utf8(detail.stdout).unwrap();
-    for needle in ["generator lateness", "the server's view", "user view valid"] {
+    // (Whether the user view is valid depends on this host's stalls: either way --detail
+    // says so on its lines of validity and headline.)
+    for needle in ["generator lateness", "the server's view", "headline: "] {
         assert!(
             detail.contains(needle),
             "--detail lacks {needle}:\n{detail}"
@@ -893,7 +895,7 @@ fn run_and_demo_fit_a_screen_and_detail_shows_the_rest() {
     // The demo, shortened: its screen, notes on stderr included.
     let plot = dir.path().join("demo.svg");
     let out = bin()
-        .args(["demo", "--duration", "1500ms", "--loads", "30,60"])
+        .args(["demo", "--duration", "3s", "--loads", "30,60"])
         .args(["--plot", plot.to_str().unwrap()])
         .args(["--db", db.to_str().unwrap()])
         .output()

@@ -2,8 +2,8 @@
 //! a store, `export` never overwrites the store it reads, and a reader that closes stdout
 //! early (`| head -1`) is success, not a panic.
 
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;

@@ -4,8 +4,8 @@
 //! verdicts appear) against the built-in server. The validator must also reject documents
 //! that break the shapes, so a check that cannot fail is not mistaken for one that passed.
 
-mod browser;
-mod common;
+use crate::browser;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -5,7 +5,7 @@
 //! A run on this shared 2-CPU host may be `invalid` (its generator fell behind); these tests
 //! check what was measured and stored, not the verdict.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

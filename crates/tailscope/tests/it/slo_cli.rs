@@ -2,7 +2,7 @@
 //! `--slo-undecided fail`, undecided) SLO, extra percentiles with intervals, JUnit XML read
 //! back with a real XML parser (Python's ElementTree), Markdown, and bad input → exit 2.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output};

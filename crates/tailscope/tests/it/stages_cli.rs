@@ -4,7 +4,7 @@
 //! host does not — forced here with a fixture root (`TAILSCOPE_EBPF_ROOT`) that lacks
 //! everything — and the refusals of what cannot run.
 
-mod common;
+use crate::common;
 
 use common::{bin, json_of};
 use std::process::Output;

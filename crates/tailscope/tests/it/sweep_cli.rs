@@ -2,7 +2,7 @@
 //! --spawn`): a grid of loads stored as one experiment, a max-load search, experiment files,
 //! bad input.
 
-mod common;
+use crate::common;
 
 use common::{bin, json_of};
 use std::sync::Mutex;

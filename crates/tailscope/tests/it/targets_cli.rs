@@ -3,7 +3,7 @@
 //! memcached over TCP and UDP, nginx with persistent and churning connections, Redis; faults
 //! (a server killed mid-run, garbage replies) and bad input.
 
-mod common;
+use crate::common;
 
 use common::{bin, json_of};
 use std::io::{Read, Write};

@@ -2,7 +2,7 @@
 //! written under a fixture root: every step run or skipped with its reason, host changes
 //! reverted after the walk.
 
-mod common;
+use crate::common;
 
 use common::{bin, json_of};
 

@@ -3,8 +3,8 @@
 //! beyond what the code can run (or negative ones) are refused instead of hanging, running out
 //! of memory or printing saturated values.
 
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

@@ -6,7 +6,7 @@
 //! CPU 0, loopback, port 0. Nothing here asserts a wall-clock time: sleeps only place a
 //! fault (a server killed) in a run whose length is given.
 
-mod common;
+use crate::common;
 
 use common::{bin, json_of, serve as serve_on};
 
