@@ -109,7 +109,7 @@ if want 5; then
   echo "== 5. one tuning walk with every step's gain paired (tune --interleave)"
   "$TS" tune nullrpc:// --spawn --server-arch thread --server-work det:50us --server-cpus 1 \
     --cpus 0 --connections 8 --rate 60% --steps rt,udp,irq,numa --duration 3s --interleave \
-    --interleave-for 60s 2>/dev/null | grep -E "^  [a-z]|paired:" || true
+    --interleave-for 60s 2>/dev/null | grep -E "^  [a-z]|paired|pairs at" || true
 fi
 
 echo "load at end:$(uptime | sed 's/.*load average//')"

@@ -5,11 +5,42 @@ use std::fmt::Write as _;
 
 use lab::check::Check;
 
-fn iv(i: Option<lab::check::Interval>, unit: &str) -> String {
+/// An estimate in µs with its interval, in the estimate's unit (µs, ms or s, said once) to
+/// 3 significant digits: "12.3 [6.17, 30.9] ms".
+fn iv(i: Option<lab::check::Interval>) -> String {
+    let Some(i) = i else {
+        return "-".into();
+    };
+    let (scale, unit) = match i.value.abs() {
+        v if v >= 1e6 => (1e6, "s"),
+        v if v >= 1e3 => (1e3, "ms"),
+        _ => (1.0, "µs"),
+    };
+    let f = |x: f64| {
+        let x = x / scale;
+        if !x.is_finite() {
+            "-".to_string()
+        } else if x.abs() >= 100.0 {
+            format!("{x:.0}")
+        } else if x.abs() >= 10.0 {
+            format!("{x:.1}")
+        } else {
+            format!("{x:.2}")
+        }
+    };
+    // An arm of an `ab` comparison has its estimate only: its interval is the ratio's.
+    if i.lo.is_nan() || i.hi.is_nan() {
+        format!("{} {unit}", f(i.value))
+    } else {
+        format!("{} [{}, {}] {unit}", f(i.value), f(i.lo), f(i.hi))
+    }
+}
+
+/// A ratio with its interval.
+fn ratio(i: Option<lab::check::Interval>) -> String {
     match i {
-        // An arm of an `ab` comparison has its estimate only: its interval is the ratio's.
-        Some(i) if i.lo.is_nan() || i.hi.is_nan() => format!("{:.2}{unit}", i.value),
-        Some(i) => format!("{:.2}{unit} [{:.2}, {:.2}]", i.value, i.lo, i.hi),
+        Some(i) if i.lo.is_nan() || i.hi.is_nan() => format!("{:.2}×", i.value),
+        Some(i) => format!("{:.2}× [{:.2}, {:.2}]", i.value, i.lo, i.hi),
         None => "-".into(),
     }
 }
@@ -18,13 +49,17 @@ fn iv(i: Option<lab::check::Interval>, unit: &str) -> String {
 pub fn table(w: &mut dyn std::io::Write, c: &Check) -> std::io::Result<()> {
     writeln!(
         w,
-        "check {kind} {} against {kind} {} · tolerance {:.0} % (worse when the ratio's interval lies above {:.3}, better below {:.3})",
+        "check {kind} {} against {kind} {} · tolerance {:.0} %",
         c.candidate,
         c.baseline,
         c.tolerance * 100.0,
+        kind = c.kind,
+    )?;
+    writeln!(
+        w,
+        "  worse when the ratio's interval lies above {:.3}, better when below {:.3}",
         1.0 + c.tolerance,
         1.0 / (1.0 + c.tolerance),
-        kind = c.kind,
     )?;
     for d in &c.differences {
         writeln!(w, "  forced despite: {d}")?;
@@ -32,15 +67,11 @@ pub fn table(w: &mut dyn std::io::Write, c: &Check) -> std::io::Result<()> {
     for n in &c.notes {
         writeln!(w, "  note: {n}")?;
     }
-    let with_points = c.rows.iter().any(|r| r.point.is_some());
-    let mut head = String::new();
-    if with_points {
-        let _ = write!(head, "{:<28} ", "point");
-    }
-    let _ = write!(
-        head,
-        "{:<7} {:<7} {:>30} {:>30} {:>24}  verdict",
-        "view", "pct", "baseline µs [95 %]", "candidate µs [95 %]", "ratio [interval]"
+    // A sweep's rows are grouped under their point's label (a line of its own), so that a row
+    // fits 100 columns.
+    let head = format!(
+        "{:<6} {:<6} {:>22} {:>22} {:>21}  verdict",
+        "view", "pct", "baseline [95 %]", "candidate [95 %]", "ratio [interval]"
     );
     writeln!(w, "{head}")?;
     // A reason many rows share (an invalid view, a caveat of the method) is said once, under
@@ -58,23 +89,31 @@ pub fn table(w: &mut dyn std::io::Write, c: &Check) -> std::io::Result<()> {
             }
         }
     }
+    let mut point = None;
     for r in &c.rows {
-        let mut line = String::new();
-        if with_points {
-            let p = r.point.as_ref().map(|p| p.label()).unwrap_or_default();
-            let _ = write!(line, "{p:<28} ");
+        let label = r.point.as_ref().map(|p| p.label());
+        if label.is_some() && label != point {
+            writeln!(w, "{}", label.as_deref().unwrap_or_default())?;
+            point = label;
         }
+        let mut line = String::new();
         let _ = write!(
             line,
-            "{:<7} {:<7} {:>30} {:>30} {:>24}  {}",
+            "{:<6} {:<6} {:>22} {:>22} {:>21}  {}",
             r.view,
             r.percentile,
-            iv(r.baseline_us, ""),
-            iv(r.candidate_us, ""),
-            iv(r.ratio, "×"),
+            iv(r.baseline_us),
+            iv(r.candidate_us),
+            ratio(r.ratio),
             r.verdict
         );
         if let Some(why) = r.why.as_deref() {
+            // Said inline when it is this row's alone and fits the 100 columns; else once,
+            // under the table.
+            let inline = line.chars().count() + why.chars().count() + 3 <= 100;
+            if !inline && !shared.contains(&why) {
+                shared.push(why);
+            }
             match shared.iter().position(|s| *s == why) {
                 Some(k) => {
                     let _ = write!(line, " [{}]", k + 1);
@@ -158,7 +197,9 @@ mod tests {
         assert_eq!(text.matches(long).count(), 1, "{text}");
         assert_eq!(text.matches("undecided [1]").count(), 2, "{text}");
         assert!(text.contains(&format!("[1] {long}")), "{text}");
-        assert!(text.contains("undecided (too few requests)"), "{text}");
+        // A reason of one row alone that would push it past 100 columns: a footnote too.
+        assert!(text.contains("undecided [2]"), "{text}");
+        assert!(text.contains("[2] too few requests"), "{text}");
     }
 
     #[test]
@@ -167,6 +208,52 @@ mod tests {
         let text = printed(vec![note.into()], Vec::new());
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].starts_with("check run 2 against run 1"), "{text}");
-        assert_eq!(lines[1], format!("  note: {note}"));
+        assert!(lines[1].starts_with("  worse when"), "{text}");
+        assert_eq!(lines[2], format!("  note: {note}"));
+    }
+
+    /// Every line but the notes' fits 100 columns: ms-scale figures with their intervals, a
+    /// sweep's point labels (a line of their own) and a long reason of one row alone.
+    #[test]
+    fn rows_fit_a_hundred_columns() {
+        let iv = |value: f64| lab::check::Interval {
+            value,
+            lo: value * 0.5,
+            hi: value * 2.5,
+        };
+        let row = |point: Option<f64>, why: Option<&str>| lab::check::CheckRow {
+            point: point.map(|p| lab::check::PointKey {
+                params: [("server-threads".to_string(), "4".to_string())].into(),
+                offered_rps: 12_000.0,
+                load_pct: Some(p),
+            }),
+            view: "server".into(),
+            percentile: "p99.99".into(),
+            baseline_us: Some(iv(12_345.6)),
+            candidate_us: Some(iv(123_456.7)),
+            ratio: Some(iv(10.0)),
+            verdict: lab::check::CheckVerdict::Undecided,
+            why: why.map(str::to_string),
+        };
+        let long =
+            "the baseline's interval reaches too far: its upper end is over 29 times its lower";
+        let text = printed(
+            Vec::new(),
+            vec![
+                row(Some(30.0), None),
+                row(Some(30.0), Some(long)),
+                row(Some(60.0), Some("few")),
+            ],
+        );
+        for l in text.lines() {
+            assert!(
+                l.chars().count() <= 100,
+                "{} columns: {l}\n{text}",
+                l.chars().count()
+            );
+        }
+        assert!(text.contains(&format!("[1] {long}")), "{text}");
+        assert!(text.contains("undecided (few)"), "{text}");
+        assert_eq!(text.matches("server-threads=4").count(), 2, "{text}");
     }
 }

@@ -144,7 +144,9 @@ pub fn sweep_views(
             "\npaired (--interleave: candidate ÷ first, interleaved slices, same arrivals):"
         )?;
         for g in &r.paired {
-            writeln!(w, "  {}: {}", g.candidate, gain(g))?;
+            let (rows, how) = gain(g);
+            writeln!(w, "  {}: {rows}", g.candidate)?;
+            writeln!(w, "    {how}")?;
         }
     }
     Ok(())
@@ -155,7 +157,7 @@ pub fn tune(w: &mut dyn Write, r: &lab::TuneResult) -> io::Result<()> {
     writeln!(w, "experiment {} · tune · {}", r.experiment_id, r.status)?;
     writeln!(
         w,
-        "  {:<9} {:>6} {:>10} | {:>9} {:>9} {:>9} | {:>9} {:>9} | {:>8} {:>12}",
+        "  {:<9} {:>4} {:>8} | {:>8} {:>8} {:>8} | {:>9} {:>8} | {:>7} {:>12}",
         "step", "run", "status", "p50", "p99", "p99.9", "ideal p50", "p99", "excess", "max load"
     )?;
     for s in &r.steps {
@@ -166,7 +168,7 @@ pub fn tune(w: &mut dyn Write, r: &lab::TuneResult) -> io::Result<()> {
         let (measured, ideal) = (&s.measured, &s.ideal);
         writeln!(
             w,
-            "  {:<9} {:>6} {:>10} | {:>9} {:>9} {:>9} | {:>9} {:>9} | {:>8} {:>12}",
+            "  {:<9} {:>4} {:>8} | {:>8} {:>8} {:>8} | {:>9} {:>8} | {:>7} {:>12}",
             s.name,
             s.run_id.map(|i| i.to_string()).unwrap_or_default(),
             s.status.map_or("-", |s| s.as_str()),
@@ -184,7 +186,9 @@ pub fn tune(w: &mut dyn Write, r: &lab::TuneResult) -> io::Result<()> {
             writeln!(w, "            changed: {c}")?;
         }
         if let Some(g) = &s.paired {
-            writeln!(w, "            paired: {}", gain(g))?;
+            let (rows, how) = gain(g);
+            writeln!(w, "            paired {rows}")?;
+            writeln!(w, "              {how}")?;
         }
         if let Some(e) = &s.paired_error {
             writeln!(w, "            paired: not measured: {e}")?;
@@ -193,30 +197,32 @@ pub fn tune(w: &mut dyn Write, r: &lab::TuneResult) -> io::Result<()> {
     Ok(())
 }
 
-/// A paired comparison inside a loop, in one line: "vs baseline: p50 better ×0.91 [0.88,
-/// 0.94] · p99 … (12 pairs at 8000 req/s, user view; experiment 7)".
-pub fn gain(g: &lab::ab::Gain) -> String {
+/// A paired comparison inside a loop, in two lines of at most ~85 characters: the verdicts
+/// ("vs baseline: p50 better ×0.91 [0.88, 0.94] · p99 …") and how they were reached ("(12
+/// pairs at 8000 req/s, user view; experiment 7)").
+pub fn gain(g: &lab::ab::Gain) -> (String, String) {
     let rows: Vec<String> = g
         .decide
         .iter()
         .filter_map(|k| g.row(k))
         .map(|r| match r.ratio {
             Some(i) => format!(
-                "{} {} ×{:.3} [{:.3}, {:.3}]",
+                "{} {} ×{:.2} [{:.2}, {:.2}]",
                 r.percentile, r.verdict, i.value, i.lo, i.hi
             ),
             None => format!("{} {}", r.percentile, r.verdict),
         })
         .collect();
-    format!(
-        "vs {}: {} ({} pairs at {:.0} req/s, {} view{}; experiment {})",
-        g.against,
-        rows.join(" · "),
-        g.pairs,
-        g.rate_rps,
-        g.view,
-        if g.decided { "" } else { ", not decided" },
-        g.experiment
+    (
+        format!("vs {}: {}", g.against, rows.join(" · ")),
+        format!(
+            "({} pairs at {:.0} req/s, {} view{}; experiment {})",
+            g.pairs,
+            g.rate_rps,
+            g.view,
+            if g.decided { "" } else { ", not decided" },
+            g.experiment
+        ),
     )
 }
 

@@ -198,7 +198,7 @@ fn tales_of_the_tail_shapes() {
     assert!(ratio > 3.0 && ratio < 5.0, "worker ratio {ratio}");
 }
 
-/// The figures for the CLI helper: `cargo test -p model --release --test it analytic_mdc::print_reference_table -- --nocapture`.
+/// The figures for the CLI helper: `cargo test -p model --release --test model_it analytic_mdc::print_reference_table -- --nocapture`.
 #[test]
 fn print_reference_table() {
     println!("M/D/1, D = 50 us: response time (us)");
