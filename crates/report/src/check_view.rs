@@ -11,23 +11,8 @@ fn iv(i: Option<lab::check::Interval>) -> String {
     let Some(i) = i else {
         return "-".into();
     };
-    let (scale, unit) = match i.value.abs() {
-        v if v >= 1e6 => (1e6, "s"),
-        v if v >= 1e3 => (1e3, "ms"),
-        _ => (1.0, "µs"),
-    };
-    let f = |x: f64| {
-        let x = x / scale;
-        if !x.is_finite() {
-            "-".to_string()
-        } else if x.abs() >= 100.0 {
-            format!("{x:.0}")
-        } else if x.abs() >= 10.0 {
-            format!("{x:.1}")
-        } else {
-            format!("{x:.2}")
-        }
-    };
+    let (scale, unit) = crate::figure::us_unit(i.value.abs());
+    let f = |x: f64| crate::figure::sig3(x / scale);
     // An arm of an `ab` comparison has its estimate only: its interval is the ratio's.
     if i.lo.is_nan() || i.hi.is_nan() {
         format!("{} {unit}", f(i.value))

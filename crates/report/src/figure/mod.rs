@@ -128,34 +128,43 @@ pub(crate) fn decades(lo: f64, hi: f64) -> (f64, f64) {
     (a, b)
 }
 
-/// A latency in µs for an axis or a label: 3 significant digits, the unit switched at 1 ms.
+/// The unit a latency of `us` µs is printed in: (µs per unit, its name), switched at 1 ms and
+/// at 1 s.
+pub fn us_unit(us: f64) -> (f64, &'static str) {
+    if us >= 1e6 {
+        (1e6, "s")
+    } else if us >= 1e3 {
+        (1e3, "ms")
+    } else {
+        (1.0, "µs")
+    }
+}
+
+/// `x` to 3 significant digits (two decimals below 10), "-" when it is not finite.
+pub fn sig3(x: f64) -> String {
+    if !x.is_finite() {
+        "-".into()
+    } else if x >= 100.0 {
+        format!("{x:.0}")
+    } else if x >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+/// A latency in µs for an axis or a label: 3 significant digits, the unit switched at 1 ms
+/// (seconds keep one decimal from 10 s up).
 pub fn fmt_us(us: f64) -> String {
     if !us.is_finite() {
         return "-".into();
     }
-    if us >= 1e6 {
-        let s = us / 1e6;
-        return if s >= 10.0 {
-            format!("{s:.1} s")
-        } else {
-            format!("{s:.2} s")
-        };
-    }
-    if us >= 1000.0 {
-        let ms = us / 1000.0;
-        if ms >= 100.0 {
-            format!("{ms:.0} ms")
-        } else if ms >= 10.0 {
-            format!("{ms:.1} ms")
-        } else {
-            format!("{ms:.2} ms")
-        }
-    } else if us >= 100.0 {
-        format!("{us:.0} µs")
-    } else if us >= 10.0 {
-        format!("{us:.1} µs")
+    let (scale, unit) = us_unit(us);
+    let x = us / scale;
+    if unit == "s" && x >= 10.0 {
+        format!("{x:.1} s")
     } else {
-        format!("{us:.2} µs")
+        format!("{} {unit}", sig3(x))
     }
 }
 
