@@ -3,7 +3,8 @@
 # install stops the script (set -e in the caller), never a silent skip.
 #   need_build   what building tailscope needs: clang, make and pkg-config build crates/ebpf
 #                (its BPF programs, and libbpf from libbpf-sys); libbpf needs libelf and zlib;
-#                the BPF programs include the kernel's UAPI headers.
+#                the BPF programs include the kernel's UAPI headers; the store links Debian's
+#                SQLite and zstd.
 #   need_tests   what the tests run for real besides: the servers, ip and tc (iproute2:
 #                network namespaces, veth pairs and HTB), Chromium and Python for the report
 #                tests, SSH and unshare for the agents' tests, groff for the man page test, the
@@ -33,7 +34,8 @@ need_files() {
 need_build() {
   need_commands clang:clang make:make pkg-config:pkg-config
   need_files /usr/include/libelf.h:libelf-dev /usr/include/zlib.h:zlib1g-dev \
-    /usr/include/linux/bpf.h:linux-libc-dev
+    /usr/include/linux/bpf.h:linux-libc-dev /usr/include/sqlite3.h:libsqlite3-dev \
+    /usr/include/zstd.h:libzstd-dev
 }
 
 need_tests() {

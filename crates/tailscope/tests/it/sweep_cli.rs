@@ -129,7 +129,7 @@ fn find_max_brackets_the_highest_load_meeting_the_slo() {
             "--max-steps",
             "7",
             "--duration",
-            "2s",
+            "1s",
             "--warmup",
             "300ms",
             "--lateness-threshold",
