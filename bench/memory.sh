@@ -28,7 +28,7 @@ for _ in $(seq 50); do [ -s "$tmp/addr" ] && break; sleep 0.1; done
 url="nullrpc://$(head -1 "$tmp/addr")"
 peak() {
   /usr/bin/time -f '%M' -o "$tmp/rss" "$TS" run "$url" --rate "$RATE" --duration "$1" \
-    --warmup 1s --cpus 0 --service 1us --json "${@:2}" >"$tmp/out.json" 2>/dev/null || true
+    --warmup 1s --cpus 0 --service "${SERVICE:-1us}" --json "${@:2}" >"$tmp/out.json" 2>/dev/null || true
   python3 -c 'import json,sys; v=json.load(open(sys.argv[1])); print(v["records"], v["status"])' "$tmp/out.json" >"$tmp/n"
   echo "$(cat "$tmp/rss") $(cat "$tmp/n")"
 }
@@ -48,8 +48,8 @@ $TS serve --listen 127.0.0.1:0 --arch epoll --workers 1 --work det:200us --cpus 
 slow=$!
 for _ in $(seq 50); do [ -s "$tmp/addr2" ] && break; sleep 0.1; done
 url="nullrpc://$(head -1 "$tmp/addr2")"
-read -r h_kb h_n h_st < <(RATE=2250 peak "$SATURATED" --service 200us --lateness-threshold 1s --no-attribution)
-read -r o_kb o_n o_st < <(RATE=13500 peak "$SATURATED" --service 200us --lateness-threshold 1s --no-attribution)
+read -r h_kb h_n h_st < <(RATE=2250 SERVICE=200us peak "$SATURATED" --lateness-threshold 1s --no-attribution)
+read -r o_kb o_n o_st < <(RATE=13500 SERVICE=200us peak "$SATURATED" --lateness-threshold 1s --no-attribution)
 python3 - "$h_kb" "$h_n" "$h_st" "$o_kb" "$o_n" "$o_st" "$SATURATED" <<'PY'
 import sys
 h_kb, h_n, h_st, o_kb, o_n, o_st, length = sys.argv[1:]

@@ -44,6 +44,8 @@ started=$(date +%s)
 # Each test binary runs through scripts/test-runner, which has libtest print every test's time.
 cargo test --workspace --profile ci \
   --config "target.'cfg(all())'.runner = '$PWD/scripts/test-runner'" 2>&1 | tee "$log"
+# (A test's time is its wall time, including any wait for its module's lock that keeps the
+# tests which load the two CPUs one at a time.)
 echo "== the ten slowest tests (of $(($(date +%s) - started)) s of cargo test, building included)" >&2
 sed -nE 's/^test (.+) \.\.\. ok <([0-9.]+)s>$/\2 \1/p' "$log" | sort -rn | head -10 \
   | awk '{printf "%8.1f s  %s\n", $1, $2}' >&2
