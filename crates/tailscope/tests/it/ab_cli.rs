@@ -59,7 +59,7 @@ fn row<'a>(v: &'a Value, view: &str, p: &str) -> &'a Value {
 
 #[test]
 fn a_slower_server_reads_worse_exits_3_and_is_stored_with_both_arms() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let junit = dir.path().join("ab.xml");
@@ -180,7 +180,7 @@ fn a_slower_server_reads_worse_exits_3_and_is_stored_with_both_arms() {
 
 #[test]
 fn a_server_against_itself_is_never_better_or_worse() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let s = serve_at(
@@ -206,7 +206,7 @@ fn a_server_against_itself_is_never_better_or_worse() {
 
 #[test]
 fn until_decided_stops_at_the_first_look_that_decides() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let out = ab(
@@ -258,7 +258,7 @@ fn until_decided_stops_at_the_first_look_that_decides() {
 
 #[test]
 fn a_target_killed_mid_comparison_fails_it_with_both_arms_stored() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let base = serve_at(
@@ -348,7 +348,7 @@ fn bad_input_exits_2_with_one_line_and_writes_nothing() {
 /// itself runs under the testing knob that lets it share CPUs (its figures then are no duet's).
 #[test]
 fn duet_is_refused_without_the_cpus_and_its_loop_runs_both_arms_at_once() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let base = serve_at(

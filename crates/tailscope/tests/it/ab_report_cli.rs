@@ -112,7 +112,7 @@ fn ab(args: &[&str], db: &Path) -> Output {
 
 #[test]
 fn an_ab_experiment_has_its_own_page_with_the_answer_rows_ccdfs_and_pairs() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let out = ab(
@@ -261,7 +261,7 @@ fn an_ab_experiment_has_its_own_page_with_the_answer_rows_ccdfs_and_pairs() {
 
 #[test]
 fn a_comparison_whose_candidate_failed_reports_and_says_why() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let server = ["--cpus", "1", "--arch", "epoll", "--work", "det:50us"];

@@ -49,7 +49,7 @@ fn stderr(o: &Output) -> String {
 
 #[test]
 fn two_local_agents_split_the_rate_and_add_up_to_the_run() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let s = serve("127.0.0.1:0", None);
@@ -88,7 +88,7 @@ fn two_local_agents_split_the_rate_and_add_up_to_the_run() {
 
 #[test]
 fn without_records_the_histograms_are_the_distribution_and_the_gaps_are_named() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let s = serve("127.0.0.1:0", None);
@@ -123,7 +123,7 @@ fn without_records_the_histograms_are_the_distribution_and_the_gaps_are_named() 
 
 #[test]
 fn a_request_count_is_exact_across_agents() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let s = serve("127.0.0.1:0", None);
@@ -152,7 +152,7 @@ fn a_request_count_is_exact_across_agents() {
 
 #[test]
 fn an_agent_killed_mid_run_fails_the_run_by_name_and_what_arrived_is_kept() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let pidfile = dir.path().join("agent2.pid");
@@ -205,7 +205,7 @@ fn an_agent_killed_mid_run_fails_the_run_by_name_and_what_arrived_is_kept() {
 
 #[test]
 fn an_agent_in_a_time_namespace_starts_with_the_others() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let s = serve("127.0.0.1:0", None);
@@ -266,7 +266,7 @@ fn an_agent_in_a_time_namespace_starts_with_the_others() {
 
 #[test]
 fn ctrl_c_stops_every_agent_and_keeps_the_run() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let s = serve("127.0.0.1:0", None);
@@ -292,7 +292,7 @@ fn ctrl_c_stops_every_agent_and_keeps_the_run() {
 
 #[test]
 fn bad_agents_are_refused_before_anything_starts_and_a_stranger_fails_the_run() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let bad_file = dir.path().join("agents.toml");
@@ -376,7 +376,7 @@ fn shown(db: &Path, id: i64) -> serde_json::Value {
 /// merge, and the search reports a load.
 #[test]
 fn two_local_agents_drive_a_sweep_in_percent_with_find_max() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let log = dir.path().join("agents.log");
@@ -508,7 +508,7 @@ fn two_local_agents_drive_a_sweep_in_percent_with_find_max() {
 /// send from both (their replies added up), and the result is the server's cost.
 #[test]
 fn two_local_agents_calibrate_the_built_in_server() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let log = dir.path().join("agents.log");

@@ -56,7 +56,7 @@ fn run(target: &str, rate: &str, agents: &[String], db: &Path) -> serde_json::Va
 
 #[test]
 fn three_client_namespaces_send_their_shares_and_merge_into_one_run() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     // The server's namespace holds 10.201.0.1; client i reaches it over its own veth pair
@@ -114,7 +114,7 @@ fn keygen(path: &Path) {
 
 #[test]
 fn an_agent_over_ssh_runs_its_share_end_to_end() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let sshd_bin = Path::new("/usr/sbin/sshd");
     assert!(
         sshd_bin.exists(),

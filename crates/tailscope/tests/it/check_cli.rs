@@ -78,7 +78,7 @@ fn verdict_at<'a>(rows: &[&'a Value], p: &str) -> &'a str {
 
 #[test]
 fn a_slower_server_reads_worse_at_p50_and_p99_and_exits_3() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let addr;
@@ -201,7 +201,7 @@ fn a_slower_server_reads_worse_at_p50_and_p99_and_exits_3() {
 
 #[test]
 fn two_runs_of_one_server_are_never_worse() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     // TAILSCOPE_CHECK_TRIES=10 for the 9-of-10 figure; 3 by default.
     let tries: usize = std::env::var("TAILSCOPE_CHECK_TRIES")
         .ok()
@@ -272,7 +272,7 @@ fn usage_error(out: &Output, mentions: &str) {
 
 #[test]
 fn bad_input_exits_2_and_writes_nothing() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
 
@@ -365,7 +365,7 @@ fn bad_input_exits_2_and_writes_nothing() {
 
 #[test]
 fn repeated_runs_are_checked_as_experiments_point_by_point() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let s = server("127.0.0.1:0", "det:50us");

@@ -49,7 +49,7 @@ fn intervals_are_time_aware(run: &Value) {
 
 #[test]
 fn repeats_are_combined_by_their_median_and_spread() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let s = serve();
@@ -147,7 +147,7 @@ fn repeats_are_combined_by_their_median_and_spread() {
 
 #[test]
 fn sweep_repeats_are_interleaved_and_points_combined() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let s = serve();
@@ -201,7 +201,7 @@ fn sweep_repeats_are_interleaved_and_points_combined() {
 
 #[test]
 fn precision_converges_or_says_why_not() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let s = serve();
@@ -300,7 +300,7 @@ fn bad_repeat_and_precision_are_refused_before_anything_is_written() {
 /// server three times slower per request has the higher p50 in every pairing.
 #[test]
 fn sweep_interleave_pairs_each_knob_value_with_the_first() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let out = bin()

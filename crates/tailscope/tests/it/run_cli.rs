@@ -64,7 +64,7 @@ fn export_csv(db: &Path, id: i64) -> Vec<Vec<i64>> {
 
 #[test]
 fn run_measures_stores_and_its_records_are_consistent() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let s = serve(&["--arch", "epoll", "--work", "det:200us"]);
@@ -178,7 +178,7 @@ fn run_measures_stores_and_its_records_are_consistent() {
 
 #[test]
 fn a_run_survives_the_server_dying() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let mut s = serve(&["--arch", "thread"]);
@@ -209,7 +209,7 @@ fn a_run_survives_the_server_dying() {
 
 #[test]
 fn sigint_stores_a_partial_run_marked_interrupted() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let s = serve(&["--arch", "epoll"]);
@@ -289,7 +289,7 @@ fn first_run_running(db: &Path) -> bool {
 
 #[test]
 fn a_run_killed_by_sigkill_is_marked_abandoned_by_the_next_writer() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let s = serve(&["--arch", "epoll"]);
@@ -366,7 +366,7 @@ fn a_run_killed_by_sigkill_is_marked_abandoned_by_the_next_writer() {
 
 #[test]
 fn a_sweep_killed_by_sigkill_is_marked_abandoned_with_its_point() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let s = serve(&["--arch", "epoll"]);
@@ -417,7 +417,7 @@ fn a_sweep_killed_by_sigkill_is_marked_abandoned_with_its_point() {
 
 #[test]
 fn calibrate_inverts_the_peak_throughput_and_feeds_percent_rates() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let s = serve(&["--arch", "epoll", "--work", "det:300us"]);
@@ -624,7 +624,7 @@ fn bad_targets_and_flags_exit_2_and_write_nothing() {
 
 #[test]
 fn an_unreachable_target_is_a_clear_failure() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     // Bind then drop a listener: nothing listens on that port afterwards.
@@ -662,7 +662,7 @@ fn an_unreachable_target_is_a_clear_failure() {
 /// says its ideal is not a lower bound.
 #[test]
 fn a_stale_calibration_is_called_out() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let first = serve(&["--arch", "epoll", "--work", "det:200us"]);
@@ -745,7 +745,7 @@ fn a_stale_calibration_is_called_out() {
 /// `demo` fits 40 lines, its notes included.
 #[test]
 fn run_and_demo_fit_a_screen_and_detail_shows_the_rest() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let fits = |what: &str, text: &str, lines: usize| {

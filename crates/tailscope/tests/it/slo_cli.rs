@@ -73,7 +73,7 @@ fn condition(v: &Value, i: usize) -> &Value {
 
 #[test]
 fn a_loose_bound_meets_and_an_impossible_one_violates_with_exit_3() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let s = server();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
@@ -113,7 +113,7 @@ fn a_loose_bound_meets_and_an_impossible_one_violates_with_exit_3() {
 /// (its interval's low end is above 0), checked from its outcomes.
 #[test]
 fn an_undecided_verdict_exits_by_the_policy() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let s = server();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
@@ -149,7 +149,7 @@ fn an_undecided_verdict_exits_by_the_policy() {
 /// measured p99.
 #[test]
 fn a_bound_at_the_measured_p99_is_judged_by_the_next_runs_interval() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let s = server();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
@@ -196,7 +196,7 @@ fn a_bound_at_the_measured_p99_is_judged_by_the_next_runs_interval() {
 
 #[test]
 fn extra_percentiles_come_with_intervals_and_junit_parses() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let s = server();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
@@ -284,7 +284,7 @@ print([f.get("message") for c in cases if c.get("name") == "p50<=1us" for f in c
 
 #[test]
 fn a_sweep_with_a_violated_bound_exits_3() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let s = server();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");

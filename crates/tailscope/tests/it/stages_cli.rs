@@ -57,7 +57,7 @@ fn collector(v: &serde_json::Value) -> serde_json::Value {
 
 #[test]
 fn a_spawned_server_gets_ebpf_stages_by_default() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let out = run_memcached(&dir.path().join("runs.db"), &["--json"], None);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -94,7 +94,7 @@ fn a_spawned_server_gets_ebpf_stages_by_default() {
 
 #[test]
 fn a_host_without_support_falls_back_with_the_reason() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     // A root with no /proc/self/status (no capabilities), no BTF, no tracefs.
     let fixture = tempfile::tempdir().unwrap();

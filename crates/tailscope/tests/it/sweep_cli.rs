@@ -33,7 +33,7 @@ fn sweep(db: &std::path::Path, extra: &[&str]) -> (std::process::Output, serde_j
 /// the ideal's p99 strictly increasing with the load.
 #[test]
 fn a_load_sweep_is_one_experiment_of_stored_runs() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let (out, v) = sweep(
@@ -112,7 +112,7 @@ fn a_load_sweep_is_one_experiment_of_stored_runs() {
 /// run that found it met the SLO, and the check at 1.3 × that rate did not.
 #[test]
 fn find_max_brackets_the_highest_load_meeting_the_slo() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     // 200 µs of work: ~4,500 req/s of capacity; the queue's p99 passes 5 ms well before it.
@@ -205,7 +205,7 @@ fn find_max_brackets_the_highest_load_meeting_the_slo() {
 /// An experiment file is the same options; options after it override it.
 #[test]
 fn experiment_files_run_with_overrides() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let file = dir.path().join("e.toml");

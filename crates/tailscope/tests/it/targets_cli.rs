@@ -60,7 +60,7 @@ fn pid_gone(pid: u64) -> bool {
 
 #[test]
 fn memcached_tcp_is_per_worker_queues_and_is_stopped_after() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let (out, v) = run_spawned(
         "memcached://",
         &[
@@ -100,7 +100,7 @@ fn memcached_tcp_is_per_worker_queues_and_is_stopped_after() {
 
 #[test]
 fn memcached_udp_is_one_queue() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let (out, v) = run_spawned(
         "memcached+udp://",
         &[
@@ -125,7 +125,7 @@ fn memcached_udp_is_one_queue() {
 
 #[test]
 fn redis_is_one_worker_and_calibrates_itself_for_percent_rates() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let (_, v) = run_spawned("redis://", &["--rate", "10%"]);
     assert_clean(&v);
     assert_eq!(v["ideal_spec"]["workers"], 1);
@@ -139,7 +139,7 @@ fn redis_is_one_worker_and_calibrates_itself_for_percent_rates() {
 
 #[test]
 fn nginx_keep_alive_and_churning_clients() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let (_, v) = run_spawned(
         "http:///",
         &[
@@ -172,7 +172,7 @@ fn nginx_keep_alive_and_churning_clients() {
 
 #[test]
 fn a_memcached_killed_mid_run_fails_the_run_which_is_still_stored() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -229,7 +229,7 @@ fn a_memcached_killed_mid_run_fails_the_run_which_is_still_stored() {
 
 #[test]
 fn garbage_replies_are_counted_not_a_panic() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     // A "memcached" that answers everything with bytes that are no memcached reply.
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();

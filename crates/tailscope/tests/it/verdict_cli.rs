@@ -44,7 +44,7 @@ fn lateness_stated(v: &Value) {
 
 #[test]
 fn a_killed_target_is_failed_whatever_the_lateness() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     for threshold in ["1ns", "50us"] {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("runs.db");
@@ -81,7 +81,7 @@ fn a_killed_target_is_failed_whatever_the_lateness() {
 
 #[test]
 fn three_times_capacity_is_saturated_whatever_the_lateness() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     // ~4,500 req/s of capacity (200 µs of work plus the server's own cost).
@@ -111,7 +111,7 @@ fn three_times_capacity_is_saturated_whatever_the_lateness() {
 
 #[test]
 fn a_late_generator_leaves_the_server_view_as_headline() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let s = serve(&["--arch", "epoll", "--work", "det:20us"]);
@@ -153,7 +153,7 @@ fn a_late_generator_leaves_the_server_view_as_headline() {
 
 #[test]
 fn the_demo_says_what_its_runs_measured() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let plot = dir.path().join("demo.svg");

@@ -4,13 +4,38 @@
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::Duration;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 /// The tailscope binary, with no store location inherited from the environment.
 pub fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_tailscope"));
     c.env_remove("TAILSCOPE_DB");
     c
+}
+
+/// Takes a module's one-load-at-a-time lock (its tests share the two CPUs with the servers they
+/// start). How long the test waited for it is appended, with the test's name (libtest names
+/// the test's thread after it), to the file TAILSCOPE_TEST_WAITS names, when it does: that is
+/// how scripts/test.sh lists the slowest tests by their own time, waits excluded.
+pub fn one_at_a_time(lock: &'static Mutex<()>) -> MutexGuard<'static, ()> {
+    let asked = Instant::now();
+    let g = lock.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(path) = std::env::var_os("TAILSCOPE_TEST_WAITS") {
+        use std::io::Write;
+        let name = std::thread::current().name().unwrap_or("?").to_string();
+        let line = format!("{name}\t{:.3}\n", asked.elapsed().as_secs_f64());
+        // One write of a short line to a file opened for appending: lines from tests running
+        // at once do not interleave.
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = f.write_all(line.as_bytes());
+        }
+    }
+    g
 }
 
 /// The one JSON object a command printed on stdout.
