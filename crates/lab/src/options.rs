@@ -64,13 +64,13 @@ pub struct LoadArgs {
     /// Unit of a trace file's timestamps: ns or us.
     #[arg(long, default_value = "ns", value_name = "ns|us")]
     pub trace_unit: model::TimeUnit,
-    /// Run length (e.g. 10s); the warm-up is inside it.
+    /// Measured time (e.g. 10s), after the warm-up: a run lasts --warmup plus --duration.
     #[arg(long, default_value = "10s", conflicts_with = "requests")]
     pub duration: Given<DurationArg>,
     /// Stop after this many requests instead of a duration (e.g. 100k).
     #[arg(long)]
     pub requests: Option<Given<Count>>,
-    /// Warm-up excluded from every figure.
+    /// Warm-up before the measured --duration (or --requests), excluded from every figure.
     #[arg(long, default_value = "1s")]
     pub warmup: Given<DurationArg>,
     /// Connections to the target.

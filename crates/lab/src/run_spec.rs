@@ -64,15 +64,9 @@ impl LoadArgs {
                 return Err(invalid(format!("--alpha must be in (0, 1], got {alpha}")));
             }
         }
+        // The warm-up comes before the measured --duration (or --requests), as the schedule
+        // lays them out (issue 37: the help said inside), so any length of either is coherent.
         let warmup = self.warmup.value.0;
-        if let StopAt::Duration(d) = stop {
-            if warmup >= d {
-                return Err(invalid(format!(
-                    "--warmup ({}) must be shorter than --duration ({})",
-                    self.warmup, self.duration
-                )));
-            }
-        }
         let timeout = self.timeout.value.0;
         if timeout.is_zero() {
             return Err(invalid("--timeout must be positive"));
@@ -502,6 +496,10 @@ mod tests {
         let mut r = options(&[]);
         r.requests = Some("10k".parse().unwrap());
         assert_eq!(r.plan().unwrap().stop, StopAt::Requests(10_000));
+        // The warm-up precedes the measured duration, whatever their lengths (issue 37).
+        let w = options(&["--warmup=3s", "--duration=2s"]).plan().unwrap();
+        assert_eq!(w.warmup, Duration::from_secs(3));
+        assert_eq!(w.stop, StopAt::Duration(Duration::from_secs(2)));
     }
 
     #[test]
@@ -509,7 +507,6 @@ mod tests {
         let connections = format!("--connections={}", MAX_CONNECTIONS + 1);
         let cases: Vec<(LoadArgs, &str)> = vec![
             (options(&["--threads=5"]), "--threads (5) cannot exceed"),
-            (options(&["--warmup=3s"]), "--warmup (3s) must be shorter"),
             (options(&["--timeout=0s"]), "--timeout must be positive"),
             (options(&["--confidence=1"]), "--confidence"),
             (
