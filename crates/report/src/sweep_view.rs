@@ -23,15 +23,13 @@ fn ratio(v: Option<&Distribution>, k: &str) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
+/// A point's knob values (`name=value …`); empty for a sweep without axes, which then has no
+/// heading line above its table.
 fn params(p: &BTreeMap<String, String>) -> String {
-    if p.is_empty() {
-        "(no axes)".into()
-    } else {
-        p.iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
+    p.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The sweep, for a person.
@@ -72,7 +70,11 @@ pub fn sweep_views(
         }
     }
     for (key, rows) in groups {
-        writeln!(w, "\n{key}")?;
+        if key.is_empty() {
+            writeln!(w)?;
+        } else {
+            writeln!(w, "\n{key}")?;
+        }
         writeln!(
             w,
             "  {:>6} {:>8} {:>10} {:>10} | {:>9} {:>9} {:>9} | {:>9} {:>9} {:>9} | {:>7} {:>10} {:>6} {:>9}",
@@ -110,7 +112,10 @@ pub fn sweep_views(
     }
     crate::repeat_view::points(w, &r.points)?;
     for m in &r.max_loads {
-        writeln!(w, "\nmax load for {}:", params(&m.params))?;
+        match params(&m.params) {
+            p if p.is_empty() => writeln!(w, "\nmax load:")?,
+            p => writeln!(w, "\nmax load for {p}:")?,
+        }
         if let (Some(slo), Some(rate), Some((lo, hi))) = (&m.slo, m.offered_rps, m.bracket_rps) {
             writeln!(
                 w,
