@@ -18,14 +18,18 @@ SATURATED=${4:-20s}
 cargo build --release -q -p tailscope
 TS=$PWD/target/release/tailscope
 tmp=$(mktemp -d)
-srv=
-slow=
-trap '[ -n "$srv" ] && kill "$srv" 2>/dev/null; [ -n "$slow" ] && kill "$slow" 2>/dev/null; rm -rf "$tmp"' EXIT
+servers=()
+trap 'for p in "${servers[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$tmp"' EXIT
 export TAILSCOPE_DB=$tmp/runs.db
-$TS serve --listen 127.0.0.1:0 --arch epoll --workers 1 --cpus 1 >"$tmp/addr" 2>/dev/null &
-srv=$!
-for _ in $(seq 50); do [ -s "$tmp/addr" ] && break; sleep 0.1; done
-url="nullrpc://$(head -1 "$tmp/addr")"
+# Starts the built-in server (epoll, 1 worker, CPU 1) with ARGS and points $url at it.
+serve() {
+  : >"$tmp/addr"
+  $TS serve --listen 127.0.0.1:0 --arch epoll --workers 1 --cpus 1 "$@" >"$tmp/addr" 2>/dev/null &
+  servers+=($!)
+  for _ in $(seq 50); do [ -s "$tmp/addr" ] && break; sleep 0.1; done
+  url="nullrpc://$(head -1 "$tmp/addr")"
+}
+serve
 peak() {
   /usr/bin/time -f '%M' -o "$tmp/rss" "$TS" run "$url" --rate "$RATE" --duration "$1" \
     --warmup 1s --cpus 0 --service "${SERVICE:-1us}" --json "${@:2}" >"$tmp/out.json" 2>/dev/null || true
@@ -44,10 +48,7 @@ print(f"peak RSS {long} / {short}: {l_kb / s_kb:.2f} (goal <= 1.3)")
 PY
 
 # Past saturation: the 200 µs server, 0.5x and 3x its capacity.
-$TS serve --listen 127.0.0.1:0 --arch epoll --workers 1 --work det:200us --cpus 1 >"$tmp/addr2" 2>/dev/null &
-slow=$!
-for _ in $(seq 50); do [ -s "$tmp/addr2" ] && break; sleep 0.1; done
-url="nullrpc://$(head -1 "$tmp/addr2")"
+serve --work det:200us
 read -r h_kb h_n h_st < <(RATE=2250 SERVICE=200us peak "$SATURATED" --lateness-threshold 1s --no-attribution)
 read -r o_kb o_n o_st < <(RATE=13500 SERVICE=200us peak "$SATURATED" --lateness-threshold 1s --no-attribution)
 python3 - "$h_kb" "$h_n" "$h_st" "$o_kb" "$o_n" "$o_st" "$SATURATED" <<'PY'
