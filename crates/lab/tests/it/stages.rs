@@ -284,14 +284,21 @@ fn sampled(url: &str, threads: u32) {
     let run = run_checked(spawned(url, threads), &p);
     let d = collector(&run).detail.clone().unwrap();
     let s = &d["sampling"];
-    assert!(s["windows"].as_u64().unwrap() >= 2, "{s}");
+    let elapsed = s["elapsed_ns"].as_f64().unwrap();
+    let spent = s["program_ns"].as_f64().unwrap() + s["sampler_cpu_ns"].as_f64().unwrap();
+    // Two windows or more, as usually here. One only with the evidence that the budget was
+    // spent all the same: right after tracefs is first mounted on a fresh VM, one attach costs
+    // the sampler 20–40 ms of CPU (issue 36's CI: 23 ms, 1 window, 5x the 0.2 % allowance).
+    let windows = s["windows"].as_u64().unwrap();
+    assert!(
+        windows >= 2 || (windows == 1 && spent >= 0.7 * 0.002 * elapsed),
+        "{s}"
+    );
     assert!(s["attached_fraction"].as_f64().unwrap() < 0.5, "{s}");
     assert!(s["answered_outside_windows"].as_u64().unwrap() > 0, "{s}");
     assert!(d["matched"].as_u64().unwrap() >= 100, "{d}");
     // Over by at most one window: its programs (the whole host's system calls, ~20 % of a
     // CPU at most here) for the 50 ms it lasts at least, and its attach and detach.
-    let elapsed = s["elapsed_ns"].as_f64().unwrap();
-    let spent = s["program_ns"].as_f64().unwrap() + s["sampler_cpu_ns"].as_f64().unwrap();
     let slack =
         0.2 * 50e6 + s["attach_max_ns"].as_f64().unwrap() + s["detach_max_ns"].as_f64().unwrap();
     assert!(
