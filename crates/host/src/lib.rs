@@ -32,6 +32,7 @@ pub mod numa;
 pub mod placement;
 pub mod probe;
 pub mod procfs;
+pub mod threads;
 pub mod topology;
 pub mod tstamp;
 

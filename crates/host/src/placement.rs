@@ -136,6 +136,11 @@ pub fn parse_cpu_list_max(s: &str, count: usize) -> Result<Vec<usize>, HostError
 
 /// Restricts the calling thread to `cpus`.
 pub fn pin_current_thread(cpus: &[usize]) -> Result<(), HostError> {
+    pin_thread(0, cpus)
+}
+
+/// Restricts thread `tid` of this process to `cpus` (0: the calling thread).
+pub fn pin_thread(tid: u32, cpus: &[usize]) -> Result<(), HostError> {
     if cpus.is_empty() {
         return Err(HostError::EmptyCpuList);
     }
@@ -146,7 +151,7 @@ pub fn pin_current_thread(cpus: &[usize]) -> Result<(), HostError> {
             count: CpuSet::count(),
         })?;
     }
-    sched_setaffinity(Pid::from_raw(0), &set)
+    sched_setaffinity(Pid::from_raw(tid as i32), &set)
         .map_err(|e| HostError::sys("sched_setaffinity", io::Error::from(e)))
 }
 

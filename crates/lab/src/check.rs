@@ -133,6 +133,9 @@ pub struct Sides {
     /// with a tail that moved, in its own words): its verdicts are then `undecided`, for the
     /// difference between two such runs can exceed both intervals without any regression.
     pub unbounded: Option<String>,
+    /// The percentiles a view does not stand behind (view, percentile, why): their rows are
+    /// undecided, never worse or better on the client's stalls.
+    pub unstood: Vec<(String, String, String)>,
 }
 
 impl Sides {
@@ -169,6 +172,15 @@ impl Sides {
                 s.server_view().and_then(|v| v.measured_ci.as_ref()),
             ),
             unbounded: unbounded_of(s),
+            unstood: ["user", "server"]
+                .iter()
+                .flat_map(|v| {
+                    let views = &views;
+                    CHECK_PERCENTILES.iter().filter_map(move |p| {
+                        Some((v.to_string(), p.to_string(), views.unstood(v, p)?))
+                    })
+                })
+                .collect(),
         }
     }
 
@@ -185,6 +197,7 @@ impl Sides {
                 user: of("user"),
                 server: of("server"),
                 unbounded: None,
+                unstood: Vec::new(),
             };
         }
         match run_summary {
@@ -195,6 +208,7 @@ impl Sides {
                     user: Err(why.clone()),
                     server: Err(why),
                     unbounded: None,
+                    unstood: Vec::new(),
                 }
             }
         }
@@ -334,6 +348,24 @@ pub fn compare_sides(
                 why = Some(format!(
                     "would read {verdict}, but the {who}'s intervals do not bound another run ({u}); \
                      repeat the runs (--repeat 3) and check the experiments"
+                ));
+                verdict = CheckVerdict::Undecided;
+            }
+            let unstood = [("candidate", candidate), ("baseline", baseline)]
+                .into_iter()
+                .find_map(|(who, s)| {
+                    s.unstood
+                        .iter()
+                        .find(|(v, k, _)| v == view && k == p)
+                        .map(|(_, _, why)| (who, why))
+                });
+            if let (
+                Some((who, u)),
+                CheckVerdict::Better | CheckVerdict::Worse | CheckVerdict::Same,
+            ) = (unstood, verdict)
+            {
+                why = Some(format!(
+                    "would read {verdict}, but the {who}'s {p} is not the server's ({u})"
                 ));
                 verdict = CheckVerdict::Undecided;
             }
@@ -798,6 +830,7 @@ pub fn check_experiments(
                     user: Err("no baseline point at this load".into()),
                     server: Err("no baseline point at this load".into()),
                     unbounded: None,
+                    unstood: Vec::new(),
                 };
                 rows.extend(compare_sides(Some(&key), &sides, &none, tol));
             }

@@ -68,6 +68,7 @@ mod source;
 mod stages;
 pub mod summary;
 mod sweep;
+pub mod tail_validity;
 mod target;
 mod target_spec;
 pub mod timeline;
@@ -129,6 +130,7 @@ pub use source::{LoadSource, Loaded, Measured, RunPlan, Sending};
 pub use sweep::{
     sweep, Bracket, Load, MaxLoad, Point, Role, Row, RunTemplate, SweepPlan, SweepResult,
 };
+pub use tail_validity::{PercentileValidity, PERCENTILE_SHARE};
 pub use target::{
     own_server_threads, Ready, Scheme, SpawnSpec, TargetPlan, TargetSpec, WorkloadSpec,
 };

@@ -18,14 +18,34 @@ use crate::Observer;
 /// The open-loop engine in this process.
 pub struct LocalEngine;
 
-/// CPUs for tailscope's own background threads: neither the generator's nor the server's
-/// (empty when there is none, or when either is unpinned and so may be anywhere).
-pub(crate) fn spare_cpus(generator: &[usize], server: &[usize]) -> Vec<usize> {
+/// CPUs for tailscope's own threads beside the generator (the main thread, the record
+/// writer, the spawner; issue 37): those neither the generator's nor the server's where such
+/// exist, else the generator's (less the server's), never the server's. Empty when the
+/// generator is unpinned (then nothing is placed). With the server's CPUs unknown, the
+/// generator's: the server may be anywhere else.
+pub(crate) fn helper_cpus(generator: &[usize], server: &[usize]) -> Vec<usize> {
     if generator.is_empty() {
         return Vec::new();
     }
     let host: Vec<usize> = (0..host::placement::online_cpus()).collect();
-    attrib::spare_cpus(&host, server, generator)
+    helper_cpus_of(&host, generator, server)
+}
+
+fn helper_cpus_of(host: &[usize], generator: &[usize], server: &[usize]) -> Vec<usize> {
+    let spare = attrib::spare_cpus(host, server, generator);
+    if !spare.is_empty() {
+        return spare;
+    }
+    let beside: Vec<usize> = generator
+        .iter()
+        .copied()
+        .filter(|c| !server.contains(c))
+        .collect();
+    if beside.is_empty() {
+        generator.to_vec()
+    } else {
+        beside
+    }
 }
 
 impl LoadSource for LocalEngine {
@@ -50,7 +70,12 @@ impl LoadSource for LocalEngine {
         if server_cpus.is_empty() {
             server_cpus = ready.server_cpus();
         }
-        cfg.writer_cpus = spare_cpus(&cfg.cpus, &server_cpus);
+        cfg.writer_cpus = helper_cpus(&cfg.cpus, &server_cpus);
+        // The thread that forks servers joins them (the main thread is placed by the engine
+        // for the run; the threads started from here on inherit its place).
+        if let (Some(tid), false) = (targets::spawner_tid(), cfg.writer_cpus.is_empty()) {
+            let _ = host::placement::pin_thread(tid, &cfg.writer_cpus);
+        }
         let factory = ready.factory(cfg.seed)?;
         let mut pids = plan.extra_pids.clone();
         pids.extend(ready.pids());
@@ -204,5 +229,24 @@ impl Engine<'_> {
             s
         });
         Ok((r, c))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::helper_cpus_of;
+
+    #[test]
+    fn helpers_go_to_spare_cpus_else_beside_the_generator_never_on_the_server() {
+        let four = [0, 1, 2, 3];
+        assert_eq!(helper_cpus_of(&four, &[0], &[1]), vec![2, 3]);
+        // Two CPUs: no spare one, so the generator's.
+        assert_eq!(helper_cpus_of(&[0, 1], &[0], &[1]), vec![0]);
+        // The server's CPUs unknown: the generator's.
+        assert_eq!(helper_cpus_of(&four, &[0], &[]), vec![0]);
+        // Generator and server share CPUs: those of the generator's that are not the server's.
+        assert_eq!(helper_cpus_of(&[0, 1], &[0, 1], &[1]), vec![0]);
+        // No way off the server's: the generator's (it asked to share them).
+        assert_eq!(helper_cpus_of(&[0, 1], &[1], &[0, 1]), vec![1]);
     }
 }

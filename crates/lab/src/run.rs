@@ -340,6 +340,11 @@ pub struct Views {
     pub headline: View,
     /// Which view is the headline and why, for a person.
     pub headline_why: String,
+    /// Per percentile, whether each view stands behind it (see
+    /// [`crate::tail_validity::percentiles_of`]); empty
+    /// in runs stored before it was judged.
+    #[serde(default)]
+    pub percentiles: Vec<crate::tail_validity::PercentileValidity>,
 }
 
 impl Views {
@@ -348,6 +353,79 @@ impl Views {
             View::User => self.user.valid,
             View::Server => self.server.as_ref().is_some_and(|s| s.valid),
         }
+    }
+
+    /// One view's verdict on one percentile (None: not judged, as in runs stored before).
+    pub fn percentile(&self, view: View, key: &str) -> Option<&ViewValidity> {
+        let p = self.percentiles.iter().find(|p| p.key == key)?;
+        match view {
+            View::User => Some(&p.user),
+            View::Server => p.server.as_ref(),
+        }
+    }
+
+    /// Whether a view stands behind a percentile: the view is valid and, where the
+    /// percentile was judged, so is it.
+    pub fn percentile_valid(&self, view: View, key: &str) -> bool {
+        self.is_valid(view) && self.percentile(view, key).is_none_or(|p| p.valid)
+    }
+
+    /// The percentiles a valid view does not stand behind (empty: it stands behind all
+    /// those judged, or the view is invalid as a whole).
+    pub fn invalid_percentiles(&self, view: View) -> Vec<&str> {
+        if !self.is_valid(view) {
+            return Vec::new();
+        }
+        self.percentiles
+            .iter()
+            .filter(|p| match view {
+                View::User => !p.user.valid,
+                View::Server => p.server.as_ref().is_some_and(|s| !s.valid),
+            })
+            .map(|p| p.key.as_str())
+            .collect()
+    }
+
+    /// Per view, the judged percentiles it stands behind (an invalid view: none; a view
+    /// the run does not have: null): `{"user": ["p50", "p90"], "server": [...]}`.
+    pub fn stood_behind_json(&self) -> serde_json::Value {
+        let of = |view: View| -> Vec<&str> {
+            self.percentiles
+                .iter()
+                .filter(|p| self.percentile_valid(view, &p.key))
+                .map(|p| p.key.as_str())
+                .collect()
+        };
+        serde_json::json!({
+            "user": of(View::User),
+            "server": self.server.as_ref().map(|_| of(View::Server)),
+        })
+    }
+
+    /// "p50–p90 (not p99–p99.99)": the judged percentiles a valid view stands behind and
+    /// those it does not, for the status line; None when it stands behind all or the view is
+    /// invalid.
+    pub fn stands_behind(&self, view: View) -> Option<String> {
+        let bad = self.invalid_percentiles(view);
+        if bad.is_empty() {
+            return None;
+        }
+        let keys: Vec<&str> = self.percentiles.iter().map(|p| p.key.as_str()).collect();
+        let good: Vec<&str> = keys.iter().copied().filter(|k| !bad.contains(k)).collect();
+        // A run of neighbours in the judged order reads as "first–last".
+        let span = |set: &[&str]| -> String {
+            let at = |k: &str| keys.iter().position(|x| *x == k);
+            let contiguous = set
+                .windows(2)
+                .all(|w| at(w[1]).zip(at(w[0])).is_some_and(|(b, a)| b == a + 1));
+            match set {
+                [] => "none".into(),
+                [one] => one.to_string(),
+                [first, .., last] if contiguous => format!("{first}–{last}"),
+                _ => set.join(", "),
+            }
+        };
+        Some(format!("{} (not {})", span(&good), span(&bad)))
     }
 
     /// A view the user asked for is valid (auto: either).
@@ -575,12 +653,14 @@ pub fn views_of(
             why: "no measured span to compare the send rate with".into(),
         },
     });
+    let percentiles = crate::tail_validity::percentiles_of(a);
     let mut v = Views {
         user,
         server,
         asked,
         headline: View::User,
         headline_why: String::new(),
+        percentiles,
     };
     let server_why = v
         .server
@@ -848,6 +928,8 @@ impl Run {
             "lateness_flagged": a.lateness_flagged,
             "views": self.views,
             "headline_view": self.views.headline,
+            "stands_behind": self.views.stood_behind_json(),
+            "threads": self.load.threads,
             "status_note": self.status_note,
             "lateness_verdict": self.lateness_verdict,
             "host_noise": self.host_noise,

@@ -517,7 +517,7 @@ impl Slo {
                             note = Some(format!("the {view} view is not valid for this run"));
                             Verdict::Undecided
                         } else {
-                            verdict
+                            unstood(run, view, &c.what, verdict, &mut note)
                         };
                         ConditionResult::latency(c, view, (verdict, est, bound), note)
                     }
@@ -542,6 +542,33 @@ impl Slo {
     /// The verdict of a run ([`Slo::evaluate`], all conditions together).
     pub fn verdict(&self, run: &Run) -> Verdict {
         self.evaluate(run).verdict
+    }
+}
+
+/// A quantile the view does not stand behind (issue 37: the generator's stalls, or the
+/// bursts after them, are a large part of it): a violation is not the server's to answer for,
+/// so it is undecided; a bound met stays met without a note (the stalls only add to the
+/// latency, so the interval alone says it).
+fn unstood(
+    run: &Run,
+    view: View,
+    what: &What,
+    verdict: Verdict,
+    note: &mut Option<String>,
+) -> Verdict {
+    let What::Quantile { key, .. } = what else {
+        return verdict;
+    };
+    match run.views.percentile(view, key).filter(|p| !p.valid) {
+        None => verdict,
+        Some(_) if verdict == Verdict::Meets => verdict,
+        Some(p) => {
+            *note = Some(format!(
+                "{key} of the {view} view is not the server's: {}",
+                p.why
+            ));
+            Verdict::Undecided
+        }
     }
 }
 

@@ -163,6 +163,20 @@ pub struct ViewsFacts {
     pub server: Option<ValidityFacts>,
     #[serde(default, deserialize_with = "lenient")]
     pub headline_why: Option<String>,
+    /// Per percentile, each view's verdict (`lab::PercentileValidity`).
+    #[serde(default, deserialize_with = "lenient")]
+    pub percentiles: Vec<PercentileFacts>,
+}
+
+/// One percentile's verdict per view, as stored.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct PercentileFacts {
+    #[serde(default, deserialize_with = "lenient")]
+    pub key: String,
+    #[serde(default, deserialize_with = "lenient")]
+    pub user: Option<ValidityFacts>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub server: Option<ValidityFacts>,
 }
 
 impl ViewsFacts {
@@ -172,6 +186,17 @@ impl ViewsFacts {
             "user" => self.user.as_ref(),
             _ => self.server.as_ref(),
         }
+    }
+
+    /// Why view `name` does not stand behind percentile `key` (None: it does, or it was not
+    /// judged).
+    pub fn unstood(&self, name: &str, key: &str) -> Option<String> {
+        let p = self.percentiles.iter().find(|p| p.key == key)?;
+        let v = match name {
+            "user" => p.user.as_ref(),
+            _ => p.server.as_ref(),
+        }?;
+        (v.valid == Some(false)).then(|| v.why.clone().unwrap_or_else(|| "not valid".into()))
     }
 }
 

@@ -180,6 +180,10 @@ pub struct RunSummary {
     /// agents' added up for a run they sent; absent in runs stored before it was measured).
     #[serde(default)]
     pub generator: crate::engine::cost::GeneratorCost,
+    /// This process's threads as seen once early in the measured part: where each may run
+    /// and last ran (empty in runs stored before it was read, and for agents' runs).
+    #[serde(default)]
+    pub threads: Vec<host::threads::ThreadPlace>,
 }
 
 /// Everything one open-loop run produced, records kept in memory (see [`crate::run_open_loop`];

@@ -157,8 +157,15 @@ pub fn run_open_loop_into(
         halt: AtomicBool::new(false),
         queued: AtomicUsize::new(0),
     };
+    // The calling thread supervises the run: it goes where the writer goes (the CPUs
+    // neither the generator's nor the server's, or the generator's), off the server's,
+    // until the run ends.
+    let _placed = (!cfg.writer_cpus.is_empty())
+        .then(|| host::threads::PinnedForNow::pin(&cfg.writer_cpus).ok())
+        .flatten();
     let (tx, rx) = mpsc::channel::<ToWriter>();
     let mut backlog = Vec::new();
+    let mut threads = Vec::new();
     // Re-borrowed for the scope (a trait object's lifetime may shorten behind &mut).
     let mut slack: Option<&mut dyn SlackTask> = slack.map(|s| s as &mut dyn SlackTask);
     let work: Vec<_> = plan.threads.into_iter().zip(per_thread).collect();
@@ -188,7 +195,7 @@ pub fn run_open_loop_into(
             Ok(handles) => match release(cfg, &co, handles) {
                 Err(outputs) => outputs,
                 Ok((t0, handles)) => {
-                    backlog = supervise(&co, &handles, t0, stop, &|done| {
+                    (backlog, threads) = supervise(&co, &handles, t0, stop, &|done| {
                         progress(done, expected.max(done))
                     });
                     join_all(handles)
@@ -208,6 +215,7 @@ pub fn run_open_loop_into(
         interrupted: stop.load(Ordering::Relaxed),
         backlog,
         writer,
+        threads,
         ..RunSummary::default()
     };
     let out = fold_outputs(out, outputs, stop.load(Ordering::Relaxed))?;
@@ -335,16 +343,22 @@ fn release<'scope>(
     Ok((t0, handles))
 }
 
+/// When the process's threads are listed: this far into the run, when every thread the run
+/// starts is up.
+const THREADS_AT_NS: u64 = 100_000_000;
+
 /// Watches the running generators until all have ended: passes `stop` on to them, samples
-/// the backlog (returned) and reports the requests done to `progress`.
+/// the backlog and lists the process's threads once (both returned), and reports the
+/// requests done to `progress`.
 fn supervise(
     co: &Coord,
     handles: &[Handle<'_>],
     t0: u64,
     stop: &AtomicBool,
     progress: &dyn Fn(u64),
-) -> Vec<BacklogSample> {
+) -> (Vec<BacklogSample>, Vec<host::threads::ThreadPlace>) {
     let mut backlog = Vec::new();
+    let mut threads = Vec::new();
     let mut last_progress = std::time::Instant::now();
     let mut last_backlog = std::time::Instant::now();
     while !handles.iter().all(|h| h.is_finished()) {
@@ -355,6 +369,11 @@ fn supervise(
         if last_backlog.elapsed() >= BACKLOG_EVERY {
             last_backlog = std::time::Instant::now();
             let now = host::tstamp::mono_now_ns();
+            if threads.is_empty() && now >= t0 + THREADS_AT_NS {
+                // A few /proc reads, off the generator's CPUs (this thread is placed with
+                // the writer), once.
+                threads = host::threads::threads_of(std::path::Path::new("/proc/self"));
+            }
             if now >= t0 {
                 let sum = |f: fn(&Shared) -> u64| co.shared.iter().map(f).sum();
                 backlog.push(BacklogSample {
@@ -374,7 +393,7 @@ fn supervise(
             );
         }
     }
-    backlog
+    (backlog, threads)
 }
 
 /// Adds the generator threads' outputs to `out`; a thread's error ends the run, a panic in

@@ -124,11 +124,16 @@ pub fn lines(
     )?;
     for row in &r.rows {
         let why = short_why(row);
+        let mark = if row.unstood.is_some() {
+            crate::brief::NOT_STOOD_BEHIND
+        } else {
+            ""
+        };
         writeln!(
             w,
             "{:<7} {:<7} {:>10} {:>10}  {:<27} {:<9} {}",
             row.view.as_str(),
-            row.percentile,
+            format!("{}{mark}", row.percentile),
             us(row.baseline_us),
             us(row.candidate_us),
             ratio(row),
@@ -152,6 +157,16 @@ pub fn lines(
         {
             writeln!(w, "{v} view not compared: {why}")?;
         }
+    }
+    for row in r.rows.iter().filter(|x| x.unstood.is_some()) {
+        writeln!(
+            w,
+            "{} {} {}: {}",
+            crate::brief::NOT_STOOD_BEHIND,
+            row.view,
+            row.percentile,
+            row.unstood.as_deref().unwrap_or_default()
+        )?;
     }
     for c in &r.carry_over {
         writeln!(
@@ -229,6 +244,9 @@ fn row_line(row: &AbRow) -> String {
     );
     if let Some(w) = &row.why {
         let _ = write!(s, " ({w})");
+    }
+    if let Some(u) = &row.unstood {
+        let _ = write!(s, " ({u})");
     }
     s
 }

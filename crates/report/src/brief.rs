@@ -59,7 +59,10 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
         " — NOT VALID"
     };
     line(w, &format!("{} view ({what}){valid}:", v.headline))?;
-    table(w, measured, ideal, excess)?;
+    table(w, measured, ideal, excess, |k| {
+        v.is_valid(v.headline) && !v.percentile_valid(v.headline, k)
+    })?;
+    marked(w, v, v.headline)?;
     validity(w, run)?;
     if let Some(n) = &run.status_note {
         line(w, &format!("{}: {n}", run.status.as_str().to_uppercase()))?;
@@ -84,12 +87,27 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
     line(w, &more)
 }
 
-/// Measured [interval], ideal, excess [interval], one row per percentile.
+/// The mark a percentile's row carries when its view does not stand behind it.
+pub const NOT_STOOD_BEHIND: &str = "†";
+
+/// Below a table: why each marked percentile is not the view's (one line each).
+pub fn marked(w: &mut dyn Write, v: &lab::Views, view: View) -> io::Result<()> {
+    for k in v.invalid_percentiles(view) {
+        if let Some(p) = v.percentile(view, k) {
+            line(w, &format!("  {NOT_STOOD_BEHIND} {k}: {}", p.why))?;
+        }
+    }
+    Ok(())
+}
+
+/// Measured [interval], ideal, excess [interval], one row per percentile; a row whose
+/// percentile the view does not stand behind (`marked`) ends in [`NOT_STOOD_BEHIND`].
 fn table(
     w: &mut dyn Write,
     measured: &Summary,
     ideal: Option<&Summary>,
     excess: &[Excess],
+    marked: impl Fn(&str) -> bool,
 ) -> io::Result<()> {
     let conf = measured.confidence * 100.0;
     line(
@@ -107,19 +125,18 @@ fn table(
     for x in &measured.quantiles {
         let i = ideal.and_then(|s| s.get(&x.key));
         let e = excess.iter().find(|e| e.key == x.key);
-        line(
-            w,
-            &format!(
-                "  {:<7} {:>9} {:<22} {:>9} {:>8} {:<16}",
-                x.key,
-                fmt_ns(x.est.value),
-                format!("[{}, {}]", fmt_ns(x.est.lo), fmt_ns(x.est.hi)),
-                i.map_or_else(|| "-".into(), |e| fmt_ns(e.value)),
-                e.map_or_else(|| "-".into(), |e| format!("{:.2}×", e.value)),
-                e.map(|e| format!("[{:.2}, {:.2}]", e.lo, e.hi))
-                    .unwrap_or_default(),
-            ),
-        )?;
+        let row = format!(
+            "  {:<7} {:>9} {:<22} {:>9} {:>8} {:<16}",
+            x.key,
+            fmt_ns(x.est.value),
+            format!("[{}, {}]", fmt_ns(x.est.lo), fmt_ns(x.est.hi)),
+            i.map_or_else(|| "-".into(), |e| fmt_ns(e.value)),
+            e.map_or_else(|| "-".into(), |e| format!("{:.2}×", e.value)),
+            e.map(|e| format!("[{:.2}, {:.2}]", e.lo, e.hi))
+                .unwrap_or_default(),
+        );
+        let mark = if marked(&x.key) { NOT_STOOD_BEHIND } else { "" };
+        line(w, &format!("{}{mark}", row.trim_end()))?;
     }
     Ok(())
 }
@@ -141,6 +158,13 @@ fn validity(w: &mut dyn Write, run: &Run) -> io::Result<()> {
             v.headline_why
         ),
     )?;
+    let behind: Vec<String> = [View::User, View::Server]
+        .into_iter()
+        .filter_map(|view| Some(format!("{view} {}", v.stands_behind(view)?)))
+        .collect();
+    if !behind.is_empty() {
+        line(w, &format!("  stood behind: {}", behind.join("; ")))?;
+    }
     if !v.user.valid {
         line(w, &format!("  user view: {}", v.user.why))?;
     }

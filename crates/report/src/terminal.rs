@@ -68,7 +68,10 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
         "the user's view (intended send → received){}:",
         mark(run, lab::View::User)
     )?;
-    table(w, &a.measured, a.ideal.as_ref(), &a.excess)?;
+    table(w, &a.measured, a.ideal.as_ref(), &a.excess, |k| {
+        marked(run, lab::View::User, k)
+    })?;
+    crate::brief::marked(w, &run.views, lab::View::User)?;
     ideal_lines(w, a)?;
     server_view(w, run)?;
     lateness(w, a)?;
@@ -178,7 +181,10 @@ fn server_view(w: &mut dyn Write, run: &Run) -> io::Result<()> {
             "the server's view (sent → client kernel receive; ideal from the actual send times){}:",
             mark(run, lab::View::Server)
         )?;
-        table(w, &sv.measured, sv.ideal.as_ref(), &sv.excess)?;
+        table(w, &sv.measured, sv.ideal.as_ref(), &sv.excess, |k| {
+            marked(run, lab::View::Server, k)
+        })?;
+        crate::brief::marked(w, v, lab::View::Server)?;
         if let Some(n) = &sv.ideal_note {
             writeln!(w, "server view ideal: {n}")?;
         }
@@ -281,16 +287,51 @@ fn instruments(w: &mut dyn Write, run: &Run) -> io::Result<()> {
             }
         }
     }
-    Ok(())
+    threads(w, run)
+}
+
+/// tailscope's threads early in the run: each one's CPUs (issue 37: none on the server's,
+/// but the stage collector's window thread, whose toggles the server's budget pays for).
+fn threads(w: &mut dyn Write, run: &Run) -> io::Result<()> {
+    let t = &run.load.threads;
+    if t.is_empty() {
+        return Ok(());
+    }
+    let cpus = |c: &[usize]| c.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+    let listed: Vec<String> = t
+        .iter()
+        .map(|t| format!("{} on {}", t.name, cpus(&t.allowed)))
+        .collect();
+    writeln!(
+        w,
+        "threads (the CPUs each may run on): {}",
+        listed.join("; ")
+    )
 }
 
 /// One line per view: valid or not and why, then which is the headline.
 fn views(w: &mut dyn Write, run: &Run) -> io::Result<()> {
     let v = &run.views;
     let word = |valid: bool| if valid { "valid" } else { "INVALID" };
-    writeln!(w, "user view {}: {}", word(v.user.valid), v.user.why)?;
+    let behind = |view: lab::View| {
+        v.stands_behind(view)
+            .map_or(String::new(), |s| format!(" It stands behind {s}."))
+    };
+    writeln!(
+        w,
+        "user view {}: {}.{}",
+        word(v.user.valid),
+        v.user.why,
+        behind(lab::View::User)
+    )?;
     match &v.server {
-        Some(s) => writeln!(w, "server view {}: {}", word(s.valid), s.why)?,
+        Some(s) => writeln!(
+            w,
+            "server view {}: {}.{}",
+            word(s.valid),
+            s.why,
+            behind(lab::View::Server)
+        )?,
         None => writeln!(w, "server view: none (no send and receive stamps)")?,
     }
     writeln!(
@@ -316,6 +357,11 @@ fn mark(run: &Run, view: lab::View) -> String {
     }
 }
 
+/// A valid view that does not stand behind percentile `k` (its row is marked).
+fn marked(run: &Run, view: lab::View, k: &str) -> bool {
+    run.views.is_valid(view) && !run.views.percentile_valid(view, k)
+}
+
 fn q(s: &Summary, k: &str) -> String {
     s.get(k).map(|e| fmt_ns(e.value)).unwrap_or_default()
 }
@@ -326,6 +372,7 @@ fn table(
     measured: &Summary,
     ideal: Option<&Summary>,
     excess: &[Excess],
+    marked: impl Fn(&str) -> bool,
 ) -> io::Result<()> {
     let conf = measured.confidence * 100.0;
     writeln!(
@@ -342,8 +389,7 @@ fn table(
     for x in &measured.quantiles {
         let i = ideal.and_then(|s| s.get(&x.key));
         let e = excess.iter().find(|e| e.key == x.key);
-        writeln!(
-            w,
+        let row = format!(
             "{:<8} {:>10} {:<24} {:>10} {:<24} {:>8} {:<16}",
             x.key,
             fmt_ns(x.est.value),
@@ -355,7 +401,13 @@ fn table(
                 .unwrap_or_else(|| "-".into()),
             e.map(|e| format!("[{:.2}, {:.2}]", e.lo, e.hi))
                 .unwrap_or_default(),
-        )?;
+        );
+        let mark = if marked(&x.key) {
+            crate::brief::NOT_STOOD_BEHIND
+        } else {
+            ""
+        };
+        writeln!(w, "{}{mark}", row.trim_end())?;
     }
     Ok(())
 }

@@ -43,6 +43,13 @@ impl Setup {
         numa: Option<&NumaPolicy>,
         container: Option<&Container>,
     ) -> Self {
+        // Without CPUs of its own, the server may run where tailscope could when it started,
+        // not where the forking thread is placed now (off the server's CPUs, issue 37).
+        let cpus = if cpus.is_empty() {
+            original_affinity()
+        } else {
+            cpus
+        };
         let cpus = (!cpus.is_empty()).then(|| {
             // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
             let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
@@ -157,13 +164,33 @@ type Job = (Command, Sender<io::Result<Child>>);
 /// process makes it mean "when tailscope dies", whichever thread started the server.
 static SPAWNER: OnceLock<Mutex<Sender<Job>>> = OnceLock::new();
 
+/// The spawner thread's id, once it runs.
+static SPAWNER_TID: OnceLock<u32> = OnceLock::new();
+
+/// The CPUs this process could run on when it first started a server (or asked): what a
+/// server without CPUs of its own gets, whatever the affinity of the thread that forks it.
+static ORIGINAL: OnceLock<Vec<usize>> = OnceLock::new();
+
+fn original_affinity() -> &'static [usize] {
+    ORIGINAL.get_or_init(|| host::placement::current_thread_affinity().unwrap_or_default())
+}
+
+/// The thread that forks the servers, when it has started: placed off the server's CPUs
+/// with the rest of tailscope's threads (`host::placement::pin_thread`).
+pub fn spawner_tid() -> Option<u32> {
+    SPAWNER_TID.get().copied()
+}
+
 /// Spawns `cmd` on the spawner thread.
 pub(crate) fn spawn(cmd: Command) -> io::Result<Child> {
+    original_affinity();
     let jobs = SPAWNER.get_or_init(|| {
         let (tx, rx) = channel::<Job>();
         std::thread::Builder::new()
             .name("tailscope-spawner".into())
             .spawn(move || {
+                // SAFETY: gettid has no preconditions.
+                let _ = SPAWNER_TID.set(unsafe { libc::gettid() } as u32);
                 for (mut cmd, reply) in rx {
                     let _ = reply.send(cmd.spawn());
                 }

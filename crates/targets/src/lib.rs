@@ -26,6 +26,7 @@
 
 mod binary;
 mod child;
+pub use child::spawner_tid;
 mod command;
 mod error;
 mod ping;

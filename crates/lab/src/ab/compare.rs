@@ -323,7 +323,7 @@ pub fn compare_planned(
         } else {
             plan.server_cpus.clone()
         };
-        let writer_cpus = crate::local::spare_cpus(&plan.load.cpus, &server);
+        let writer_cpus = crate::local::helper_cpus(&plan.load.cpus, &server);
         // A stressor is the same in both arms (checked): it runs once, through the whole
         // comparison, started with the baseline's.
         let beside = if k == 0 {
@@ -764,6 +764,22 @@ fn finish(
             spec.tolerance,
             why.as_deref(),
         ));
+    }
+    for r in &mut rows {
+        r.unstood = [Arm::Baseline, Arm::Candidate]
+            .into_iter()
+            .zip(refs)
+            .find_map(|(arm, run)| {
+                let run = run?;
+                let p = run
+                    .views
+                    .percentile(r.view, &r.percentile)
+                    .filter(|p| !p.valid && run.views.is_valid(r.view))?;
+                Some(format!(
+                    "the {arm}'s {} is not the server's alone: {}",
+                    r.percentile, p.why
+                ))
+            });
     }
     // The view read while the pairs ran judged the generator by the median slice; the arms'
     // runs judge it over all their requests. When they find the view read invalid and the

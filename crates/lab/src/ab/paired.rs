@@ -150,6 +150,12 @@ pub struct AbRow {
     /// edge).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub needs_pairs: Option<u64>,
+    /// When an arm's run does not stand behind this percentile of this view (issue 37: the
+    /// generator's stalls are a large part of it), whose and why. The paired verdict stands
+    /// (randomized order spreads the stalls over both arms alike); the arms' estimates
+    /// printed beside it are marked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unstood: Option<String>,
 }
 
 /// The carry-over check of one view and percentile: does the order within a pair change the
@@ -315,6 +321,7 @@ impl Paired {
             verdict: CheckVerdict::Undecided,
             why: None,
             needs_pairs: None,
+            unstood: None,
         };
         if let Some(why) = invalid {
             row.why = Some(why.to_string());

@@ -327,7 +327,11 @@ fn rows(out: &mut String, r: &AbResult) {
             "<tr{}><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
             if read { " class=\"read\"" } else { "" },
             row.view,
-            esc(&row.percentile),
+            esc(&format!(
+                "{}{}",
+                row.percentile,
+                if row.unstood.is_some() { "†" } else { "" }
+            )),
             us(row.baseline_us),
             us(row.candidate_us),
             ratio_text(row),
@@ -341,6 +345,17 @@ fn rows(out: &mut String, r: &AbResult) {
         out,
         "<p class=\"muted\">Bold: the rows read first. The arms' estimates are over all their counted requests; the ratio's interval is made from groups of adjacent pairs (each group's ratio within one stretch of the host's time).</p>"
     );
+    for row in &r.rows {
+        if let Some(u) = &row.unstood {
+            let _ = writeln!(
+                out,
+                "<p class=\"note\">† {} {}: {}</p>",
+                view_name(row.view),
+                esc(&row.percentile),
+                esc(u)
+            );
+        }
+    }
     for v in [View::User, View::Server] {
         if let Some(why) = r
             .rows
@@ -680,6 +695,7 @@ mod tests {
             verdict,
             why: why.map(String::from),
             needs_pairs: None,
+            unstood: None,
         }
     }
 

@@ -123,10 +123,12 @@ fn headline(run: &Run) -> String {
     };
     let m = us(measured, "p99");
     let i = ideal.and_then(|s| us(s, "p99"));
-    let named = if run.views.is_valid(view) {
-        format!("{view} view: ")
-    } else {
+    let named = if !run.views.is_valid(view) {
         format!("{view} view (not valid: see Validity): ")
+    } else if !run.views.percentile_valid(view, "p99") {
+        format!("{view} view (its p99 is not the server's: see the † below): ")
+    } else {
+        format!("{view} view: ")
     };
     match (m, i) {
         (Some(m), Some(i)) => {
@@ -308,23 +310,43 @@ fn views(
     let _ = writeln!(
         out,
         "<p class=\"muted\">The user's view (intended send → received):</p>{}",
-        view_table(&a.measured, a.ideal.as_ref(), &a.excess)
+        view_table(
+            &a.measured,
+            a.ideal.as_ref(),
+            &a.excess,
+            &run.views,
+            lab::View::User
+        )
     );
     if let Some(sv) = &a.server_view {
         let _ = writeln!(
             out,
             "<p class=\"muted\">The server's view (sent → client kernel receive):</p>{}",
-            view_table(&sv.measured, sv.ideal.as_ref(), &sv.excess)
+            view_table(
+                &sv.measured,
+                sv.ideal.as_ref(),
+                &sv.excess,
+                &run.views,
+                lab::View::Server
+            )
         );
     }
     Ok(())
 }
 
-/// Measured, ideal and excess per percentile, each with its interval.
-fn view_table(m: &Summary, i: Option<&Summary>, e: &[Excess]) -> String {
+/// Measured, ideal and excess per percentile, each with its interval; a percentile a valid
+/// view does not stand behind is marked † with why below the table.
+fn view_table(
+    m: &Summary,
+    i: Option<&Summary>,
+    e: &[Excess],
+    views: &lab::Views,
+    view: lab::View,
+) -> String {
     let mut t = String::from(
         "<table><tr><th class=\"l\"></th><th>measured</th><th>95 % CI</th><th>ideal</th><th>95 % CI</th><th>excess</th><th>95 % CI</th></tr>",
     );
+    let bad = views.invalid_percentiles(view);
     for (key, _) in stats::STANDARD_QUANTILES
         .iter()
         .filter(|(k, _)| us_ci(m, k).is_some())
@@ -338,9 +360,10 @@ fn view_table(m: &Summary, i: Option<&Summary>, e: &[Excess]) -> String {
             Some(x) if x >= 2.0 => " class=\"hi\"",
             _ => "",
         };
+        let mark = if bad.contains(key) { "†" } else { "" };
         let _ = write!(
             t,
-            "<tr><th class=\"l\">{key}</th><td title=\"{mv} µs\">{}</td><td>[{}, {}]</td><td>{}</td><td>{}</td><td{class}>{}</td><td>{}</td></tr>",
+            "<tr><th class=\"l\">{key}{mark}</th><td title=\"{mv} µs\">{}</td><td>[{}, {}]</td><td>{}</td><td>{}</td><td{class}>{}</td><td>{}</td></tr>",
             fmt_us(mv),
             fmt_us(ml),
             fmt_us(mh),
@@ -352,6 +375,15 @@ fn view_table(m: &Summary, i: Option<&Summary>, e: &[Excess]) -> String {
         );
     }
     t.push_str("</table>");
+    for k in bad {
+        if let Some(p) = views.percentile(view, k) {
+            let _ = write!(
+                t,
+                "<p class=\"muted\">† {k} is not the server's alone: {}</p>",
+                esc(&p.why)
+            );
+        }
+    }
     t
 }
 

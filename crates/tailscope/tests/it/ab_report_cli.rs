@@ -179,12 +179,17 @@ fn an_ab_experiment_has_its_own_page_with_the_answer_rows_ccdfs_and_pairs() {
     let rows = v["rows"].as_array().unwrap();
     assert_eq!(table.matches("<tr").count(), rows.len() + 1, "{table}");
     for r in rows {
+        // A percentile an arm's run does not stand behind is marked † (and said why below).
+        let mark = if r["unstood"].is_string() { "†" } else { "" };
         let cells = format!(
-            "{}</td><td class=\"l\">{}</td>",
+            "{}</td><td class=\"l\">{}{mark}</td>",
             r["view"].as_str().unwrap(),
             r["percentile"].as_str().unwrap()
         );
         assert!(table.contains(&cells), "no row {cells}");
+        if !mark.is_empty() {
+            assert!(html.contains("<p class=\"note\">† "), "no note for {cells}");
+        }
     }
     // The figures: the per-pair ratios, a CCDF per view whose arms are valid (else the page
     // says it is not drawn), each also written as PNG.

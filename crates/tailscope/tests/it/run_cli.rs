@@ -840,3 +840,70 @@ fn run_and_demo_fit_a_screen_and_detail_shows_the_rest() {
         .count();
     assert_eq!(rows, 4, "{stdout}");
 }
+
+/// Issue 37, item 3: with `--cpus 0` and the server on CPU 1, every tailscope thread the run
+/// lists may run on CPU 0 only — the main thread, the record writer, the generator, the
+/// thread that forks servers — but the stage collector's window thread, which runs on the
+/// server's CPU by design (its attach and detach are paid from the server's budget, and on
+/// the generator's CPU they stalled the generator). memcached is a process of its own, so
+/// every thread listed is tailscope's; `--detail` lists them.
+#[test]
+fn every_tailscope_thread_is_placed_off_the_servers_cpu() {
+    let _g = common::one_at_a_time(&SERIAL);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let out = bin()
+        .args(["run", "memcached://", "--spawn", "--server-threads", "1"])
+        .args(["--server-cpus", "1", "--cpus", "0", "--rate", "2000"])
+        .args(["--service", "20us", "--duration", "1s", "--warmup", "200ms"])
+        .args(["--db", db.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    let v = json_of(&out);
+    let threads = v["threads"].as_array().unwrap();
+    let names: Vec<&str> = threads
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    for want in [
+        "tailscope",
+        "tailscope-rec",
+        "tailscope-gen-0",
+        "tailscope-spawn",
+    ] {
+        assert!(names.contains(&want), "{want} not listed: {names:?}");
+    }
+    for t in threads {
+        let allowed: Vec<u64> = t["allowed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_u64().unwrap())
+            .collect();
+        let want: &[u64] = if t["name"] == "ebpf-windows" {
+            &[1]
+        } else {
+            &[0]
+        };
+        assert_eq!(allowed, want, "{t}");
+    }
+    let id = v["run_id"].as_i64().unwrap().to_string();
+    let shown = bin()
+        .args([
+            "runs",
+            "show",
+            &id,
+            "--detail",
+            "--db",
+            db.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("threads (the CPUs each may run on): ")
+                && l.contains("tailscope-rec on 0")),
+        "{text}"
+    );
+}
