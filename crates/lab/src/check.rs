@@ -951,6 +951,28 @@ mod tests {
     }
 
     #[test]
+    fn a_percentile_a_view_does_not_stand_behind_is_undecided_in_that_view_only() {
+        let mut stalled = summary(80.0, true);
+        stalled["views"]["percentiles"] = json!([{"key": "p50", "q": 0.5,
+            "user": {"valid": false, "why": "lateness p50 40 µs, 50 % of it (> 10 %)"},
+            "server": {"valid": true, "why": "bursts add little"}}]);
+        let rows = compare_sides(
+            None,
+            &Sides::of_run(&stalled),
+            &Sides::of_run(&summary(50.0, true)),
+            0.1,
+        );
+        let of = |v: &str| rows.iter().find(|r| r.view == v).unwrap();
+        assert_eq!(of("user").verdict, CheckVerdict::Undecided);
+        let why = of("user").why.as_deref().unwrap_or("");
+        assert!(
+            why.contains("would read worse") && why.contains("candidate's p50 is not the server's"),
+            "{why}"
+        );
+        assert_eq!(of("server").verdict, CheckVerdict::Worse);
+    }
+
+    #[test]
     fn a_run_whose_intervals_do_not_bound_a_repeat_leaves_its_rows_undecided() {
         let mut noisy = summary(50.0, true);
         noisy["reproducibility"] = json!({"single_run_bounds_repeats": false,
