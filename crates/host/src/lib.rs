@@ -27,6 +27,7 @@ pub mod facts;
 pub mod hwstamp;
 pub mod isolate;
 mod jsonl;
+pub mod listener;
 pub mod mitigate;
 pub mod numa;
 pub mod placement;

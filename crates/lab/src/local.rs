@@ -3,6 +3,7 @@
 //! user-space stages, a stressor beside the run — and, for a run with a precision goal, the
 //! convergence check that stops it when its intervals are tight.
 
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use load::{LoadConfig, RecordSink, RunSummary};
@@ -48,6 +49,75 @@ fn helper_cpus_of(host: &[usize], generator: &[usize], server: &[usize]) -> Vec<
     }
 }
 
+/// The server the user started, as found on this host.
+struct Found {
+    pids: Vec<u32>,
+    /// Its CPUs when it is pinned to fewer than all (else empty: it may be anywhere).
+    cpus: Vec<usize>,
+    /// What was found, or why nothing was, for the run's facts and the terminal.
+    line: String,
+}
+
+/// The process listening on `target`'s address on this host (a loopback target, or one
+/// bound to exactly that address), so that the why counts its threads as the server's.
+fn find_server(target: &load::Target, proc_root: &Path) -> Found {
+    let udp = target.transport == load::Transport::Udp;
+    let mut pids = host::listener::listening_pids(proc_root, target.addr, udp);
+    // tailscope itself is not the server (an agent's or a test's listener).
+    pids.retain(|&p| p != std::process::id());
+    if pids.is_empty() {
+        return Found {
+            pids,
+            cpus: Vec::new(),
+            line: format!(
+                "server: no process of this host listens on {}: its threads, if it runs here, count as other tasks (give --server-pid)",
+                target.addr
+            ),
+        };
+    }
+    let threads: Vec<host::threads::ThreadPlace> = pids
+        .iter()
+        .flat_map(|p| host::threads::threads_of(&proc_root.join(p.to_string())))
+        .collect();
+    let mut cpus: Vec<usize> = threads.iter().flat_map(|t| t.allowed.clone()).collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    let online = host::placement::online_cpus();
+    if cpus.len() >= online {
+        cpus.clear();
+    }
+    let names: Vec<String> = pids
+        .iter()
+        .map(|p| {
+            let comm = std::fs::read_to_string(proc_root.join(p.to_string()).join("comm"))
+                .map(|c| c.trim().to_string())
+                .unwrap_or_else(|_| "?".into());
+            format!("{p} ({comm})")
+        })
+        .collect();
+    let on = if cpus.is_empty() {
+        "any CPU".to_string()
+    } else {
+        format!(
+            "CPUs {}",
+            cpus.iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        )
+    };
+    Found {
+        pids,
+        cpus,
+        line: format!(
+            "server: pid {} listens on {}, {} thread(s) on {on}: counted as the server's",
+            names.join(", "),
+            target.addr,
+            threads.len()
+        ),
+    }
+}
+
 impl LoadSource for LocalEngine {
     fn send(&self, s: &Sending) -> Result<Loaded, LabError> {
         let (plan, ready, obs) = (s.plan, s.ready, s.obs);
@@ -70,6 +140,21 @@ impl LoadSource for LocalEngine {
         if server_cpus.is_empty() {
             server_cpus = ready.server_cpus();
         }
+        let mut pids = plan.extra_pids.clone();
+        pids.extend(ready.pids());
+        // Neither spawned (a process or the built-in server's threads) nor named by
+        // --server-pid: the user's own server, looked for on this host.
+        let found = if pids.is_empty() && ready.tids().is_empty() {
+            let f = find_server(&cfg.target, Path::new("/proc"));
+            obs.note(&f.line);
+            pids = f.pids;
+            if server_cpus.is_empty() {
+                server_cpus = f.cpus;
+            }
+            Some(f.line)
+        } else {
+            None
+        };
         cfg.writer_cpus = helper_cpus(&cfg.cpus, &server_cpus);
         // The thread that forks servers joins them (the main thread is placed by the engine
         // for the run; the threads started from here on inherit its place).
@@ -77,8 +162,6 @@ impl LoadSource for LocalEngine {
             let _ = host::placement::pin_thread(tid, &cfg.writer_cpus);
         }
         let factory = ready.factory(cfg.seed)?;
-        let mut pids = plan.extra_pids.clone();
-        pids.extend(ready.pids());
         let server = ServerInfo {
             pids,
             tids: ready.tids(),
@@ -119,7 +202,8 @@ impl LoadSource for LocalEngine {
             }
         };
         obs.phase_done("run");
-        let server_json = beside.finish(ready, obs);
+        let mut server_json = beside.finish(ready, obs);
+        server_json.found = found;
         let (series, sampler) = attribution.finish();
         let summary = result?;
         let mut instruments = vec![

@@ -88,6 +88,15 @@ pub struct ServerFacts {
         skip_serializing_if = "Option::is_none"
     )]
     pub pids: Option<Vec<u32>>,
+    /// A server the user started (not spawned, no `--server-pid`): the process found
+    /// listening on the target's address, whose threads the why counts as the server's, or
+    /// why none was (issue 37).
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub found: Option<String>,
     /// Instances of a scaled-out spawned server.
     #[serde(
         default,

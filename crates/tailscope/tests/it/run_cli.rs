@@ -907,3 +907,58 @@ fn every_tailscope_thread_is_placed_off_the_servers_cpu() {
         "{text}"
     );
 }
+
+/// Issue 37, item 5: a memcached the user started by hand (not spawned, no `--server-pid`)
+/// is found listening on the target's address; its pid and CPUs are the run's server, so
+/// the why counts its threads as the server's rather than as other tasks.
+#[test]
+fn a_server_started_by_hand_is_found_and_counted_as_the_server() {
+    let _g = common::one_at_a_time(&SERIAL);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut mc = std::process::Command::new("taskset")
+        .args([
+            "-c",
+            "1",
+            "memcached",
+            "-u",
+            "root",
+            "-t",
+            "2",
+            "-l",
+            "127.0.0.1",
+        ])
+        .args(["-p", &port.to_string()])
+        .spawn()
+        .expect("memcached (Debian's) is installed by scripts/test.sh");
+    let addr = format!("127.0.0.1:{port}");
+    let up = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(20));
+        std::net::TcpStream::connect(&addr).is_ok()
+    });
+    assert!(up, "memcached did not come up on {addr}");
+    let out = bin()
+        .args(["run", &format!("memcached://{addr}"), "--cpus", "0"])
+        .args(["--rate", "2000", "--service", "20us", "--duration", "1s"])
+        .args(["--warmup", "200ms", "--db", db.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    let _ = mc.kill();
+    let _ = mc.wait();
+    let v = json_of(&out);
+    let found = v["server"]["found"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", v["server"]));
+    assert!(
+        found.starts_with(&format!(
+            "server: pid {} (memcached) listens on {addr}",
+            mc.id()
+        )) && found.contains("on CPUs 1: counted as the server's"),
+        "{found}"
+    );
+}
