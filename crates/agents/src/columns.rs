@@ -33,6 +33,7 @@ pub fn outcome_code(o: Outcome) -> i64 {
         Outcome::Error => 1,
         Outcome::Timeout => 2,
         Outcome::Dropped => 3,
+        Outcome::Skipped => 4,
     }
 }
 
@@ -42,6 +43,7 @@ fn outcome_of(code: i64) -> Option<Outcome> {
         1 => Outcome::Error,
         2 => Outcome::Timeout,
         3 => Outcome::Dropped,
+        4 => Outcome::Skipped,
         _ => return None,
     })
 }

@@ -239,6 +239,7 @@ impl First {
             Outcome::Error => self.outcomes.error += 1,
             Outcome::Timeout => self.outcomes.timeout += 1,
             Outcome::Dropped => self.outcomes.dropped += 1,
+            Outcome::Skipped => self.outcomes.skipped += 1,
         }
         self.first_intended.get_or_insert(r.intended_ns);
         if let Some(p) = self.last_intended.replace(r.intended_ns) {

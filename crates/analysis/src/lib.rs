@@ -137,6 +137,10 @@ pub struct Outcomes {
     pub error: u64,
     pub timeout: u64,
     pub dropped: u64,
+    /// Not sent on purpose (`--overdue shed`): neither lost nor answered (absent in runs
+    /// stored before there was such a policy).
+    #[serde(default)]
+    pub skipped: u64,
 }
 
 /// Excess of one percentile: measured ÷ ideal. The interval is by sectioning on the per-block

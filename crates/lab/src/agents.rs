@@ -110,6 +110,7 @@ fn outcomes(o: [u64; 4]) -> Outcomes {
         error: o[1],
         timeout: o[2],
         dropped: o[3],
+        skipped: 0,
     }
 }
 

@@ -266,6 +266,7 @@ pub struct ExperimentSpec {
     pub request_size: Option<usize>,
     pub no_stamps: Option<bool>,
     pub yield_when_far: Option<bool>,
+    pub overdue: Option<String>,
     #[serde(default, deserialize_with = "duration")]
     pub lateness_threshold: Option<String>,
     pub precision: Option<String>,

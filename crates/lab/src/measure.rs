@@ -164,6 +164,7 @@ fn outcomes_of(st: &Store, run_id: i64, l: &Loaded) -> Result<Outcomes, LabError
                 load::Outcome::Error => o.error += 1,
                 load::Outcome::Timeout => o.timeout += 1,
                 load::Outcome::Dropped => o.dropped += 1,
+                load::Outcome::Skipped => o.skipped += 1,
             }
         }
     })?;

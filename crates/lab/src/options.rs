@@ -99,6 +99,17 @@ pub struct LoadArgs {
     /// when wake-ups are slow (as on VMs).
     #[arg(long)]
     pub yield_when_far: bool,
+    /// What the generator does with requests it sees due late after a stall of its own:
+    /// catch-up (send them at once: the user view counts them from their intended time, the
+    /// server sees a burst), shed:BOUND (skip those seen due more than BOUND late: the server
+    /// sees the process thinned, the run counts them as skipped) or pace:FACTOR (send the
+    /// backlog at most FACTOR × the rate: a smoothed burst).
+    #[arg(
+        long,
+        default_value = "catch-up",
+        value_name = "catch-up|shed:DUR|pace:Nx"
+    )]
+    pub overdue: load::Overdue,
     /// Flag the run invalid when the generator's lateness p99 exceeds this.
     #[arg(long, default_value = "50us")]
     pub lateness_threshold: DurationArg,

@@ -97,6 +97,7 @@ fn overlay(
         "request_size": l.request_size => s.request_size;
         "no_stamps": l.no_stamps => s.no_stamps;
         "yield_when_far": l.yield_when_far => s.yield_when_far;
+        "overdue": l.overdue => typed("overdue", s.overdue.clone())?;
         "lateness_threshold": l.lateness_threshold => typed("lateness-threshold", s.lateness_threshold.clone())?;
         "precision": l.precision => s.precision.clone().map(Some);
         "max_duration": l.max_duration => typed("max-duration", s.max_duration.clone())?.map(Some);

@@ -505,6 +505,14 @@ fn lateness_p99(a: &RunAnalysis) -> f64 {
     a.lateness.get(P99).map_or(0.0, |e| e.value)
 }
 
+/// Requests per second skipped on purpose (`--overdue shed`) over the measured span.
+fn skipped_rps(a: &RunAnalysis) -> f64 {
+    match &a.throughput {
+        Some(t) if t.span_s > 0.0 => a.outcomes.skipped as f64 / t.span_s,
+        _ => 0.0,
+    }
+}
+
 /// Whose the lateness is: the host's stalls when the generator kept the offered rate (its
 /// lateness came in transient stalls; the probe before the run says whether the host's
 /// gaps are of the same order as the lateness p99), the generator's own limit when it could
@@ -529,7 +537,7 @@ pub fn lateness_verdict_of(
     }
     let (kept, rates) = match &a.throughput {
         Some(t) => (
-            a.achieved_rate_rps >= t.offered_lo_rps,
+            a.achieved_rate_rps + skipped_rps(a) >= t.offered_lo_rps,
             format!(
                 "sent {:.0} req/s of {:.0} offered (95 % interval from {:.0})",
                 a.achieved_rate_rps, t.offered_rps, t.offered_lo_rps
@@ -633,11 +641,23 @@ pub fn views_of(
             ),
         },
     };
+    // Requests skipped on purpose (`--overdue shed`) thin the process the server sees; the
+    // load asked for was sent when what went out and what was skipped make it up.
+    let skipped_rps = skipped_rps(a);
+    let thinned = if a.outcomes.skipped > 0 {
+        format!(
+            ", thinned by {} skipped ({:.2} %)",
+            a.outcomes.skipped,
+            100.0 * a.outcomes.skipped as f64 / a.requests.max(1) as f64
+        )
+    } else {
+        String::new()
+    };
     let server = a.server_view.as_ref().map(|_| match &a.throughput {
-        Some(t) if a.achieved_rate_rps >= t.offered_lo_rps => ViewValidity {
+        Some(t) if a.achieved_rate_rps + skipped_rps >= t.offered_lo_rps => ViewValidity {
             valid: true,
             why: format!(
-                "the offered load was sent: {:.0} req/s of {:.0} offered (95 % interval from {:.0})",
+                "the offered load was sent: {:.0} req/s of {:.0} offered (95 % interval from {:.0}){thinned}",
                 a.achieved_rate_rps, t.offered_rps, t.offered_lo_rps
             ),
         },
@@ -807,7 +827,8 @@ pub fn saturation_of(
         .skip(measured.len() - third)
         .any(|b| b.held > 0);
     let backlog_grew = third > 0 && held_late && end > 4.0 * start + 10.0;
-    let completion_short = t.completed_rps < t.offered_lo_rps;
+    // Requests skipped on purpose (`--overdue shed`) were never the server's to complete.
+    let completion_short = t.completed_rps + skipped_rps(a) < t.offered_lo_rps;
     // A saturated server keeps completing to the end; one that stopped answering died.
     let served_to_the_end = t.completed_end_rps >= 0.5 * t.completed_rps;
     ((completion_short || backlog_grew) && served_to_the_end).then(|| Saturation {
@@ -905,7 +926,7 @@ impl Run {
             "seed": self.seed,
             "requests": a.requests,
             "achieved_rate_rps": a.achieved_rate_rps,
-            "outcomes": {"ok": o.ok, "error": o.error, "timeout": o.timeout, "dropped": o.dropped},
+            "outcomes": {"ok": o.ok, "error": o.error, "timeout": o.timeout, "dropped": o.dropped, "skipped": o.skipped},
             "measured": a.measured.distribution_json(),
             "measured_ci": a.measured.intervals_json(),
             "classes": a.classes.iter().map(|c| json!({

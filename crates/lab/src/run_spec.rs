@@ -45,6 +45,7 @@ pub struct LoadPlan {
     pub alpha: Option<f64>,
     pub confidence: f64,
     pub yield_when_far: bool,
+    pub overdue: load::Overdue,
 }
 
 impl LoadArgs {
@@ -86,6 +87,7 @@ impl LoadArgs {
             alpha: self.alpha,
             confidence: self.confidence,
             yield_when_far: self.yield_when_far,
+            overdue: self.overdue,
         })
     }
 
@@ -172,6 +174,7 @@ impl LoadPlan {
             _ => Vec::new(),
         };
         c.yield_when_far = self.yield_when_far;
+        c.overdue = self.overdue;
         c
     }
 }
@@ -323,6 +326,12 @@ impl RunSpec {
             crate::interference::stress_cpus(st, &tplan.server_cpus(), &self.load.cpus)?;
         }
         self.check_stages(tplan)?;
+        if self.agents.is_some() && self.load.overdue != load::Overdue::CatchUp {
+            return Err(invalid(format!(
+                "--overdue {} is this process's engine's; agents send with catch-up (drop --overdue or --agent)",
+                self.load.overdue
+            )));
+        }
         if !(1..=1000).contains(&self.repeat) {
             return Err(invalid(format!(
                 "--repeat must be in 1..=1000, got {}",

@@ -49,7 +49,7 @@ pub fn burst_factor(rho: Option<f64>) -> f64 {
 
 /// Each measured percentile of `a` judged per view (see [`judge`]).
 pub fn percentiles_of(a: &RunAnalysis) -> Vec<PercentileValidity> {
-    judge(
+    let mut judged = judge(
         &a.measured,
         &a.lateness,
         a.server_view.as_ref().map(|s| &s.measured),
@@ -58,7 +58,31 @@ pub fn percentiles_of(a: &RunAnalysis) -> Vec<PercentileValidity> {
             .as_ref()
             .filter(|c| !c.exponential)
             .map(|c| c.p_value),
-    )
+    );
+    skipped_tail(&mut judged, a.outcomes.skipped, a.requests);
+    judged
+}
+
+/// Requests skipped on purpose (`--overdue shed`) are missing from the user view, and they
+/// were the late ones: its percentile q stands only when they are at most
+/// [`PERCENTILE_SHARE`] of the requests beyond it, (1 − q) of all.
+fn skipped_tail(judged: &mut [PercentileValidity], skipped: u64, requests: u64) {
+    if skipped == 0 || requests == 0 {
+        return;
+    }
+    let share = skipped as f64 / requests as f64;
+    for p in judged.iter_mut() {
+        if share > PERCENTILE_SHARE * (1.0 - p.q) {
+            p.user = ViewValidity {
+                valid: false,
+                why: format!(
+                    "{:.2} % of the requests were skipped (--overdue shed), > 10 % of those beyond {}: its tail is missing",
+                    100.0 * share,
+                    p.key
+                ),
+            };
+        }
+    }
 }
 
 /// Each percentile of `user` judged per view.

@@ -3,6 +3,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 use crate::error::LoadError;
 use crate::target::Target;
 
@@ -16,6 +18,79 @@ pub enum StopAt {
     Duration(Duration),
     /// This many measured requests (the warm-up's requests come on top).
     Requests(u64),
+}
+
+/// What the generator does with the requests that fell due while it was stalled (issue 37).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "policy")]
+pub enum Overdue {
+    /// Send them at once: the user view counts every request from its intended time (right
+    /// for it), but the server sees the backlog as a burst the process asked for lacks.
+    CatchUp,
+    /// Skip (never send) a request seen due later than `bound_ns`: the server sees the
+    /// process thinned; the user view says how many were skipped.
+    Shed { bound_ns: u64 },
+    /// Send the backlog at most `factor` × the thread's mean rate until caught up: the
+    /// server sees a smoothed burst, the user view waits longer.
+    Pace { factor: f64 },
+}
+
+impl Overdue {
+    /// `catch-up`, `shed:1ms`, `pace:2x`.
+    pub fn parse(s: &str) -> Result<Overdue, String> {
+        let s = s.trim();
+        if s == "catch-up" {
+            return Ok(Overdue::CatchUp);
+        }
+        if let Some(b) = s.strip_prefix("shed:") {
+            let ns = model::parse_duration_ns(b.trim()).map_err(|e| format!("shed:{b}: {e}"))?;
+            if !(ns.is_finite() && ns >= 1_000.0) {
+                return Err(format!("shed:{b}: the bound must be at least 1us"));
+            }
+            return Ok(Overdue::Shed {
+                bound_ns: ns as u64,
+            });
+        }
+        if let Some(f) = s.strip_prefix("pace:") {
+            let x: f64 = f
+                .trim()
+                .trim_end_matches('x')
+                .parse()
+                .map_err(|_| format!("pace:{f}: a factor such as 2x"))?;
+            if !(x.is_finite() && x > 1.0 && x <= 100.0) {
+                return Err(format!(
+                    "pace:{f}: the factor must be above 1 and at most 100"
+                ));
+            }
+            return Ok(Overdue::Pace { factor: x });
+        }
+        Err(format!(
+            "{s}: catch-up, shed:DURATION (e.g. shed:1ms) or pace:FACTOR (e.g. pace:2x)"
+        ))
+    }
+}
+
+impl std::str::FromStr for Overdue {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Overdue, String> {
+        Overdue::parse(s)
+    }
+}
+
+impl std::fmt::Display for Overdue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Overdue::CatchUp => write!(f, "catch-up"),
+            Overdue::Shed { bound_ns } => {
+                write!(
+                    f,
+                    "shed:{}",
+                    model::format_duration_ns(*bound_ns as f64).replace(' ', "")
+                )
+            }
+            Overdue::Pace { factor } => write!(f, "pace:{factor}x"),
+        }
+    }
 }
 
 /// Everything the engine needs to run one open-loop experiment.
@@ -49,6 +124,8 @@ pub struct LoadConfig {
     pub class_probs: Vec<f64>,
     /// Spin while waiting for the next send, but sleep in epoll when it is > ~200 µs away.
     pub yield_when_far: bool,
+    /// What the generator does with requests it sees due late (after a stall of its own).
+    pub overdue: Overdue,
     /// Connection churn (Tales of the Tail §4.3, HTTP): `Some((lo, hi))` closes each
     /// connection after a quota of requests drawn uniformly from `lo..=hi` (Tales: 20..=40)
     /// and reopens it for the next request, whose latency includes the connect. The
@@ -97,6 +174,7 @@ impl LoadConfig {
             seed: 1,
             class_probs: Vec::new(),
             yield_when_far: true,
+            overdue: Overdue::CatchUp,
             churn: None,
             writer_cpus: Vec::new(),
             spread: Vec::new(),
@@ -209,5 +287,45 @@ impl LoadConfig {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Overdue;
+
+    #[test]
+    fn overdue_policies_parse_print_and_refuse_nonsense() {
+        assert_eq!(Overdue::parse("catch-up"), Ok(Overdue::CatchUp));
+        assert_eq!(
+            Overdue::parse("shed:1ms"),
+            Ok(Overdue::Shed {
+                bound_ns: 1_000_000
+            })
+        );
+        assert_eq!(Overdue::parse("pace:2x"), Ok(Overdue::Pace { factor: 2.0 }));
+        assert_eq!(
+            Overdue::parse("pace:1.5"),
+            Ok(Overdue::Pace { factor: 1.5 })
+        );
+        for p in ["catch-up", "shed:250us", "pace:3x"] {
+            let o = Overdue::parse(p).unwrap();
+            assert_eq!(Overdue::parse(&o.to_string()), Ok(o), "{p} → {o}");
+        }
+        for bad in [
+            "",
+            "shed",
+            "shed:",
+            "shed:0s",
+            "shed:-1ms",
+            "shed:abc",
+            "pace:1x",
+            "pace:0",
+            "pace:x",
+            "pace:1000x",
+            "skip",
+        ] {
+            assert!(Overdue::parse(bad).is_err(), "{bad:?}");
+        }
     }
 }

@@ -56,7 +56,7 @@ mod target;
 mod workload;
 
 pub use calibrate::{calibrate, Calibration};
-pub use config::{LoadConfig, StopAt, MAX_RATE};
+pub use config::{LoadConfig, Overdue, StopAt, MAX_RATE};
 pub use engine::cost::{GeneratorCost, InjectedPause, STALL_NS};
 pub use engine::inject::{PAUSE_ENV, WRITES_ENV};
 pub use engine::SlackTask;

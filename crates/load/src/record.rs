@@ -14,6 +14,9 @@ pub enum Outcome {
     /// Never sent: no usable connection, it waited in the client backlog longer than the
     /// timeout, or the run ended (stop flag) before it could go out.
     Dropped,
+    /// Never sent on purpose: the generator saw it due later than `--overdue shed:BOUND`
+    /// allows (a stall of its own), so the server sees the process asked for, thinned.
+    Skipped,
 }
 
 /// One per request. All times are integer ns since the run's start on CLOCK_MONOTONIC
@@ -84,6 +87,11 @@ impl RequestRecord {
     /// request fell due). Records without a `seen` stamp (older stores) fall back to
     /// sent − intended.
     pub fn lateness_ns(&self) -> Option<u64> {
+        // A request skipped on purpose (`--overdue shed`) was never sent: its lateness is
+        // the reason it was skipped, not a delay any sent request had.
+        if self.outcome == Outcome::Skipped {
+            return None;
+        }
         if self.seen_ns != 0 {
             Some(self.seen_ns.saturating_sub(self.intended_ns))
         } else {

@@ -64,6 +64,17 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
     })?;
     marked(w, v, v.headline)?;
     validity(w, run)?;
+    let o = &a.outcomes;
+    if o.skipped > 0 {
+        line(
+            w,
+            &format!(
+                "overdue: {} requests skipped ({:.2} %), seen due past --overdue shed's bound: the server saw the process thinned",
+                o.skipped,
+                100.0 * o.skipped as f64 / a.requests.max(1) as f64
+            ),
+        )?;
+    }
     if let Some(n) = &run.status_note {
         line(w, &format!("{}: {n}", run.status.as_str().to_uppercase()))?;
     }

@@ -59,8 +59,8 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
     let o = &a.outcomes;
     writeln!(
         w,
-        "outcomes: ok {}, error {}, timeout {}, dropped {}",
-        o.ok, o.error, o.timeout, o.dropped
+        "outcomes: ok {}, error {}, timeout {}, dropped {}, skipped {}",
+        o.ok, o.error, o.timeout, o.dropped, o.skipped
     )?;
     saturation(w, run)?;
     writeln!(
@@ -576,6 +576,13 @@ pub fn calibration(w: &mut dyn Write, url: &str, c: &lab::Calibration) -> io::Re
         fmt_ns(c.unbatched_per_worker_service_ns),
         c.batching_gain
     )?;
+    if let Some((lo, hi)) = c.peak_interval_rps {
+        writeln!(
+            w,
+            "  the peak's 95 % interval: [{lo:.0}, {hi:.0}] req/s (±{:.1} %)",
+            50.0 * (hi - lo) / c.peak_rps
+        )?;
+    }
     writeln!(
         w,
         "  the peak is what an open-loop overload at {:.0} req/s completed on the best step; that step made {:.0} req/s in the search (÷ the peak = {:.3})",
@@ -583,6 +590,9 @@ pub fn calibration(w: &mut dyn Write, url: &str, c: &lab::Calibration) -> io::Re
         c.best.rate_rps,
         c.best_vs_confirmation()
     )?;
+    if let Some(d) = &c.disagreement {
+        writeln!(w, "  WARNING: {d}")?;
+    }
     let steps: Vec<String> = c
         .steps
         .iter()

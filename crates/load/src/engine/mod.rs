@@ -260,6 +260,12 @@ pub(crate) struct Engine<'a> {
     cost: cost::GeneratorCost,
     /// A stall's backlog being sent: the stall's end (run-relative ns).
     catching_up: Option<u64>,
+    /// What to do with requests seen due late (`LoadConfig::overdue`), the thread's mean gap
+    /// between requests (ns; 0 when unknown, e.g. a trace replayed at its own pace), and,
+    /// pacing, when the next overdue request may go.
+    overdue: crate::Overdue,
+    mean_gap_ns: u64,
+    pace_next: u64,
 }
 
 impl<'a> Engine<'a> {
@@ -335,6 +341,13 @@ impl<'a> Engine<'a> {
             clock: cost::LoopClock::new(),
             cost: cost::GeneratorCost::default(),
             catching_up: None,
+            overdue: cfg.overdue,
+            mean_gap_ns: if cfg.rate_per_s > 0.0 {
+                (threads as f64 * cfg.share.1.max(1) as f64 * 1e9 / cfg.rate_per_s) as u64
+            } else {
+                0
+            },
+            pace_next: 0,
         };
         engine.start_churn();
         Ok(engine)
@@ -632,10 +645,33 @@ impl<'a> Engine<'a> {
         self.take_due(now);
         while self.next < self.win.end() {
             let i = self.next;
-            let (intended, forced) = match self.win.get(i) {
-                Some(e) => (e.rec.intended_ns, self.forced_slot(e.forced)),
+            let (intended, seen, forced) = match self.win.get(i) {
+                Some(e) => (e.rec.intended_ns, e.rec.seen_ns, self.forced_slot(e.forced)),
                 None => return false,
             };
+            match self.overdue {
+                crate::Overdue::CatchUp => {}
+                // Seen due past the bound (the generator's own stall): never sent.
+                crate::Overdue::Shed { bound_ns } if seen.saturating_sub(intended) > bound_ns => {
+                    if let Some(e) = self.win.get_mut(i) {
+                        e.rec.outcome = Outcome::Skipped;
+                    }
+                    self.finish(i);
+                    self.next += 1;
+                    continue;
+                }
+                crate::Overdue::Shed { .. } => {}
+                // A backlog (overdue by more than a mean gap) goes out at most `factor` × the
+                // mean rate: not yet its turn, so the loop comes back (it spins meanwhile).
+                crate::Overdue::Pace { factor } => {
+                    if self.mean_gap_ns > 0 && now.saturating_sub(intended) > self.mean_gap_ns {
+                        if now < self.pace_next {
+                            return false;
+                        }
+                        self.pace_next = now + (self.mean_gap_ns as f64 / factor) as u64;
+                    }
+                }
+            }
             match self.pick(forced) {
                 Some(s) => self.send(i, s, now),
                 None => {
