@@ -316,12 +316,7 @@ pub struct Saturation {
     pub drain_s: f64,
 }
 
-/// Whether one view of a run can be trusted, and why.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ViewValidity {
-    pub valid: bool,
-    pub why: String,
-}
+pub use crate::tail_validity::ViewValidity;
 
 /// A verdict per view, never masked by the other: the user's view (intended send →
 /// received) is valid when the generator kept its schedule (its own lateness p99 within the
@@ -1106,6 +1101,60 @@ mod tests {
         ] {
             assert!(bad.parse::<SweepStatus>().is_err(), "{bad:?}");
         }
+    }
+
+    /// The run's views say which percentiles they stand behind (`tail_validity::judge`'s
+    /// verdicts on latencies with a late tail).
+    #[test]
+    fn views_list_the_percentiles_they_stand_behind() {
+        use crate::tail_validity::judge;
+        let summary = |values: &[f64]| {
+            let mut r = stats::Recorder::exact(values.len());
+            for &v in values {
+                r.record(v.max(1.0) as u64);
+            }
+            r.summarize(0.95).unwrap()
+        };
+        let n = 20_000;
+        let user: Vec<f64> = (0..n)
+            .map(|i| 100e3 + 9_900e3 * (i as f64 / n as f64).powi(8))
+            .collect();
+        let lateness: Vec<f64> = (0..n)
+            .map(|i| if i >= n - n / 200 { 2e6 } else { 1e3 })
+            .collect();
+        let judged = judge(&summary(&user), &summary(&lateness), None, None, None);
+        // The run's views say which percentiles they stand behind.
+        let views = Views {
+            user: ViewValidity {
+                valid: true,
+                why: String::new(),
+            },
+            server: Some(ViewValidity {
+                valid: true,
+                why: String::new(),
+            }),
+            asked: ViewChoice::Auto,
+            headline: View::User,
+            headline_why: String::new(),
+            percentiles: judged,
+        };
+        let bad = views.invalid_percentiles(View::User);
+        assert!(bad.contains(&"p99.9") && !bad.contains(&"p50"), "{bad:?}");
+        let behind = views.stands_behind(View::User).unwrap();
+        assert!(behind.starts_with("p50–"), "{behind}");
+        assert!(
+            behind.contains("(not ") && behind.contains("p99.9"),
+            "{behind}"
+        );
+        assert!(!views.percentile_valid(View::User, "p99.9"));
+        assert!(views.percentile_valid(View::User, "p50"));
+        // A percentile not judged (a run stored before) stands with its view.
+        assert!(views.percentile_valid(View::User, "p95"));
+        // An invalid view lists none apart: the whole view is marked instead.
+        let mut whole = views.clone();
+        whole.user.valid = false;
+        assert!(whole.invalid_percentiles(View::User).is_empty());
+        assert!(!whole.percentile_valid(View::User, "p50"));
     }
 
     #[test]

@@ -9,7 +9,12 @@ use analysis::RunAnalysis;
 use serde::{Deserialize, Serialize};
 use stats::Summary;
 
-use crate::run::ViewValidity;
+/// Whether one view of a run can be trusted (as a whole, or at one percentile), and why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ViewValidity {
+    pub valid: bool,
+    pub why: String,
+}
 
 /// Whether each view stands behind one printed percentile, and why: a view's percentile is
 /// valid only when the view is, and when what the generator did at that tail is small
@@ -299,38 +304,6 @@ mod tests {
         let sv = p.server.as_ref().unwrap();
         assert!(sv.valid, "{p:?}");
         assert!(sv.why.contains("not exponential"), "{p:?}");
-        // The run's views say which percentiles they stand behind.
-        let views = crate::Views {
-            user: ViewValidity {
-                valid: true,
-                why: String::new(),
-            },
-            server: Some(ViewValidity {
-                valid: true,
-                why: String::new(),
-            }),
-            asked: crate::ViewChoice::Auto,
-            headline: crate::View::User,
-            headline_why: String::new(),
-            percentiles: judged.clone(),
-        };
-        let bad = views.invalid_percentiles(crate::View::User);
-        assert!(bad.contains(&"p99.9") && !bad.contains(&"p50"), "{bad:?}");
-        let behind = views.stands_behind(crate::View::User).unwrap();
-        assert!(behind.starts_with("p50–"), "{behind}");
-        assert!(
-            behind.contains("(not ") && behind.contains("p99.9"),
-            "{behind}"
-        );
-        assert!(!views.percentile_valid(crate::View::User, "p99.9"));
-        assert!(views.percentile_valid(crate::View::User, "p50"));
-        // A percentile not judged (a run stored before) stands with its view.
-        assert!(views.percentile_valid(crate::View::User, "p95"));
-        // An invalid view lists none apart: the whole view is marked instead.
-        let mut whole = views.clone();
-        whole.user.valid = false;
-        assert!(whole.invalid_percentiles(crate::View::User).is_empty());
-        assert!(!whole.percentile_valid(crate::View::User, "p50"));
         // Unknown ρ counts as ½.
         assert_eq!(burst_factor(None), 1.0);
         assert!((burst_factor(Some(0.5)) - 1.0).abs() < 1e-12);

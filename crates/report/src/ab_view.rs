@@ -125,7 +125,7 @@ pub fn lines(
     for row in &r.rows {
         let why = short_why(row);
         let mark = if row.unstood.is_some() {
-            crate::brief::NOT_STOOD_BEHIND
+            crate::terminal::NOT_STOOD_BEHIND
         } else {
             ""
         };
@@ -162,7 +162,7 @@ pub fn lines(
         writeln!(
             w,
             "{} {} {}: {}",
-            crate::brief::NOT_STOOD_BEHIND,
+            crate::terminal::NOT_STOOD_BEHIND,
             row.view,
             row.percentile,
             row.unstood.as_deref().unwrap_or_default()

@@ -10,7 +10,7 @@ use analysis::Excess;
 use lab::{Run, View};
 use stats::Summary;
 
-use crate::terminal::fmt_ns;
+use crate::terminal::{fmt_ns, NOT_STOOD_BEHIND};
 
 /// The widest line the brief view prints.
 pub const WIDTH: usize = 100;
@@ -98,15 +98,10 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
     line(w, &more)
 }
 
-/// The mark a percentile's row carries when its view does not stand behind it.
-pub const NOT_STOOD_BEHIND: &str = "†";
-
 /// Below a table: why each marked percentile is not the view's (one line each).
-pub fn marked(w: &mut dyn Write, v: &lab::Views, view: View) -> io::Result<()> {
-    for k in v.invalid_percentiles(view) {
-        if let Some(p) = v.percentile(view, k) {
-            line(w, &format!("  {NOT_STOOD_BEHIND} {k}: {}", p.why))?;
-        }
+fn marked(w: &mut dyn Write, v: &lab::Views, view: View) -> io::Result<()> {
+    for l in crate::terminal::marked_lines(v, view) {
+        line(w, &l)?;
     }
     Ok(())
 }

@@ -9,6 +9,21 @@ use analysis::{Excess, RunAnalysis};
 use lab::Run;
 use stats::Summary;
 
+/// The mark a percentile's row carries when its view does not stand behind it.
+pub const NOT_STOOD_BEHIND: &str = "†";
+
+/// Why each percentile a valid view does not stand behind is not the server's, one line
+/// each, to print below that view's table.
+pub fn marked_lines(v: &lab::Views, view: lab::View) -> Vec<String> {
+    v.invalid_percentiles(view)
+        .into_iter()
+        .filter_map(|k| {
+            let p = v.percentile(view, k)?;
+            Some(format!("  {NOT_STOOD_BEHIND} {k}: {}", p.why))
+        })
+        .collect()
+}
+
 /// A latency for a terminal, "-" when there is none.
 pub fn fmt_ns(ns: f64) -> String {
     if ns.is_finite() {
@@ -71,7 +86,9 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
     table(w, &a.measured, a.ideal.as_ref(), &a.excess, |k| {
         marked(run, lab::View::User, k)
     })?;
-    crate::brief::marked(w, &run.views, lab::View::User)?;
+    for l in marked_lines(&run.views, lab::View::User) {
+        writeln!(w, "{l}")?;
+    }
     ideal_lines(w, a)?;
     server_view(w, run)?;
     lateness(w, a)?;
@@ -184,7 +201,9 @@ fn server_view(w: &mut dyn Write, run: &Run) -> io::Result<()> {
         table(w, &sv.measured, sv.ideal.as_ref(), &sv.excess, |k| {
             marked(run, lab::View::Server, k)
         })?;
-        crate::brief::marked(w, v, lab::View::Server)?;
+        for l in marked_lines(v, lab::View::Server) {
+            writeln!(w, "{l}")?;
+        }
         if let Some(n) = &sv.ideal_note {
             writeln!(w, "server view ideal: {n}")?;
         }
@@ -402,11 +421,7 @@ fn table(
             e.map(|e| format!("[{:.2}, {:.2}]", e.lo, e.hi))
                 .unwrap_or_default(),
         );
-        let mark = if marked(&x.key) {
-            crate::brief::NOT_STOOD_BEHIND
-        } else {
-            ""
-        };
+        let mark = if marked(&x.key) { NOT_STOOD_BEHIND } else { "" };
         writeln!(w, "{}{mark}", row.trim_end())?;
     }
     Ok(())
