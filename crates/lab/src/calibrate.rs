@@ -616,7 +616,10 @@ fn calibration_of(f: Found, workers: u32, obs: &dyn Observer) -> Calibration {
     let (peak, from) = if completed > 0.0 {
         (
             completed,
-            format!("completed under open-loop overload at {offered:.0} req/s on the best step"),
+            format!(
+                "{} open-loop confirmations at {offered:.0} req/s on the best step",
+                runs.len()
+            ),
         )
     } else {
         (
@@ -625,12 +628,7 @@ fn calibration_of(f: Found, workers: u32, obs: &dyn Observer) -> Calibration {
         )
     };
     let interval = peak_interval(&runs, CONFIDENCE);
-    let shown = interval.map_or(String::new(), |(lo, hi)| {
-        format!(
-            " [{lo:.0}, {hi:.0}] (95 %, from {} confirmations)",
-            runs.len()
-        )
-    });
+    let shown = interval.map_or(String::new(), |(lo, hi)| format!(" [{lo:.0}, {hi:.0}]"));
     obs.note(&format!("peak {peak:.0} req/s{shown}: {from}"));
     obs.note(&format!(
         "  the best step: {} × {} in flight, {:.0} req/s in the search; without batching {:.0} req/s (gain {:.2}×)",

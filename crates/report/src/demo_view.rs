@@ -193,6 +193,7 @@ pub fn brief(
         "  {:>5} {:>5}  {:<7} {:>9} {:>9} {:>9} {:>10} {:>8}  status",
         "load", "run", "view", "p50", "p99", "p99.9", "ideal p99", "excess"
     )?;
+    let mut daggers = false;
     for v in runs {
         let r = RunSummary::of(v);
         let view = r.headline_view.as_deref().unwrap_or("user");
@@ -200,7 +201,18 @@ pub fn brief(
             ("server", Some(sv)) => (sv.measured.as_ref(), sv.ideal.as_ref(), sv.excess.as_ref()),
             _ => (r.measured.as_ref(), r.ideal.as_ref(), r.excess.as_ref()),
         };
-        let us = |d, k| lab::summary::figure(d, k).map_or("-".into(), |x| fmt_ns(x * 1e3));
+        // A percentile the view does not stand behind (issue 37) carries a dagger.
+        let unstood = |k: &str| r.views.as_ref().and_then(|x| x.unstood(view, k)).is_some();
+        let us = |d, k: &str| {
+            lab::summary::figure(d, k).map_or("-".into(), |x| {
+                let mark = if unstood(k) {
+                    crate::terminal::NOT_STOOD_BEHIND
+                } else {
+                    ""
+                };
+                format!("{}{mark}", fmt_ns(x * 1e3))
+            })
+        };
         let valid = r
             .views
             .as_ref()
@@ -219,11 +231,19 @@ pub fn brief(
                 us(m, "p50"),
                 us(m, "p99"),
                 us(m, "p99.9"),
-                us(i, "p99"),
+                lab::summary::figure(i, "p99").map_or("-".into(), |x| fmt_ns(x * 1e3)),
                 lab::summary::figure(e, "p99").map_or("-".into(), |x| format!("{x:.2}×")),
                 status,
                 if valid { "" } else { " (view not valid)" }
             ))
+        )?;
+        daggers |= ["p50", "p99", "p99.9"].iter().any(|k| unstood(k));
+    }
+    if daggers {
+        writeln!(
+            w,
+            "{}",
+            fit("  †: not the server's alone: the generator's stalls are over 10 % of it (runs show N)")
         )?;
     }
     for p in points.iter().filter(|p| p.result.repeats > 1) {

@@ -46,7 +46,8 @@ fn err(o: &Output) -> String {
 }
 
 /// A side's verdict, checked against its report: `undecided` only with its evidence (the
-/// view it read was not valid for the run).
+/// view it read was not valid for the run, or it does not stand behind the percentile: two
+/// generators sharing this host's CPUs stall each other for ms, issue 37).
 fn verdict<'a>(cell: &'a Value, side: &str) -> &'a str {
     let v = cell[format!("slo_{side}")].as_str().unwrap();
     let report = &cell[format!("report_{side}")];
@@ -59,9 +60,9 @@ fn verdict<'a>(cell: &'a Value, side: &str) -> &'a str {
             .filter_map(|c| c["note"].as_str())
             .collect();
         assert!(
-            notes
-                .iter()
-                .any(|n| n.contains("not valid") || n.contains("no ")),
+            notes.iter().any(|n| n.contains("not valid")
+                || n.contains("no ")
+                || n.contains("is not the server's")),
             "undecided without a reason: {cell}"
         );
     }
