@@ -123,6 +123,10 @@ pub struct Row {
     /// The view the run's figures are read from (its headline view).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headline: Option<crate::View>,
+    /// The percentiles the headline view does not stand behind (issue 37; the run's
+    /// `views.percentiles` says why): marked † in the table.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unstood: Vec<String>,
     pub slo: Option<Verdict>,
     /// The SLO's judgement, condition by condition (of the run; for a search step measured
     /// several times, of its repeats combined). Not serialised: `slo` is the row's verdict.
@@ -548,6 +552,7 @@ impl Ctx<'_> {
                         excess: None,
                         server: None,
                         headline: None,
+                        unstood: Vec::new(),
                         slo: self.plan.slo.as_ref().map(|_| Verdict::Violates),
                         slo_report: None,
                         seed,
@@ -650,6 +655,12 @@ impl Ctx<'_> {
                 excess: sv.excess.iter().map(|e| (e.key.clone(), e.value)).collect(),
             }),
             headline: Some(run.views.headline),
+            unstood: run
+                .views
+                .invalid_percentiles(run.views.headline)
+                .into_iter()
+                .map(String::from)
+                .collect(),
             slo: report.as_ref().map(|r| r.verdict),
             slo_report: report,
             seed: run.seed,

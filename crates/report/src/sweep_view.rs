@@ -81,9 +81,20 @@ pub fn sweep_views(
             "run", "role", "offered", "achieved", "p50", "p99", "p99.9", "ideal p50", "p99",
             "p99.9", "excess", "status", "view", "slo"
         )?;
+        let mut daggers = false;
         for x in rows {
-            // The figures of the view the view column names.
+            // The figures of the view the view column names; a percentile that view does not
+            // stand behind (issue 37) carries a dagger.
             let (measured, ideal, excess) = x.headline_figures();
+            let m = |k: &str| {
+                let mark = if x.unstood.iter().any(|u| u == k) {
+                    crate::terminal::NOT_STOOD_BEHIND
+                } else {
+                    ""
+                };
+                format!("{}{mark}", us(measured, k))
+            };
+            daggers |= !x.unstood.is_empty();
             let offered = match x.load_pct {
                 Some(p) => format!("{p:.0}%"),
                 None => format!("{:.0}", x.offered_rps),
@@ -95,9 +106,9 @@ pub fn sweep_views(
                 x.role,
                 offered,
                 x.achieved_rps,
-                us(measured, "p50"),
-                us(measured, "p99"),
-                us(measured, "p99.9"),
+                m("p50"),
+                m("p99"),
+                m("p99.9"),
                 us(ideal, "p50"),
                 us(ideal, "p99"),
                 us(ideal, "p99.9"),
@@ -107,6 +118,12 @@ pub fn sweep_views(
                     .or_else(|| x.run_id.and_then(|i| headlines.get(&i).copied()))
                     .map_or("-", |v| v.as_str()),
                 x.slo.map(|v| v.as_str()).unwrap_or("-"),
+            )?;
+        }
+        if daggers {
+            writeln!(
+                w,
+                "  †: not the server's alone: the generator's stalls are over 10 % of it (runs show N)"
             )?;
         }
     }
