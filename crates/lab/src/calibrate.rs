@@ -143,7 +143,7 @@ pub struct Calibration {
     /// The open-loop confirmation: completions per second while offered `overload` × peak.
     pub overload_offered_rps: f64,
     pub overload_completed_rps: f64,
-    /// The peak's 95 % interval from the confirmation's slices (None without one).
+    /// The peak's 95 % interval from the confirmations' spread (None with fewer than two).
     pub peak_interval_rps: Option<(f64, f64)>,
     /// Set when the search's best step and the peak differ by more than that interval's
     /// width: how, for a person.
@@ -627,7 +627,11 @@ fn calibration_of(f: Found, workers: u32, obs: &dyn Observer) -> Calibration {
             "the best step (no confirmation: stopped)".to_string(),
         )
     };
-    let interval = peak_interval(&runs, CONFIDENCE);
+    // Student's t over the confirmations (stats::mean_ci); a rate's interval never reaches
+    // zero. None with fewer than two.
+    let interval = stats::mean_ci(&runs, CONFIDENCE)
+        .ok()
+        .map(|e| (e.lo.max(e.value * 0.01), e.hi));
     let shown = interval.map_or(String::new(), |(lo, hi)| format!(" [{lo:.0}, {hi:.0}]"));
     obs.note(&format!("peak {peak:.0} req/s{shown}: {from}"));
     obs.note(&format!(
@@ -665,21 +669,6 @@ fn calibration_of(f: Found, workers: u32, obs: &dyn Observer) -> Calibration {
 
 /// The confidence of the peak's interval.
 const CONFIDENCE: f64 = 0.95;
-
-/// The peak's interval from the confirmations' rates: their mean ± Student's t × their
-/// standard error. None with fewer than two.
-fn peak_interval(runs: &[f64], confidence: f64) -> Option<(f64, f64)> {
-    let n = runs.len();
-    if n < 2 {
-        return None;
-    }
-    let mean = runs.iter().sum::<f64>() / n as f64;
-    let var = runs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-    let t = stats::student_t_quantile(0.5 + confidence / 2.0, n as u64 - 1);
-    let half = t * (var / n as f64).sqrt();
-    // A rate's interval never reaches zero.
-    Some(((mean - half).max(mean * 0.01), mean + half))
-}
 
 /// Why the search's best step and the confirmation disagree, when they differ by more than
 /// the peak's interval is wide (the best step is the largest of several short, noisy steps:

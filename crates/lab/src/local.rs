@@ -86,25 +86,18 @@ fn find_server(target: &load::Target, proc_root: &Path) -> Found {
     if cpus.len() >= online {
         cpus.clear();
     }
+    // A process's name is its main thread's (the thread whose id is the pid).
     let names: Vec<String> = pids
         .iter()
-        .map(|p| {
-            let comm = std::fs::read_to_string(proc_root.join(p.to_string()).join("comm"))
-                .map(|c| c.trim().to_string())
-                .unwrap_or_else(|_| "?".into());
+        .map(|&p| {
+            let comm = threads.iter().find(|t| t.tid == p).map_or("?", |t| &t.name);
             format!("{p} ({comm})")
         })
         .collect();
     let on = if cpus.is_empty() {
         "any CPU".to_string()
     } else {
-        format!(
-            "CPUs {}",
-            cpus.iter()
-                .map(usize::to_string)
-                .collect::<Vec<_>>()
-                .join(",")
-        )
+        format!("CPUs {}", host::probe::format_cpu_list(&cpus))
     };
     Found {
         pids,
@@ -144,7 +137,8 @@ impl LoadSource for LocalEngine {
         pids.extend(ready.pids());
         // Neither spawned (a process or the built-in server's threads) nor named by
         // --server-pid: the user's own server, looked for on this host.
-        let found = if pids.is_empty() && ready.tids().is_empty() {
+        let tids = ready.tids();
+        let found = if pids.is_empty() && tids.is_empty() {
             let f = find_server(&cfg.target, Path::new("/proc"));
             obs.note(&f.line);
             pids = f.pids;
@@ -164,7 +158,7 @@ impl LoadSource for LocalEngine {
         let factory = ready.factory(cfg.seed)?;
         let server = ServerInfo {
             pids,
-            tids: ready.tids(),
+            tids,
             cpus: server_cpus,
         };
         let mut sink = StoreSink::open(&s.db.path, s.run_id)?;

@@ -397,6 +397,15 @@ impl Views {
         })
     }
 
+    /// The percentiles a valid view does not stand behind, each with why (in the judged
+    /// order).
+    pub fn unstood(&self, view: View) -> Vec<(&str, &str)> {
+        self.invalid_percentiles(view)
+            .into_iter()
+            .filter_map(|k| Some((k, self.percentile(view, k)?.why.as_str())))
+            .collect()
+    }
+
     /// "p50–p90 (not p99–p99.99)": the judged percentiles a valid view stands behind and
     /// those it does not, for the status line; None when it stands behind all or the view is
     /// invalid.
@@ -1107,22 +1116,9 @@ mod tests {
     /// verdicts on latencies with a late tail).
     #[test]
     fn views_list_the_percentiles_they_stand_behind() {
-        use crate::tail_validity::judge;
-        let summary = |values: &[f64]| {
-            let mut r = stats::Recorder::exact(values.len());
-            for &v in values {
-                r.record(v.max(1.0) as u64);
-            }
-            r.summarize(0.95).unwrap()
-        };
-        let n = 20_000;
-        let user: Vec<f64> = (0..n)
-            .map(|i| 100e3 + 9_900e3 * (i as f64 / n as f64).powi(8))
-            .collect();
-        let lateness: Vec<f64> = (0..n)
-            .map(|i| if i >= n - n / 200 { 2e6 } else { 1e3 })
-            .collect();
-        let judged = judge(&summary(&user), &summary(&lateness), None, None, None);
+        use crate::tail_validity::{judge, late_tail_values, summary_of};
+        let (user, lateness) = late_tail_values();
+        let judged = judge(&summary_of(&user), &summary_of(&lateness), None, None, None);
         // The run's views say which percentiles they stand behind.
         let views = Views {
             user: ViewValidity {

@@ -184,19 +184,37 @@ fn fmt_ns(ns: f64) -> String {
     model::format_duration_ns(ns)
 }
 
+/// An exact summary of `values` (ns), for tests.
+#[cfg(test)]
+pub(crate) fn summary_of(values: &[f64]) -> Summary {
+    let mut r = stats::Recorder::exact(values.len());
+    for &v in values {
+        r.record(v.max(1.0) as u64);
+    }
+    r.summarize(0.95).unwrap()
+}
+
+/// For tests: 20,000 latencies from 100 µs to 10 ms, and a lateness of 1 µs except 2 ms in
+/// the last 0.5 % (a tail the generator's stalls make up).
+#[cfg(test)]
+pub(crate) fn late_tail_values() -> (Vec<f64>, Vec<f64>) {
+    let n = 20_000;
+    let user = (0..n)
+        .map(|i| 100e3 + 9_900e3 * (i as f64 / n as f64).powi(8))
+        .collect();
+    let lateness = (0..n)
+        .map(|i| if i >= n - n / 200 { 2e6 } else { 1e3 })
+        .collect();
+    (user, lateness)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
     use rand_distr::{Distribution, Exp};
 
-    fn summary(values: &[f64]) -> Summary {
-        let mut r = stats::Recorder::exact(values.len());
-        for &v in values {
-            r.record(v.max(1.0) as u64);
-        }
-        r.summarize(0.95).unwrap()
-    }
+    use super::summary_of as summary;
 
     fn at(s: &Summary, key: &str) -> f64 {
         s.get(key).unwrap().value
@@ -276,14 +294,8 @@ mod tests {
 
     #[test]
     fn a_percentile_stands_when_the_generators_share_is_at_most_a_tenth() {
-        // Latencies 100 µs ... 10 ms; lateness 0 below the tail, 2 ms in its last 0.5 %.
-        let n = 20_000;
-        let user: Vec<f64> = (0..n)
-            .map(|i| 100e3 + 9_900e3 * (i as f64 / n as f64).powi(8))
-            .collect();
-        let lateness: Vec<f64> = (0..n)
-            .map(|i| if i >= n - n / 200 { 2e6 } else { 1e3 })
-            .collect();
+        // Latencies 100 µs ... 10 ms; lateness 1 µs below the tail, 2 ms in its last 0.5 %.
+        let (user, lateness) = late_tail_values();
         let server: Vec<f64> = user.iter().map(|u| u * 0.9).collect();
         let (u, l, s) = (summary(&user), summary(&lateness), summary(&server));
         let judged = judge(&u, &l, Some(&s), Some(0.5), None);

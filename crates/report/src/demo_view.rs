@@ -240,11 +240,7 @@ pub fn brief(
         daggers |= ["p50", "p99", "p99.9"].iter().any(|k| unstood(k));
     }
     if daggers {
-        writeln!(
-            w,
-            "{}",
-            fit("  †: not the server's alone: the generator's stalls are over 10 % of it (runs show N)")
-        )?;
+        writeln!(w, "{}", fit(crate::terminal::NOT_STOOD_BEHIND_NOTE))?;
     }
     for p in points.iter().filter(|p| p.result.repeats > 1) {
         let r = &p.result;

@@ -121,10 +121,7 @@ pub fn sweep_views(
             )?;
         }
         if daggers {
-            writeln!(
-                w,
-                "  †: not the server's alone: the generator's stalls are over 10 % of it (runs show N)"
-            )?;
+            writeln!(w, "{}", crate::terminal::NOT_STOOD_BEHIND_NOTE)?;
         }
     }
     crate::repeat_view::points(w, &r.points)?;

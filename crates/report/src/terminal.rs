@@ -12,15 +12,16 @@ use stats::Summary;
 /// The mark a percentile's row carries when its view does not stand behind it.
 pub const NOT_STOOD_BEHIND: &str = "†";
 
+/// Below a table of several runs whose rows carry [`NOT_STOOD_BEHIND`]: what it means.
+pub const NOT_STOOD_BEHIND_NOTE: &str =
+    "  †: not the server's alone: the generator's stalls are over 10 % of it (runs show N)";
+
 /// Why each percentile a valid view does not stand behind is not the server's, one line
 /// each, to print below that view's table.
 pub fn marked_lines(v: &lab::Views, view: lab::View) -> Vec<String> {
-    v.invalid_percentiles(view)
+    v.unstood(view)
         .into_iter()
-        .filter_map(|k| {
-            let p = v.percentile(view, k)?;
-            Some(format!("  {NOT_STOOD_BEHIND} {k}: {}", p.why))
-        })
+        .map(|(k, why)| format!("  {NOT_STOOD_BEHIND} {k}: {why}"))
         .collect()
 }
 
@@ -316,10 +317,9 @@ fn threads(w: &mut dyn Write, run: &Run) -> io::Result<()> {
     if t.is_empty() {
         return Ok(());
     }
-    let cpus = |c: &[usize]| c.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
     let listed: Vec<String> = t
         .iter()
-        .map(|t| format!("{} on {}", t.name, cpus(&t.allowed)))
+        .map(|t| format!("{} on {}", t.name, host::probe::format_cpu_list(&t.allowed)))
         .collect();
     writeln!(
         w,

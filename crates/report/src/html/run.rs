@@ -375,14 +375,12 @@ fn view_table(
         );
     }
     t.push_str("</table>");
-    for k in bad {
-        if let Some(p) = views.percentile(view, k) {
-            let _ = write!(
-                t,
-                "<p class=\"muted\">† {k} is not the server's alone: {}</p>",
-                esc(&p.why)
-            );
-        }
+    for (k, why) in views.unstood(view) {
+        let _ = write!(
+            t,
+            "<p class=\"muted\">† {k} is not the server's alone: {}</p>",
+            esc(why)
+        );
     }
     t
 }
