@@ -196,6 +196,7 @@ impl Stages {
                 guard: HashMap::new(),
                 outside: 0,
                 edge: 0,
+                guarded: 0,
                 start: None,
                 ports: HashMap::new(),
                 udp_sends: HashMap::new(),
@@ -356,6 +357,10 @@ struct Join {
     /// near its end, or read together with an earlier request outside).
     outside: u64,
     edge: u64,
+    /// Of `edge`: requests the joiner matched but a read outside every window may have taken
+    /// (see `guard`), so their stamps were dropped; the joiner counts them as matched, the
+    /// run does not (each answered request is matched, outside or at an edge, once).
+    guarded: u64,
     start: Option<u64>,
     /// Connection → (opened at, local port), oldest first.
     ports: HashMap<u32, Vec<(u64, u16)>>,
@@ -588,6 +593,7 @@ impl Join {
                 let m = match m {
                     Some(m) if m.stamps[2] <= guards[from + k] => {
                         self.edge += 1;
+                        self.guarded += 1;
                         None
                     }
                     m => m,
@@ -644,6 +650,7 @@ impl Join {
         let c = self.collector.counters();
         let k = self.collector.kernel_cost();
         let j = self.joiner.stats();
+        let matched = j.matched.saturating_sub(self.guarded);
         let q = |r: &mut Recorder, p: f64| {
             Quantile::new(p)
                 .ok()
@@ -699,7 +706,7 @@ impl Join {
             "kernel_dropped": c.dropped,
             "malformed": self.collector.malformed(),
             "answered": self.answered,
-            "matched": j.matched,
+            "matched": matched,
             "unknown_connection": self.unknown_conn,
             "join": j,
             "agreement": agreement,
@@ -711,7 +718,7 @@ impl Join {
             "error": self.error,
         });
         let pct = if self.answered > 0 {
-            100.0 * j.matched as f64 / self.answered as f64
+            100.0 * matched as f64 / self.answered as f64
         } else {
             0.0
         };
@@ -751,7 +758,7 @@ impl Join {
                     if r.measured { "" } else { ", not measured: no BPF run-time statistics, a fixed 10 % duty" },
                     r.error.as_ref().map(|e| format!("; sampling stopped: {e}")).unwrap_or_default(),
                 )).unwrap_or_default(),
-                j.matched,
+                matched,
                 self.answered,
                 c.events,
                 c.dropped,
