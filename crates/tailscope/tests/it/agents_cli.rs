@@ -391,7 +391,8 @@ fn two_local_agents_drive_a_sweep_in_percent_with_find_max() {
             "det:200us",
         ])
         .args(["--loads", "20,40%", "--find-max", "--slo", "p99<=5ms"])
-        .args(["--max-steps", "3", "--duration", "1s", "--warmup", "300ms"])
+        .args(["--max-steps", "2", "--duration", "500ms"])
+        .args(["--warmup", "200ms"])
         // The plumbing is under test (see the first test): a 1 s lateness threshold.
         .args(["--lateness-threshold", "1s"])
         .args(["--agent", "local", "--agent", &counted])

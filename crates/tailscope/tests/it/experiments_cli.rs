@@ -1,6 +1,7 @@
 //! Every shipped experiment file runs here, reduced: each axis to its first value, one
 //! absolute low load and a stated service time for the ideal (so no calibration; a max-load
-//! search calibrates and takes two steps), 0.3 s runs, one repeat. What runs is the file's own
+//! search starts from the capacity that service time gives and takes two steps), 0.3 s runs,
+//! one repeat. What runs is the file's own
 //! target, spawn options, workload and knobs through `sweep FILE`, the path a reviewer takes
 //! with the full file; the test checks that every point ran, is stored and has a verdict.
 //! Files the host cannot run (they say so) are checked for their refusal in `sweep_cli`; the
@@ -72,8 +73,11 @@ fn every_shipped_experiment_runs_reduced_and_stores_each_point_with_a_verdict() 
             .arg("--db")
             .arg(&db);
         if text.contains("find-max = true") {
-            // The search starts from the configuration's calibrated peak: two steps.
-            c.args(["--max-steps", "2"]);
+            // The search starts from half the capacity the stated service time gives (no
+            // calibration; `agents_cli` searches from a calibrated peak): half a worker's
+            // capacity is the load below, two steps.
+            let service = if load == "500" { "1ms" } else { "250us" };
+            c.args(["--max-steps", "2", "--service", service]);
         } else {
             // A stated service time for the ideal: no calibration of the peak.
             c.args(["--loads", load, "--service", "20us"]);

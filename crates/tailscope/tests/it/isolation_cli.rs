@@ -405,7 +405,9 @@ fn containers_are_made_recorded_and_removed_and_bad_input_is_refused() {
         let mut c = bin();
         c.args(["sweep", "memcached://", "--spawn", "--server-threads", "1"])
             .args(["--server-cpus", &cpu, "--cpus", "0", "--loads", "2000"])
+            // A stated service time: no calibration each time a knob restarts the server.
             .args(["--duration", "0.5s", "--warmup", "0.2s", "--json"])
+            .args(["--service", "20us"])
             .args(extra)
             .arg("--db")
             .arg(&db)
