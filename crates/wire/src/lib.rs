@@ -15,11 +15,16 @@
 //!   multi-datagram reassembly.
 //! - [`http1`]: HTTP/1.1 GET requests and response framing (Content-Length, chunked).
 //! - [`resp`]: RESP2 (Redis) GET/SET and replies.
+//! - [`h2`]: HTTP/2 frames (every type a client meets, checked as RFC 9113 requires) and
+//!   request/response header blocks through HPACK.
+//! - [`grpc`]: gRPC's length-prefixed messages and the status its trailers carry.
 //!
 //! Every decoder looks at the front of a buffer and answers "need more", a value and the
 //! bytes it used, or an error; none panics on any input and all bound the sizes they
 //! accept.
 
+pub mod grpc;
+pub mod h2;
 pub mod http1;
 pub mod memcache;
 pub mod nullrpc;
