@@ -508,6 +508,13 @@ pub fn encode_data(
 
 /// A connection's HPACK state for a client: the request encoder and the response decoder
 /// (each must see every header block of its direction, in order).
+///
+/// Measured (release build, this VM): decoding nginx's response head costs 0.9 µs when its
+/// values are literal and 34 µs when they are Huffman-coded, as nginx sends them —
+/// `loona-hpack` builds its Huffman decoder (a hash map) for every string. Correct, and fine
+/// for tests and checks, but too slow for the load engine's hot path (a first h2c
+/// integration, built unoptimised as the tests are, read each reply 2.8 ms after it
+/// arrived): the engine needs a table-driven Huffman decoder before `h2c://` can ship.
 pub struct Hpack {
     encoder: loona_hpack::Encoder<'static>,
     decoder: loona_hpack::Decoder<'static>,
