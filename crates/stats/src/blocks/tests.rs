@@ -363,15 +363,15 @@ fn table(
     trials: usize,
     seed: u64,
     mut series: impl FnMut(&mut Xoshiro256PlusPlus) -> Vec<Vec<f64>>,
-    interval: impl Fn(&[Vec<BlockedRecorder>], usize, Quantile) -> SectionedInterval,
-    truth: impl Fn(f64) -> f64,
+    interval: impl Fn(&[Vec<BlockedRecorder>], usize, Quantile) -> SectionedInterval + Sync,
+    truth: impl Fn(f64) -> f64 + Sync,
 ) -> Table {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
-    let mut hits = [[0u32; 3]; 3];
-    let mut nonpositive_lo = 0;
-    for _ in 0..trials {
-        let recs: Vec<Vec<BlockedRecorder>> =
-            series(&mut rng).iter().map(|s| recorders_of(s)).collect();
+    // One trial's hits per (k, q) and its intervals with a lower end <= 0.
+    let judge = |values: &[Vec<f64>]| {
+        let recs: Vec<Vec<BlockedRecorder>> = values.iter().map(|s| recorders_of(s)).collect();
+        let mut hits = [[0u32; 3]; 3];
+        let mut nonpositive_lo = 0;
         for (a, &k) in KS.iter().enumerate() {
             for (b, &p) in QS.iter().enumerate() {
                 let iv = interval(&recs, a, q(p));
@@ -382,6 +382,31 @@ fn table(
                 hits[a][b] += u32::from(iv.lo <= t && t <= iv.hi);
             }
         }
+        (hits, nonpositive_lo)
+    };
+    let mut hits = [[0u32; 3]; 3];
+    let mut nonpositive_lo = 0;
+    // The series are drawn in order from the one generator (the same trials as one after the
+    // other); each pair of trials is judged on two threads, this machine's two CPUs.
+    let mut done = 0;
+    while done < trials {
+        let first = series(&mut rng);
+        let second = (done + 1 < trials).then(|| series(&mut rng));
+        let results = std::thread::scope(|s| {
+            let other = second.as_ref().map(|v| s.spawn(|| judge(v)));
+            let mut r = vec![judge(&first)];
+            r.extend(other.map(|h| h.join().expect("a trial was judged")));
+            r
+        });
+        for (h, n) in results {
+            for a in 0..3 {
+                for b in 0..3 {
+                    hits[a][b] += h[a][b];
+                }
+            }
+            nonpositive_lo += n;
+        }
+        done += 2;
     }
     Table {
         cov: hits.map(|row| row.map(|h| f64::from(h) / trials as f64)),
