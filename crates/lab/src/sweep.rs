@@ -113,9 +113,9 @@ pub struct Row {
     pub achieved_rps: f64,
     /// The rate the arrival schedule itself held over the measured span (its realisation:
     /// a Poisson schedule's count is off the nominal rate by ~1/sqrt(N), 4 % for a 0.6 s
-    /// run at 1,000 req/s), what the send rate is held against by the max-RPS search. Not
-    /// serialised (the run's `throughput` holds it); None for a failed point.
-    #[serde(skip)]
+    /// run at 1,000 req/s), what the send rate is held against by the max-RPS search. None
+    /// for a failed point (and in rows stored before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduled_rps: Option<f64>,
     pub status: RunStatus,
     pub timeouts: u64,
