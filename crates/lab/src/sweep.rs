@@ -594,8 +594,7 @@ impl Ctx<'_> {
                 result.status = RunStatus::Failed;
             }
         }
-        let mut achieved: Vec<f64> = rows.iter().map(|r| r.achieved_rps).collect();
-        achieved.sort_by(f64::total_cmp);
+        let achieved = upper_median(rows.iter().map(|r| r.achieved_rps).collect());
         let report = self
             .plan
             .slo
@@ -605,7 +604,7 @@ impl Ctx<'_> {
             params: combo.params.clone(),
             load_pct,
             offered_rps: rate,
-            achieved_rps: achieved.get(achieved.len() / 2).copied().unwrap_or(0.0),
+            achieved_rps: achieved.unwrap_or(0.0),
             slo: report.as_ref().map(|r| r.verdict),
             slo_report: report,
             result,
@@ -636,12 +635,12 @@ impl Ctx<'_> {
             row.slo = p.slo;
             row.slo_report = p.slo_report;
             row.achieved_rps = p.achieved_rps;
-            // The repeats' realised schedules, as their achieved rates: the median.
-            let mut scheduled: Vec<f64> = rows.iter().filter_map(|r| r.scheduled_rps).collect();
-            scheduled.sort_by(f64::total_cmp);
-            row.scheduled_rps = (scheduled.len() == rows.len())
-                .then(|| scheduled.get(scheduled.len() / 2).copied())
-                .flatten();
+            // The repeats' realised schedules, combined as their achieved rates are.
+            row.scheduled_rps = rows
+                .iter()
+                .map(|r| r.scheduled_rps)
+                .collect::<Option<Vec<f64>>>()
+                .and_then(upper_median);
             row.timeouts = rows.iter().map(|r| r.timeouts).sum();
         }
         Ok(row)
@@ -960,6 +959,13 @@ fn run_all(
         return Ok(());
     }
     result
+}
+
+/// The upper median of `v` (the middle value; of two, the higher), None when empty: how a
+/// point's repeats combine their achieved and scheduled rates.
+fn upper_median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
 }
 
 /// ThunderX's max-RPS criterion: the run is ok, nothing timed out, and the generator sent at
