@@ -1003,14 +1003,24 @@ fn find_max(
         let mut b = ctx.search(combo, live, start, None, Role::Search, &meets)?;
         // The answer is the highest load that met: 30 % more must not. A check that meets
         // says a step below it was unlucky (a stall of the host, not the load), so the
-        // search goes on above the check's rate, at most twice.
+        // search goes on above the check's rate, at most twice. A last check that still
+        // meets is itself the highest load known to meet, with nothing tried above it.
         for resumed in 0..=CHECK_RESUMES {
             if b.offered_rps <= 0.0 || ctx.stop.load(Ordering::Relaxed) {
                 break;
             }
             let check = 1.3 * b.offered_rps;
             let row = ctx.step(combo, live, check, Role::Check)?;
-            if !meets(&row) || resumed == CHECK_RESUMES {
+            if !meets(&row) {
+                break;
+            }
+            if resumed == CHECK_RESUMES {
+                b = Bracket {
+                    offered_rps: check,
+                    load_pct: ctx.capacity(live).map(|c| 100.0 * check / c),
+                    bracket_rps: (check, None),
+                    steps: b.steps,
+                };
                 break;
             }
             b = ctx.search(combo, live, start, Some(check), Role::Search, &meets)?;

@@ -109,7 +109,9 @@ fn a_load_sweep_is_one_experiment_of_stored_runs() {
 }
 
 /// `--find-max`: the highest offered load meeting the SLO is reported with its bracket, the
-/// run that found it met the SLO, and the check at 1.3 × that rate did not.
+/// run that found it met the SLO, and the check at 1.3 × that rate did not (or, on a host
+/// whose stalls failed the searches' steps three times over, the last check that met is the
+/// answer).
 #[test]
 fn find_max_brackets_the_highest_load_meeting_the_slo() {
     let _g = common::one_at_a_time(&SERIAL);
@@ -192,9 +194,19 @@ fn find_max_brackets_the_highest_load_meeting_the_slo() {
         })
         .unwrap_or_else(|| panic!("no row at {best}: {v}"));
     assert_eq!(decided["slo"], "meets");
+    let (lo, hi) = (&m["bracket_rps"][0], &m["bracket_rps"][1]);
+    let checks: Vec<_> = rows.iter().filter(|r| r["role"] == "check").collect();
+    if decided["role"] == "check" && checks.len() == 3 && checks.iter().all(|c| c["slo"] == "meets")
+    {
+        // A noisy host can fail search steps below loads that then meet: after two resumed
+        // searches the third check that met is the answer, with nothing tried above it.
+        assert_eq!(checks[2]["offered_rps"], decided["offered_rps"], "{v}");
+        assert!(hi.is_null(), "{m}");
+        eprintln!("all three checks met; the last one ({best}) is the answer");
+        return;
+    }
     let check = at("check", 1.3 * best);
     assert_ne!(check["slo"], "meets", "{check}");
-    let (lo, hi) = (&m["bracket_rps"][0], &m["bracket_rps"][1]);
     assert_eq!(lo.as_f64().unwrap(), best);
     if let Some(hi) = hi.as_f64() {
         assert!(hi > best);
