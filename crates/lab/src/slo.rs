@@ -351,7 +351,11 @@ fn wilson(k: u64, n: u64) -> (f64, f64) {
     let d = 1.0 + z * z / n_f;
     let c = (p + z * z / (2.0 * n_f)) / d;
     let h = z * (p * (1.0 - p) / n_f + z * z / (4.0 * n_f * n_f)).sqrt() / d;
-    ((c - h).max(0.0), (c + h).min(1.0))
+    // At k = 0 (k = n) the bound is exactly 0 (1); rounding in c − h (c + h) leaves ~1e-18,
+    // which read `errors<=0%` of an error-free run as violated.
+    let lo = if k == 0 { 0.0 } else { (c - h).max(0.0) };
+    let hi = if k >= n { 1.0 } else { (c + h).min(1.0) };
+    (lo, hi)
 }
 
 /// Upper bound: meets when the interval's top is within it, violates when its bottom is beyond.
@@ -688,6 +692,13 @@ mod tests {
         }
         let (lo, hi) = wilson(5, 1000);
         assert!(lo < 0.005 && hi > 0.005 && lo > 0.0);
+        // No errors (all errors) bound the share at exactly 0 (1), whatever the count (a
+        // 6,000-request run once read 5.4e-18).
+        for n in 1..20_000 {
+            assert_eq!(wilson(0, n).0, 0.0, "n = {n}");
+            assert_eq!(wilson(n, n).1, 1.0, "n = {n}");
+            assert!(wilson(0, n).1 > 0.0 && wilson(n, n).0 < 1.0, "n = {n}");
+        }
         for bad in [
             "p99",
             "p100<=1ms",
