@@ -445,11 +445,15 @@ pub fn run(
     }
     let cfg = &cfg;
     if ready && !interrupted {
-        let s =
-            host::tstamp::mono_now_ns() + u64::try_from(plan.lead.as_nanos()).unwrap_or(u64::MAX);
+        let lead = if here_agents == n {
+            plan.lead.min(crate::LOCAL_LEAD)
+        } else {
+            plan.lead
+        };
+        let s = host::tstamp::mono_now_ns() + u64::try_from(lead.as_nanos()).unwrap_or(u64::MAX);
         obs.note(&format!(
             "{n} agent(s) ready; common start in {:.0} ms",
-            plan.lead.as_secs_f64() * 1e3
+            lead.as_secs_f64() * 1e3
         ));
         for i in 0..n {
             let mut job = Job::of(cfg, work, (i as u32, n as u32));

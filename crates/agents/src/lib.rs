@@ -57,9 +57,16 @@ pub struct Plan {
     /// Stream every request's record; off: histograms only.
     pub records: bool,
     /// Time from the start announcement to the common start: every agent opens its
-    /// connections in it.
+    /// connections in it. When every agent runs on the coordinator's machine the start
+    /// takes at most [`LOCAL_LEAD`].
     pub lead: Duration,
 }
+
+/// The lead when every agent runs on the coordinator's machine (same boot id): the start
+/// message crosses a pipe and the connections are local, so a generator is ready within a
+/// few ms; 250 ms leaves room for this VM's worst stalls (~17 ms) many times over. A
+/// generator that is not ready by the start fails the run and says to give more lead.
+pub const LOCAL_LEAD: Duration = Duration::from_millis(250);
 
 /// What the coordinator tells the person watching while the agents run.
 pub trait Progress {
