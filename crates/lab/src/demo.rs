@@ -14,7 +14,7 @@ use crate::{
     CalibrateSpec, Db, Load, RunTemplate, Slo, SpawnSpec, SweepPlan, TargetSpec, WorkloadSpec,
 };
 
-/// The demo's warm-up before each run.
+/// The demo's warm-up before each run, unless `--warmup` says otherwise.
 pub const DEMO_WARMUP: Duration = Duration::from_secs(2);
 /// The generator's connections.
 const CONNECTIONS: usize = 8;
@@ -30,8 +30,11 @@ pub struct DemoSpec {
     /// `work` as given (stored in the runs' configuration).
     pub work_text: String,
     pub sched: Option<SchedSpec>,
+    /// Each run's length, its warm-up included.
     pub duration: Duration,
     pub duration_text: String,
+    /// The warm-up before each run's counted part ([`DEMO_WARMUP`] unless given).
+    pub warmup: Duration,
     /// Loads in % of the calibrated capacity.
     pub loads_pct: Vec<f64>,
     pub repeat: u32,
@@ -73,10 +76,10 @@ impl DemoSpec {
                 "--loads must be percentages in (0, 100), e.g. 30,60,85",
             ));
         }
-        if self.duration <= DEMO_WARMUP {
+        if self.duration <= self.warmup {
             return Err(invalid(format!(
-                "--duration must be longer than the demo's 2 s warm-up, got {}",
-                self.duration_text
+                "--duration must be longer than the demo's {:?} warm-up (--warmup), got {}",
+                self.warmup, self.duration_text
             )));
         }
         let sweep = self.sweep(server_cpu, client_cpu)?;
@@ -92,8 +95,8 @@ impl DemoSpec {
     fn sweep(self, server_cpu: usize, client_cpu: usize) -> Result<SweepPlan, LabError> {
         let target: Target = "nullrpc://127.0.0.1:1".parse().map_err(invalid)?;
         let mut load = LoadConfig::new(target, 1.0);
-        load.stop = load::StopAt::Duration(self.duration - DEMO_WARMUP);
-        load.warmup = DEMO_WARMUP;
+        load.stop = load::StopAt::Duration(self.duration - self.warmup);
+        load.warmup = self.warmup;
         load.connections = CONNECTIONS;
         load.cpus = vec![client_cpu];
         load.yield_when_far = false;
@@ -108,6 +111,8 @@ impl DemoSpec {
         let config = crate::RunConfig {
             demo: Some(true),
             duration: Some(self.duration_text.clone()),
+            // Stored only when not the demo's own, so default demos keep their shape.
+            warmup: (self.warmup != DEMO_WARMUP).then(|| format!("{:?}", self.warmup)),
             connections: Some(CONNECTIONS as u64),
             client_cpu: Some(client_cpu as u64),
             server_cpu: Some(server_cpu as u64),
@@ -178,6 +183,7 @@ mod tests {
             sched: None,
             duration: Duration::from_secs(5),
             duration_text: "5s".into(),
+            warmup: DEMO_WARMUP,
             loads_pct: vec![30.0, 60.0],
             repeat: 1,
             label: None,
@@ -215,6 +221,15 @@ mod tests {
         let mut s = spec();
         s.duration = DEMO_WARMUP;
         assert!(s.plan(4).unwrap_err().to_string().contains("warm-up"));
+        let mut s = spec();
+        s.warmup = Duration::from_millis(300);
+        s.duration = Duration::from_millis(1300);
+        let p = s.plan(4).unwrap();
+        assert_eq!(p.sweep.template.load.warmup, Duration::from_millis(300));
+        assert_eq!(
+            p.sweep.template.load.stop,
+            load::StopAt::Duration(Duration::from_secs(1))
+        );
         let mut s = spec();
         s.repeat = 0;
         assert!(s.plan(4).unwrap_err().to_string().contains("--repeat"));

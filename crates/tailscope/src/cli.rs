@@ -270,9 +270,12 @@ pub struct DemoArgs {
     /// Utilisations to run, in percent of the calibrated capacity.
     #[arg(long, default_value = "30,60,85", value_delimiter = ',')]
     pub loads: Vec<f64>,
-    /// Length of each run.
+    /// Length of each run, its warm-up included.
     #[arg(long, default_value = "6s")]
     pub duration: Given<lab::DurationArg>,
+    /// Warm-up at the start of each run, not counted (shorter than --duration).
+    #[arg(long, default_value = "2s")]
+    pub warmup: lab::DurationArg,
     /// Runs per load, interleaved over the loads (30, 60, 85, 30, 60, 85 …): each load's
     /// result is the median of its repeats, and the closing lines say how far they spread.
     #[arg(long, default_value_t = 2)]
@@ -306,10 +309,10 @@ pub struct DemoArgs {
     pub label: Option<lab::Label>,
     #[command(flatten)]
     pub db: DbArgs,
-    /// Print exactly one JSON object on stdout.
     /// Print each run as `run --detail` does and the whole sweep table, not one screen.
     #[arg(long)]
     pub detail: bool,
+    /// Print exactly one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
 }

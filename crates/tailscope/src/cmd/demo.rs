@@ -35,6 +35,7 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
         sched: a.sched.clone(),
         duration: a.duration.value.0,
         duration_text: a.duration.text.clone(),
+        warmup: a.warmup.0,
         loads_pct: a.loads.clone(),
         repeat: a.repeat,
         label: a.label.clone().map(|l| l.0),
