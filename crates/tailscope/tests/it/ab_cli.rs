@@ -27,7 +27,7 @@ const QUICK: [&str; 14] = [
     "--rate",
     "2500",
     "--slice",
-    "300ms",
+    "200ms",
     "--settle",
     "50ms",
     "--gap",

@@ -29,7 +29,7 @@ const QUICK: [&str; 14] = [
     "--rate",
     "3000",
     "--slice",
-    "300ms",
+    "200ms",
     "--settle",
     "50ms",
     "--gap",
@@ -162,7 +162,7 @@ fn an_ab_experiment_has_its_own_page_with_the_answer_rows_ccdfs_and_pairs() {
     let rows_at = text.find("All rows").unwrap();
     assert!(answer_at < rows_at, "the answer comes before the rows");
     // The design and why it stopped.
-    assert!(text.contains("8 pairs of 0.300 s slices"), "{text}");
+    assert!(text.contains("8 pairs of 0.200 s slices"), "{text}");
     assert!(text.contains(v["stopped"].as_str().unwrap()));
     // Both arms' specifications, and their runs' ids.
     for (arm, spec) in [("baseline", BASELINE), ("candidate", CANDIDATE)] {

@@ -40,7 +40,7 @@ fn the_documented_pipeline_runs_and_its_exit_code_matches_its_junit() {
         .arg(root().join("docs/ci-latency.sh"))
         .env("TS", env!("CARGO_BIN_EXE_tailscope"))
         .env("OUT", &out_dir)
-        .env("DURATION", "1500ms")
+        .env("DURATION", "600ms")
         .env_remove("TAILSCOPE_DB")
         .output()
         .unwrap();
@@ -132,7 +132,7 @@ fn the_documented_ab_pipeline_runs_and_its_junit_agrees_with_its_exit_code() {
         .env("TS", env!("CARGO_BIN_EXE_tailscope"))
         .env("OUT", &out_dir)
         .env("RATE", "2500")
-        .env("MAX", "20s")
+        .env("MAX", "10s")
         .env_remove("TAILSCOPE_DB")
         .output()
         .unwrap();

@@ -68,6 +68,8 @@ fn every_shipped_experiment_runs_reduced_and_stores_each_point_with_a_verdict() 
         c.arg("sweep")
             .arg(&file)
             .args(["--duration", "0.3s", "--warmup", "0.1s", "--repeat", "1"])
+            // The host's noise is not what is under test here (0.3-0.5 s a file).
+            .arg("--no-noise-probe")
             .args(&params)
             .arg("--json")
             .arg("--db")

@@ -269,11 +269,11 @@ fn the_report_of_a_real_sweep_opens_clean_in_chromium() {
             "--loads",
             "20,50,80%",
             "--duration",
-            "1s",
+            "500ms",
         ])
         .args([
             "--warmup",
-            "300ms",
+            "200ms",
             "--lateness-threshold",
             "1s",
             "--json",

@@ -67,9 +67,9 @@ fn repeats_are_combined_by_their_median_and_spread() {
         ])
         .args([
             "--duration",
-            "2s",
+            "1s",
             "--warmup",
-            "500ms",
+            "300ms",
             "--cpus",
             "0",
             "--json",
@@ -154,7 +154,7 @@ fn sweep_repeats_are_interleaved_and_points_combined() {
     let url = format!("nullrpc://{}", s.addr);
     let out = bin()
         .args(["sweep", &url, "--service", "50us", "--loads", "2000,4000"])
-        .args(["--repeat", "2", "--duration", "1500ms", "--warmup", "300ms"])
+        .args(["--repeat", "2", "--duration", "800ms", "--warmup", "200ms"])
         .args(["--cpus", "0", "--slo", "p99<=1s", "--json", "--db"])
         .arg(&db)
         .output()
@@ -206,11 +206,11 @@ fn precision_converges_or_says_why_not() {
     let db = dir.path().join("runs.db");
     let s = serve();
     let url = format!("nullrpc://{}", s.addr);
-    // A loose target that a steady run meets within seconds, and one no run of 4 s can.
-    for (asked, max) in [("server:p50=20%", 15.0), ("p99=0.01%", 4.0)] {
+    // A loose target that a steady run meets within seconds, and one no run of 2 s can.
+    for (asked, max) in [("server:p50=20%", 15.0), ("p99=0.01%", 2.0)] {
         let out = bin()
             .args(["run", &url, "--rate", "4000", "--service", "50us"])
-            .args(["--duration", "2s", "--warmup", "500ms", "--cpus", "0"])
+            .args(["--duration", "1s", "--warmup", "300ms", "--cpus", "0"])
             .args(["--precision", asked, "--max-duration", &format!("{max}s")])
             .args(["--json", "--db"])
             .arg(&db)

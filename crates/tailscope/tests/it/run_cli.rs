@@ -758,7 +758,7 @@ fn run_and_demo_fit_a_screen_and_detail_shows_the_rest() {
     let s = serve(&["--arch", "epoll", "--work", "det:20us"]);
     let url = format!("nullrpc://{}", s.addr);
     let args = ["run", &url, "--service", "30us", "--rate", "2000"];
-    let short = ["--duration", "1500ms", "--warmup", "300ms", "--cpus", "0"];
+    let short = ["--duration", "800ms", "--warmup", "200ms", "--cpus", "0"];
     let out = bin()
         .args(args)
         .args(short)
@@ -819,7 +819,15 @@ fn run_and_demo_fit_a_screen_and_detail_shows_the_rest() {
     // The demo, shortened: its screen, notes on stderr included.
     let plot = dir.path().join("demo.svg");
     let out = bin()
-        .args(["demo", "--duration", "3s", "--loads", "30,60"])
+        .args([
+            "demo",
+            "--duration",
+            "1300ms",
+            "--warmup",
+            "300ms",
+            "--loads",
+            "30,60",
+        ])
         .args(["--plot", plot.to_str().unwrap()])
         .args(["--db", db.to_str().unwrap()])
         .output()

@@ -18,11 +18,11 @@ fn server() -> Served {
     serve(&["--cpus", "1", "--arch", "epoll", "--work", "det:50us"])
 }
 
-/// `run` at 6000 req/s against a 50 µs server (30 % load), generator on CPU 0.
+/// A 1 s `run` at 6000 req/s against a 50 µs server (30 % load), generator on CPU 0.
 fn run(s: &Served, db: &Path, extra: &[&str]) -> Output {
     bin()
         .args(["run", &format!("nullrpc://{}", s.addr)])
-        .args(["--rate", "6000", "--duration", "2s", "--warmup", "200ms"])
+        .args(["--rate", "6000", "--duration", "1s", "--warmup", "200ms"])
         .args(["--service", "50us", "--cpus", "0", "--no-attribution"])
         .args(["--db", db.to_str().unwrap(), "--json"])
         .args(extra)
@@ -295,7 +295,7 @@ fn a_sweep_with_a_violated_bound_exits_3() {
             "--loads",
             "3000,6000",
             "--duration",
-            "1500ms",
+            "800ms",
             "--warmup",
             "200ms",
         ])

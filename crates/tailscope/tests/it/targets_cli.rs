@@ -28,9 +28,9 @@ fn run_spawned(url: &str, extra: &[&str]) -> (Output, serde_json::Value) {
             "--cpus",
             "0",
             "--duration",
-            "2s",
+            "1s",
             "--warmup",
-            "500ms",
+            "300ms",
         ])
         .args([
             "--lateness-threshold",

@@ -49,9 +49,9 @@ fn the_walk_runs_or_skips_every_step_and_reverts_the_host() {
         ])
         .args([
             "--duration",
-            "1500ms",
+            "700ms",
             "--warmup",
-            "300ms",
+            "200ms",
             "--lateness-threshold",
             "1ms",
         ])
@@ -159,7 +159,7 @@ fn an_slo_judges_every_step_and_the_tuned_configuration_gates() {
         ])
         .args(["--server-cpus", "1", "--cpus", "0", "--service", "110us"])
         .args(["--rate", "30%", "--steps", "rt", "--max-steps", "2"])
-        .args(["--duration", "1500ms", "--warmup", "300ms"])
+        .args(["--duration", "700ms", "--warmup", "200ms"])
         .args(["--lateness-threshold", "1s", "--slo", "p50<=1us"])
         .args(["--label", "t1", "--junit", junit.to_str().unwrap()])
         .args(["--markdown", md.to_str().unwrap()])
@@ -219,12 +219,13 @@ fn interleaved_steps_give_each_gain_a_paired_interval() {
         .args(["tune", "nullrpc://", "--spawn", "--server-work", "det:50us"])
         .args(["--server-cpus", "1", "--cpus", "0", "--service", "60us"])
         .args(["--rate", "30%", "--steps", "udp,irq", "--no-attribution"])
-        .args(["--duration", "1s", "--warmup", "200ms"])
+        .args(["--duration", "600ms", "--warmup", "150ms"])
         .args(["--lateness-threshold", "1ms"])
-        .args(["--interleave", "--pairs", "2", "--slice", "200ms"])
+        .args(["--interleave", "--pairs", "2", "--slice", "100ms"])
         // Room for pairs while another module's load shares the CPUs (CI runs two test
-        // threads): 2 s once gave one pair, 4 s too few for an interval.
-        .args(["--interleave-for", "8s"])
+        // threads): ~0.3 s a pair of 100 ms slices, so ~13 pairs when the host is quiet and
+        // at least two when it is not (fewer than 6 leave a row without an interval, below).
+        .args(["--interleave-for", "4s"])
         .args(["--root", root.to_str().unwrap()])
         .args(["--state-dir", state.to_str().unwrap()])
         .args(["--db", db.to_str().unwrap(), "--json"])

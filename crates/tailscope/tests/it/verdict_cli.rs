@@ -89,8 +89,8 @@ fn three_times_capacity_is_saturated_whatever_the_lateness() {
     let url = format!("nullrpc://{}", s.addr);
     for threshold in ["1ns", "50us"] {
         let out = bin()
-            .args(["run", &url, "--rate", "13500", "--duration", "4s"])
-            .args(["--warmup", "500ms", "--service", "200us", "--cpus", "0"])
+            .args(["run", &url, "--rate", "13500", "--duration", "1500ms"])
+            .args(["--warmup", "300ms", "--service", "200us", "--cpus", "0"])
             .args(["--lateness-threshold", threshold, "--no-attribution"])
             .args(["--db", db.to_str().unwrap(), "--json"])
             .output()
@@ -118,7 +118,7 @@ fn a_late_generator_leaves_the_server_view_as_headline() {
     let url = format!("nullrpc://{}", s.addr);
     let run = |view: &str| {
         let out = bin()
-            .args(["run", &url, "--rate", "1000", "--duration", "2s"])
+            .args(["run", &url, "--rate", "1000", "--duration", "1s"])
             .args(["--warmup", "200ms", "--service", "20us", "--cpus", "0"])
             // Impossible: the user view is invalid whatever the host.
             .args(["--lateness-threshold", "1ns", "--view", view])
@@ -158,7 +158,8 @@ fn the_demo_says_what_its_runs_measured() {
     let db = dir.path().join("runs.db");
     let plot = dir.path().join("demo.svg");
     let out = bin()
-        .args(["demo", "--duration", "3s", "--loads", "30,85", "--json"])
+        .args(["demo", "--duration", "1300ms", "--warmup", "300ms"])
+        .args(["--loads", "30,85", "--json"])
         .args(["--plot", plot.to_str().unwrap()])
         .args(["--db", db.to_str().unwrap()])
         .output()
@@ -280,7 +281,7 @@ fn scripted_stalls_mark_the_tail_percentiles_of_both_views() {
     let url = format!("nullrpc://{}", s.addr);
     let out = bin()
         .env("TAILSCOPE_TESTING_PAUSE", "50000:3000")
-        .args(["run", &url, "--rate", "5000", "--duration", "2s"])
+        .args(["run", &url, "--rate", "5000", "--duration", "1s"])
         .args(["--warmup", "300ms", "--service", "100us", "--cpus", "0"])
         .args(["--lateness-threshold", "1s", "--slo", "p99<=400us"])
         .args(["--db", db.to_str().unwrap(), "--json"])
@@ -356,7 +357,7 @@ fn shedding_overdue_requests_skips_them_and_says_so() {
     let run = |policy: &str| {
         let out = bin()
             .env("TAILSCOPE_TESTING_PAUSE", "50000:3000")
-            .args(["run", &url, "--rate", "5000", "--duration", "2s"])
+            .args(["run", &url, "--rate", "5000", "--duration", "1s"])
             .args(["--warmup", "300ms", "--service", "100us", "--cpus", "0"])
             .args(["--lateness-threshold", "1s", "--overdue", policy])
             .args(["--db", db.to_str().unwrap(), "--json"])
