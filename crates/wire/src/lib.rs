@@ -17,6 +17,8 @@
 //! - [`resp`]: RESP2 (Redis) GET/SET and replies.
 //! - [`h2`]: HTTP/2 frames (every type a client meets, checked as RFC 9113 requires) and
 //!   request/response header blocks through HPACK.
+//! - [`hpack`]: the HPACK (RFC 7541) decoder behind [`h2`]'s response headers, with a
+//!   table-driven Huffman decoder.
 //! - [`grpc`]: gRPC's length-prefixed messages and the status its trailers carry.
 //!
 //! Every decoder looks at the front of a buffer and answers "need more", a value and the
@@ -25,6 +27,7 @@
 
 pub mod grpc;
 pub mod h2;
+pub mod hpack;
 pub mod http1;
 pub mod memcache;
 pub mod nullrpc;
