@@ -133,7 +133,11 @@ pub(crate) fn nginx_conf(cfg: &SpawnConfig, dir: &Path, port: u16, as_root: bool
     let _ = writeln!(c, "pid {d}/nginx.pid;");
     c.push_str("error_log stderr warn;\n");
     c.push_str("events {\n    worker_connections 8192;\n}\n");
-    c.push_str("http {\n    access_log off;\n    sendfile on;\n");
+    // HTTP/2 with sendfile: nginx writes a response's HEADERS frame, then its DATA through
+    // sendfile, and the second waits for the client's delayed ACK of the first (measured
+    // with h2load -c 1 -m 1 on a 4 KiB file: 44 ms a request with sendfile, 55 µs without).
+    let sendfile = if cfg.http2 { "off" } else { "on" };
+    let _ = writeln!(c, "http {{\n    access_log off;\n    sendfile {sendfile};");
     c.push_str("    keepalive_requests 100000;\n    keepalive_timeout 600s;\n");
     if cfg.open_file_cache {
         // Descriptors and sizes of open files kept across requests (the study's NGINX
@@ -147,9 +151,10 @@ pub(crate) fn nginx_conf(cfg: &SpawnConfig, dir: &Path, port: u16, as_root: bool
     for t in ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"] {
         let _ = writeln!(c, "    {t}_temp_path {d}/tmp_{t};");
     }
+    let h2 = if cfg.http2 { " http2" } else { "" };
     let _ = writeln!(
         c,
-        "    server {{\n        listen {}:{port};\n        root {d}/{WWW};\n        location / {{ }}\n    }}\n}}",
+        "    server {{\n        listen {}:{port}{h2};\n        root {d}/{WWW};\n        location / {{ }}\n    }}\n}}",
         cfg.listen()
     );
     c
@@ -237,6 +242,11 @@ mod tests {
             "{conf}"
         );
         assert!(nginx_conf(&c, Path::new("/tmp/x"), 1, true).contains("user root;"));
+        assert!(conf.contains("sendfile on;"));
+        c.http2 = true;
+        let conf = nginx_conf(&c, Path::new("/tmp/x"), 8080, false);
+        assert!(conf.contains("listen 127.0.0.1:8080 http2;"), "{conf}");
+        assert!(conf.contains("sendfile off;"), "{conf}");
     }
 
     #[test]

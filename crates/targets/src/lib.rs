@@ -212,6 +212,9 @@ pub struct SpawnConfig {
     pub http_files: Option<HttpFiles>,
     /// nginx only: `open_file_cache` on (descriptors and sizes of served files kept open).
     pub open_file_cache: bool,
+    /// nginx only: HTTP/2 with prior knowledge on its port (`listen … http2`, cleartext:
+    /// `h2c://`); its readiness check then opens an HTTP/2 connection.
+    pub http2: bool,
     /// Appended verbatim to the server's command line (for nginx e.g. `-g "directive;"`).
     pub extra_args: Vec<String>,
     /// Start it in a container (namespaces of its own); None: on the host.
@@ -231,6 +234,7 @@ impl SpawnConfig {
             memory_mb: None,
             http_files: None,
             open_file_cache: false,
+            http2: false,
             extra_args: Vec::new(),
             container: None,
         }

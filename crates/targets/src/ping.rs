@@ -112,12 +112,36 @@ pub(crate) fn http_get_len(addr: SocketAddr, path: &str) -> Result<u64, String> 
     }
 }
 
-/// One readiness check. `Err` says what was missing (kept for the timeout error).
+/// The HTTP/2 client preface with empty SETTINGS: a server that speaks HTTP/2 with prior
+/// knowledge answers with a SETTINGS frame of its own first (RFC 9113 §3.4), an HTTP/1.1-only
+/// one with an error page or nothing.
+fn h2_settings(addr: SocketAddr) -> Result<(), String> {
+    let mut s = connect(addr)?;
+    let mut req = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    // A frame header: length 0, type SETTINGS (4), no flags, stream 0.
+    req.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
+    s.write_all(&req).map_err(|e| format!("write: {e}"))?;
+    let mut head = [0u8; 9];
+    s.read_exact(&mut head)
+        .map_err(|e| format!("HTTP/2 preface: {e}"))?;
+    if head[3] == 4 && head[4] & 1 == 0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "HTTP/2 preface answered by {:?}, not a SETTINGS frame",
+            String::from_utf8_lossy(&head)
+        ))
+    }
+}
+
+/// One readiness check. `Err` says what was missing (kept for the timeout error). `http2`:
+/// nginx speaks HTTP/2 with prior knowledge.
 pub(crate) fn ping(
     kind: Kind,
     addr: SocketAddr,
     udp: Option<SocketAddr>,
     first_file_len: u64,
+    http2: bool,
 ) -> Result<(), String> {
     match kind {
         Kind::Memcached => {
@@ -128,6 +152,7 @@ pub(crate) fn ping(
             }
         }
         Kind::Redis => request_line(addr, b"*1\r\n$4\r\nPING\r\n", "+PONG"),
+        Kind::Nginx if http2 => h2_settings(addr),
         Kind::Nginx => {
             let n = http_get_len(addr, "/f0")?;
             if n == first_file_len {
@@ -173,6 +198,19 @@ mod tests {
     }
 
     #[test]
+    fn the_http2_check_wants_the_servers_settings_first() {
+        // A SETTINGS frame with one parameter (MAX_CONCURRENT_STREAMS 128).
+        let settings = vec![0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 128];
+        assert_eq!(h2_settings(canned(settings)), Ok(()));
+        // An HTTP/1.1-only server answers the preface with an error page.
+        let e = h2_settings(canned(http("400 Bad Request", Some(0), 0))).unwrap_err();
+        assert!(e.contains("not a SETTINGS frame"), "{e}");
+        // A SETTINGS acknowledgement is not the server's own SETTINGS.
+        let ack = vec![0, 0, 0, 4, 1, 0, 0, 0, 0];
+        assert!(h2_settings(canned(ack)).is_err());
+    }
+
+    #[test]
     fn http_check_wants_200_and_a_matching_length() {
         assert_eq!(
             http_get_len(canned(http("200 OK", Some(100_000), 100_000)), "/f0"),
@@ -191,19 +229,19 @@ mod tests {
     #[test]
     fn line_checks_want_the_protocols_answer() {
         let ok = canned(b"+PONG\r\n".to_vec());
-        assert_eq!(ping(Kind::Redis, ok, None, 0), Ok(()));
+        assert_eq!(ping(Kind::Redis, ok, None, 0, false), Ok(()));
         let err = canned(b"-LOADING Redis is loading\r\n".to_vec());
-        assert!(ping(Kind::Redis, err, None, 0).is_err());
+        assert!(ping(Kind::Redis, err, None, 0, false).is_err());
         let ok = canned(b"VERSION 1.6.18\r\n".to_vec());
-        assert_eq!(ping(Kind::Memcached, ok, None, 0), Ok(()));
+        assert_eq!(ping(Kind::Memcached, ok, None, 0, false), Ok(()));
         let bad = canned(b"ERROR\r\n".to_vec());
-        assert!(ping(Kind::Memcached, bad, None, 0).is_err());
+        assert!(ping(Kind::Memcached, bad, None, 0, false).is_err());
         // Nothing listens on a port whose listener was dropped.
         let closed = TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap();
-        assert!(ping(Kind::Redis, closed, None, 0)
+        assert!(ping(Kind::Redis, closed, None, 0, false)
             .unwrap_err()
             .contains("connect"));
     }

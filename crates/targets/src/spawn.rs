@@ -52,6 +52,8 @@ pub struct Spawned {
     /// Where it listens (127.0.0.1, or its container's address).
     ip: Ipv4Addr,
     udp: bool,
+    /// nginx speaks HTTP/2 with prior knowledge on its port.
+    http2: bool,
     version: String,
     command: Vec<String>,
     worker_threads: u32,
@@ -217,6 +219,7 @@ impl Spawned {
             port,
             ip: cfg.listen(),
             udp: cfg.udp,
+            http2: cfg.http2,
             version: version.to_string(),
             command,
             worker_threads: cfg.worker_threads(),
@@ -263,7 +266,14 @@ impl Spawned {
                     output: self.output(),
                 });
             }
-            let last_check = match ping::ping(self.kind, self.addr(), self.udp_addr(), first_len) {
+            let check = ping::ping(
+                self.kind,
+                self.addr(),
+                self.udp_addr(),
+                first_len,
+                self.http2,
+            );
+            let last_check = match check {
                 Ok(()) if self.kind != Kind::Nginx => return Ok(()),
                 Ok(()) => {
                     let n = children_of(self.pid).len() as u32;
@@ -345,12 +355,13 @@ impl Spawned {
 
     /// The target URL for `tailscope run`: `memcached://127.0.0.1:P` (or
     /// `memcached+udp://…` when UDP was asked for; TCP stays open at [`Spawned::addr`]),
-    /// `http://127.0.0.1:P/`, `redis://127.0.0.1:P`.
+    /// `http://127.0.0.1:P/` (`h2c://…` for HTTP/2), `redis://127.0.0.1:P`.
     pub fn url(&self) -> String {
         let a = self.addr();
         match (self.kind, self.udp) {
             (Kind::Memcached, false) => format!("memcached://{a}"),
             (Kind::Memcached, true) => format!("memcached+udp://{a}"),
+            (Kind::Nginx, _) if self.http2 => format!("h2c://{a}/"),
             (Kind::Nginx, _) => format!("http://{a}/"),
             (Kind::Redis, _) => format!("redis://{a}"),
         }
