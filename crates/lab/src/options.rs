@@ -139,7 +139,7 @@ pub struct LoadArgs {
 pub struct TargetArgs {
     /// Start the URL's server (memcached, nginx or redis) on a free loopback port instead of
     /// connecting, and stop it after; the URL then names only the protocol (memcached://,
-    /// memcached+udp://, http:///, redis://): an address in it is refused.
+    /// memcached+udp://, http:///, h2c:///, redis://): an address in it is refused.
     #[arg(long)]
     pub spawn: bool,
     /// Spawned server: threads (memcached -t), worker processes (nginx) or I/O threads (redis).

@@ -355,6 +355,12 @@ impl RunSpec {
     /// `--stages`: eBPF needs the server's process and a host that can run it, and joins
     /// kernel events to this host's connections (not an agent's).
     fn check_stages(&self, tplan: &TargetPlan) -> Result<(), LabError> {
+        if self.stages == StagesMode::Ebpf && tplan.is_h2() {
+            return Err(invalid(format!(
+                "--stages ebpf: {}",
+                crate::stages::NOT_FOR_H2
+            )));
+        }
         if self.stages == StagesMode::Ebpf && !tplan.owns_server() && self.extra_pids.is_empty() {
             return Err(invalid(
                 "--stages ebpf needs the server's process: --spawn it, or give --server-pid",

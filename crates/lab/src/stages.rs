@@ -34,6 +34,9 @@ use crate::Observer;
 
 pub use crate::run_config::StagesMode;
 
+/// Why an HTTP/2 run has no eBPF stages.
+pub(crate) const NOT_FOR_H2: &str = "HTTP/2 (h2c://) carries several requests' frames in one read or write, and the kernel's events are joined to requests by reads and writes; its stages would name the wrong request";
+
 impl StagesMode {
     /// For [`StagesMode::Ebpf`], whether this host can run the collector (the reason when
     /// not); every other mode runs anywhere. Checked before anything starts.
@@ -107,6 +110,15 @@ impl Stages {
         };
         if !want {
             return Ok(Stages { how: How::Pass });
+        }
+        if ready.target.scheme == "h2c" {
+            // Refused before the run when asked for (RunSpec's check); by default, said.
+            obs.note(&format!(
+                "stages: no eBPF stages for this run: {NOT_FOR_H2}"
+            ));
+            return Ok(Stages {
+                how: How::Unsupported(NOT_FOR_H2.to_string()),
+            });
         }
         if server.pids.is_empty() && !builtin {
             return Err(invalid(

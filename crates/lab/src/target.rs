@@ -111,6 +111,11 @@ fn workload_of(spec: &TargetSpec, scheme: Scheme, target: &Target) -> Result<Wor
 }
 
 impl TargetPlan {
+    /// Whether the target speaks HTTP/2 (`h2c://`).
+    pub fn is_h2(&self) -> bool {
+        self.target.scheme == "h2c"
+    }
+
     /// Validates the target and its options (no process started, nothing sent).
     pub fn new(spec: &TargetSpec) -> Result<TargetPlan, LabError> {
         // With a spawned server the address is the spawned server's: `memcached://` names
@@ -185,6 +190,7 @@ impl TargetPlan {
                 s,
                 k,
                 target.transport == Transport::Udp,
+                target.scheme == "h2c",
                 w,
             )?),
         };

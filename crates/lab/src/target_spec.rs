@@ -25,7 +25,8 @@ impl Scheme {
         Ok(match target.scheme.as_str() {
             "nullrpc" => Scheme::NullRpc,
             "memcached" => Scheme::Memcached,
-            "http" => Scheme::Http,
+            // HTTP/2 (h2c://) is HTTP to the workload and the ideal; its codec is load's.
+            "http" | "h2c" => Scheme::Http,
             "redis" => Scheme::Redis,
             other => return Err(invalid(format!("target: unknown scheme '{other}'"))),
         })

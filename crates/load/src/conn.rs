@@ -155,6 +155,23 @@ impl Conn {
         // Kernel rx stamps are a bonus: without them kernel_rx_ns stays 0.
         self.rx_stamps = host::tstamp::enable(fd, true, false).is_ok();
         self.sock = Some(sock);
+        // What the codec sends first (HTTP/2's preface) goes out ahead of the first request.
+        self.proto.on_open(&mut self.wbuf);
+    }
+
+    /// Sends what the codec owes the server after a read (HTTP/2 acknowledgements and window
+    /// updates), behind any output not yet taken by the kernel.
+    fn send_owed(&mut self) -> Result<(), ConnFail> {
+        if !self.has_pending_output() {
+            self.wbuf.clear();
+            self.wpos = 0;
+        }
+        let before = self.wbuf.len();
+        self.proto.take_output(&mut self.wbuf);
+        if self.wbuf.len() > before {
+            self.flush()?;
+        }
+        Ok(())
     }
 
     pub(crate) fn close(&mut self) {
@@ -367,6 +384,7 @@ impl Conn {
                 self.rstart = 0;
                 self.rend = 0;
             }
+            self.send_owed()?;
             if n < space {
                 // A short read: the socket is (almost certainly) drained; level-triggered
                 // epoll reports it again if not.

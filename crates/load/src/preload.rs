@@ -57,7 +57,7 @@ pub fn preload(
 ) -> Result<PreloadStats, LoadError> {
     let t0 = Instant::now();
     let w = match (target.scheme.as_str(), workload) {
-        ("http", _) => return Ok(PreloadStats::default()),
+        ("http" | "h2c", _) => return Ok(PreloadStats::default()),
         ("memcached" | "redis", Workload::Kv(w)) => w,
         (s, _) => {
             return Err(LoadError::Config(format!(

@@ -20,6 +20,19 @@ pub trait Protocol: Send {
     /// Forget per-connection state (request-id tables, partial replies): called whenever
     /// the engine closes the connection. Stateless codecs need not implement it.
     fn reset(&mut self) {}
+    /// Bytes to send first on a (re)opened connection, before any request (HTTP/2's
+    /// preface and SETTINGS). Most codecs send none.
+    fn on_open(&mut self, _out: &mut Vec<u8>) {}
+    /// Bytes the codec owes the server after what it decoded (HTTP/2's SETTINGS and PING
+    /// acknowledgements, WINDOW_UPDATEs), appended to `out`; the connection sends them at
+    /// once. Most codecs owe none.
+    fn take_output(&mut self, _out: &mut Vec<u8>) {}
+    /// Requests the server lets be in flight on this connection (HTTP/2's
+    /// MAX_CONCURRENT_STREAMS), when it says; more wait in the client like requests beyond
+    /// `--max-outstanding`.
+    fn in_flight_limit(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// One parsed message from the server.
@@ -42,12 +55,29 @@ pub struct Reply {
     /// The server announced it closes the connection after this reply (HTTP
     /// `Connection: close`): the engine reopens it instead of treating the close as a fault.
     pub closes: bool,
+    /// A message of the connection itself that completes no request (an HTTP/2 SETTINGS,
+    /// PING or WINDOW_UPDATE frame, or a header block whose body is still to come).
+    pub control: bool,
 }
 
 impl Reply {
-    /// Whether this message is only a follow-up carrying T6 for an earlier reply.
+    /// Whether this message completes no request: a follow-up carrying T6 for an earlier
+    /// reply, or a control message.
     pub fn is_follow_up(&self) -> bool {
-        self.id.is_none() && self.tx_stamp_for.is_some()
+        self.control || (self.id.is_none() && self.tx_stamp_for.is_some())
+    }
+
+    /// A control message (it completes no request).
+    pub fn control() -> Reply {
+        Reply {
+            id: None,
+            ok: true,
+            stamps: None,
+            tx_stamp_for: None,
+            miss: false,
+            closes: false,
+            control: true,
+        }
     }
 }
 
@@ -129,6 +159,7 @@ impl Protocol for NullRpc {
                         tx_stamp_for: None,
                         miss: false,
                         closes: false,
+                        control: false,
                     },
                 ))),
                 Kind::TxStamp => {
@@ -147,6 +178,7 @@ impl Protocol for NullRpc {
                             tx_stamp_for: Some((header.id, t6)),
                             miss: false,
                             closes: false,
+                            control: false,
                         },
                     )))
                 }
@@ -197,6 +229,7 @@ mod tests {
                 tx_stamp_for: None,
                 miss: false,
                 closes: false,
+                control: false,
             }
         );
         let (m, f) = p.decode(&resp[n..]).unwrap().unwrap();

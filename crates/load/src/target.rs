@@ -50,6 +50,12 @@ const SCHEMES: &[SchemeInfo] = &[
         allowed: &[Transport::Tcp],
     },
     SchemeInfo {
+        // HTTP/2 over cleartext with prior knowledge (RFC 9113 §3.3).
+        name: "h2c",
+        default: Transport::Tcp,
+        allowed: &[Transport::Tcp],
+    },
+    SchemeInfo {
         name: "redis",
         default: Transport::Tcp,
         allowed: &[Transport::Tcp],

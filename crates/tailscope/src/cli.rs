@@ -232,6 +232,13 @@ pub struct ServeArgs {
 }
 
 #[derive(Args, Debug, Clone)]
+#[command(after_help = "Examples, one per protocol:
+  tailscope run nullrpc:// --spawn --server-work det:50us --rate 60%
+  tailscope run memcached:// --spawn --server-cpus 1 --cpus 0 --rate 50%
+  tailscope run memcached+udp://127.0.0.1:11211 --rate 20000 --service 10us
+  tailscope run http:/// --spawn --files 100 --rate 20000
+  tailscope run h2c:/// --spawn --files 100 --connections 2 --rate 5000 --service 60us
+  tailscope run redis://127.0.0.1:6379 --rate 20000 --service 8us")]
 pub struct RunArgs {
     /// Target URL: nullrpc://HOST:PORT, nullrpc+udp://…, memcached://…, memcached+udp://…,
     /// http://HOST:PORT/PATH, redis://HOST:PORT.

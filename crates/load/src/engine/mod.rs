@@ -768,7 +768,12 @@ impl<'a> Engine<'a> {
             && !slot.closing
             && slot.sent_on_conn < slot.quota
             && !slot.conn.write_blocked()
-            && slot.live + slot.zombies < self.max_outstanding
+            && slot.live + slot.zombies
+                < slot
+                    .conn
+                    .proto
+                    .in_flight_limit()
+                    .map_or(self.max_outstanding, |l| l.min(self.max_outstanding))
     }
 
     fn pick(&mut self, forced: Option<usize>) -> Option<usize> {
@@ -1019,6 +1024,10 @@ impl<'a> Engine<'a> {
     fn on_reply(&mut self, s: usize, reply: Reply, t: u64, krx: Option<u64>) {
         self.cost.replies += u64::from(!reply.is_follow_up());
         if reply.is_follow_up() {
+            // A control message may announce the close (HTTP/2's graceful GOAWAY): the
+            // connection is reopened and what was still out on it sent again, as after an
+            // HTTP/1.1 `Connection: close`.
+            self.slots[s].closing |= reply.closes;
             if let Some((id, t6)) = reply.tx_stamp_for {
                 if let Some(r) = self.index_of(id).and_then(|i| self.rec_mut(i)) {
                     r.stamps[5] = t6;

@@ -1,6 +1,7 @@
 //! Codecs of the real targets (memcached over TCP and UDP, HTTP/1.1, Redis) and the
 //! factory that builds one per connection with its own workload stream.
 
+mod h2;
 mod http;
 mod memcached;
 mod redis;
@@ -8,6 +9,7 @@ mod redis;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+pub use h2::H2Get;
 pub use http::HttpGet;
 pub use memcached::{MemcachedTcp, MemcachedUdp, UDP_MAX_REQUEST};
 pub use redis::Redis;
@@ -32,6 +34,7 @@ pub(crate) fn fifo_reply(ok: bool, miss: bool, closes: bool) -> Reply {
         tx_stamp_for: None,
         miss,
         closes,
+        control: false,
     }
 }
 
@@ -41,7 +44,8 @@ pub(crate) fn value_bytes(w: &KvWorkload) -> Arc<[u8]> {
     (0..max).map(|i| b'a' + (i % 26) as u8).collect()
 }
 
-/// The codec factory for a target: `nullrpc[+udp]`, `memcached[+udp]`, `http` or `redis`. Connection
+/// The codec factory for a target: `nullrpc[+udp]`, `memcached[+udp]`, `http`, `h2c` or
+/// `redis`. Connection
 /// k (in the order the factory is called, which is the order connections are opened)
 /// draws its requests from seed `mix(seed, k)`, so runs are reproducible.
 ///
@@ -113,6 +117,23 @@ pub fn protocol_factory(
             HttpGet::new(&w, host.clone(), 0)?;
             Ok(Box::new(move || {
                 match HttpGet::new(&w, host.clone(), next_seed()) {
+                    Ok(p) => Box::new(p) as Box<dyn Protocol>,
+                    Err(_) => unreachable_codec(),
+                }
+            }))
+        }
+        ("h2c", Transport::Tcp) => {
+            let w = match workload {
+                Workload::Http(w) => w.clone(),
+                Workload::Kv(_) | Workload::NullRpc(_) => HttpWorkload {
+                    paths: vec![target.path.clone().unwrap_or_else(|| "/".into())],
+                    popularity: Popularity::Uniform,
+                },
+            };
+            let authority = target.addr.to_string();
+            H2Get::new(&w, authority.clone(), 0)?;
+            Ok(Box::new(move || {
+                match H2Get::new(&w, authority.clone(), next_seed()) {
                     Ok(p) => Box::new(p) as Box<dyn Protocol>,
                     Err(_) => unreachable_codec(),
                 }

@@ -1,6 +1,7 @@
 //! Real targets, started by tailscope (`--spawn`) or by the test, from Debian's packages
 //! (installed by scripts/test.sh; a missing server fails these tests, it never skips them):
-//! memcached over TCP and UDP, nginx with persistent and churning connections, Redis; faults
+//! memcached over TCP and UDP, nginx with persistent and churning connections and over
+//! HTTP/2 (h2c), Redis; faults
 //! (a server killed mid-run, garbage replies) and bad input.
 
 use crate::common;
@@ -167,6 +168,55 @@ fn nginx_keep_alive_and_churning_clients() {
     assert!(
         connects > keep + n / 60,
         "churn opened {connects} connections for {n} requests (keep-alive: {keep})"
+    );
+}
+
+/// Issue 38: `h2c://` against nginx spawned with HTTP/2 (prior knowledge): each request on
+/// its own stream of the one connection, several in flight at once (the raw records say so:
+/// requests sent before the one sent before them was answered), every one answered, the
+/// offered load sent.
+#[test]
+fn nginx_over_h2c_carries_many_streams_on_one_connection() {
+    let _g = common::one_at_a_time(&SERIAL);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let out = bin()
+        .args([
+            "run",
+            "h2c:///",
+            "--spawn",
+            "--server-cpus",
+            "1",
+            "--cpus",
+            "0",
+        ])
+        .args(["--connections", "1", "--rate", "4000", "--service", "40us"])
+        .args(["--files", "20", "--duration", "1s", "--warmup", "300ms"])
+        .args(["--lateness-threshold", "5ms", "--json", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let v = json_of(&out);
+    assert_clean(&v);
+    // The one connection opened before the run carried it all: no reopen, no GOAWAY.
+    assert_eq!(v["connects"], 0, "{v}");
+    assert_eq!(v["connection_errors"], serde_json::json!([]), "{v}");
+    let offered = v["throughput"]["offered_rps"].as_f64().unwrap();
+    let achieved = v["achieved_rate_rps"].as_f64().unwrap();
+    assert!(
+        (achieved / offered - 1.0).abs() < 0.01,
+        "achieved {achieved} of {offered}"
+    );
+    let e = crate::agents_support::export(&db, v["run_id"].as_i64().unwrap());
+    let (sent, recv, conn) = (e.col("sent_ns"), e.col("received_ns"), e.col("conn"));
+    let mut rows: Vec<&Vec<i64>> = e.rows.iter().filter(|r| r[conn] == 0).collect();
+    assert_eq!(rows.len(), e.rows.len());
+    rows.sort_by_key(|r| r[sent]);
+    let overlapped = rows.windows(2).filter(|w| w[1][sent] < w[0][recv]).count();
+    assert!(
+        overlapped * 100 >= rows.len(),
+        "{overlapped} of {} requests sent while the one before was in flight",
+        rows.len()
     );
 }
 
@@ -354,6 +404,31 @@ fn bad_real_target_input_exits_2() {
         (
             vec!["run", "gopher://127.0.0.1:70", "--rate", "10"],
             "gopher",
+        ),
+        (
+            vec!["run", "h2c+udp://127.0.0.1:80/", "--rate", "10"],
+            "udp",
+        ),
+        (
+            vec!["run", "h2c://127.0.0.1:80/", "--spawn", "--rate", "10"],
+            "address",
+        ),
+        (
+            vec![
+                "run",
+                "h2c://127.0.0.1:80/x",
+                "--rate",
+                "10",
+                "--churn",
+                "40,20",
+            ],
+            "churn",
+        ),
+        (
+            vec![
+                "run", "h2c:///", "--spawn", "--stages", "ebpf", "--rate", "10",
+            ],
+            "HTTP/2",
         ),
     ] {
         let out = bin()
