@@ -43,18 +43,7 @@ fn huffman(s: &[u8]) -> Vec<u8> {
 }
 
 fn integer(out: &mut Vec<u8>, value: usize, prefix: u32, pattern: u8) {
-    let max = (1usize << prefix) - 1;
-    if value < max {
-        out.push(pattern | value as u8);
-        return;
-    }
-    out.push(pattern | max as u8);
-    let mut rest = value - max;
-    while rest >= 128 {
-        out.push(0x80 | (rest & 0x7f) as u8);
-        rest >>= 7;
-    }
-    out.push(rest as u8);
+    wire::hpack::encode_integer(out, value as u64, prefix, pattern);
 }
 
 /// A string literal, Huffman-coded when that is shorter (and `huff`), as nginx writes them.

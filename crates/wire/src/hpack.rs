@@ -689,3 +689,21 @@ pub fn decode_huffman(src: &[u8], out: &mut Vec<u8>) -> Result<(), HpackError> {
 #[cfg(test)]
 #[path = "hpack_tests.rs"]
 mod tests;
+
+/// Appends `value` as an HPACK integer with a `prefix`-bit prefix (RFC 7541 §5.1), the first
+/// byte's other bits from `pattern` (e.g. 0x80 for an indexed field, 0x40 for a literal with
+/// incremental indexing). Tests and benchmarks build header blocks with it.
+pub fn encode_integer(out: &mut Vec<u8>, value: u64, prefix: u32, pattern: u8) {
+    let max = (1u64 << prefix) - 1;
+    if value < max {
+        out.push(pattern | value as u8);
+        return;
+    }
+    out.push(pattern | max as u8);
+    let mut rest = value - max;
+    while rest >= 128 {
+        out.push(0x80 | (rest & 0x7f) as u8);
+        rest >>= 7;
+    }
+    out.push(rest as u8);
+}

@@ -80,20 +80,7 @@ fn huff_decode(src: &[u8]) -> Result<Vec<u8>, HpackError> {
     decode_huffman(src, &mut out).map(|()| out)
 }
 
-fn put_int(out: &mut Vec<u8>, value: u64, prefix: u32, pattern: u8) {
-    let max = (1u64 << prefix) - 1;
-    if value < max {
-        out.push(pattern | value as u8);
-        return;
-    }
-    out.push(pattern | max as u8);
-    let mut rest = value - max;
-    while rest >= 128 {
-        out.push(0x80 | (rest & 0x7f) as u8);
-        rest >>= 7;
-    }
-    out.push(rest as u8);
-}
+use super::encode_integer as put_int;
 
 fn put_string(out: &mut Vec<u8>, s: &[u8], huff: bool) {
     if huff {
