@@ -37,7 +37,9 @@ fn nginx(dir: &Path) -> (Nginx, u16) {
     std::fs::write(
         dir.join("nginx.conf"),
         format!(
-            "daemon off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
+            // One process (no master): the kill below ends it whole, where a killed master
+            // left its worker running.
+            "daemon off;\nmaster_process off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
              events {{ worker_connections 64; }}\n\
              http {{ access_log off; client_body_temp_path {d}; proxy_temp_path {d};\n\
              fastcgi_temp_path {d}; uwsgi_temp_path {d}; scgi_temp_path {d};\n\
