@@ -50,6 +50,8 @@ pub struct H2Get {
     limit: Option<usize>,
     /// The server's SETTINGS_MAX_FRAME_SIZE for what this side sends.
     peer_max_frame: usize,
+    /// The request's header block, reused from request to request.
+    scratch: Vec<u8>,
 }
 
 impl H2Get {
@@ -72,6 +74,7 @@ impl H2Get {
             used: 0,
             limit: None,
             peer_max_frame: h2::DEFAULT_MAX_FRAME,
+            scratch: Vec::with_capacity(64),
         })
     }
 
@@ -136,20 +139,19 @@ impl Protocol for H2Get {
         // the stream and the request counts as an error.
         self.next_stream = self.next_stream.saturating_add(2);
         self.streams.insert(stream, id);
-        let mut block = Vec::with_capacity(64);
-        let path = self.paths.next_path().to_string();
+        self.scratch.clear();
         self.hpack.encode_request(
             &h2::Request {
                 method: "GET",
                 scheme: "http",
                 authority: &self.authority,
-                path: &path,
+                path: self.paths.next_path(),
                 headers: &[],
             },
-            &mut block,
+            &mut self.scratch,
         );
         // The stream id and frame size are in range (checked above and by the constants).
-        let _ = h2::encode_headers(out, stream, &block, true, self.peer_max_frame);
+        let _ = h2::encode_headers(out, stream, &self.scratch, true, self.peer_max_frame);
     }
 
     fn decode(&mut self, buf: &[u8]) -> Result<Option<(usize, Reply)>, ProtoError> {

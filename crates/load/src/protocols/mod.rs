@@ -44,6 +44,18 @@ pub(crate) fn value_bytes(w: &KvWorkload) -> Arc<[u8]> {
     (0..max).map(|i| b'a' + (i % 26) as u8).collect()
 }
 
+/// The paths an HTTP codec (HTTP/1.1 or HTTP/2) asks for: the workload's, else the URL's own
+/// path (`/` without one).
+fn http_workload(target: &Target, workload: &Workload) -> HttpWorkload {
+    match workload {
+        Workload::Http(w) => w.clone(),
+        Workload::Kv(_) | Workload::NullRpc(_) => HttpWorkload {
+            paths: vec![target.path.clone().unwrap_or_else(|| "/".into())],
+            popularity: Popularity::Uniform,
+        },
+    }
+}
+
 /// The codec factory for a target: `nullrpc[+udp]`, `memcached[+udp]`, `http`, `h2c` or
 /// `redis`. Connection
 /// k (in the order the factory is called, which is the order connections are opened)
@@ -106,13 +118,7 @@ pub fn protocol_factory(
             }))
         }
         ("http", Transport::Tcp) => {
-            let w = match workload {
-                Workload::Http(w) => w.clone(),
-                Workload::Kv(_) | Workload::NullRpc(_) => HttpWorkload {
-                    paths: vec![target.path.clone().unwrap_or_else(|| "/".into())],
-                    popularity: Popularity::Uniform,
-                },
-            };
+            let w = http_workload(target, workload);
             let host = target.addr.to_string();
             HttpGet::new(&w, host.clone(), 0)?;
             Ok(Box::new(move || {
@@ -123,13 +129,7 @@ pub fn protocol_factory(
             }))
         }
         ("h2c", Transport::Tcp) => {
-            let w = match workload {
-                Workload::Http(w) => w.clone(),
-                Workload::Kv(_) | Workload::NullRpc(_) => HttpWorkload {
-                    paths: vec![target.path.clone().unwrap_or_else(|| "/".into())],
-                    popularity: Popularity::Uniform,
-                },
-            };
+            let w = http_workload(target, workload);
             let authority = target.addr.to_string();
             H2Get::new(&w, authority.clone(), 0)?;
             Ok(Box::new(move || {
