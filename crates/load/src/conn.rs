@@ -160,12 +160,9 @@ impl Conn {
     }
 
     /// Sends what the codec owes the server after a read (HTTP/2 acknowledgements and window
-    /// updates), behind any output not yet taken by the kernel.
+    /// updates), behind any output not yet taken by the kernel. Written bytes before them are
+    /// dropped by the next [`Conn::queue`], as always.
     fn send_owed(&mut self) -> Result<(), ConnFail> {
-        if !self.has_pending_output() {
-            self.wbuf.clear();
-            self.wpos = 0;
-        }
         let before = self.wbuf.len();
         self.proto.take_output(&mut self.wbuf);
         if self.wbuf.len() > before {
