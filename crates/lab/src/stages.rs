@@ -111,7 +111,7 @@ impl Stages {
         if !want {
             return Ok(Stages { how: How::Pass });
         }
-        if ready.target.scheme == "h2c" {
+        if crate::target::speaks_h2(&ready.target) {
             // Refused before the run when asked for (RunSpec's check); by default, said.
             obs.note(&format!(
                 "stages: no eBPF stages for this run: {NOT_FOR_H2}"

@@ -110,10 +110,16 @@ fn workload_of(spec: &TargetSpec, scheme: Scheme, target: &Target) -> Result<Wor
     })
 }
 
+/// Whether `target` speaks HTTP/2 (`h2c://`): HTTP to the workload and the ideal
+/// ([`Scheme::Http`]), but many requests to a read.
+pub(crate) fn speaks_h2(target: &Target) -> bool {
+    target.scheme == "h2c"
+}
+
 impl TargetPlan {
     /// Whether the target speaks HTTP/2 (`h2c://`).
     pub fn is_h2(&self) -> bool {
-        self.target.scheme == "h2c"
+        speaks_h2(&self.target)
     }
 
     /// Validates the target and its options (no process started, nothing sent).
@@ -190,7 +196,7 @@ impl TargetPlan {
                 s,
                 k,
                 target.transport == Transport::Udp,
-                target.scheme == "h2c",
+                speaks_h2(&target),
                 w,
             )?),
         };
