@@ -35,6 +35,8 @@ pub struct DemoSpec {
     pub duration_text: String,
     /// The warm-up before each run's counted part ([`DEMO_WARMUP`] unless given).
     pub warmup: Duration,
+    /// `warmup` as given (stored in the runs' configuration when not the default).
+    pub warmup_text: String,
     /// Loads in % of the calibrated capacity.
     pub loads_pct: Vec<f64>,
     pub repeat: u32,
@@ -78,8 +80,8 @@ impl DemoSpec {
         }
         if self.duration <= self.warmup {
             return Err(invalid(format!(
-                "--duration must be longer than the demo's {:?} warm-up (--warmup), got {}",
-                self.warmup, self.duration_text
+                "--duration must be longer than the demo's {} warm-up (--warmup), got {}",
+                self.warmup_text, self.duration_text
             )));
         }
         let sweep = self.sweep(server_cpu, client_cpu)?;
@@ -112,7 +114,7 @@ impl DemoSpec {
             demo: Some(true),
             duration: Some(self.duration_text.clone()),
             // Stored only when not the demo's own, so default demos keep their shape.
-            warmup: (self.warmup != DEMO_WARMUP).then(|| format!("{:?}", self.warmup)),
+            warmup: (self.warmup != DEMO_WARMUP).then(|| self.warmup_text.clone()),
             connections: Some(CONNECTIONS as u64),
             client_cpu: Some(client_cpu as u64),
             server_cpu: Some(server_cpu as u64),
@@ -184,6 +186,7 @@ mod tests {
             duration: Duration::from_secs(5),
             duration_text: "5s".into(),
             warmup: DEMO_WARMUP,
+            warmup_text: "2s".into(),
             loads_pct: vec![30.0, 60.0],
             repeat: 1,
             label: None,
@@ -223,9 +226,12 @@ mod tests {
         assert!(s.plan(4).unwrap_err().to_string().contains("warm-up"));
         let mut s = spec();
         s.warmup = Duration::from_millis(300);
+        s.warmup_text = "300ms".into();
         s.duration = Duration::from_millis(1300);
         let p = s.plan(4).unwrap();
         assert_eq!(p.sweep.template.load.warmup, Duration::from_millis(300));
+        assert_eq!(p.sweep.template.config.warmup.as_deref(), Some("300ms"));
+        assert_eq!(spec().plan(4).unwrap().sweep.template.config.warmup, None);
         assert_eq!(
             p.sweep.template.load.stop,
             load::StopAt::Duration(Duration::from_secs(1))

@@ -282,7 +282,7 @@ pub struct DemoArgs {
     pub duration: Given<lab::DurationArg>,
     /// Warm-up at the start of each run, not counted (shorter than --duration).
     #[arg(long, default_value = "2s")]
-    pub warmup: lab::DurationArg,
+    pub warmup: Given<lab::DurationArg>,
     /// Runs per load, interleaved over the loads (30, 60, 85, 30, 60, 85 …): each load's
     /// result is the median of its repeats, and the closing lines say how far they spread.
     #[arg(long, default_value_t = 2)]
