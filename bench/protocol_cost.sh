@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The load engine's cost per request for each HTTP protocol (issue 38: "a benchmark of the
 # engine's cost per request for each new protocol, beside HTTP/1.1"): nginx spawned on CPU 1
-# (HTTP/1.1 keep-alive for http://, HTTP/2 with prior knowledge for h2c://), one generator
+# (HTTP/1.1 keep-alive for http://, HTTP/2 with prior knowledge for h2c://, both over TLS
+# for https:// and h2:// with the spawned server's own CA; handshakes before the load), one generator
 # thread on CPU 0, Poisson at RATE over CONNS connections for DUR. The figure is the
 # generator's busy time per request sent (the run's `generator` instrument: the loop's work,
 # spinning excluded: encoding, writes, reads, decoding, matching), and what one core could
@@ -20,7 +21,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export TAILSCOPE_DB=$tmp/runs.db
 for rep in $(seq "$REPS"); do
-  for scheme in http h2c; do
+  for scheme in http h2c https h2; do
     "$TS" run "$scheme:///" --spawn --server-cpus 1 --cpus 0 --rate "$RATE" \
       --connections "$CONNS" --service 40us --duration "$DUR" --warmup 500ms \
       --no-attribution --stages off --json 2>/dev/null >"$tmp/$scheme.$rep.json" || true
@@ -30,7 +31,7 @@ python3 - "$tmp" "$REPS" <<'PY'
 import json, statistics, sys
 tmp, reps = sys.argv[1], int(sys.argv[2])
 print(f"{'protocol':10} {'busy/request':>13} {'core ceiling':>13} {'p50':>9} {'p99':>9}  runs")
-for scheme in ["http", "h2c"]:
+for scheme in ["http", "h2c", "https", "h2"]:
     cost, p50, p99 = [], [], []
     for r in range(1, reps + 1):
         try:

@@ -8,7 +8,7 @@
 #   need_tests   what the tests run for real besides: the servers, ip and tc (iproute2:
 #                network namespaces, veth pairs and HTB), Chromium and Python for the report
 #                tests, SSH and unshare for the agents' tests, groff for the man page test, the
-#                Pushgateway for runs export --push.
+#                Pushgateway for runs export --push, openssl for the TLS tests' certificates.
 #   install_needed  installs everything the calls above found missing.
 
 need_apt=()
@@ -42,7 +42,9 @@ need_tests() {
   need_commands ip:iproute2 tc:iproute2 memcached:memcached nginx:nginx \
     redis-server:redis-server chromium:chromium python3:python3 \
     sshd:openssh-server ssh:openssh-client ssh-keygen:openssh-client unshare:util-linux \
-    groff:groff-base prometheus-pushgateway:prometheus-pushgateway
+    groff:groff-base prometheus-pushgateway:prometheus-pushgateway openssl:openssl
+  # The system's roots, which TLS targets are verified against by default.
+  need_files /etc/ssl/certs/ca-certificates.crt:ca-certificates
   # Debian's python3 makes virtual environments only with python3-venv.
   python3 -c 'import ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
 }

@@ -386,6 +386,11 @@ impl LoadSource for Agents {
                 "a server spread over several instances cannot take its load from agents yet",
             ));
         }
+        if ready.target.tls {
+            return Err(invalid(
+                "a TLS target (https://, h2://) cannot take its load from agents yet",
+            ));
+        }
         if plan.stages == crate::stages::StagesMode::Ebpf {
             return Err(invalid(
                 "eBPF stages join kernel events to this host's connections, not an agent's",
@@ -473,6 +478,11 @@ impl LoadSource for Agents {
         if ready.spread().len() > 1 {
             return Err(invalid(
                 "a server spread over several instances cannot take its load from agents yet",
+            ));
+        }
+        if ready.target.tls {
+            return Err(invalid(
+                "a TLS target (https://, h2://) cannot take its load from agents yet",
             ));
         }
         let cfg = self.job_load(cfg, ready);

@@ -133,6 +133,7 @@ impl DemoSpec {
                 churn: None,
                 preload: false,
                 stress: None,
+                tls: Default::default(),
             },
             load,
             service_ns: None,

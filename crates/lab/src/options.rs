@@ -185,6 +185,18 @@ pub struct TargetArgs {
     /// (Tales of the Tail §4.3), e.g. 20,40.
     #[arg(long, value_name = "MIN,MAX")]
     pub churn: Option<crate::Churn>,
+    /// TLS targets (https://, h2://): accept any server certificate (for test certificates);
+    /// the handshake's signatures are still checked, and the run says the certificate was not.
+    #[arg(long)]
+    pub insecure: bool,
+    /// TLS targets: trust the certificates in this PEM file instead of the system's (a spawned
+    /// server's own throwaway CA is trusted without it).
+    #[arg(long, value_name = "FILE")]
+    pub ca: Option<std::path::PathBuf>,
+    /// TLS targets: the server name sent (SNI) and checked against the certificate (default:
+    /// the URL's host).
+    #[arg(long, value_name = "NAME")]
+    pub sni: Option<String>,
     // Isolation, scale-out and colocation (ThunderX §V; Tales §4.1).
     /// Spawned server: item memory in MiB (memcached -m, redis maxmemory). memcached evicts
     /// silently when the items do not fit (64 MB by default); runs report its evictions.

@@ -126,6 +126,9 @@ fn overlay(
         "files": d.server.files => s.files.map(Some);
         "file_size": d.server.file_size => typed("file-size", text(&s.file_size))?;
         "churn": d.server.churn => typed("churn", s.churn.clone())?.map(Some);
+        "insecure": d.server.insecure => s.insecure;
+        "ca": d.server.ca => s.ca.clone().map(|c| Some(std::path::PathBuf::from(c)));
+        "sni": d.server.sni => s.sni.clone().map(Some);
         "server_memory_mb": d.server.server_memory_mb => s.server_memory_mb.map(Some);
         "open_file_cache": d.server.open_file_cache => s.open_file_cache;
         "server_instances": d.server.server_instances => s.server_instances.map(Some);

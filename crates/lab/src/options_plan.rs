@@ -168,6 +168,11 @@ impl TargetArgs {
             churn: self.churn.map(|c| (c.0, c.1)),
             preload: !self.no_preload,
             stress: self.stress.clone(),
+            tls: load::TlsOptions {
+                insecure: self.insecure,
+                ca: self.ca.clone(),
+                server_name: self.sni.clone(),
+            },
         })
     }
 

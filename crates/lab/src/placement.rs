@@ -90,12 +90,12 @@ pub(crate) fn server_cpus(s: &SpawnSpec, workers: usize) -> Result<Vec<usize>, L
 
 /// One config per instance of the real server `k` that `s` describes, each validated (and
 /// the binary found) before anything starts. `http2`: nginx speaks HTTP/2 with prior
-/// knowledge (`h2c://`).
+/// knowledge (`h2c://`), or by ALPN over TLS (`h2://`); `tls`: nginx speaks TLS.
 pub(crate) fn spawn_configs(
     s: &SpawnSpec,
     k: targets::Kind,
     udp: bool,
-    http2: bool,
+    (http2, tls): (bool, bool),
     w: &WorkloadSpec,
 ) -> Result<Vec<targets::SpawnConfig>, LabError> {
     let n = s.instances.unwrap_or(1);
@@ -112,6 +112,7 @@ pub(crate) fn spawn_configs(
     c.memory_mb = s.memory_mb;
     c.open_file_cache = s.open_file_cache;
     c.http2 = http2 && k == targets::Kind::Nginx;
+    c.tls = tls && k == targets::Kind::Nginx;
     if k == targets::Kind::Nginx {
         // One seed: every instance, and every run of a sweep, serves the same files.
         c.http_files = Some(w.file_size.files(w.files.unwrap_or(100), 1));

@@ -995,6 +995,7 @@ impl Run {
             "client_wakeup": a.client_wakeup.as_ref().map(|s| s.distribution_json()),
             "connection_errors": l.errors,
             "connects": l.connects,
+            "tls": l.tls,
             "misses": l.misses,
             "start_mono_ns": l.start_mono_ns,
             "warmup_ns": l.warmup_ns,

@@ -186,6 +186,8 @@ pub fn placeholder_target() -> load::Target {
         transport: load::Transport::Tcp,
         addr: std::net::SocketAddr::from(([127, 0, 0, 1], 1)),
         path: None,
+        tls: false,
+        host: "127.0.0.1".into(),
     }
 }
 
@@ -355,11 +357,8 @@ impl RunSpec {
     /// `--stages`: eBPF needs the server's process and a host that can run it, and joins
     /// kernel events to this host's connections (not an agent's).
     fn check_stages(&self, tplan: &TargetPlan) -> Result<(), LabError> {
-        if self.stages == StagesMode::Ebpf && tplan.is_h2() {
-            return Err(invalid(format!(
-                "--stages ebpf: {}",
-                crate::stages::NOT_FOR_H2
-            )));
+        if let (StagesMode::Ebpf, Some(why)) = (self.stages, tplan.not_joinable()) {
+            return Err(invalid(format!("--stages ebpf: {why}")));
         }
         if self.stages == StagesMode::Ebpf && !tplan.owns_server() && self.extra_pids.is_empty() {
             return Err(invalid(

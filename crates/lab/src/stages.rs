@@ -34,9 +34,6 @@ use crate::Observer;
 
 pub use crate::run_config::StagesMode;
 
-/// Why an HTTP/2 run has no eBPF stages.
-pub(crate) const NOT_FOR_H2: &str = "HTTP/2 (h2c://) carries several requests' frames in one read or write, and the kernel's events are joined to requests by reads and writes; its stages would name the wrong request";
-
 impl StagesMode {
     /// For [`StagesMode::Ebpf`], whether this host can run the collector (the reason when
     /// not); every other mode runs anywhere. Checked before anything starts.
@@ -111,13 +108,11 @@ impl Stages {
         if !want {
             return Ok(Stages { how: How::Pass });
         }
-        if crate::target::speaks_h2(&ready.target) {
+        if let Some(why) = crate::target::not_joinable(&ready.target) {
             // Refused before the run when asked for (RunSpec's check); by default, said.
-            obs.note(&format!(
-                "stages: no eBPF stages for this run: {NOT_FOR_H2}"
-            ));
+            obs.note(&format!("stages: no eBPF stages for this run: {why}"));
             return Ok(Stages {
-                how: How::Unsupported(NOT_FOR_H2.to_string()),
+                how: How::Unsupported(why.to_string()),
             });
         }
         if server.pids.is_empty() && !builtin {

@@ -47,6 +47,9 @@ pub struct TargetPlan {
     isolation: Option<IsolationPlan>,
     stress: Option<StressSpec>,
     container: Option<crate::container::ContainerPlan>,
+    /// TLS targets: what to trust and the server name (a spawned server's CA is added when it
+    /// starts).
+    tls: load::TlsOptions,
 }
 
 /// `scheme://[host[:port]][/path]` → `scheme://127.0.0.1:1/path`.
@@ -116,10 +119,27 @@ pub(crate) fn speaks_h2(target: &Target) -> bool {
     target.scheme == "h2c"
 }
 
+/// Why an HTTP/2 run has no eBPF stages.
+pub(crate) const NOT_FOR_H2: &str = "HTTP/2 (h2c://, h2://) carries several requests' frames in one read or write, and the kernel's events are joined to requests by reads and writes; its stages would name the wrong request";
+
+/// Why a run over TLS has no eBPF stages.
+pub(crate) const NOT_FOR_TLS: &str = "over TLS (https://) the handshake's and the session tickets' reads and writes share the connection with the requests', and the kernel's events are joined to requests by reads and writes; its stages would name the wrong request";
+
+/// Why the kernel's events cannot be joined to `target`'s requests, if they cannot.
+pub(crate) fn not_joinable(target: &Target) -> Option<&'static str> {
+    if speaks_h2(target) {
+        Some(NOT_FOR_H2)
+    } else if target.tls {
+        Some(NOT_FOR_TLS)
+    } else {
+        None
+    }
+}
+
 impl TargetPlan {
-    /// Whether the target speaks HTTP/2 (`h2c://`).
-    pub fn is_h2(&self) -> bool {
-        speaks_h2(&self.target)
+    /// Why the kernel's events cannot be joined to this target's requests (HTTP/2, TLS).
+    pub(crate) fn not_joinable(&self) -> Option<&'static str> {
+        not_joinable(&self.target)
     }
 
     /// Validates the target and its options (no process started, nothing sent).
@@ -138,8 +158,26 @@ impl TargetPlan {
         let kind = scheme.kind();
         let workload = workload_of(spec, scheme, &target)?;
         let w = &spec.workload;
-        // The codec factory checks the workload against the scheme (e.g. the request size).
-        let _checked = load::protocol_factory(&target, &workload, 1).map_err(invalid)?;
+        if !target.tls && spec.tls != load::TlsOptions::default() {
+            return Err(invalid(
+                "--insecure, --ca and --sni apply to TLS targets (https://, h2://)",
+            ));
+        }
+        if spec.tls.insecure && spec.tls.ca.is_some() {
+            return Err(invalid("--insecure and --ca exclude each other"));
+        }
+        // The codec factory checks the workload against the scheme (e.g. the request size)
+        // and TLS's options (a CA file is read here). A server tailscope starts brings its own
+        // CA, made when it starts: until then nothing is checked against roots.
+        let check_tls = match (&spec.spawn, &spec.tls.ca) {
+            (Some(_), None) => load::TlsOptions {
+                insecure: true,
+                ..spec.tls.clone()
+            },
+            _ => spec.tls.clone(),
+        };
+        let _checked =
+            load::protocol_factory_with(&target, &workload, 1, &check_tls).map_err(invalid)?;
         if spec.churn.is_some() && scheme != Scheme::Http {
             return Err(invalid("--churn applies to http targets only"));
         }
@@ -196,7 +234,7 @@ impl TargetPlan {
                 s,
                 k,
                 target.transport == Transport::Udp,
-                speaks_h2(&target),
+                (speaks_h2(&target), target.tls),
                 w,
             )?),
         };
@@ -230,6 +268,7 @@ impl TargetPlan {
             isolation,
             stress: spec.stress.clone(),
             container,
+            tls: spec.tls.clone(),
         })
     }
 
@@ -256,6 +295,7 @@ impl TargetPlan {
             isolation: None,
             stress: None,
             container: None,
+            tls: load::TlsOptions::default(),
         })
     }
 
@@ -296,6 +336,7 @@ impl TargetPlan {
     pub fn start(&self, stop: &AtomicBool, obs: &dyn Observer) -> Result<Ready, LabError> {
         let journal = placement::clear_leftovers(obs);
         let mut container_net = None;
+        let mut tls = self.tls.clone();
         let (target, url, server) = match &self.owned {
             Owned::Spawn(cfgs) => {
                 let v = match &self.container {
@@ -316,6 +357,12 @@ impl TargetPlan {
                 let target: Target = url
                     .parse()
                     .map_err(|e| LabError::Failed(format!("spawned server's URL {url}: {e}")))?;
+                // A TLS server tailscope made the certificate of is verified against its CA.
+                if let Some(ca) = v[0].ca_file() {
+                    if !tls.insecure && tls.ca.is_none() {
+                        tls.ca = Some(ca);
+                    }
+                }
                 (target, url, Server::Spawned(v))
             }
             Owned::Builtin(cfg) => {
@@ -389,6 +436,7 @@ impl TargetPlan {
             container: self.container.clone().map(|p| (p, container_net)),
             workload: self.workload.clone(),
             churn: self.churn,
+            tls,
         })
     }
 }
@@ -435,6 +483,8 @@ pub struct Ready {
     pub workload: Workload,
     pub churn: Option<(u32, u32)>,
     server_cpus: Vec<usize>,
+    /// TLS targets: what the connections trust (with a spawned server's CA).
+    pub tls: load::TlsOptions,
 }
 
 impl Ready {
@@ -450,7 +500,12 @@ impl Ready {
 
     /// A codec factory whose connections draw their requests from `seed`.
     pub fn factory(&self, seed: u64) -> Result<ProtocolFactory, LabError> {
-        Ok(load::protocol_factory(&self.target, &self.workload, seed)?)
+        Ok(load::protocol_factory_with(
+            &self.target,
+            &self.workload,
+            seed,
+            &self.tls,
+        )?)
     }
 
     /// The target's worker count and queue structure for the ideal, unless the user said:

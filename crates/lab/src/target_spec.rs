@@ -25,7 +25,8 @@ impl Scheme {
         Ok(match target.scheme.as_str() {
             "nullrpc" => Scheme::NullRpc,
             "memcached" => Scheme::Memcached,
-            // HTTP/2 (h2c://) is HTTP to the workload and the ideal; its codec is load's.
+            // HTTP/2 (h2c://, h2://) and HTTPS are HTTP to the workload and the ideal; their
+            // codecs and TLS are load's.
             "http" | "h2c" => Scheme::Http,
             "redis" => Scheme::Redis,
             other => return Err(invalid(format!("target: unknown scheme '{other}'"))),
@@ -201,4 +202,6 @@ pub struct TargetSpec {
     pub preload: bool,
     /// A stressor beside every run, started before the load and stopped after it.
     pub stress: Option<StressSpec>,
+    /// TLS targets (`https://`, `h2://`): which certificates to trust, the server name.
+    pub tls: load::TlsOptions,
 }

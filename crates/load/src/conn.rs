@@ -7,11 +7,12 @@ use std::collections::VecDeque;
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::error::ProtoError;
 use crate::protocol::{Protocol, Reply};
 use crate::target::Transport;
+use crate::tls::{TlsClient, TlsStats};
 
 /// Initial and largest size of a TCP receive buffer; a reply must fit in the largest.
 const RBUF_INITIAL: usize = 16 * 1024;
@@ -23,6 +24,8 @@ const UDP_MAX: usize = 65_536;
 const MAX_READS_PER_EVENT: usize = 8;
 /// Datagrams per `sendmmsg` call.
 const UDP_BATCH: usize = 32;
+/// Bytes of TLS records taken from the socket per read (two full records).
+const TLS_READ: usize = 2 * (16 * 1024 + 256);
 
 enum Sock {
     Tcp(TcpStream),
@@ -47,6 +50,33 @@ impl std::fmt::Display for ConnFail {
     }
 }
 
+/// Hands the codec's unsent bytes to the TLS session and writes its records as far as the
+/// kernel takes them.
+fn flush_tls(
+    t: &mut rustls::ClientConnection,
+    s: &mut TcpStream,
+    wbuf: &[u8],
+    wpos: &mut usize,
+    writes: &mut u64,
+) -> Result<(), ConnFail> {
+    if *wpos < wbuf.len() {
+        // Without a buffer limit the session takes all of it (sealed once the handshake ends).
+        let n = t.writer().write(&wbuf[*wpos..]).map_err(ConnFail::Io)?;
+        *wpos += n;
+    }
+    while t.wants_write() {
+        *writes += 1;
+        match t.write_tls(s) {
+            Ok(0) => return Err(ConnFail::Closed),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(ConnFail::Io(e)),
+        }
+    }
+    Ok(())
+}
+
 pub(crate) struct Conn {
     sock: Option<Sock>,
     pub(crate) proto: Box<dyn Protocol>,
@@ -67,12 +97,77 @@ pub(crate) struct Conn {
     pub(crate) rx_stamps: bool,
     /// Non-fatal problems (bad UDP datagrams, ICMP errors): the latest one, for the user.
     pub(crate) soft_error: Option<String>,
+    /// The codec is spoken over TLS with this client (from [`Protocol::tls`]).
+    tls_client: Option<TlsClient>,
+    /// The TLS session of the open socket: the codec's bytes go in and come out here.
+    tls: Option<rustls::ClientConnection>,
+    /// TLS records read from the socket, before rustls takes them.
+    tls_in: Vec<u8>,
+    /// When a handshake started that the I/O loop finishes (a connection opened without
+    /// waiting, [`Conn::open_nonblocking`]).
+    hs_started: Option<Instant>,
+    /// This connection's handshakes, counted apart from its requests.
+    pub(crate) tls_stats: TlsStats,
+}
+
+/// A TLS failure as an I/O error of the connection.
+fn tls_error(what: &str, e: impl std::fmt::Display) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, format!("TLS {what}: {e}"))
+}
+
+/// Whether the server ended the handshake because it speaks none of the protocols offered by
+/// ALPN (OpenSSL servers such as nginx do, rather than choosing none).
+fn refused_alpn(e: &io::Error) -> bool {
+    matches!(
+        e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()),
+        Some(rustls::Error::AlertReceived(
+            rustls::AlertDescription::NoApplicationProtocol
+        ))
+    )
+}
+
+/// Refuses a session whose ALPN is not the one the codec needs (HTTP/2 over TLS).
+fn check_alpn(c: &rustls::ClientConnection, client: &TlsClient) -> io::Result<()> {
+    match client.need_alpn {
+        Some(need) if c.alpn_protocol() != Some(need) => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "TLS handshake: the server did not agree to {} by ALPN (it chose {})",
+                String::from_utf8_lossy(need),
+                c.alpn_protocol()
+                    .map_or("none".into(), |a| String::from_utf8_lossy(a).into_owned())
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Ensures free space after `rend` in `rbuf`: compact, then grow up to `RBUF_MAX`.
+fn make_room_in(rbuf: &mut Vec<u8>, rstart: &mut usize, rend: &mut usize) -> Result<(), ConnFail> {
+    if *rend < rbuf.len() {
+        return Ok(());
+    }
+    if *rstart > 0 {
+        rbuf.copy_within(*rstart..*rend, 0);
+        *rend -= *rstart;
+        *rstart = 0;
+        return Ok(());
+    }
+    if rbuf.len() >= RBUF_MAX {
+        return Err(ConnFail::Proto(ProtoError::Malformed(format!(
+            "reply larger than {RBUF_MAX} bytes"
+        ))));
+    }
+    let new_len = (rbuf.len() * 2).min(RBUF_MAX);
+    rbuf.resize(new_len, 0);
+    Ok(())
 }
 
 impl Conn {
     /// A connection with no socket yet (see [`Conn::open`]).
     pub(crate) fn new(proto: Box<dyn Protocol>) -> Self {
         let transport = proto.transport();
+        let tls_client = proto.tls().cloned();
         let cap = match transport {
             Transport::Tcp => RBUF_INITIAL,
             Transport::Udp => UDP_MAX,
@@ -91,6 +186,11 @@ impl Conn {
             dgram_ends: VecDeque::new(),
             rx_stamps: false,
             soft_error: None,
+            tls_client,
+            tls: None,
+            tls_in: Vec::new(),
+            hs_started: None,
+            tls_stats: TlsStats::default(),
         }
     }
 
@@ -100,8 +200,9 @@ impl Conn {
         self.close();
         let sock = match self.transport {
             Transport::Tcp => {
-                let s = TcpStream::connect_timeout(&addr, connect_timeout)?;
+                let mut s = TcpStream::connect_timeout(&addr, connect_timeout)?;
                 s.set_nodelay(true)?;
+                self.handshake(&mut s, connect_timeout)?;
                 s.set_nonblocking(true)?;
                 Sock::Tcp(s)
             }
@@ -118,6 +219,60 @@ impl Conn {
             }
         };
         self.attach(sock);
+        Ok(())
+    }
+
+    /// Shakes hands over the connected, still blocking socket when the codec is spoken over
+    /// TLS, within `timeout` per step; the session then carries everything the connection
+    /// sends and reads. The handshake is timed and counted apart from requests.
+    fn handshake(&mut self, s: &mut TcpStream, timeout: Duration) -> io::Result<()> {
+        let Some(client) = self.tls_client.clone() else {
+            return Ok(());
+        };
+        let mut c = rustls::ClientConnection::new(client.config.clone(), client.name.clone())
+            .map_err(|e| tls_error("set-up", e))?;
+        s.set_read_timeout(Some(timeout))?;
+        s.set_write_timeout(Some(timeout))?;
+        let t0 = Instant::now();
+        while c.is_handshaking() {
+            match c.complete_io(s) {
+                Ok(_) => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Err(tls_error(
+                        "handshake",
+                        format!("no answer within {timeout:?} (does the server speak TLS here?)"),
+                    ))
+                }
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                    return Err(tls_error("handshake", "the server closed the connection"))
+                }
+                Err(e) if refused_alpn(&e) => {
+                    return Err(tls_error(
+                        "handshake",
+                        format!(
+                            "the server did not agree to {} by ALPN (it answered with the alert \
+                             NoApplicationProtocol)",
+                            client
+                                .need_alpn
+                                .map_or("the protocol".into(), String::from_utf8_lossy)
+                        ),
+                    ))
+                }
+                Err(e) => return Err(tls_error("handshake", e)),
+            }
+        }
+        let ns = t0.elapsed().as_nanos() as u64;
+        check_alpn(&c, &client)?;
+        self.tls_stats.record(&c, ns, client.insecure);
+        s.set_read_timeout(None)?;
+        s.set_write_timeout(None)?;
+        c.set_buffer_limit(None);
+        self.tls = Some(c);
         Ok(())
     }
 
@@ -143,6 +298,15 @@ impl Conn {
             Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
             Err(e) => return Err(e),
         }
+        // Over TLS the handshake goes out once the socket connects, and the I/O loop finishes
+        // it; the codec's first bytes wait in the session until then.
+        if let Some(client) = &self.tls_client {
+            let mut c = rustls::ClientConnection::new(client.config.clone(), client.name.clone())
+                .map_err(|e| tls_error("set-up", e))?;
+            c.set_buffer_limit(None);
+            self.tls = Some(c);
+            self.hs_started = Some(Instant::now());
+        }
         self.attach(Sock::Tcp(s.into()));
         Ok(())
     }
@@ -165,7 +329,8 @@ impl Conn {
     fn send_owed(&mut self) -> Result<(), ConnFail> {
         let before = self.wbuf.len();
         self.proto.take_output(&mut self.wbuf);
-        if self.wbuf.len() > before {
+        // TLS owes its own records too (the rest of a handshake, key updates).
+        if self.wbuf.len() > before || self.tls.as_ref().is_some_and(|t| t.wants_write()) {
             self.flush()?;
         }
         Ok(())
@@ -176,6 +341,8 @@ impl Conn {
             self.proto.reset();
         }
         self.sock = None;
+        self.tls = None;
+        self.hs_started = None;
         self.rstart = 0;
         self.rend = 0;
         self.wbuf.clear();
@@ -205,7 +372,7 @@ impl Conn {
 
     /// Bytes (or a datagram) accepted by `queue` but not yet taken by the kernel.
     pub(crate) fn has_pending_output(&self) -> bool {
-        self.wpos < self.wbuf.len()
+        self.wpos < self.wbuf.len() || self.tls.as_ref().is_some_and(|t| t.wants_write())
     }
 
     /// Output a flush left behind because the kernel would not take it: the connection
@@ -218,7 +385,7 @@ impl Conn {
     /// Encodes request `id` into the output buffer, behind any output not yet flushed (send
     /// it with [`Conn::flush`]: everything queued goes in one write when the kernel takes it).
     pub(crate) fn queue(&mut self, id: u64, class: u8) {
-        if !self.has_pending_output() {
+        if self.wpos >= self.wbuf.len() && self.dgram_ends.is_empty() {
             self.wbuf.clear();
             self.wpos = 0;
             self.dgram_ends.clear();
@@ -234,6 +401,10 @@ impl Conn {
     pub(crate) fn flush(&mut self) -> Result<(), ConnFail> {
         let res = match self.sock.as_mut() {
             None => return Err(ConnFail::Closed),
+            Some(Sock::Tcp(s)) if self.tls.is_some() => match self.tls.as_mut() {
+                Some(t) => flush_tls(t, s, &self.wbuf, &mut self.wpos, &mut self.writes),
+                None => Err(ConnFail::Closed),
+            },
             Some(Sock::Tcp(s)) => {
                 let mut res = Ok(());
                 while self.wpos < self.wbuf.len() {
@@ -349,16 +520,28 @@ impl Conn {
     ) -> Result<(), ConnFail> {
         for _ in 0..MAX_READS_PER_EVENT {
             self.make_room()?;
-            let space = self.rbuf.len() - self.rend;
-            let (n, krx) = match host::tstamp::recv_with_stamp(fd, &mut self.rbuf[self.rend..], 0) {
-                Ok((0, _)) => return Err(ConnFail::Closed),
-                Ok(v) => v,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(ConnFail::Io(e)),
+            // (the socket may hold more, the read's kernel stamp, the server ended the session)
+            let (more, krx, eof) = if self.tls.is_some() {
+                match self.recv_tls(fd)? {
+                    Some(v) => v,
+                    None => return Ok(()),
+                }
+            } else {
+                let space = self.rbuf.len() - self.rend;
+                match host::tstamp::recv_with_stamp(fd, &mut self.rbuf[self.rend..], 0) {
+                    Ok((0, _)) => return Err(ConnFail::Closed),
+                    Ok((n, krx)) => {
+                        self.rend += n;
+                        // A short read: the socket is (almost certainly) drained;
+                        // level-triggered epoll reports it again if not.
+                        (n == space, krx, false)
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(ConnFail::Io(e)),
+                }
             };
             let t = now();
-            self.rend += n;
             while self.rstart < self.rend {
                 match self.proto.decode(&self.rbuf[self.rstart..self.rend]) {
                     Ok(Some((used, reply))) => {
@@ -381,35 +564,77 @@ impl Conn {
                 self.rstart = 0;
                 self.rend = 0;
             }
+            if eof {
+                return Err(ConnFail::Closed);
+            }
             self.send_owed()?;
-            if n < space {
-                // A short read: the socket is (almost certainly) drained; level-triggered
-                // epoll reports it again if not.
+            if !more {
                 return Ok(());
             }
         }
         Ok(())
     }
 
+    /// One read of TLS records from the socket, decrypted into the receive buffer. `None`:
+    /// nothing to read. Else (the socket may hold more, the read's kernel stamp, the server
+    /// ended the session).
+    fn recv_tls(&mut self, fd: RawFd) -> Result<Option<(bool, Option<u64>, bool)>, ConnFail> {
+        if self.tls_in.is_empty() {
+            self.tls_in = vec![0; TLS_READ];
+        }
+        let (n, krx) = loop {
+            match host::tstamp::recv_with_stamp(fd, &mut self.tls_in, 0) {
+                Ok((0, _)) => return Err(ConnFail::Closed),
+                Ok(v) => break v,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(ConnFail::Io(e)),
+            }
+        };
+        let Some(t) = self.tls.as_mut() else {
+            return Err(ConnFail::Closed);
+        };
+        let mut input = &self.tls_in[..n];
+        let mut eof = false;
+        while !input.is_empty() {
+            if t.read_tls(&mut input).map_err(ConnFail::Io)? == 0 {
+                break;
+            }
+            let st = t
+                .process_new_packets()
+                .map_err(|e| ConnFail::Io(tls_error("session", e)))?;
+            // Every byte of plaintext goes to the codec's buffer (rustls keeps little).
+            loop {
+                make_room_in(&mut self.rbuf, &mut self.rstart, &mut self.rend)?;
+                match io::Read::read(&mut t.reader(), &mut self.rbuf[self.rend..]) {
+                    Ok(0) => {
+                        eof = true;
+                        break;
+                    }
+                    Ok(k) => self.rend += k,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) => return Err(ConnFail::Io(e)),
+                }
+            }
+            eof |= st.peer_has_closed();
+        }
+        // A handshake the I/O loop carried (a connection opened without waiting) ends here.
+        if let Some(t0) = self.hs_started {
+            if !t.is_handshaking() {
+                self.hs_started = None;
+                if let Some(client) = &self.tls_client {
+                    check_alpn(t, client).map_err(ConnFail::Io)?;
+                    self.tls_stats
+                        .record(t, t0.elapsed().as_nanos() as u64, client.insecure);
+                }
+            }
+        }
+        Ok(Some((n == self.tls_in.len(), krx, eof)))
+    }
+
     /// Ensures free space after `rend`: compact, then grow up to `RBUF_MAX`.
     fn make_room(&mut self) -> Result<(), ConnFail> {
-        if self.rend < self.rbuf.len() {
-            return Ok(());
-        }
-        if self.rstart > 0 {
-            self.rbuf.copy_within(self.rstart..self.rend, 0);
-            self.rend -= self.rstart;
-            self.rstart = 0;
-            return Ok(());
-        }
-        if self.rbuf.len() >= RBUF_MAX {
-            return Err(ConnFail::Proto(ProtoError::Malformed(format!(
-                "reply larger than {RBUF_MAX} bytes"
-            ))));
-        }
-        let new_len = (self.rbuf.len() * 2).min(RBUF_MAX);
-        self.rbuf.resize(new_len, 0);
-        Ok(())
+        make_room_in(&mut self.rbuf, &mut self.rstart, &mut self.rend)
     }
 
     fn read_udp(

@@ -53,6 +53,7 @@ mod run;
 mod schedule;
 mod sys;
 mod target;
+mod tls;
 mod workload;
 
 pub use calibrate::{calibrate, Calibration};
@@ -64,10 +65,12 @@ pub use error::{LoadError, ProtoError};
 pub use preload::{preload, PreloadStats};
 pub use protocol::{NullRpc, Protocol, Reply};
 pub use protocols::{
-    protocol_factory, HttpGet, MemcachedTcp, MemcachedUdp, ProtocolFactory, Redis, UDP_MAX_REQUEST,
+    protocol_factory, protocol_factory_with, HttpGet, MemcachedTcp, MemcachedUdp, ProtocolFactory,
+    Redis, UDP_MAX_REQUEST,
 };
 pub use record::{BacklogSample, Outcome, RequestRecord, RunRecords, RunSummary, WriterStats};
 pub use run::{run_open_loop, run_open_loop_into, RecordSink, VecSink};
+pub use tls::{TlsClient, TlsOptions, TlsStats};
 
 /// An independent-looking seed for the `index`-th of several runs sharing one base seed
 /// (SplitMix64): repeated runs are independent samples, and one `--seed` fixes them all.

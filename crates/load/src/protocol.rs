@@ -33,6 +33,11 @@ pub trait Protocol: Send {
     fn in_flight_limit(&self) -> Option<usize> {
         None
     }
+    /// The TLS client this codec is spoken over (`https://`, `h2://`), if any: the connection
+    /// shakes hands with it and carries the codec's bytes inside TLS records.
+    fn tls(&self) -> Option<&crate::tls::TlsClient> {
+        None
+    }
 }
 
 /// One parsed message from the server.

@@ -192,6 +192,10 @@ pub struct RunSummary {
     /// and last ran (empty in runs stored before it was read, and for agents' runs).
     #[serde(default)]
     pub threads: Vec<host::threads::ThreadPlace>,
+    /// The TLS handshakes of the run's connections, counted apart from its requests (absent
+    /// without TLS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<crate::tls::TlsStats>,
 }
 
 /// Everything one open-loop run produced, records kept in memory (see [`crate::run_open_loop`];

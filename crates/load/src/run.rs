@@ -422,6 +422,9 @@ fn fold_outputs(
         out.misses += o.misses;
         out.records += o.records;
         out.generator.add(&o.cost);
+        if o.tls.handshakes > 0 {
+            out.tls.get_or_insert_with(Default::default).add(&o.tls);
+        }
         for e in o.errors {
             note_error(&mut out.errors, e);
         }

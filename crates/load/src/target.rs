@@ -31,6 +31,9 @@ struct SchemeInfo {
     default: Transport,
     /// Transports the protocol can run over.
     allowed: &'static [Transport],
+    /// The codec it speaks (`http` for `https`), and whether over TLS.
+    codec: &'static str,
+    tls: bool,
 }
 
 const SCHEMES: &[SchemeInfo] = &[
@@ -38,34 +41,61 @@ const SCHEMES: &[SchemeInfo] = &[
         name: "nullrpc",
         default: Transport::Tcp,
         allowed: &[Transport::Tcp, Transport::Udp],
+        codec: "nullrpc",
+        tls: false,
     },
     SchemeInfo {
         name: "memcached",
         default: Transport::Tcp,
         allowed: &[Transport::Tcp, Transport::Udp],
+        codec: "memcached",
+        tls: false,
     },
     SchemeInfo {
         name: "http",
         default: Transport::Tcp,
         allowed: &[Transport::Tcp],
+        codec: "http",
+        tls: false,
     },
     SchemeInfo {
         // HTTP/2 over cleartext with prior knowledge (RFC 9113 §3.3).
         name: "h2c",
         default: Transport::Tcp,
         allowed: &[Transport::Tcp],
+        codec: "h2c",
+        tls: false,
     },
     SchemeInfo {
         name: "redis",
         default: Transport::Tcp,
         allowed: &[Transport::Tcp],
+        codec: "redis",
+        tls: false,
+    },
+    SchemeInfo {
+        // HTTP/1.1 over TLS.
+        name: "https",
+        default: Transport::Tcp,
+        allowed: &[Transport::Tcp],
+        codec: "http",
+        tls: true,
+    },
+    SchemeInfo {
+        // HTTP/2 over TLS, agreed by ALPN (RFC 9113 §3.2).
+        name: "h2",
+        default: Transport::Tcp,
+        allowed: &[Transport::Tcp],
+        codec: "h2c",
+        tls: true,
     },
 ];
 
 /// A parsed target such as `nullrpc://127.0.0.1:7000` or `nullrpc+udp://[::1]:7000`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Target {
-    /// The protocol name without the transport suffix (`"nullrpc"`).
+    /// The protocol's codec, without the transport suffix (`"nullrpc"`; `"http"` for
+    /// `https://`, `"h2c"` for `h2://`).
     pub scheme: String,
     /// The transport (from the `+tcp` / `+udp` suffix, else the protocol's default).
     pub transport: Transport,
@@ -73,11 +103,33 @@ pub struct Target {
     pub addr: SocketAddr,
     /// Anything after the authority, starting with `/` (used by HTTP later).
     pub path: Option<String>,
+    /// The codec is spoken over TLS (`https://`, `h2://`).
+    pub tls: bool,
+    /// The host as the URL names it (TLS's server name by default).
+    pub host: String,
+}
+
+impl Target {
+    /// The URL scheme as the user writes it: `https` for HTTP over TLS, `h2` for HTTP/2 over
+    /// TLS, else the codec's name.
+    pub fn url_scheme(&self) -> &str {
+        match (self.scheme.as_str(), self.tls) {
+            ("http", true) => "https",
+            ("h2c", true) => "h2",
+            (s, _) => s,
+        }
+    }
 }
 
 impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}+{}://{}", self.scheme, self.transport, self.addr)?;
+        write!(
+            f,
+            "{}+{}://{}",
+            self.url_scheme(),
+            self.transport,
+            self.addr
+        )?;
         if let Some(p) = &self.path {
             f.write_str(p)?;
         }
@@ -128,18 +180,21 @@ impl FromStr for Target {
             Some(i) => (&rest[..i], Some(rest[i..].to_string())),
             None => (rest, None),
         };
-        let addr = resolve(authority).map_err(bad)?;
+        let (addr, host) = resolve(authority).map_err(bad)?;
         Ok(Target {
-            scheme: name.to_string(),
+            scheme: info.codec.to_string(),
             transport,
             addr,
             path,
+            tls: info.tls,
+            host,
         })
     }
 }
 
-/// Splits `host:port` / `[v6]:port`, checks the port, and resolves the host.
-fn resolve(authority: &str) -> Result<SocketAddr, String> {
+/// Splits `host:port` / `[v6]:port`, checks the port, and resolves the host: its first
+/// address, and the host as written.
+fn resolve(authority: &str) -> Result<(SocketAddr, String), String> {
     if authority.is_empty() {
         return Err("missing host".into());
     }
@@ -175,9 +230,10 @@ fn resolve(authority: &str) -> Result<SocketAddr, String> {
     let mut addrs = (host, port)
         .to_socket_addrs()
         .map_err(|e| format!("cannot resolve host '{host}': {e}"))?;
-    addrs
+    let addr = addrs
         .next()
-        .ok_or_else(|| format!("host '{host}' resolved to no address"))
+        .ok_or_else(|| format!("host '{host}' resolved to no address"))?;
+    Ok((addr, host.to_string()))
 }
 
 #[cfg(test)]
@@ -186,6 +242,32 @@ mod tests {
 
     fn err(url: &str) -> String {
         url.parse::<Target>().unwrap_err().to_string()
+    }
+
+    #[test]
+    fn tls_schemes_speak_their_codec_over_tls_and_keep_the_host() {
+        let t: Target = "https://localhost:8443/f0".parse().unwrap();
+        assert_eq!(
+            (t.scheme.as_str(), t.tls, t.host.as_str()),
+            ("http", true, "localhost")
+        );
+        assert_eq!(t.url_scheme(), "https");
+        assert_eq!(t.path.as_deref(), Some("/f0"));
+        // What it prints parses back to the same target.
+        let back: Target = t.to_string().parse().unwrap();
+        assert_eq!(
+            (back.scheme, back.tls, back.addr),
+            ("http".into(), true, t.addr)
+        );
+        let h: Target = "h2://[::1]:8443".parse().unwrap();
+        assert_eq!(
+            (h.scheme.as_str(), h.tls, h.host.as_str()),
+            ("h2c", true, "::1")
+        );
+        assert_eq!(h.url_scheme(), "h2");
+        let plain: Target = "h2c://127.0.0.1:80".parse().unwrap();
+        assert!(!plain.tls && plain.url_scheme() == "h2c");
+        assert!(err("https+udp://127.0.0.1:443").contains("does not run over udp"));
     }
 
     #[test]

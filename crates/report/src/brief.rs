@@ -90,6 +90,11 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
     if let Some(h) = &run.host_noise {
         line(w, &h.line())?;
     }
+    if let Some(t) = &run.load.tls {
+        for l in t.line().lines() {
+            line(w, l)?;
+        }
+    }
     why(w, run)?;
     let more = match run.run_id {
         Some(i) => format!("more: tailscope runs show {i} --detail · tailscope report {i}"),

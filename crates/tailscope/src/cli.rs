@@ -238,10 +238,12 @@ pub struct ServeArgs {
   tailscope run memcached+udp://127.0.0.1:11211 --rate 20000 --service 10us
   tailscope run http:/// --spawn --files 100 --rate 20000
   tailscope run h2c:/// --spawn --files 100 --connections 2 --rate 5000 --service 60us
+  tailscope run https:/// --spawn --files 100 --connections 2 --rate 5000 --service 60us
+  tailscope run h2://127.0.0.1:8443/ --ca ca.pem --connections 2 --rate 5000 --service 60us
   tailscope run redis://127.0.0.1:6379 --rate 20000 --service 8us")]
 pub struct RunArgs {
     /// Target URL: nullrpc://HOST:PORT, nullrpc+udp://…, memcached://…, memcached+udp://…,
-    /// http://HOST:PORT/PATH, redis://HOST:PORT.
+    /// http://HOST:PORT/PATH, h2c://…, https://… and h2://… (over TLS), redis://HOST:PORT.
     pub target: String,
     #[command(flatten)]
     pub opts: lab::RunOptions,

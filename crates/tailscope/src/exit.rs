@@ -66,6 +66,23 @@ impl<T, E: fmt::Display> OrUsage<T> for Result<T, E> {
     }
 }
 
+/// An error and its causes joined with ": ", as `{e:#}` joins them, but without a cause that
+/// the message before it already ends with (a library error whose text quotes its source, as
+/// `cannot connect to ADDR: {source}` does, printed its source twice).
+pub fn message(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.is_empty() {
+            out = text;
+        } else if !out.ends_with(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+    }
+    out
+}
+
 /// The most characters of one error line.
 const MAX_LINE_CHARS: usize = 2_000;
 
@@ -92,6 +109,22 @@ mod tests {
         assert!(line.starts_with("bad URL 'xyyy") && line.contains('…'));
         let many = "word ".repeat(10_000);
         assert!(one_line(&many).chars().count() <= MAX_LINE_CHARS + 1);
+    }
+
+    #[test]
+    fn a_cause_its_parent_quotes_is_printed_once() {
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        let e = anyhow::Error::new(load::LoadError::Connect {
+            addr: "127.0.0.1:9".parse().unwrap(),
+            source: refused,
+        });
+        assert_eq!(
+            message(&e),
+            format!("cannot connect to 127.0.0.1:9: {}", e.root_cause())
+        );
+        // Causes the message does not quote are joined as `{e:#}` joins them.
+        let e = anyhow::anyhow!("no such file").context("reading runs.db");
+        assert_eq!(message(&e), "reading runs.db: no such file");
     }
 
     #[test]

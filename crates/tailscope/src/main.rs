@@ -110,7 +110,7 @@ fn main() {
         Err(e) => {
             let code = exit::code_of(&e);
             // One clear line naming the problem (the chain of causes joined on that line).
-            eprintln!("tailscope: {}", exit::one_line(&format!("{e:#}")));
+            eprintln!("tailscope: {}", exit::one_line(&exit::message(&e)));
             code
         }
     };

@@ -151,11 +151,28 @@ pub(crate) fn nginx_conf(cfg: &SpawnConfig, dir: &Path, port: u16, as_root: bool
     for t in ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"] {
         let _ = writeln!(c, "    {t}_temp_path {d}/tmp_{t};");
     }
+    let ssl = if cfg.tls { " ssl" } else { "" };
     let h2 = if cfg.http2 { " http2" } else { "" };
     let _ = writeln!(
         c,
-        "    server {{\n        listen {}:{port}{h2};\n        root {d}/{WWW};\n        location / {{ }}\n    }}\n}}",
+        "    server {{\n        listen {}:{port}{ssl}{h2};",
         cfg.listen()
+    );
+    if cfg.tls {
+        // TLS 1.2 and 1.3 with the certificate made for this start; sessions resumable by
+        // cache and by ticket, as a production server's usually are.
+        let _ = writeln!(
+            c,
+            "        ssl_certificate {d}/{};\n        ssl_certificate_key {d}/{};",
+            crate::cert::CERT_FILE,
+            crate::cert::KEY_FILE
+        );
+        c.push_str("        ssl_protocols TLSv1.2 TLSv1.3;\n");
+        c.push_str("        ssl_session_cache shared:tls:10m;\n        ssl_session_tickets on;\n");
+    }
+    let _ = writeln!(
+        c,
+        "        root {d}/{WWW};\n        location / {{ }}\n    }}\n}}"
     );
     c
 }

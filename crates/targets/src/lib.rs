@@ -25,6 +25,7 @@
 //! redis-server`); they are never downloaded or built here.
 
 mod binary;
+mod cert;
 mod child;
 pub use child::spawner_tid;
 mod command;
@@ -215,6 +216,9 @@ pub struct SpawnConfig {
     /// nginx only: HTTP/2 with prior knowledge on its port (`listen … http2`, cleartext:
     /// `h2c://`); its readiness check then opens an HTTP/2 connection.
     pub http2: bool,
+    /// nginx only: TLS on its port (`https://`, or `h2://` with `http2`), with a certificate
+    /// made for this start by a throwaway CA whose certificate is [`Spawned::ca_file`].
+    pub tls: bool,
     /// Appended verbatim to the server's command line (for nginx e.g. `-g "directive;"`).
     pub extra_args: Vec<String>,
     /// Start it in a container (namespaces of its own); None: on the host.
@@ -235,6 +239,7 @@ impl SpawnConfig {
             http_files: None,
             open_file_cache: false,
             http2: false,
+            tls: false,
             extra_args: Vec::new(),
             container: None,
         }

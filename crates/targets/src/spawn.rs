@@ -54,6 +54,8 @@ pub struct Spawned {
     udp: bool,
     /// nginx speaks HTTP/2 with prior knowledge on its port.
     http2: bool,
+    /// nginx speaks TLS on its port.
+    tls: bool,
     version: String,
     command: Vec<String>,
     worker_threads: u32,
@@ -128,6 +130,9 @@ impl Spawned {
         let http_files = cfg.effective_http_files();
         if let Some(files) = &http_files {
             command::write_http_files(files, dir.path())?;
+        }
+        if cfg.tls {
+            crate::cert::write_server_files(dir.path(), cfg.listen())?;
         }
         for _ in 0..PORT_ATTEMPTS {
             let port = next_port()?;
@@ -220,6 +225,7 @@ impl Spawned {
             ip: cfg.listen(),
             udp: cfg.udp,
             http2: cfg.http2,
+            tls: cfg.tls,
             version: version.to_string(),
             command,
             worker_threads: cfg.worker_threads(),
@@ -272,6 +278,7 @@ impl Spawned {
                 self.udp_addr(),
                 first_len,
                 self.http2,
+                self.tls,
             );
             let last_check = match check {
                 Ok(()) if self.kind != Kind::Nginx => return Ok(()),
@@ -361,7 +368,9 @@ impl Spawned {
         match (self.kind, self.udp) {
             (Kind::Memcached, false) => format!("memcached://{a}"),
             (Kind::Memcached, true) => format!("memcached+udp://{a}"),
+            (Kind::Nginx, _) if self.http2 && self.tls => format!("h2://{a}/"),
             (Kind::Nginx, _) if self.http2 => format!("h2c://{a}/"),
+            (Kind::Nginx, _) if self.tls => format!("https://{a}/"),
             (Kind::Nginx, _) => format!("http://{a}/"),
             (Kind::Redis, _) => format!("redis://{a}"),
         }
@@ -423,6 +432,17 @@ impl Spawned {
     /// Time from `exec` to the first passing readiness check.
     pub fn ready_after(&self) -> Duration {
         self.ready_after
+    }
+
+    /// The PEM certificate of the throwaway CA that signed a TLS server's certificate (trust
+    /// it to verify the server); `None` without TLS or once stopped.
+    pub fn ca_file(&self) -> Option<PathBuf> {
+        if !self.tls {
+            return None;
+        }
+        self.dir
+            .as_ref()
+            .map(|d| d.path().join(crate::cert::CA_FILE))
     }
 
     /// The server's temporary directory (config, logs, nginx's `www/`).

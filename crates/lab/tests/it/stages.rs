@@ -241,6 +241,7 @@ fn spawned(url: &str, threads: u32) -> TargetPlan {
         churn: None,
         preload: true,
         stress: None,
+        tls: Default::default(),
     })
     .unwrap()
 }

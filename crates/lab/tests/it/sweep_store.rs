@@ -21,6 +21,7 @@ fn plan() -> SweepPlan {
         churn: None,
         preload: false,
         stress: None,
+        tls: Default::default(),
     };
     // The load's target and rate are set per point.
     let mut load = LoadConfig::new("nullrpc://127.0.0.1:1".parse().unwrap(), 1.0);

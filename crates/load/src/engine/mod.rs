@@ -175,6 +175,8 @@ pub(crate) struct ThreadOutput {
     pub done_ns: u64,
     /// The loop's cost and catch-up.
     pub cost: cost::GeneratorCost,
+    /// Its connections' TLS handshakes (none without TLS).
+    pub tls: crate::tls::TlsStats,
 }
 
 /// What ties a generator thread to the run: the stop flag, the counters it publishes, and
@@ -469,6 +471,10 @@ impl<'a> Engine<'a> {
             last_intended_ns: self.last_intended,
             done_ns,
             cost: self.cost,
+            tls: self.slots.iter().fold(Default::default(), |mut t, s| {
+                t.add(&s.conn.tls_stats);
+                t
+            }),
         }
     }
 

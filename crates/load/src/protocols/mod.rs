@@ -15,10 +15,12 @@ pub use memcached::{MemcachedTcp, MemcachedUdp, UDP_MAX_REQUEST};
 pub use redis::Redis;
 
 use crate::error::LoadError;
+use crate::error::ProtoError;
 use crate::protocol::NullRpc;
 use crate::protocol::{Protocol, Reply};
 use crate::schedule::mix_seed;
 use crate::target::{Target, Transport};
+use crate::tls::{TlsClient, TlsOptions};
 use crate::workload::{HttpWorkload, KvWorkload, Popularity, Workload};
 
 /// Builds one codec per call (one per connection); what `run_open_loop`, `calibrate` and
@@ -65,7 +67,40 @@ fn http_workload(target: &Target, workload: &Workload) -> HttpWorkload {
 /// - http takes [`Workload::Http`]; any other workload means "GET the target's path (or
 ///   `/`)" over and over.
 /// - nullrpc takes [`Workload::NullRpc`].
+///
+/// A TLS target (`https://`, `h2://`) is verified against the system's roots; see
+/// [`protocol_factory_with`] for the user's TLS options.
 pub fn protocol_factory(
+    target: &Target,
+    workload: &Workload,
+    seed: u64,
+) -> Result<ProtocolFactory, LoadError> {
+    protocol_factory_with(target, workload, seed, &TlsOptions::default())
+}
+
+/// [`protocol_factory`] with TLS's options: over a TLS target every codec is spoken inside a
+/// session of one shared client configuration (one session cache: reconnections resume).
+/// A bad CA file or server name is an error here.
+pub fn protocol_factory_with(
+    target: &Target,
+    workload: &Workload,
+    seed: u64,
+    tls: &TlsOptions,
+) -> Result<ProtocolFactory, LoadError> {
+    let codecs = codec_factory(target, workload, seed)?;
+    if !target.tls {
+        return Ok(codecs);
+    }
+    let client = TlsClient::new(target, tls)?;
+    Ok(Box::new(move || {
+        Box::new(OverTls {
+            inner: codecs(),
+            client: client.clone(),
+        }) as Box<dyn Protocol>
+    }))
+}
+
+fn codec_factory(
     target: &Target,
     workload: &Workload,
     seed: u64,
@@ -186,3 +221,39 @@ fn unreachable_codec() -> Box<dyn Protocol> {
 
 #[cfg(test)]
 mod tests;
+
+/// A codec spoken over TLS: the codec itself, and the client the connection shakes hands with.
+pub(crate) struct OverTls {
+    pub(crate) inner: Box<dyn Protocol>,
+    pub(crate) client: TlsClient,
+}
+
+impl Protocol for OverTls {
+    fn transport(&self) -> Transport {
+        self.inner.transport()
+    }
+    fn encode(&mut self, id: u64, class: u8, out: &mut Vec<u8>) {
+        self.inner.encode(id, class, out)
+    }
+    fn decode(&mut self, buf: &[u8]) -> Result<Option<(usize, Reply)>, ProtoError> {
+        self.inner.decode(buf)
+    }
+    fn carries_id(&self) -> bool {
+        self.inner.carries_id()
+    }
+    fn reset(&mut self) {
+        self.inner.reset()
+    }
+    fn on_open(&mut self, out: &mut Vec<u8>) {
+        self.inner.on_open(out)
+    }
+    fn take_output(&mut self, out: &mut Vec<u8>) {
+        self.inner.take_output(out)
+    }
+    fn in_flight_limit(&self) -> Option<usize> {
+        self.inner.in_flight_limit()
+    }
+    fn tls(&self) -> Option<&TlsClient> {
+        Some(&self.client)
+    }
+}

@@ -30,6 +30,7 @@ mod stages_cli;
 mod support;
 mod sweep_cli;
 mod targets_cli;
+mod tls_cli;
 mod tune_cli;
 mod usage_cli;
 mod verdict_cli;
