@@ -25,6 +25,7 @@ fn run_cmd(port: u16, rate: &str, duration: &str, agents: &[String], db: &Path) 
     let target = format!("nullrpc://127.0.0.1:{port}");
     c.args([
         "run",
+        "--no-noise-probe",
         &target,
         "--rate",
         rate,
@@ -299,7 +300,14 @@ fn bad_agents_are_refused_before_anything_starts_and_a_stranger_fails_the_run() 
     std::fs::write(&bad_file, "[[agent]]\ncmd = \"local\"\n").unwrap();
     let usage = |args: &[&str], needle: &str| {
         let out = bin()
-            .args(["run", "nullrpc://127.0.0.1:9", "--rate", "100", "--db"])
+            .args([
+                "run",
+                "--no-noise-probe",
+                "nullrpc://127.0.0.1:9",
+                "--rate",
+                "100",
+                "--db",
+            ])
             .arg(&db)
             .args(args)
             .output()
@@ -324,7 +332,14 @@ fn bad_agents_are_refused_before_anything_starts_and_a_stranger_fails_the_run() 
         "--stages ebpf joins kernel events to this host's connections",
     );
     let out = bin()
-        .args(["run", "memcached://", "--spawn", "--server-instances", "2"])
+        .args([
+            "run",
+            "--no-noise-probe",
+            "memcached://",
+            "--spawn",
+            "--server-instances",
+            "2",
+        ])
         .args(["--rate", "100", "--agent", "local", "--db"])
         .arg(&db)
         .output()
@@ -385,6 +400,7 @@ fn two_local_agents_drive_a_sweep_in_percent_with_find_max() {
     let out = bin()
         .args([
             "sweep",
+            "--no-noise-probe",
             "nullrpc://",
             "--spawn",
             "--server-work",

@@ -102,6 +102,7 @@ fn isolated_run(db: &Path, state: &Path, dev: &str) -> Child {
     bin()
         .args([
             "run",
+            "--no-noise-probe",
             "memcached://",
             "--spawn",
             "--server-threads",
@@ -226,6 +227,7 @@ fn sigkill_mid_run_leaves_leftovers_that_the_next_start_removes() {
     let out = bin()
         .args([
             "run",
+            "--no-noise-probe",
             "memcached://",
             "--spawn",
             "--server-threads",
@@ -267,11 +269,19 @@ fn bad_isolation_input_exits_2_and_creates_nothing() {
     let (db, state) = (dir.path().join("runs.db"), dir.path().join("state"));
     let run = |extra: &[&str]| {
         let mut c = bin();
-        c.args(["run", "memcached://", "--rate", "1000", "--service", "20us"])
-            .args(extra)
-            .arg("--db")
-            .arg(&db)
-            .env("XDG_STATE_HOME", &state);
+        c.args([
+            "run",
+            "--no-noise-probe",
+            "memcached://",
+            "--rate",
+            "1000",
+            "--service",
+            "20us",
+        ])
+        .args(extra)
+        .arg("--db")
+        .arg(&db)
+        .env("XDG_STATE_HOME", &state);
         c.output().unwrap()
     };
     let mut cases: Vec<(&[&str], &[&str])> = vec![
@@ -403,15 +413,22 @@ fn containers_are_made_recorded_and_removed_and_bad_input_is_refused() {
     let cpu = last_cpu();
     let sweep = |extra: &[&str]| {
         let mut c = bin();
-        c.args(["sweep", "memcached://", "--spawn", "--server-threads", "1"])
-            .args(["--server-cpus", &cpu, "--cpus", "0", "--loads", "2000"])
-            // A stated service time: no calibration each time a knob restarts the server.
-            .args(["--duration", "0.5s", "--warmup", "0.2s", "--json"])
-            .args(["--service", "20us"])
-            .args(extra)
-            .arg("--db")
-            .arg(&db)
-            .env("XDG_STATE_HOME", &state);
+        c.args([
+            "sweep",
+            "--no-noise-probe",
+            "memcached://",
+            "--spawn",
+            "--server-threads",
+            "1",
+        ])
+        .args(["--server-cpus", &cpu, "--cpus", "0", "--loads", "2000"])
+        // A stated service time: no calibration each time a knob restarts the server.
+        .args(["--duration", "0.5s", "--warmup", "0.2s", "--json"])
+        .args(["--service", "20us"])
+        .args(extra)
+        .arg("--db")
+        .arg(&db)
+        .env("XDG_STATE_HOME", &state);
         c.output().unwrap()
     };
     for (args, needle) in [
@@ -442,7 +459,14 @@ fn containers_are_made_recorded_and_removed_and_bad_input_is_refused() {
         assert_usage_error(&sweep(args), &[needle]);
     }
     let o = bin()
-        .args(["sweep", "nullrpc://", "--spawn", "--loads", "1000"])
+        .args([
+            "sweep",
+            "--no-noise-probe",
+            "nullrpc://",
+            "--spawn",
+            "--loads",
+            "1000",
+        ])
         .args(["--param", "server-container=veth", "--db"])
         .arg(&db)
         .env("XDG_STATE_HOME", &state)

@@ -258,6 +258,7 @@ fn the_report_of_a_real_sweep_opens_clean_in_chromium() {
     let out = bin()
         .args([
             "sweep",
+            "--no-noise-probe",
             "nullrpc://",
             "--spawn",
             "--server-work",

@@ -57,6 +57,7 @@ fn repeats_are_combined_by_their_median_and_spread() {
     let out = bin()
         .args([
             "run",
+            "--no-noise-probe",
             &url,
             "--rate",
             "4000",
@@ -153,7 +154,15 @@ fn sweep_repeats_are_interleaved_and_points_combined() {
     let s = serve();
     let url = format!("nullrpc://{}", s.addr);
     let out = bin()
-        .args(["sweep", &url, "--service", "50us", "--loads", "2000,4000"])
+        .args([
+            "sweep",
+            "--no-noise-probe",
+            &url,
+            "--service",
+            "50us",
+            "--loads",
+            "2000,4000",
+        ])
         .args(["--repeat", "2", "--duration", "800ms", "--warmup", "200ms"])
         .args(["--cpus", "0", "--slo", "p99<=1s", "--json", "--db"])
         .arg(&db)
@@ -209,7 +218,15 @@ fn precision_converges_or_says_why_not() {
     // A loose target that a steady run meets within seconds, and one no run of 2 s can.
     for (asked, max) in [("server:p50=20%", 15.0), ("p99=0.01%", 2.0)] {
         let out = bin()
-            .args(["run", &url, "--rate", "4000", "--service", "50us"])
+            .args([
+                "run",
+                "--no-noise-probe",
+                &url,
+                "--rate",
+                "4000",
+                "--service",
+                "50us",
+            ])
             .args(["--duration", "1s", "--warmup", "300ms", "--cpus", "0"])
             .args(["--precision", asked, "--max-duration", &format!("{max}s")])
             .args(["--json", "--db"])
@@ -270,6 +287,7 @@ fn bad_repeat_and_precision_are_refused_before_anything_is_written() {
         let out = bin()
             .args([
                 "run",
+                "--no-noise-probe",
                 "nullrpc://127.0.0.1:9",
                 "--rate",
                 "1000",
@@ -304,7 +322,14 @@ fn sweep_interleave_pairs_each_knob_value_with_the_first() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let out = bin()
-        .args(["sweep", "nullrpc://", "--spawn", "--service", "70us"])
+        .args([
+            "sweep",
+            "--no-noise-probe",
+            "nullrpc://",
+            "--spawn",
+            "--service",
+            "70us",
+        ])
         .args([
             "--param",
             "server-work=det:20us,det:60us",
@@ -345,6 +370,7 @@ fn sweep_interleave_pairs_each_knob_value_with_the_first() {
     let out = bin()
         .args([
             "sweep",
+            "--no-noise-probe",
             "nullrpc://",
             "--spawn",
             "--loads",

@@ -19,6 +19,7 @@ fn run(db: &Path, url: &str, extra: &[&str]) -> serde_json::Value {
     let out = bin()
         .args([
             "run",
+            "--no-noise-probe",
             url,
             "--spawn",
             "--server-cpus",
@@ -170,6 +171,7 @@ fn a_stress_axis_changes_the_stressor_but_keeps_the_server() {
     let out = bin()
         .args([
             "sweep",
+            "--no-noise-probe",
             "memcached://",
             "--spawn",
             "--server-threads",
@@ -235,7 +237,14 @@ fn a_numa_axis_binds_the_spawned_server_and_numa_maps_shows_it() {
     let db = dir.path().join("runs.db");
     let sweep = |numa: &str| {
         bin()
-            .args(["sweep", "memcached://", "--spawn", "--server-threads", "1"])
+            .args([
+                "sweep",
+                "--no-noise-probe",
+                "memcached://",
+                "--spawn",
+                "--server-threads",
+                "1",
+            ])
             .args(["--server-cpus", &last_cpu(), "--cpus", "0"])
             .args(["--loads", "2000", "--service", "20us", "--duration", "1s"])
             .args(["--warmup", "200ms", "--items", "200", "--param"])
@@ -324,6 +333,7 @@ fn the_etc_workload_runs_against_memcached_and_excludes_the_flags_it_sets() {
     let out = bin()
         .args([
             "run",
+            "--no-noise-probe",
             "memcached://",
             "--spawn",
             "--workload",

@@ -14,6 +14,7 @@ fn sweep(db: &std::path::Path, extra: &[&str]) -> (std::process::Output, serde_j
     let out = bin()
         .args([
             "sweep",
+            "--no-noise-probe",
             "nullrpc://",
             "--spawn",
             "--server-cpus",
@@ -239,6 +240,7 @@ warmup = "500ms"
     let out = bin()
         .args([
             "sweep",
+            "--no-noise-probe",
             file.to_str().unwrap(),
             "--loads",
             "25%",
@@ -264,7 +266,13 @@ warmup = "500ms"
         let p = entry.unwrap().path();
         if p.extension().is_some_and(|e| e == "toml") {
             let o = bin()
-                .args(["sweep", p.to_str().unwrap(), "--param", "nonsense=1"])
+                .args([
+                    "sweep",
+                    "--no-noise-probe",
+                    p.to_str().unwrap(),
+                    "--param",
+                    "nonsense=1",
+                ])
                 .args(["--db", db.to_str().unwrap()])
                 .output()
                 .unwrap();
@@ -291,7 +299,13 @@ fn every_shipped_experiment_checks_whole_or_says_what_the_host_lacks() {
             continue;
         }
         let o = bin()
-            .args(["sweep", p.to_str().unwrap(), "--dry-run", "--json"])
+            .args([
+                "sweep",
+                "--no-noise-probe",
+                p.to_str().unwrap(),
+                "--dry-run",
+                "--json",
+            ])
             .args(["--db", db.to_str().unwrap()])
             .output()
             .unwrap();
