@@ -388,7 +388,7 @@ impl LoadSource for Agents {
         }
         if ready.target.tls {
             return Err(invalid(
-                "a TLS target (https://, h2://) cannot take its load from agents yet",
+                "a TLS target (https://, h2://, rediss://, memcached+tls://) cannot take its load from agents yet",
             ));
         }
         if plan.stages == crate::stages::StagesMode::Ebpf {
@@ -482,7 +482,7 @@ impl LoadSource for Agents {
         }
         if ready.target.tls {
             return Err(invalid(
-                "a TLS target (https://, h2://) cannot take its load from agents yet",
+                "a TLS target (https://, h2://, rediss://, memcached+tls://) cannot take its load from agents yet",
             ));
         }
         let cfg = self.job_load(cfg, ready);

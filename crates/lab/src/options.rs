@@ -139,7 +139,8 @@ pub struct LoadArgs {
 pub struct TargetArgs {
     /// Start the URL's server (memcached, nginx or redis) on a free loopback port instead of
     /// connecting, and stop it after; the URL then names only the protocol (memcached://,
-    /// memcached+udp://, http:///, h2c:///, redis://): an address in it is refused.
+    /// memcached+udp://, http:///, h2c:///, redis://, and over TLS https:///, h2:///,
+    /// rediss://, memcached+tls://): an address in it is refused.
     #[arg(long)]
     pub spawn: bool,
     /// Spawned server: threads (memcached -t), worker processes (nginx) or I/O threads (redis).
@@ -185,7 +186,7 @@ pub struct TargetArgs {
     /// (Tales of the Tail §4.3), e.g. 20,40.
     #[arg(long, value_name = "MIN,MAX")]
     pub churn: Option<crate::Churn>,
-    /// TLS targets (https://, h2://): accept any server certificate (for test certificates);
+    /// TLS targets (https://, h2://, rediss://, memcached+tls://): accept any server certificate (for test certificates);
     /// the handshake's signatures are still checked, and the run says the certificate was not.
     #[arg(long)]
     pub insecure: bool,

@@ -90,7 +90,7 @@ pub(crate) fn server_cpus(s: &SpawnSpec, workers: usize) -> Result<Vec<usize>, L
 
 /// One config per instance of the real server `k` that `s` describes, each validated (and
 /// the binary found) before anything starts. `http2`: nginx speaks HTTP/2 with prior
-/// knowledge (`h2c://`), or by ALPN over TLS (`h2://`); `tls`: nginx speaks TLS.
+/// knowledge (`h2c://`), or by ALPN over TLS (`h2://`); `tls`: the server speaks TLS.
 pub(crate) fn spawn_configs(
     s: &SpawnSpec,
     k: targets::Kind,
@@ -112,7 +112,7 @@ pub(crate) fn spawn_configs(
     c.memory_mb = s.memory_mb;
     c.open_file_cache = s.open_file_cache;
     c.http2 = http2 && k == targets::Kind::Nginx;
-    c.tls = tls && k == targets::Kind::Nginx;
+    c.tls = tls;
     if k == targets::Kind::Nginx {
         // One seed: every instance, and every run of a sweep, serves the same files.
         c.http_files = Some(w.file_size.files(w.files.unwrap_or(100), 1));

@@ -123,7 +123,7 @@ pub(crate) fn speaks_h2(target: &Target) -> bool {
 pub(crate) const NOT_FOR_H2: &str = "HTTP/2 (h2c://, h2://) carries several requests' frames in one read or write, and the kernel's events are joined to requests by reads and writes; its stages would name the wrong request";
 
 /// Why a run over TLS has no eBPF stages.
-pub(crate) const NOT_FOR_TLS: &str = "over TLS (https://) the handshake's and the session tickets' reads and writes share the connection with the requests', and the kernel's events are joined to requests by reads and writes; its stages would name the wrong request";
+pub(crate) const NOT_FOR_TLS: &str = "over TLS the handshake's and the session tickets' reads and writes share the connection with the requests', and the kernel's events are joined to requests by reads and writes; its stages would name the wrong request";
 
 /// Why the kernel's events cannot be joined to `target`'s requests, if they cannot.
 pub(crate) fn not_joinable(target: &Target) -> Option<&'static str> {
@@ -160,7 +160,7 @@ impl TargetPlan {
         let w = &spec.workload;
         if !target.tls && spec.tls != load::TlsOptions::default() {
             return Err(invalid(
-                "--insecure, --ca and --sni apply to TLS targets (https://, h2://)",
+                "--insecure, --ca and --sni apply to TLS targets (https://, h2://, rediss://, memcached+tls://)",
             ));
         }
         if spec.tls.insecure && spec.tls.ca.is_some() {
@@ -412,7 +412,7 @@ impl TargetPlan {
             // Every instance of a scaled-out server holds every item.
             for t in placement::each_instance(&target, &spread) {
                 obs.note("preloading items");
-                let st = load::preload(&t, &self.workload, 4, stop, &|done, total| {
+                let st = load::preload_with(&t, &self.workload, 4, &tls, stop, &|done, total| {
                     obs.progress("preload", done, total)
                 })?;
                 if st.failed > 0 {

@@ -62,7 +62,7 @@ pub use engine::cost::{GeneratorCost, InjectedPause, STALL_NS};
 pub use engine::inject::{PAUSE_ENV, WRITES_ENV};
 pub use engine::SlackTask;
 pub use error::{LoadError, ProtoError};
-pub use preload::{preload, PreloadStats};
+pub use preload::{preload, preload_with, PreloadStats};
 pub use protocol::{NullRpc, Protocol, Reply};
 pub use protocols::{
     protocol_factory, protocol_factory_with, HttpGet, MemcachedTcp, MemcachedUdp, ProtocolFactory,

@@ -82,6 +82,14 @@ const SCHEMES: &[SchemeInfo] = &[
         tls: true,
     },
     SchemeInfo {
+        // Redis over TLS (RESP inside the session, as redis-cli --tls speaks it).
+        name: "rediss",
+        default: Transport::Tcp,
+        allowed: &[Transport::Tcp],
+        codec: "redis",
+        tls: true,
+    },
+    SchemeInfo {
         // HTTP/2 over TLS, agreed by ALPN (RFC 9113 §3.2).
         name: "h2",
         default: Transport::Tcp,
@@ -116,6 +124,8 @@ impl Target {
         match (self.scheme.as_str(), self.tls) {
             ("http", true) => "https",
             ("h2c", true) => "h2",
+            ("redis", true) => "rediss",
+            ("memcached", true) => "memcached+tls",
             (s, _) => s,
         }
     }
@@ -123,13 +133,18 @@ impl Target {
 
 impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}+{}://{}",
-            self.url_scheme(),
-            self.transport,
-            self.addr
-        )?;
+        // Over TLS the scheme says TCP already (`https`, `memcached+tls`).
+        if self.tls {
+            write!(f, "{}://{}", self.url_scheme(), self.addr)?;
+        } else {
+            write!(
+                f,
+                "{}+{}://{}",
+                self.url_scheme(),
+                self.transport,
+                self.addr
+            )?;
+        }
         if let Some(p) = &self.path {
             f.write_str(p)?;
         }
@@ -160,11 +175,28 @@ impl FromStr for Target {
             ))
         })?;
         let scheme_part = scheme_part.to_ascii_lowercase();
-        let (name, transport) = match scheme_part.split_once('+') {
-            Some((n, "tcp")) => (n, Some(Transport::Tcp)),
-            Some((n, "udp")) => (n, Some(Transport::Udp)),
-            Some((_, t)) => return Err(bad(format!("unknown transport '{t}' (use +tcp or +udp)"))),
-            None => (scheme_part.as_str(), None),
+        // `memcached+tls` is memcached's text protocol over TLS (memcached -Z).
+        let (name, transport, over_tls) = match scheme_part.split_once('+') {
+            Some(("memcached", "tls")) => ("memcached", Some(Transport::Tcp), true),
+            Some((n, "tls")) => {
+                return Err(bad(format!(
+                    "'+tls' is for memcached (memcached+tls://); {n} over TLS is {}",
+                    match n {
+                        "http" => "https://",
+                        "h2c" => "h2://",
+                        "redis" => "rediss://",
+                        _ => "not known",
+                    }
+                )))
+            }
+            Some((n, "tcp")) => (n, Some(Transport::Tcp), false),
+            Some((n, "udp")) => (n, Some(Transport::Udp), false),
+            Some((_, t)) => {
+                return Err(bad(format!(
+                    "unknown transport '{t}' (use +tcp or +udp, or +tls for memcached)"
+                )))
+            }
+            None => (scheme_part.as_str(), None, false),
         };
         let info = SCHEMES.iter().find(|s| s.name == name).ok_or_else(|| {
             bad(format!(
@@ -186,7 +218,7 @@ impl FromStr for Target {
             transport,
             addr,
             path,
-            tls: info.tls,
+            tls: info.tls || over_tls,
             host,
         })
     }
@@ -268,6 +300,16 @@ mod tests {
         let plain: Target = "h2c://127.0.0.1:80".parse().unwrap();
         assert!(!plain.tls && plain.url_scheme() == "h2c");
         assert!(err("https+udp://127.0.0.1:443").contains("does not run over udp"));
+        let m: Target = "memcached+tls://127.0.0.1:11211".parse().unwrap();
+        assert_eq!(
+            (m.scheme.as_str(), m.tls, m.transport),
+            ("memcached", true, Transport::Tcp)
+        );
+        assert_eq!(m.to_string(), "memcached+tls://127.0.0.1:11211");
+        let r: Target = "rediss://127.0.0.1:6380".parse().unwrap();
+        assert_eq!((r.scheme.as_str(), r.tls), ("redis", true));
+        assert_eq!(r.to_string().parse::<Target>().unwrap(), r);
+        assert!(err("http+tls://127.0.0.1:80").contains("https://"));
     }
 
     #[test]

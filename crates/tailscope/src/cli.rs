@@ -240,10 +240,13 @@ pub struct ServeArgs {
   tailscope run h2c:/// --spawn --files 100 --connections 2 --rate 5000 --service 60us
   tailscope run https:/// --spawn --files 100 --connections 2 --rate 5000 --service 60us
   tailscope run h2://127.0.0.1:8443/ --ca ca.pem --connections 2 --rate 5000 --service 60us
-  tailscope run redis://127.0.0.1:6379 --rate 20000 --service 8us")]
+  tailscope run redis://127.0.0.1:6379 --rate 20000 --service 8us
+  tailscope run rediss:// --spawn --rate 20000 --service 8us
+  tailscope run memcached+tls:// --spawn --rate 20000 --service 10us")]
 pub struct RunArgs {
     /// Target URL: nullrpc://HOST:PORT, nullrpc+udp://…, memcached://…, memcached+udp://…,
-    /// http://HOST:PORT/PATH, h2c://…, https://… and h2://… (over TLS), redis://HOST:PORT.
+    /// http://HOST:PORT/PATH, h2c://…, redis://HOST:PORT; over TLS https://…, h2://…,
+    /// rediss://… and memcached+tls://….
     pub target: String,
     #[command(flatten)]
     pub opts: lab::RunOptions,

@@ -43,6 +43,17 @@ pub(crate) fn args(
                 push("-m");
                 push(&m.to_string());
             }
+            if cfg.tls {
+                // TLS on the TCP port with the certificate made for this start.
+                let d = dir.to_string_lossy();
+                push("-Z");
+                push("-o");
+                push(&format!(
+                    "ssl_chain_cert={d}/{},ssl_key={d}/{}",
+                    crate::cert::CERT_FILE,
+                    crate::cert::KEY_FILE
+                ));
+            }
             // memcached refuses to run as root unless told which user to be.
             if as_root {
                 push("-u");
@@ -51,9 +62,11 @@ pub(crate) fn args(
         }
         Kind::Redis => {
             let d = dir.to_string_lossy();
+            // Over TLS the port is the TLS port and the cleartext one is closed.
+            let plain = if cfg.tls { 0 } else { port };
             for s in [
                 "--port",
-                &port.to_string(),
+                &plain.to_string(),
                 "--bind",
                 &listen,
                 "--save",
@@ -80,6 +93,20 @@ pub(crate) fn args(
             if let Some(m) = cfg.memory_mb {
                 push("--maxmemory");
                 push(&format!("{m}mb"));
+            }
+            if cfg.tls {
+                push("--tls-port");
+                push(&port.to_string());
+                for (flag, file) in [
+                    ("--tls-cert-file", crate::cert::CERT_FILE),
+                    ("--tls-key-file", crate::cert::KEY_FILE),
+                    ("--tls-ca-cert-file", crate::cert::CA_FILE),
+                ] {
+                    push(flag);
+                    push(&format!("{d}/{file}"));
+                }
+                push("--tls-auth-clients");
+                push("no");
             }
         }
         Kind::Nginx => {
@@ -220,6 +247,12 @@ mod tests {
         c.udp = false;
         let a = args(&c, Path::new("/t"), 5000, false).unwrap().join(" ");
         assert!(a.starts_with("-p 5000 -U 0 ") && !a.contains("-u"), "{a}");
+        c.tls = true;
+        let a = args(&c, Path::new("/t"), 5000, false).unwrap().join(" ");
+        assert!(
+            a.contains("-Z -o ssl_chain_cert=/t/cert.pem,ssl_key=/t/key.pem"),
+            "{a}"
+        );
     }
 
     #[test]
@@ -237,6 +270,13 @@ mod tests {
             "{a}"
         );
         assert!(a.ends_with("--maxmemory 100mb"), "{a}");
+        c.tls = true;
+        let a = args(&c, Path::new("/t"), 6000, true).unwrap().join(" ");
+        assert!(a.starts_with("--port 0 --bind 127.0.0.1"), "{a}");
+        assert!(
+            a.contains("--tls-port 6000 --tls-cert-file /t/cert.pem --tls-key-file /t/key.pem"),
+            "{a}"
+        );
     }
 
     #[test]

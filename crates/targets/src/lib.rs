@@ -216,8 +216,9 @@ pub struct SpawnConfig {
     /// nginx only: HTTP/2 with prior knowledge on its port (`listen … http2`, cleartext:
     /// `h2c://`); its readiness check then opens an HTTP/2 connection.
     pub http2: bool,
-    /// nginx only: TLS on its port (`https://`, or `h2://` with `http2`), with a certificate
-    /// made for this start by a throwaway CA whose certificate is [`Spawned::ca_file`].
+    /// TLS on its port (nginx: `https://`, or `h2://` with `http2`; memcached -Z:
+    /// `memcached+tls://`; redis's TLS port: `rediss://`), with a certificate made for this
+    /// start by a throwaway CA whose certificate is [`Spawned::ca_file`]. Not with `udp`.
     pub tls: bool,
     /// Appended verbatim to the server's command line (for nginx e.g. `-g "directive;"`).
     pub extra_args: Vec<String>,

@@ -145,6 +145,9 @@ pub(crate) fn ping(
     tls: bool,
 ) -> Result<(), String> {
     match kind {
+        // Over TLS the port taking connections is the check (a handshake needs a client this
+        // crate does not have; the run's first connection makes one and says what failed).
+        _ if tls => connect(addr).map(|_| ()),
         Kind::Memcached => {
             request_line(addr, b"version\r\n", "VERSION ")?;
             match udp {
@@ -153,9 +156,6 @@ pub(crate) fn ping(
             }
         }
         Kind::Redis => request_line(addr, b"*1\r\n$4\r\nPING\r\n", "+PONG"),
-        // Over TLS the port taking connections is the check (a handshake needs a client this
-        // crate does not have; the run's first connection makes one and says what failed).
-        Kind::Nginx if tls => connect(addr).map(|_| ()),
         Kind::Nginx if http2 => h2_settings(addr),
         Kind::Nginx => {
             let n = http_get_len(addr, "/f0")?;

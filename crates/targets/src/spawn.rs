@@ -366,12 +366,14 @@ impl Spawned {
     pub fn url(&self) -> String {
         let a = self.addr();
         match (self.kind, self.udp) {
+            (Kind::Memcached, _) if self.tls => format!("memcached+tls://{a}"),
             (Kind::Memcached, false) => format!("memcached://{a}"),
             (Kind::Memcached, true) => format!("memcached+udp://{a}"),
             (Kind::Nginx, _) if self.http2 && self.tls => format!("h2://{a}/"),
             (Kind::Nginx, _) if self.http2 => format!("h2c://{a}/"),
             (Kind::Nginx, _) if self.tls => format!("https://{a}/"),
             (Kind::Nginx, _) => format!("http://{a}/"),
+            (Kind::Redis, _) if self.tls => format!("rediss://{a}"),
             (Kind::Redis, _) => format!("redis://{a}"),
         }
     }

@@ -42,7 +42,7 @@ fn shown(db: &Path, v: &serde_json::Value) -> String {
 }
 
 /// A measured TLS run: every request answered, the offered load sent, and the handshakes
-/// counted apart from the requests, one per connection, over TLS 1.3 with `alpn`.
+/// counted apart from the requests, one per connection, over TLS 1.3 with `alpn` (none: "").
 fn assert_tls_run(out: &Output, connections: u64, alpn: &str) -> serde_json::Value {
     let v = json_of(out);
     assert_eq!(out.status.code(), Some(0), "{v}\n{}", stderr(out));
@@ -58,14 +58,18 @@ fn assert_tls_run(out: &Output, connections: u64, alpn: &str) -> serde_json::Val
     let tls = &v["tls"];
     assert_eq!(tls["handshakes"], connections, "{tls}");
     assert_eq!(tls["version"], "TLSv1_3", "{tls}");
-    assert_eq!(tls["alpn"], alpn, "{tls}");
+    if alpn.is_empty() {
+        assert!(tls.get("alpn").is_none(), "no ALPN offered: {tls}");
+    } else {
+        assert_eq!(tls["alpn"], alpn, "{tls}");
+    }
     assert_eq!(tls["insecure"], false, "{tls}");
     let mean = tls["handshake_ns_total"].as_f64().unwrap() / connections as f64;
     assert!(
         mean > 0.0 && tls["handshake_ns_max"].as_f64().unwrap() >= mean,
         "{tls}"
     );
-    // A handshake is not a request: every request is an HTTP GET answered by nginx.
+    // A handshake is not a request: every request is one the server answered.
     assert_eq!(
         v["outcomes"]["ok"].as_u64().unwrap(),
         v["requests"].as_u64().unwrap(),
@@ -100,6 +104,39 @@ fn spawned_nginx_over_https_and_h2_verifies_its_certificate_and_counts_the_hands
         line.contains("TLSv1_3, ALPN h2") && line.contains("2 handshake(s) apart"),
         "{line}"
     );
+}
+
+/// `memcached+tls:///` (memcached -Z) and `rediss:///` (redis's TLS port) with `--spawn`: the
+/// items preloaded over TLS, then the run's gets and sets inside one session per connection,
+/// verified against the start's CA, the handshakes counted apart.
+#[test]
+fn spawned_memcached_and_redis_over_tls_preload_and_measure() {
+    let _g = common::one_at_a_time(&SERIAL);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let args = [
+        "--spawn",
+        "--server-cpus",
+        "1",
+        "--connections",
+        "2",
+        "--rate",
+        "2000",
+        "--service",
+        "20us",
+        "--items",
+        "2000",
+    ];
+    for (url, shown) in [
+        ("memcached+tls://", "memcached+tls://"),
+        ("rediss://", "rediss://"),
+    ] {
+        let out = run(url, &args, &db);
+        let v = assert_tls_run(&out, 2, "");
+        assert!(v["url"].as_str().unwrap().starts_with(shown), "{v}");
+        // The preload stored every item: the gets found them.
+        assert_eq!(v["misses"], 0, "{url}: {v}");
+    }
 }
 
 /// nginx started by the test (HTTPS only, no HTTP/2) with a certificate of its own CA.
