@@ -347,6 +347,8 @@ fn bad_tls_flags_exit_2_and_write_nothing() {
         ),
         (&["h2://127.0.0.1:9/", "--sni", "bad name!"], "server name"),
         (&["https+udp://127.0.0.1:9/"], "udp"),
+        (&["rediss://127.0.0.1:9", "--agent", "local"], "TLS target"),
+        (&["http+tls://127.0.0.1:9/"], "https://"),
     ];
     for (args, needle) in cases {
         let out = bin()
