@@ -197,12 +197,31 @@ impl Conn {
     /// (Re)opens the socket. TCP connects with `connect_timeout`; UDP binds an ephemeral
     /// port and connects (which cannot detect a dead server: its requests time out).
     pub(crate) fn open(&mut self, addr: SocketAddr, connect_timeout: Duration) -> io::Result<()> {
+        self.open_with(addr, connect_timeout, true)
+    }
+
+    /// [`Conn::open`], with a TLS handshake that the I/O loop finishes instead of this call
+    /// (a reconnection during the run: a refused connect still fails here, at once).
+    pub(crate) fn reopen(&mut self, addr: SocketAddr, connect_timeout: Duration) -> io::Result<()> {
+        self.open_with(addr, connect_timeout, false)
+    }
+
+    fn open_with(
+        &mut self,
+        addr: SocketAddr,
+        connect_timeout: Duration,
+        handshake_now: bool,
+    ) -> io::Result<()> {
         self.close();
         let sock = match self.transport {
             Transport::Tcp => {
                 let mut s = TcpStream::connect_timeout(&addr, connect_timeout)?;
                 s.set_nodelay(true)?;
-                self.handshake(&mut s, connect_timeout)?;
+                if handshake_now {
+                    self.handshake(&mut s, connect_timeout)?;
+                } else {
+                    self.start_tls_in_loop()?;
+                }
                 s.set_nonblocking(true)?;
                 Sock::Tcp(s)
             }
@@ -219,6 +238,19 @@ impl Conn {
             }
         };
         self.attach(sock);
+        Ok(())
+    }
+
+    /// Over TLS, a session whose handshake goes out once the socket connects and which the
+    /// I/O loop finishes; the codec's first bytes wait in the session until then.
+    fn start_tls_in_loop(&mut self) -> io::Result<()> {
+        if let Some(client) = &self.tls_client {
+            let mut c = rustls::ClientConnection::new(client.config.clone(), client.name.clone())
+                .map_err(|e| tls_error("set-up", e))?;
+            c.set_buffer_limit(None);
+            self.tls = Some(c);
+            self.hs_started = Some(Instant::now());
+        }
         Ok(())
     }
 
@@ -298,15 +330,7 @@ impl Conn {
             Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
             Err(e) => return Err(e),
         }
-        // Over TLS the handshake goes out once the socket connects, and the I/O loop finishes
-        // it; the codec's first bytes wait in the session until then.
-        if let Some(client) = &self.tls_client {
-            let mut c = rustls::ClientConnection::new(client.config.clone(), client.name.clone())
-                .map_err(|e| tls_error("set-up", e))?;
-            c.set_buffer_limit(None);
-            self.tls = Some(c);
-            self.hs_started = Some(Instant::now());
-        }
+        self.start_tls_in_loop()?;
         self.attach(Sock::Tcp(s.into()));
         Ok(())
     }

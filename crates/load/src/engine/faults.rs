@@ -115,9 +115,11 @@ impl Engine<'_> {
             let at = host::tstamp::mono_now_ns();
             let slot = &mut self.slots[s];
             let addr = slot.addr;
+            // Over TLS the handshake is finished by the loop, as for a parked connection's
+            // reopen: shaking hands here would hold up the thread's sends by milliseconds.
             let res = slot
                 .conn
-                .open(addr, connect_timeout)
+                .reopen(addr, connect_timeout)
                 .and_then(|()| match slot.conn.fd() {
                     Some(fd) => self.epoll.add(fd, s as u64),
                     None => Ok(()),
