@@ -54,6 +54,12 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
     if let Some(h) = &run.host_noise {
         writeln!(w, "{}", h.line())?;
     }
+    if let Some(t) = &run.load.tls {
+        writeln!(w, "{}", t.line())?;
+        if let Some(c) = &t.cipher {
+            writeln!(w, "TLS cipher suite: {c}")?;
+        }
+    }
     if let Some(st) = &a.stationarity {
         writeln!(w, "stationarity: {}", st.summary)?;
     }

@@ -104,6 +104,18 @@ fn spawned_nginx_over_https_and_h2_verifies_its_certificate_and_counts_the_hands
         line.contains("TLSv1_3, ALPN h2") && line.contains("2 handshake(s) apart"),
         "{line}"
     );
+    // --detail says it too, with the cipher suite.
+    let id = v["run_id"].as_i64().unwrap().to_string();
+    let detail = bin()
+        .args(["runs", "show", &id, "--detail", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let detail = String::from_utf8_lossy(&detail.stdout);
+    assert!(
+        detail.contains("TLS: TLSv1_3, ALPN h2") && detail.contains("TLS cipher suite: TLS13_"),
+        "{detail}"
+    );
 }
 
 /// `memcached+tls:///` (memcached -Z) and `rediss:///` (redis's TLS port) with `--spawn`: the
