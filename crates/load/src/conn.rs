@@ -245,8 +245,7 @@ impl Conn {
     /// I/O loop finishes; the codec's first bytes wait in the session until then.
     fn start_tls_in_loop(&mut self) -> io::Result<()> {
         if let Some(client) = &self.tls_client {
-            let mut c = rustls::ClientConnection::new(client.config.clone(), client.name.clone())
-                .map_err(|e| tls_error("set-up", e))?;
+            let mut c = client.session().map_err(|e| tls_error("set-up", e))?;
             c.set_buffer_limit(None);
             self.tls = Some(c);
             self.hs_started = Some(Instant::now());
@@ -261,8 +260,7 @@ impl Conn {
         let Some(client) = self.tls_client.clone() else {
             return Ok(());
         };
-        let mut c = rustls::ClientConnection::new(client.config.clone(), client.name.clone())
-            .map_err(|e| tls_error("set-up", e))?;
+        let mut c = client.session().map_err(|e| tls_error("set-up", e))?;
         s.set_read_timeout(Some(timeout))?;
         s.set_write_timeout(Some(timeout))?;
         let t0 = Instant::now();

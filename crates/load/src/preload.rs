@@ -213,7 +213,8 @@ fn preload_conn(job: &Job<'_>, c: usize, conns: usize) -> Result<(u64, u64, u64)
     let mut sock = match tls {
         None => Stream::Plain(sock),
         Some(t) => {
-            let c = rustls::ClientConnection::new(t.config.clone(), t.name.clone())
+            let c = t
+                .session()
                 .map_err(|e| LoadError::Connection(format!("preload: TLS: {e}")))?;
             Stream::Tls(Box::new(rustls::StreamOwned::new(c, sock)))
         }

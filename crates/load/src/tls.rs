@@ -104,6 +104,12 @@ impl TlsClient {
             insecure: opts.insecure,
         })
     }
+
+    /// A new client session with the run's configuration (its session cache: a session
+    /// resumes when the cache holds a ticket of the server's).
+    pub(crate) fn session(&self) -> Result<rustls::ClientConnection, rustls::Error> {
+        rustls::ClientConnection::new(self.config.clone(), self.name.clone())
+    }
 }
 
 /// The roots to trust: the PEM file's certificates, else the system's (`/etc/ssl/certs`).

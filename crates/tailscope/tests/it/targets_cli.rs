@@ -209,12 +209,7 @@ fn nginx_over_h2c_carries_many_streams_on_one_connection() {
     // The one connection opened before the run carried it all: no reopen, no GOAWAY.
     assert_eq!(v["connects"], 0, "{v}");
     assert_eq!(v["connection_errors"], serde_json::json!([]), "{v}");
-    let offered = v["throughput"]["offered_rps"].as_f64().unwrap();
-    let achieved = v["achieved_rate_rps"].as_f64().unwrap();
-    assert!(
-        (achieved / offered - 1.0).abs() < 0.01,
-        "achieved {achieved} of {offered}"
-    );
+    common::assert_offered_sent(&v);
     let e = crate::agents_support::export(&db, v["run_id"].as_i64().unwrap());
     let (sent, recv, conn) = (e.col("sent_ns"), e.col("received_ns"), e.col("conn"));
     let mut rows: Vec<&Vec<i64>> = e.rows.iter().filter(|r| r[conn] == 0).collect();

@@ -49,12 +49,7 @@ fn assert_tls_run(out: &Output, connections: u64, alpn: &str) -> serde_json::Val
     assert_eq!(v["status"], "ok", "{v}");
     assert_eq!(v["outcomes"]["error"], 0, "{v}");
     assert_eq!(v["connection_errors"], serde_json::json!([]), "{v}");
-    let offered = v["throughput"]["offered_rps"].as_f64().unwrap();
-    let achieved = v["achieved_rate_rps"].as_f64().unwrap();
-    assert!(
-        (achieved / offered - 1.0).abs() < 0.01,
-        "achieved {achieved} of {offered}"
-    );
+    common::assert_offered_sent(&v);
     let tls = &v["tls"];
     assert_eq!(tls["handshakes"], connections, "{tls}");
     assert_eq!(tls["version"], "TLSv1_3", "{tls}");

@@ -38,6 +38,16 @@ pub fn one_at_a_time(lock: &'static Mutex<()>) -> MutexGuard<'static, ()> {
     g
 }
 
+/// The run sent its offered load: achieved within 1 % of the schedule's rate.
+pub fn assert_offered_sent(v: &serde_json::Value) {
+    let offered = v["throughput"]["offered_rps"].as_f64().unwrap();
+    let achieved = v["achieved_rate_rps"].as_f64().unwrap();
+    assert!(
+        (achieved / offered - 1.0).abs() < 0.01,
+        "achieved {achieved} of {offered}"
+    );
+}
+
 /// The one JSON object a command printed on stdout.
 pub fn json_of(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
