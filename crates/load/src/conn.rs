@@ -407,7 +407,7 @@ impl Conn {
     /// Encodes request `id` into the output buffer, behind any output not yet flushed (send
     /// it with [`Conn::flush`]: everything queued goes in one write when the kernel takes it).
     pub(crate) fn queue(&mut self, id: u64, class: u8) {
-        if self.wpos >= self.wbuf.len() && self.dgram_ends.is_empty() {
+        if self.wpos >= self.wbuf.len() {
             self.wbuf.clear();
             self.wpos = 0;
             self.dgram_ends.clear();
