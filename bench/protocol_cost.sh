@@ -8,30 +8,45 @@
 # spinning excluded: encoding, writes, reads, decoding, matching), and what one core could
 # send at that cost; beside it the user view's p50 and p99. Medians of REPS runs, the
 # protocols interleaved run by run so that the host's drift falls on both alike.
-# Usage: bench/protocol_cost.sh [REPS]   (RATE, CONNS, DUR in the environment)
+# gRPC (grpc://) is measured against PyPI's grpcio (tests/it/grpc/echo_server.py, the test
+# virtual environment's Python: scripts/test.sh makes it) on CPU 1, at GRPC_RATE (default
+# 1500/s: one Python server peaks near 3,200 calls/s here), calling Say with a 15-byte message.
+# Usage: bench/protocol_cost.sh [REPS]   (RATE, CONNS, DUR, GRPC_RATE in the environment)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=${1:-5}
 RATE=${RATE:-5000}
 CONNS=${CONNS:-8}
 DUR=${DUR:-3s}
+GRPC_RATE=${GRPC_RATE:-1500}
+PY=${TAILSCOPE_TEST_PYTHON:-target/test-venv/bin/python}
 cargo build --release -q -p tailscope
 TS=target/release/tailscope
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+grpc_pid=
+trap 'rm -rf "$tmp"; [ -z "$grpc_pid" ] || kill "$grpc_pid"' EXIT
 export TAILSCOPE_DB=$tmp/runs.db
+"$PY" -c 'import grpc' || { echo "needs $PY with grpcio (./scripts/test.sh makes it)" >&2; exit 1; }
+GRPC_VERBOSITY=ERROR taskset -c 1 "$PY" crates/tailscope/tests/it/grpc/echo_server.py >"$tmp/grpc.port" &
+grpc_pid=$!
+for _ in $(seq 50); do [ -s "$tmp/grpc.port" ] && break; sleep 0.1; done
+printf '{"text": "hello", "n": 7}' >"$tmp/ping.json"
 for rep in $(seq "$REPS"); do
   for scheme in http h2c https h2; do
     "$TS" run "$scheme:///" --spawn --server-cpus 1 --cpus 0 --rate "$RATE" \
       --connections "$CONNS" --service 40us --duration "$DUR" --warmup 500ms \
       --no-attribution --stages off --json 2>/dev/null >"$tmp/$scheme.$rep.json" || true
   done
+  "$TS" run "grpc://127.0.0.1:$(cat "$tmp/grpc.port")" --method tailscope.test.Echo/Say \
+    --proto crates/tailscope/tests/it/grpc/echo.proto --message "$tmp/ping.json" --cpus 0 \
+    --rate "$GRPC_RATE" --connections "$CONNS" --service 300us --duration "$DUR" --warmup 500ms \
+    --no-attribution --stages off --json 2>/dev/null >"$tmp/grpc.$rep.json" || true
 done
 python3 - "$tmp" "$REPS" <<'PY'
 import json, statistics, sys
 tmp, reps = sys.argv[1], int(sys.argv[2])
 print(f"{'protocol':10} {'busy/request':>13} {'core ceiling':>13} {'p50':>9} {'p99':>9}  runs")
-for scheme in ["http", "h2c", "https", "h2"]:
+for scheme in ["http", "h2c", "https", "h2", "grpc"]:
     cost, p50, p99 = [], [], []
     for r in range(1, reps + 1):
         try:

@@ -18,14 +18,14 @@ if command -v rustup >/dev/null 2>&1; then
 fi
 
 # The reference HdrHistogram reader (PyPI's hdrhistogram), OpenMetrics parser (PyPI's
-# prometheus_client) and JSON Schema validator (PyPI's jsonschema) in a throwaway virtual
-# environment, made when one is missing; the report, export and schema tests find it through
-# TAILSCOPE_TEST_PYTHON.
+# prometheus_client), JSON Schema validator (PyPI's jsonschema) and a real gRPC server (PyPI's
+# grpcio) in a throwaway virtual environment, made when one is missing; the report, export,
+# schema and gRPC tests find it through TAILSCOPE_TEST_PYTHON.
 venv="${CARGO_TARGET_DIR:-target}/test-venv"
-if ! "$venv/bin/python" -c 'import hdrh.log, prometheus_client.openmetrics.parser, jsonschema' >/dev/null 2>&1; then
-  echo "making $venv with PyPI's hdrhistogram, prometheus_client and jsonschema" >&2
+if ! "$venv/bin/python" -c 'import hdrh.log, prometheus_client.openmetrics.parser, jsonschema, grpc' >/dev/null 2>&1; then
+  echo "making $venv with PyPI's hdrhistogram, prometheus_client, jsonschema and grpcio" >&2
   python3 -m venv --clear "$venv"
-  "$venv/bin/pip" install -q hdrhistogram prometheus_client jsonschema
+  "$venv/bin/pip" install -q hdrhistogram prometheus_client jsonschema grpcio
 fi
 TAILSCOPE_TEST_PYTHON="$(cd "$venv" && pwd)/bin/python"
 export TAILSCOPE_TEST_PYTHON

@@ -164,6 +164,10 @@ pub enum Work {
         paths: Vec<String>,
         popularity: String,
     },
+    Grpc {
+        path: String,
+        message: Vec<u8>,
+    },
 }
 
 impl Work {
@@ -183,6 +187,10 @@ impl Work {
             Workload::Http(h) => Work::Http {
                 paths: h.paths.clone(),
                 popularity: h.popularity.to_string(),
+            },
+            Workload::Grpc(g) => Work::Grpc {
+                path: g.path.clone(),
+                message: g.message.clone(),
             },
         }
     }
@@ -217,6 +225,10 @@ impl Work {
             Work::Http { paths, popularity } => Workload::Http(HttpWorkload {
                 paths: paths.clone(),
                 popularity: popularity.parse().map_err(e)?,
+            }),
+            Work::Grpc { path, message } => Workload::Grpc(load::GrpcWorkload {
+                path: path.clone(),
+                message: message.clone(),
             }),
         })
     }
@@ -406,6 +418,14 @@ mod tests {
         assert_eq!(back.start_at_mono_ns, Some(3_000));
         assert_eq!(wire.work.workload().unwrap(), work);
         assert_ne!(job.work_seed, cfg.seed);
+        // A gRPC call travels with its method and message bytes.
+        let call = Workload::Grpc(load::GrpcWorkload {
+            path: "/pkg.S/M".into(),
+            message: vec![0x0a, 1, b'x'],
+        });
+        let job = Job::of(&cfg, &call, (0, 1));
+        let wire: Job = serde_json::from_slice(&serde_json::to_vec(&job).unwrap()).unwrap();
+        assert_eq!(wire.work.workload().unwrap(), call);
     }
 
     #[test]

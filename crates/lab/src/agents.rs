@@ -269,6 +269,7 @@ fn load_facts(c: &Collected, warmup_ns: u64) -> RunSummary {
         }
         f.connects += d.connects;
         f.misses += d.misses;
+        f.add_error_codes(&d.error_codes);
         f.drain_ns = f.drain_ns.max(d.drain_ns);
         f.errors
             .extend(d.errors.iter().map(|e| format!("agent {}: {e}", i + 1)));

@@ -180,7 +180,12 @@ fn unanalysed(ready: &Ready, st: &Store, run_id: i64, l: &Loaded, e: AnalysisErr
         RunStatus::Failed
     };
     let why = if l.failures.is_empty() {
-        let first = l.facts.errors.first();
+        // What the server answered instead (gRPC statuses, HTTP errors), else the first
+        // connection error.
+        let first = l
+            .facts
+            .error_codes_line()
+            .or_else(|| l.facts.errors.first().cloned());
         format!(
             "{e}{}",
             first.map(|m| format!(" ({m})")).unwrap_or_default()
@@ -197,6 +202,7 @@ fn unanalysed(ready: &Ready, st: &Store, run_id: i64, l: &Loaded, e: AnalysisErr
         "status": status, "run_id": run_id, "target": ready.label, "url": ready.url,
         "error": message, "requests": o.ok + o.error + o.timeout + o.dropped, "outcomes": o,
         "connection_errors": l.facts.errors, "records": l.facts.records,
+        "error_codes": l.facts.error_codes,
         "instruments": l.instruments,
         "server": l.server.to_json(),
     });

@@ -186,7 +186,8 @@ pub struct TargetArgs {
     /// (Tales of the Tail §4.3), e.g. 20,40.
     #[arg(long, value_name = "MIN,MAX")]
     pub churn: Option<crate::Churn>,
-    /// TLS targets (https://, h2://, rediss://, memcached+tls://): accept any server certificate (for test certificates);
+    /// TLS targets (https://, h2://, grpcs://, rediss://, memcached+tls://): accept any server
+    /// certificate (for test certificates);
     /// the handshake's signatures are still checked, and the run says the certificate was not.
     #[arg(long)]
     pub insecure: bool,
@@ -198,6 +199,17 @@ pub struct TargetArgs {
     /// the URL's host).
     #[arg(long, value_name = "NAME")]
     pub sni: Option<String>,
+    /// gRPC targets (grpc://, grpcs://): the unary method called, package.Service/Method.
+    #[arg(long, value_name = "METHOD")]
+    pub method: Option<String>,
+    /// gRPC: the .proto file declaring the method; --message is then JSON for its input type
+    /// (imports are looked up beside the file).
+    #[arg(long, value_name = "FILE")]
+    pub proto: Option<std::path::PathBuf>,
+    /// gRPC: the request message, sent with every call: protobuf bytes, or JSON with --proto
+    /// (default: the empty message).
+    #[arg(long, value_name = "FILE")]
+    pub message: Option<std::path::PathBuf>,
     // Isolation, scale-out and colocation (ThunderX §V; Tales §4.1).
     /// Spawned server: item memory in MiB (memcached -m, redis maxmemory). memcached evicts
     /// silently when the items do not fit (64 MB by default); runs report its evictions.

@@ -129,6 +129,9 @@ fn overlay(
         "insecure": d.server.insecure => s.insecure;
         "ca": d.server.ca => s.ca.clone().map(|c| Some(std::path::PathBuf::from(c)));
         "sni": d.server.sni => s.sni.clone().map(Some);
+        "method": d.server.method => s.method.clone().map(Some);
+        "proto": d.server.proto => s.proto.clone().map(|c| Some(std::path::PathBuf::from(c)));
+        "message": d.server.message => s.message.clone().map(|c| Some(std::path::PathBuf::from(c)));
         "server_memory_mb": d.server.server_memory_mb => s.server_memory_mb.map(Some);
         "open_file_cache": d.server.open_file_cache => s.open_file_cache;
         "server_instances": d.server.server_instances => s.server_instances.map(Some);

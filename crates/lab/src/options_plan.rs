@@ -143,6 +143,11 @@ impl TargetArgs {
             files: self.files,
             file_size: self.file_size,
             nullrpc,
+            grpc: crate::GrpcSpec {
+                method: self.method.clone(),
+                proto: self.proto.clone(),
+                message: self.message.clone(),
+            },
         };
         let spawn = if self.spawn {
             Some(SpawnSpec {

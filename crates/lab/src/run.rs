@@ -994,6 +994,7 @@ impl Run {
             "why": self.why,
             "client_wakeup": a.client_wakeup.as_ref().map(|s| s.distribution_json()),
             "connection_errors": l.errors,
+            "error_codes": l.error_codes,
             "connects": l.connects,
             "tls": l.tls,
             "misses": l.misses,

@@ -99,6 +99,22 @@ fn workload_of(spec: &TargetSpec, scheme: Scheme, target: &Target) -> Result<Wor
             })
         }
         Scheme::NullRpc => Workload::NullRpc(w.nullrpc),
+        Scheme::Grpc => {
+            // The method may be the URL's path (grpc://host:port/package.Service/Method).
+            let mut call = w.grpc.clone();
+            match (&call.method, &target.path) {
+                (None, Some(p)) => call.method = Some(p.clone()),
+                (Some(m), Some(p)) if m.trim_start_matches('/') != p.trim_start_matches('/') => {
+                    return Err(invalid(format!(
+                        "--method {} and the URL's path {} name different methods",
+                        crate::clip(m),
+                        crate::clip(p)
+                    )))
+                }
+                _ => {}
+            }
+            Workload::Grpc(crate::grpc_call::workload(&call)?)
+        }
         Scheme::Memcached | Scheme::Redis => {
             let kv = KvWorkload {
                 get_ratio: w.get_ratio,
@@ -113,14 +129,14 @@ fn workload_of(spec: &TargetSpec, scheme: Scheme, target: &Target) -> Result<Wor
     })
 }
 
-/// Whether `target` speaks HTTP/2 (`h2c://`): HTTP to the workload and the ideal
-/// ([`Scheme::Http`]), but many requests to a read.
+/// Whether `target` speaks HTTP/2 (`h2c://`, `h2://`, and gRPC's `grpc://`, `grpcs://`): many
+/// requests to a read.
 pub(crate) fn speaks_h2(target: &Target) -> bool {
-    target.scheme == "h2c"
+    matches!(target.scheme.as_str(), "h2c" | "grpc")
 }
 
 /// Why an HTTP/2 run has no eBPF stages.
-pub(crate) const NOT_FOR_H2: &str = "HTTP/2 (h2c://, h2://) carries several requests' frames in one read or write, and the kernel's events are joined to requests by reads and writes; its stages would name the wrong request";
+pub(crate) const NOT_FOR_H2: &str = "HTTP/2 (h2c://, h2://, grpc://) carries several requests' frames in one read or write, and the kernel's events are joined to requests by reads and writes; its stages would name the wrong request";
 
 /// Why a run over TLS has no eBPF stages.
 pub(crate) const NOT_FOR_TLS: &str = "over TLS the handshake's and the session tickets' reads and writes share the connection with the requests', and the kernel's events are joined to requests by reads and writes; its stages would name the wrong request";
@@ -161,11 +177,21 @@ impl TargetPlan {
         let target: Target = url.parse().map_err(|e| invalid(format!("target: {e}")))?;
         let scheme = Scheme::of(&target)?;
         let kind = scheme.kind();
+        if scheme == Scheme::Grpc && spec.spawn.is_some() {
+            return Err(invalid(
+                "--spawn starts memcached, nginx, redis or the built-in server; tailscope has no gRPC server to start: point grpc:// at a running one",
+            ));
+        }
+        if scheme != Scheme::Grpc && spec.workload.grpc.given() {
+            return Err(invalid(
+                "--method, --proto and --message apply to gRPC targets (grpc://, grpcs://)",
+            ));
+        }
         let workload = workload_of(spec, scheme, &target)?;
         let w = &spec.workload;
         if !target.tls && spec.tls != load::TlsOptions::default() {
             return Err(invalid(
-                "--insecure, --ca and --sni apply to TLS targets (https://, h2://, rediss://, memcached+tls://)",
+                "--insecure, --ca and --sni apply to TLS targets (https://, h2://, grpcs://, rediss://, memcached+tls://)",
             ));
         }
         if spec.tls.insecure && spec.tls.ca.is_some() {

@@ -18,6 +18,7 @@ pub enum Scheme {
     Memcached,
     Http,
     Redis,
+    Grpc,
 }
 
 impl Scheme {
@@ -29,14 +30,16 @@ impl Scheme {
             // codecs and TLS are load's.
             "http" | "h2c" => Scheme::Http,
             "redis" => Scheme::Redis,
+            "grpc" => Scheme::Grpc,
             other => return Err(invalid(format!("target: unknown scheme '{other}'"))),
         })
     }
 
-    /// The real server behind the scheme (None: the built-in null-RPC server).
+    /// The real server behind the scheme (None: the built-in null-RPC server). tailscope
+    /// starts no gRPC server (`--spawn` with grpc:// is refused before this is asked).
     pub fn kind(self) -> Option<targets::Kind> {
         match self {
-            Scheme::NullRpc => None,
+            Scheme::NullRpc | Scheme::Grpc => None,
             Scheme::Memcached => Some(targets::Kind::Memcached),
             Scheme::Http => Some(targets::Kind::Nginx),
             Scheme::Redis => Some(targets::Kind::Redis),
@@ -170,6 +173,8 @@ pub struct WorkloadSpec {
     pub file_size: targets::FileSizes,
     /// nullrpc: request size and stamps.
     pub nullrpc: NullRpcWorkload,
+    /// grpc: the method and its request message.
+    pub grpc: crate::grpc_call::GrpcSpec,
 }
 
 impl Default for WorkloadSpec {
@@ -184,6 +189,7 @@ impl Default for WorkloadSpec {
             files: None,
             file_size: targets::FileSizes::Fixed(4096),
             nullrpc: NullRpcWorkload::default(),
+            grpc: Default::default(),
         }
     }
 }

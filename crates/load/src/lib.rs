@@ -63,10 +63,10 @@ pub use engine::inject::{PAUSE_ENV, WRITES_ENV};
 pub use engine::SlackTask;
 pub use error::{LoadError, ProtoError};
 pub use preload::{preload, preload_with, PreloadStats};
-pub use protocol::{NullRpc, Protocol, Reply};
+pub use protocol::{ErrorCode, NullRpc, Protocol, Reply};
 pub use protocols::{
-    protocol_factory, protocol_factory_with, HttpGet, MemcachedTcp, MemcachedUdp, ProtocolFactory,
-    Redis, UDP_MAX_REQUEST,
+    protocol_factory, protocol_factory_with, H2Client, HttpGet, MemcachedTcp, MemcachedUdp,
+    ProtocolFactory, Redis, MAX_GRPC_MESSAGE, UDP_MAX_REQUEST,
 };
 pub use record::{BacklogSample, Outcome, RequestRecord, RunRecords, RunSummary, WriterStats};
 pub use run::{run_open_loop, run_open_loop_into, RecordSink, VecSink};
@@ -80,6 +80,6 @@ pub fn derive_seed(base: u64, index: u64) -> u64 {
 pub use etc::EtcSize;
 pub use target::{Target, Transport};
 pub use workload::{
-    HttpWorkload, KvOp, KvWorkload, NullRpcWorkload, PathGen, Popularity, SizeDist, Workload,
-    WorkloadGen,
+    GrpcWorkload, HttpWorkload, KvOp, KvWorkload, NullRpcWorkload, PathGen, Popularity, SizeDist,
+    Workload, WorkloadGen,
 };

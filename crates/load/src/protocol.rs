@@ -63,6 +63,30 @@ pub struct Reply {
     /// A message of the connection itself that completes no request (an HTTP/2 SETTINGS,
     /// PING or WINDOW_UPDATE frame, or a header block whose body is still to come).
     pub control: bool,
+    /// What an error reply said, when its protocol says it with a code (the engine counts
+    /// error replies by code: `RunSummary::error_codes`).
+    pub code: Option<ErrorCode>,
+}
+
+/// The code an error reply carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorCode {
+    /// An HTTP status (4xx, 5xx, or a gRPC call's non-200 head).
+    Http(u16),
+    /// A gRPC status other than OK (`grpc-status` of the trailers).
+    Grpc(u32),
+    /// The server reset the request's HTTP/2 stream (RST_STREAM), with its error code.
+    Reset(u32),
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            ErrorCode::Http(s) => write!(f, "HTTP {s}"),
+            ErrorCode::Grpc(c) => write!(f, "gRPC {} ({c})", wire::grpc::status_name(c)),
+            ErrorCode::Reset(c) => write!(f, "RST_STREAM {}", wire::h2::code::name(c)),
+        }
+    }
 }
 
 impl Reply {
@@ -82,6 +106,7 @@ impl Reply {
             miss: false,
             closes: false,
             control: true,
+            code: None,
         }
     }
 }
@@ -165,6 +190,7 @@ impl Protocol for NullRpc {
                         miss: false,
                         closes: false,
                         control: false,
+                        code: None,
                     },
                 ))),
                 Kind::TxStamp => {
@@ -184,6 +210,7 @@ impl Protocol for NullRpc {
                             miss: false,
                             closes: false,
                             control: false,
+                            code: None,
                         },
                     )))
                 }
@@ -235,6 +262,7 @@ mod tests {
                 miss: false,
                 closes: false,
                 control: false,
+                code: None,
             }
         );
         let (m, f) = p.decode(&resp[n..]).unwrap().unwrap();

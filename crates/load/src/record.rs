@@ -176,6 +176,10 @@ pub struct RunSummary {
     pub connects: u64,
     /// Ok replies that were misses (memcached `END`, Redis nil; an HTTP 404 is an error, not a miss).
     pub misses: u64,
+    /// Error replies counted by the code they carried ("gRPC UNIMPLEMENTED (12)", "HTTP 503",
+    /// "RST_STREAM REFUSED_STREAM"); absent when there was none.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub error_codes: std::collections::BTreeMap<String, u64>,
     /// Records handed to the sink (one per scheduled request that fell due).
     pub records: u64,
     /// In-flight and held requests, sampled about every 100 ms.
@@ -196,6 +200,26 @@ pub struct RunSummary {
     /// without TLS).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<crate::tls::TlsStats>,
+}
+
+impl RunSummary {
+    /// One line of the error replies by code, most frequent first (None without any).
+    pub fn error_codes_line(&self) -> Option<String> {
+        if self.error_codes.is_empty() {
+            return None;
+        }
+        let mut v: Vec<(&String, &u64)> = self.error_codes.iter().collect();
+        v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let parts: Vec<String> = v.iter().map(|(c, n)| format!("{c} ×{n}")).collect();
+        Some(format!("error replies: {}", parts.join(", ")))
+    }
+
+    /// Adds `counts` (another share's or slice's error replies by code) to this run's.
+    pub fn add_error_codes<'a>(&mut self, counts: impl IntoIterator<Item = (&'a String, &'a u64)>) {
+        for (code, n) in counts {
+            *self.error_codes.entry(code.clone()).or_default() += n;
+        }
+    }
 }
 
 /// Everything one open-loop run produced, records kept in memory (see [`crate::run_open_loop`];

@@ -420,6 +420,9 @@ fn fold_outputs(
         out.interrupted |= o.interrupted && stopped;
         out.connects += o.connects;
         out.misses += o.misses;
+        for (c, n) in o.codes {
+            *out.error_codes.entry(c.to_string()).or_default() += n;
+        }
         out.records += o.records;
         out.generator.add(&o.cost);
         if o.tls.handshakes > 0 {

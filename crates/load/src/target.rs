@@ -97,6 +97,22 @@ const SCHEMES: &[SchemeInfo] = &[
         codec: "h2c",
         tls: true,
     },
+    SchemeInfo {
+        // gRPC unary calls over HTTP/2 with prior knowledge.
+        name: "grpc",
+        default: Transport::Tcp,
+        allowed: &[Transport::Tcp],
+        codec: "grpc",
+        tls: false,
+    },
+    SchemeInfo {
+        // gRPC over TLS (HTTP/2 agreed by ALPN).
+        name: "grpcs",
+        default: Transport::Tcp,
+        allowed: &[Transport::Tcp],
+        codec: "grpc",
+        tls: true,
+    },
 ];
 
 /// A parsed target such as `nullrpc://127.0.0.1:7000` or `nullrpc+udp://[::1]:7000`.
@@ -126,6 +142,7 @@ impl Target {
             ("h2c", true) => "h2",
             ("redis", true) => "rediss",
             ("memcached", true) => "memcached+tls",
+            ("grpc", true) => "grpcs",
             (s, _) => s,
         }
     }

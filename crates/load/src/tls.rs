@@ -87,7 +87,7 @@ impl TlsClient {
                 .with_no_client_auth()
         };
         let (alpn, need_alpn): (&[u8], Option<&'static [u8]>) = match target.scheme.as_str() {
-            "h2c" => (b"h2", Some(b"h2")),
+            "h2c" | "grpc" => (b"h2", Some(b"h2")),
             "http" => (b"http/1.1", None),
             _ => (b"", None),
         };

@@ -232,12 +232,22 @@ impl Default for NullRpcWorkload {
     }
 }
 
+/// gRPC unary calls: one method, the same request message every time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GrpcWorkload {
+    /// The call's path, `/package.Service/Method`.
+    pub path: String,
+    /// The request message's protobuf bytes (without gRPC's 5-byte prefix).
+    pub message: Vec<u8>,
+}
+
 /// What the requests of a run ask for.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Workload {
     Kv(KvWorkload),
     Http(HttpWorkload),
     NullRpc(NullRpcWorkload),
+    Grpc(GrpcWorkload),
 }
 
 /// One request drawn from a key-value workload.

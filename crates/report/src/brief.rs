@@ -95,6 +95,9 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
             line(w, l)?;
         }
     }
+    if let Some(l) = run.load.error_codes_line() {
+        line(w, &l)?;
+    }
     why(w, run)?;
     let more = match run.run_id {
         Some(i) => format!("more: tailscope runs show {i} --detail · tailscope report {i}"),

@@ -84,6 +84,9 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
         "outcomes: ok {}, error {}, timeout {}, dropped {}, skipped {}",
         o.ok, o.error, o.timeout, o.dropped, o.skipped
     )?;
+    if let Some(l) = run.load.error_codes_line() {
+        writeln!(w, "{l}")?;
+    }
     saturation(w, run)?;
     writeln!(
         w,

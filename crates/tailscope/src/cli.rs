@@ -242,11 +242,14 @@ pub struct ServeArgs {
   tailscope run h2://127.0.0.1:8443/ --ca ca.pem --connections 2 --rate 5000 --service 60us
   tailscope run redis://127.0.0.1:6379 --rate 20000 --service 8us
   tailscope run rediss:// --spawn --rate 20000 --service 8us
-  tailscope run memcached+tls:// --spawn --rate 20000 --service 10us")]
+  tailscope run memcached+tls:// --spawn --rate 20000 --service 10us
+  tailscope run grpc://127.0.0.1:50051 --method pkg.Greeter/SayHello --proto hello.proto \\
+      --message hi.json --rate 1000
+  tailscope run grpcs://127.0.0.1:50052/pkg.Greeter/SayHello --ca ca.pem --rate 1000")]
 pub struct RunArgs {
     /// Target URL: nullrpc://HOST:PORT, nullrpc+udp://…, memcached://…, memcached+udp://…,
-    /// http://HOST:PORT/PATH, h2c://…, redis://HOST:PORT; over TLS https://…, h2://…,
-    /// rediss://… and memcached+tls://….
+    /// http://HOST:PORT/PATH, h2c://…, redis://HOST:PORT, grpc://HOST:PORT[/pkg.Service/Method];
+    /// over TLS https://…, h2://…, grpcs://…, rediss://… and memcached+tls://….
     pub target: String,
     #[command(flatten)]
     pub opts: lab::RunOptions,

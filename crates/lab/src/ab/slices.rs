@@ -198,6 +198,7 @@ impl ArmFacts {
         }
         a.connects += s.connects;
         a.misses += s.misses;
+        a.add_error_codes(&s.error_codes);
         a.records += stored;
         a.backlog
             .extend(s.backlog.iter().filter(|b| b.t_ns >= settle_ns).map(|b| {

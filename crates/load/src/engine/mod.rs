@@ -169,6 +169,8 @@ pub(crate) struct ThreadOutput {
     pub connects: u64,
     /// Successful replies that were misses.
     pub misses: u64,
+    /// Error replies by the code they carried.
+    pub codes: std::collections::BTreeMap<crate::protocol::ErrorCode, u64>,
     /// Run-relative ns: the last intended time taken from the schedule, and when the thread
     /// was done with everything (its drain after the schedule ended).
     pub last_intended_ns: u64,
@@ -254,6 +256,8 @@ pub(crate) struct Engine<'a> {
     churn_rng: rand_xoshiro::Xoshiro256PlusPlus,
     connects: u64,
     misses: u64,
+    /// Error replies by the code they carried.
+    codes: std::collections::BTreeMap<crate::protocol::ErrorCode, u64>,
     /// Requests the server never answered because it announced a close before them
     /// (pipelined behind the last reply): sent again, first, on another connection.
     retry: VecDeque<u64>,
@@ -339,6 +343,7 @@ impl<'a> Engine<'a> {
             churn_rng,
             connects: 0,
             misses: 0,
+            codes: Default::default(),
             retry: VecDeque::new(),
             clock: cost::LoopClock::new(),
             cost: cost::GeneratorCost::default(),
@@ -468,6 +473,7 @@ impl<'a> Engine<'a> {
             interrupted,
             connects: self.connects,
             misses: self.misses,
+            codes: self.codes,
             last_intended_ns: self.last_intended,
             done_ns,
             cost: self.cost,
@@ -1067,6 +1073,9 @@ impl<'a> Engine<'a> {
         slot.live -= 1;
         slot.closing |= reply.closes;
         self.misses += u64::from(reply.ok && reply.miss);
+        if let (false, Some(c)) = (reply.ok, reply.code) {
+            *self.codes.entry(c).or_default() += 1;
+        }
         let start = self.start;
         if let Some(r) = self.rec_mut(i) {
             r.received_ns = t.max(1);

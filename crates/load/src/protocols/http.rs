@@ -1,7 +1,7 @@
 //! HTTP/1.1 GET over persistent connections (replies in request order).
 
 use crate::error::ProtoError;
-use crate::protocol::{Protocol, Reply};
+use crate::protocol::{ErrorCode, Protocol, Reply};
 use crate::target::Transport;
 use crate::workload::{HttpWorkload, PathGen};
 use crate::LoadError;
@@ -41,7 +41,11 @@ impl Protocol for HttpGet {
     fn decode(&mut self, buf: &[u8]) -> Result<Option<(usize, Reply)>, ProtoError> {
         match wire::http1::decode(buf) {
             Ok(None) => Ok(None),
-            Ok(Some((n, r))) => Ok(Some((n, fifo_reply(r.is_ok(), r.status == 404, r.close)))),
+            Ok(Some((n, r))) => {
+                let mut reply = fifo_reply(r.is_ok(), r.status == 404, r.close);
+                reply.code = (!r.is_ok()).then_some(ErrorCode::Http(r.status));
+                Ok(Some((n, reply)))
+            }
             Err(e) => Err(ProtoError::Malformed(e.to_string())),
         }
     }

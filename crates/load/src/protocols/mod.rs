@@ -9,7 +9,7 @@ mod redis;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-pub use h2::H2Get;
+pub use h2::{H2Client, MAX_GRPC_MESSAGE};
 pub use http::HttpGet;
 pub use memcached::{MemcachedTcp, MemcachedUdp, UDP_MAX_REQUEST};
 pub use redis::Redis;
@@ -30,6 +30,7 @@ pub type ProtocolFactory = Box<dyn Fn() -> Box<dyn Protocol> + Send + Sync>;
 /// A reply that completes the oldest request of a FIFO connection.
 pub(crate) fn fifo_reply(ok: bool, miss: bool, closes: bool) -> Reply {
     Reply {
+        code: None,
         id: None,
         ok,
         stamps: None,
@@ -51,7 +52,7 @@ pub(crate) fn value_bytes(w: &KvWorkload) -> Arc<[u8]> {
 fn http_workload(target: &Target, workload: &Workload) -> HttpWorkload {
     match workload {
         Workload::Http(w) => w.clone(),
-        Workload::Kv(_) | Workload::NullRpc(_) => HttpWorkload {
+        Workload::Kv(_) | Workload::NullRpc(_) | Workload::Grpc(_) => HttpWorkload {
             paths: vec![target.path.clone().unwrap_or_else(|| "/".into())],
             popularity: Popularity::Uniform,
         },
@@ -112,10 +113,9 @@ fn codec_factory(
             w.validate()?;
             Ok(Arc::new(w.clone()))
         }
-        Workload::Http(_) | Workload::NullRpc(_) => Err(LoadError::Config(format!(
-            "{} needs a key-value workload",
-            target.scheme
-        ))),
+        Workload::Http(_) | Workload::NullRpc(_) | Workload::Grpc(_) => Err(LoadError::Config(
+            format!("{} needs a key-value workload", target.scheme),
+        )),
     };
     match (target.scheme.as_str(), target.transport) {
         ("memcached", Transport::Tcp) => {
@@ -165,10 +165,26 @@ fn codec_factory(
         }
         ("h2c", Transport::Tcp) => {
             let w = http_workload(target, workload);
-            let authority = target.addr.to_string();
-            H2Get::new(&w, authority.clone(), 0)?;
+            let (authority, tls) = (target.addr.to_string(), target.tls);
+            H2Client::get(&w, authority.clone(), tls, 0)?;
             Ok(Box::new(move || {
-                match H2Get::new(&w, authority.clone(), next_seed()) {
+                match H2Client::get(&w, authority.clone(), tls, next_seed()) {
+                    Ok(p) => Box::new(p) as Box<dyn Protocol>,
+                    Err(_) => unreachable_codec(),
+                }
+            }))
+        }
+        ("grpc", Transport::Tcp) => {
+            let Workload::Grpc(w) = workload else {
+                return Err(LoadError::Config(
+                    "grpc targets take a gRPC workload (--method, and the message)".into(),
+                ));
+            };
+            let (authority, tls) = (target.addr.to_string(), target.tls);
+            H2Client::grpc(w, authority.clone(), tls)?;
+            let w = w.clone();
+            Ok(Box::new(move || {
+                match H2Client::grpc(&w, authority.clone(), tls) {
                     Ok(p) => Box::new(p) as Box<dyn Protocol>,
                     Err(_) => unreachable_codec(),
                 }

@@ -13,6 +13,7 @@ mod ci_doc;
 mod colocate_cli;
 mod common;
 mod experiments_cli;
+mod grpc_cli;
 mod host_cli;
 mod install_cli;
 mod isolation_cli;

@@ -170,13 +170,9 @@ fn openssl(dir: &Path, args: &[&str]) {
     assert!(out.status.success(), "openssl {args:?}: {}", stderr(&out));
 }
 
-/// nginx with a certificate for 127.0.0.1 and localhost signed by a CA made here (`ca.pem` in
-/// the returned directory), which no system root vouches for: HTTPS only, or also HTTP/2 by
-/// ALPN with `http2`; each connection closed (HTTP/2: a graceful GOAWAY) after
-/// `per_connection` requests.
-fn nginx_with_a_private_ca(http2: bool, per_connection: u32) -> Nginx {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
+/// In `d`: a CA made here (`ca.pem`), which no system root vouches for, and a certificate for
+/// 127.0.0.1 and localhost signed by it (`cert.pem`, its key `key.pem`).
+pub fn private_ca_certificate(d: &Path) {
     let ec = [
         "-newkey",
         "ec",
@@ -227,6 +223,16 @@ fn nginx_with_a_private_ca(http2: bool, per_connection: u32) -> Nginx {
             "cert.pem",
         ],
     );
+}
+
+/// nginx with a certificate for 127.0.0.1 and localhost signed by a CA made here (`ca.pem` in
+/// the returned directory), which no system root vouches for: HTTPS only, or also HTTP/2 by
+/// ALPN with `http2`; each connection closed (HTTP/2: a graceful GOAWAY) after
+/// `per_connection` requests.
+fn nginx_with_a_private_ca(http2: bool, per_connection: u32) -> Nginx {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    private_ca_certificate(d);
     std::fs::create_dir_all(d.join("www")).unwrap();
     std::fs::write(d.join("www/index.html"), "hello\n").unwrap();
     let port = TcpListener::bind("127.0.0.1:0")

@@ -64,6 +64,11 @@ pub fn schema_python() -> Option<PathBuf> {
     )
 }
 
+/// The same Python with PyPI's `grpcio` (a real gRPC server) importable.
+pub fn grpc_python() -> Option<PathBuf> {
+    venv_python("grpc", "the test virtual environment with PyPI's grpcio")
+}
+
 /// The test virtual environment's Python when `module` imports in it.
 fn venv_python(module: &str, what: &str) -> Option<PathBuf> {
     let candidate = std::env::var_os("TAILSCOPE_TEST_PYTHON")
