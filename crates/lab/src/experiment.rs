@@ -301,6 +301,7 @@ pub struct ExperimentSpec {
     pub insecure: Option<bool>,
     pub ca: Option<String>,
     pub sni: Option<String>,
+    pub tls_handshake_per_request: Option<bool>,
     pub method: Option<String>,
     pub proto: Option<String>,
     pub message: Option<String>,

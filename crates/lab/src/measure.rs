@@ -262,6 +262,22 @@ pub(crate) fn finish(
     if !l.failures.is_empty() {
         status = RunStatus::Failed;
     }
+    // Failed on its error replies: say so with what the server answered.
+    let o = &an.outcomes;
+    let status_note = match f.error_codes_line() {
+        Some(codes) if status == RunStatus::Failed && o.error * 1000 > an.requests => {
+            let share = 100.0 * o.error as f64 / an.requests.max(1) as f64;
+            let errors = format!(
+                "{} of the requests were error replies ({share:.1} %, more than 0.1 %): {codes}",
+                o.error
+            );
+            Some(match j.status_note {
+                Some(n) => format!("{errors}; {n}"),
+                None => errors,
+            })
+        }
+        _ => j.status_note,
+    };
     let reproducibility = crate::reproduce::reproducibility(
         an.stationarity.as_ref(),
         host_noise.as_ref(),
@@ -271,7 +287,7 @@ pub(crate) fn finish(
         reproducibility,
         run_id: Some(run_id),
         status,
-        status_note: j.status_note,
+        status_note,
         views: j.views,
         lateness_verdict: j.lateness_verdict,
         host_noise,

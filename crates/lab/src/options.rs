@@ -199,6 +199,11 @@ pub struct TargetArgs {
     /// the URL's host).
     #[arg(long, value_name = "NAME")]
     pub sni: Option<String>,
+    /// TLS targets: every request on a new connection with a full handshake (no session
+    /// resumed), so each latency includes its connect and handshake; the run reports the
+    /// handshakes' own percentiles.
+    #[arg(long)]
+    pub tls_handshake_per_request: bool,
     /// gRPC targets (grpc://, grpcs://): the unary method called, package.Service/Method.
     #[arg(long, value_name = "METHOD")]
     pub method: Option<String>,

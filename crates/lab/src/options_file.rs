@@ -129,6 +129,7 @@ fn overlay(
         "insecure": d.server.insecure => s.insecure;
         "ca": d.server.ca => s.ca.clone().map(|c| Some(std::path::PathBuf::from(c)));
         "sni": d.server.sni => s.sni.clone().map(Some);
+        "tls_handshake_per_request": d.server.tls_handshake_per_request => s.tls_handshake_per_request;
         "method": d.server.method => s.method.clone().map(Some);
         "proto": d.server.proto => s.proto.clone().map(|c| Some(std::path::PathBuf::from(c)));
         "message": d.server.message => s.message.clone().map(|c| Some(std::path::PathBuf::from(c)));

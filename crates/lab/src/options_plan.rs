@@ -177,6 +177,7 @@ impl TargetArgs {
                 insecure: self.insecure,
                 ca: self.ca.clone(),
                 server_name: self.sni.clone(),
+                handshake_per_request: self.tls_handshake_per_request,
             },
         })
     }

@@ -191,7 +191,7 @@ impl TargetPlan {
         let w = &spec.workload;
         if !target.tls && spec.tls != load::TlsOptions::default() {
             return Err(invalid(
-                "--insecure, --ca and --sni apply to TLS targets (https://, h2://, grpcs://, rediss://, memcached+tls://)",
+                "--insecure, --ca, --sni and --tls-handshake-per-request apply to TLS targets (https://, h2://, grpcs://, rediss://, memcached+tls://)",
             ));
         }
         if spec.tls.insecure && spec.tls.ca.is_some() {
@@ -219,6 +219,16 @@ impl TargetPlan {
                 )));
             }
         }
+        // A handshake per request is the engine's churn of one request per connection.
+        let churn = match (spec.tls.handshake_per_request, spec.churn) {
+            (true, Some(_)) => {
+                return Err(invalid(
+                    "--tls-handshake-per-request opens a connection per request: drop --churn",
+                ))
+            }
+            (true, None) => Some((1, 1)),
+            (false, c) => c,
+        };
         if let Some(s) = &spec.spawn {
             if kind.is_some() && (s.arch.is_some() || s.work.is_some()) {
                 return Err(invalid(
@@ -293,7 +303,7 @@ impl TargetPlan {
             scheme,
             target,
             workload,
-            churn: spec.churn,
+            churn,
             preload: spec.preload,
             owned,
             isolation,

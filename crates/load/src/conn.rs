@@ -298,7 +298,7 @@ impl Conn {
         }
         let ns = t0.elapsed().as_nanos() as u64;
         check_alpn(&c, &client)?;
-        self.tls_stats.record(&c, ns, client.insecure);
+        self.tls_stats.record(&c, ns, &client);
         s.set_read_timeout(None)?;
         s.set_write_timeout(None)?;
         c.set_buffer_limit(None);
@@ -647,7 +647,7 @@ impl Conn {
                 if let Some(client) = &self.tls_client {
                     check_alpn(t, client).map_err(ConnFail::Io)?;
                     self.tls_stats
-                        .record(t, t0.elapsed().as_nanos() as u64, client.insecure);
+                        .record(t, t0.elapsed().as_nanos() as u64, client);
                 }
             }
         }

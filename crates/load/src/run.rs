@@ -433,6 +433,9 @@ fn fold_outputs(
         }
     }
     out.drain_ns = done.saturating_sub(last_intended);
+    if let Some(t) = &mut out.tls {
+        t.finish();
+    }
     Ok(out)
 }
 

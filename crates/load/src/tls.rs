@@ -35,6 +35,10 @@ pub struct TlsOptions {
     /// URL's host).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_name: Option<String>,
+    /// Every request on a connection of its own, with a full handshake: no session is resumed
+    /// (`--tls-handshake-per-request`; the engine's churn of one request per connection).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub handshake_per_request: bool,
 }
 
 /// One run's client configuration and the server's name, shared by all its connections.
@@ -46,6 +50,8 @@ pub struct TlsClient {
     pub(crate) need_alpn: Option<&'static [u8]>,
     /// The certificate is not checked (`--insecure`).
     pub(crate) insecure: bool,
+    /// No session is resumed: every request shakes hands in full on its own connection.
+    pub(crate) per_request: bool,
 }
 
 impl std::fmt::Debug for TlsClient {
@@ -94,6 +100,9 @@ impl TlsClient {
         if !alpn.is_empty() {
             config.alpn_protocols = vec![alpn.to_vec()];
         }
+        if opts.handshake_per_request {
+            config.resumption = rustls::client::Resumption::disabled();
+        }
         let host = opts.server_name.as_deref().unwrap_or(&target.host);
         let name = ServerName::try_from(host.to_string())
             .map_err(|_| bad(format!("TLS: '{host}' is not a valid server name")))?;
@@ -102,6 +111,7 @@ impl TlsClient {
             name,
             need_alpn,
             insecure: opts.insecure,
+            per_request: opts.handshake_per_request,
         })
     }
 
@@ -218,7 +228,21 @@ pub struct TlsStats {
     /// The certificate was not checked (`--insecure`).
     #[serde(default)]
     pub insecure: bool,
+    /// Handshake times in µs by percentile (`p50`, `p90`, `p99`, `p99.9`), from a histogram
+    /// of every handshake; filled when the run ends ([`TlsStats::finish`]).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub handshake_us: std::collections::BTreeMap<String, f64>,
+    /// Each request had a connection and a full handshake of its own
+    /// (`--tls-handshake-per-request`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub per_request: bool,
+    /// Every handshake's time, µs (2 significant digits: ~20 KB, whatever the count).
+    #[serde(skip)]
+    hist: Option<Box<hdrhistogram::Histogram<u64>>>,
 }
+
+/// The longest handshake the histogram tells apart, µs (a minute); longer ones count as this.
+const HANDSHAKE_MAX_US: u64 = 60_000_000;
 
 impl TlsStats {
     /// Adds another connection's or thread's handshakes.
@@ -233,6 +257,25 @@ impl TlsStats {
             self.alpn.clone_from(&o.alpn);
         }
         self.insecure |= o.insecure;
+        self.per_request |= o.per_request;
+        match (&mut self.hist, &o.hist) {
+            // Same bounds on both: adding cannot fail.
+            (Some(a), Some(b)) => {
+                let _ = a.add(&**b);
+            }
+            (None, Some(b)) => self.hist = Some(b.clone()),
+            _ => {}
+        }
+    }
+
+    /// The handshakes' percentiles from their histogram (once every connection's is added).
+    pub fn finish(&mut self) {
+        if let Some(h) = &self.hist {
+            for (name, q) in [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p99.9", 0.999)] {
+                self.handshake_us
+                    .insert(name.to_string(), h.value_at_quantile(q) as f64);
+            }
+        }
     }
 
     /// The mean handshake time, ns (0 without one).
@@ -265,6 +308,17 @@ impl TlsStats {
                 format!("{:.0} µs", ns / 1e3)
             }
         };
+        if self.per_request {
+            let q = |k: &str| time(self.handshake_us.get(k).copied().unwrap_or(0.0) * 1e3);
+            return format!(
+                "TLS: {version}{alpn} · {} handshakes, {} resumed: p50 {}, p99 {}, max {}\nTLS: a connection and full handshake per request; each latency includes them{unchecked}",
+                self.handshakes,
+                self.resumed,
+                q("p50"),
+                q("p99"),
+                time(self.handshake_ns_max as f64)
+            );
+        }
         format!(
             "TLS: {version}{alpn} · {} handshake(s) apart from the requests ({} resumed), mean {}, max {}{unchecked}",
             self.handshakes,
@@ -275,13 +329,22 @@ impl TlsStats {
     }
 
     /// Records one finished handshake of `conn`, which took `ns`.
-    pub(crate) fn record(&mut self, conn: &rustls::ClientConnection, ns: u64, insecure: bool) {
+    pub(crate) fn record(&mut self, conn: &rustls::ClientConnection, ns: u64, client: &TlsClient) {
         self.handshakes += 1;
         if conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed) {
             self.resumed += 1;
         }
         self.handshake_ns_total += ns;
         self.handshake_ns_max = self.handshake_ns_max.max(ns);
+        if self.hist.is_none() {
+            // Valid bounds (1 µs to a minute, 2 digits): cannot fail.
+            self.hist = hdrhistogram::Histogram::new_with_bounds(1, HANDSHAKE_MAX_US, 2)
+                .ok()
+                .map(Box::new);
+        }
+        if let Some(h) = &mut self.hist {
+            h.saturating_record((ns / 1_000).clamp(1, HANDSHAKE_MAX_US));
+        }
         self.version = conn.protocol_version().map(|v| format!("{v:?}"));
         self.cipher = conn
             .negotiated_cipher_suite()
@@ -289,6 +352,7 @@ impl TlsStats {
         self.alpn = conn
             .alpn_protocol()
             .map(|a| String::from_utf8_lossy(a).into_owned());
-        self.insecure = insecure;
+        self.insecure = client.insecure;
+        self.per_request = client.per_request;
     }
 }

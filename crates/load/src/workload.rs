@@ -233,12 +233,32 @@ impl Default for NullRpcWorkload {
 }
 
 /// gRPC unary calls: one method, the same request message every time.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct GrpcWorkload {
     /// The call's path, `/package.Service/Method`.
     pub path: String,
     /// The request message's protobuf bytes (without gRPC's 5-byte prefix).
     pub message: Vec<u8>,
+}
+
+/// The path, the message's length and its first 32 bytes in hex: what a stored run's
+/// configuration keeps of it (a 64 KiB message is not written out as a list of numbers).
+impl fmt::Debug for GrpcWorkload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let hex: String = self
+            .message
+            .iter()
+            .take(32)
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let more = if self.message.len() > 32 { "…" } else { "" };
+        write!(
+            f,
+            "GrpcWorkload {{ path: {:?}, message: {} bytes {hex}{more} }}",
+            self.path,
+            self.message.len()
+        )
+    }
 }
 
 /// What the requests of a run ask for.

@@ -259,3 +259,19 @@ fn etc_sizes_follow_the_published_distributions() {
 }
 
 const VALUE_MAX_FOR_TEST: usize = crate::etc::VALUE_MAX;
+
+#[test]
+fn a_grpc_workload_prints_its_message_as_length_and_hex_prefix() {
+    let w = GrpcWorkload {
+        path: "/p.S/M".into(),
+        message: vec![0xab; 40],
+    };
+    let shown = format!("{w:?}");
+    assert_eq!(
+        shown,
+        format!(
+            "GrpcWorkload {{ path: \"/p.S/M\", message: 40 bytes {}… }}",
+            "ab".repeat(32)
+        )
+    );
+}

@@ -307,3 +307,39 @@ fn bad_grpc_input_exits_2_in_one_line_and_writes_nothing() {
         assert!(!db.exists(), "{args:?} wrote the store");
     }
 }
+
+/// A gRPC server over TLS killed mid-run: the run fails (exit 1), is stored as failed with
+/// what it measured before, and says what happened to the connections.
+#[test]
+fn a_grpcs_server_killed_mid_run_fails_the_run_and_keeps_what_it_measured() {
+    let Some(python) = grpc_python() else { return };
+    let _g = common::one_at_a_time(&SERIAL);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    private_ca_certificate(d);
+    let mut server = Server::start(&python, Some(d));
+    let url = format!("grpcs://127.0.0.1:{}/tailscope.test.Echo/Say", server.port);
+    let ca = d.join("ca.pem");
+    let args = [
+        url.as_str(),
+        "--ca",
+        ca.to_str().unwrap(),
+        "--cpus",
+        "0",
+        "--rate",
+        "500",
+        "--duration",
+        "3s",
+        "--warmup",
+        "300ms",
+        "--no-noise-probe",
+    ];
+    let v = common::run_with_server_killed(
+        &args,
+        &d.join("runs.sqlite"),
+        &mut server.child,
+        std::time::Duration::from_millis(1500),
+    );
+    let errors = v["connection_errors"].as_array().unwrap();
+    assert!(!errors.is_empty(), "the connections' failure is named: {v}");
+}

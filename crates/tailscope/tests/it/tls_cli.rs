@@ -113,6 +113,60 @@ fn spawned_nginx_over_https_and_h2_verifies_its_certificate_and_counts_the_hands
     );
 }
 
+/// `--tls-handshake-per-request`: every request on a connection of its own with a full
+/// handshake (none resumed), the handshakes' percentiles reported and the screen saying that
+/// the latencies include them.
+#[test]
+fn a_handshake_per_request_opens_a_connection_each_and_resumes_none() {
+    let _g = common::one_at_a_time(&SERIAL);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let args = [
+        "--spawn",
+        "--server-cpus",
+        "1",
+        "--connections",
+        "4",
+        "--rate",
+        "150",
+        "--service",
+        "40us",
+        "--tls-handshake-per-request",
+    ];
+    let out = run("https:///", &args, &db);
+    let v = json_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{v}\n{}", stderr(&out));
+    assert_eq!(v["outcomes"]["error"], 0, "{v}");
+    assert_eq!(v["connection_errors"], serde_json::json!([]), "{v}");
+    let tls = &v["tls"];
+    // Every request had its own connection and handshake: the four connections opened before
+    // the run, then one opened after each request (the last ones may be unused at the end).
+    let (records, connects) = (
+        v["records"].as_u64().unwrap(),
+        v["connects"].as_u64().unwrap(),
+    );
+    assert!(connects + 4 >= records && connects <= records, "{v}");
+    let handshakes = tls["handshakes"].as_u64().unwrap();
+    assert!(handshakes >= records && handshakes <= 4 + connects, "{tls}");
+    assert_eq!(tls["resumed"], 0, "{tls}");
+    assert_eq!(tls["per_request"], true, "{tls}");
+    let (p50, p99) = (
+        tls["handshake_us"]["p50"].as_f64().unwrap(),
+        tls["handshake_us"]["p99"].as_f64().unwrap(),
+    );
+    assert!(p50 > 0.0 && p99 >= p50, "{tls}");
+    assert!(
+        p99 <= tls["handshake_ns_max"].as_f64().unwrap() / 1e3 * 1.01,
+        "{tls}"
+    );
+    let text = shown(&db, &v);
+    assert!(
+        text.contains("TLS: a connection and full handshake per request; each latency includes")
+            && text.contains(" resumed: p50 "),
+        "{text}"
+    );
+}
+
 /// `memcached+tls:///` (memcached -Z) and `rediss:///` (redis's TLS port) with `--spawn`: the
 /// items preloaded over TLS, then the run's gets and sets inside one session per connection,
 /// verified against the start's CA, the handshakes counted apart.
@@ -225,6 +279,56 @@ pub fn private_ca_certificate(d: &Path) {
     );
 }
 
+/// A server that resets some streams mid-run (nginx's `return 444` over HTTP/2): each reset
+/// request is an error reply counted by its code, every other one answered, nothing lost;
+/// the run fails on its error replies and says which.
+#[test]
+fn reset_streams_are_counted_errors_and_the_rest_is_answered() {
+    let _g = common::one_at_a_time(&SERIAL);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let n = nginx_with_a_private_ca(true, 10_000);
+    let ca = n.dir.path().join("ca.pem");
+    let url = format!("h2://127.0.0.1:{}/", n.port);
+    let args = [
+        "--rate",
+        "1000",
+        "--service",
+        "40us",
+        "--files",
+        "4",
+        "--ca",
+    ];
+    let out = run(&url, &[&args[..], &[ca.to_str().unwrap()]].concat(), &db);
+    let v = json_of(&out);
+    // More than 0.1 % error replies fail a run (exit 1), with what the server answered.
+    assert_eq!(out.status.code(), Some(1), "{v}\n{}", stderr(&out));
+    assert_eq!(v["status"], "failed", "{v}");
+    let note = v["status_note"].as_str().unwrap();
+    assert!(
+        note.contains("error replies") && note.contains("RST_STREAM "),
+        "{note}"
+    );
+    let o = &v["outcomes"];
+    let (ok, errors) = (o["ok"].as_u64().unwrap(), o["error"].as_u64().unwrap());
+    assert_eq!(
+        ok + errors,
+        v["requests"].as_u64().unwrap(),
+        "nothing lost: {v}"
+    );
+    assert_eq!(o["timeout"], 0, "{v}");
+    // A quarter of the paths is reset: between 15 % and 35 % of ~1,000 requests.
+    let share = errors as f64 / (ok + errors) as f64;
+    assert!((0.15..0.35).contains(&share), "{share}: {v}");
+    let codes = v["error_codes"].as_object().unwrap();
+    assert_eq!(codes.len(), 1, "{v}");
+    let (code, n) = codes.iter().next().unwrap();
+    assert!(code.starts_with("RST_STREAM "), "{code}");
+    // The warm-up's resets are counted too.
+    assert!(n.as_u64().unwrap() >= errors, "{v}");
+    assert_eq!(v["connection_errors"], serde_json::json!([]), "{v}");
+}
+
 /// nginx with a certificate for 127.0.0.1 and localhost signed by a CA made here (`ca.pem` in
 /// the returned directory), which no system root vouches for: HTTPS only, or also HTTP/2 by
 /// ALPN with `http2`; each connection closed (HTTP/2: a graceful GOAWAY) after
@@ -235,6 +339,10 @@ fn nginx_with_a_private_ca(http2: bool, per_connection: u32) -> Nginx {
     private_ca_certificate(d);
     std::fs::create_dir_all(d.join("www")).unwrap();
     std::fs::write(d.join("www/index.html"), "hello\n").unwrap();
+    // /f1../f3 are files; /f0 is reset (`return 444`: over HTTP/2 nginx resets the stream).
+    for f in ["f1", "f2", "f3"] {
+        std::fs::write(d.join("www").join(f), "hello\n").unwrap();
+    }
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -250,7 +358,8 @@ fn nginx_with_a_private_ca(http2: bool, per_connection: u32) -> Nginx {
            fastcgi_temp_path {p}/tmp;\n  uwsgi_temp_path {p}/tmp;\n  scgi_temp_path {p}/tmp;\n\
            keepalive_requests {per_connection};\n\
            server {{\n    listen 127.0.0.1:{port} ssl{h2};\n    ssl_certificate {p}/cert.pem;\n\
-             ssl_certificate_key {p}/key.pem;\n    root {p}/www;\n  }}\n}}\n"
+             ssl_certificate_key {p}/key.pem;\n    root {p}/www;\n\
+             location = /f0 {{ return 444; }}\n  }}\n}}\n"
     );
     std::fs::write(d.join("nginx.conf"), conf).unwrap();
     let nginx = ["/usr/sbin/nginx", "/usr/bin/nginx"]
@@ -362,6 +471,19 @@ fn bad_tls_flags_exit_2_and_write_nothing() {
         (&["https+udp://127.0.0.1:9/"], "udp"),
         (&["rediss://127.0.0.1:9", "--agent", "local"], "TLS target"),
         (&["http+tls://127.0.0.1:9/"], "https://"),
+        (
+            &["http://127.0.0.1:9/", "--tls-handshake-per-request"],
+            "TLS targets",
+        ),
+        (
+            &[
+                "https://127.0.0.1:9/",
+                "--tls-handshake-per-request",
+                "--churn",
+                "2,4",
+            ],
+            "drop --churn",
+        ),
     ];
     for (args, needle) in cases {
         let out = bin()
