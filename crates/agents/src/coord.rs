@@ -460,6 +460,7 @@ pub fn run(
             job.start_mono_ns = s;
             job.offset_ns = c.agents[i].applied_offset_ns;
             job.records = plan.records;
+            job.tls.clone_from(&plan.tls);
             let sent = frame::to_json(Kind::Start, &job)
                 .map_err(|e| e.to_string())
                 .and_then(|p| c.fleet.send(i, Kind::Start, &p));

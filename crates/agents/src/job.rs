@@ -234,6 +234,30 @@ impl Work {
     }
 }
 
+/// A TLS target's client options as an agent needs them: the CA's certificates themselves
+/// (the coordinator's `--ca` file is not on the agent's host), the server's name (the job's
+/// target names the address only).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobTls {
+    pub insecure: bool,
+    pub ca_pem: Option<String>,
+    pub server_name: String,
+    pub handshake_per_request: bool,
+}
+
+impl JobTls {
+    /// The options the agent's codecs are built with.
+    pub fn options(&self) -> load::TlsOptions {
+        load::TlsOptions {
+            insecure: self.insecure,
+            ca: None,
+            server_name: Some(self.server_name.clone()),
+            handshake_per_request: self.handshake_per_request,
+            ca_pem: self.ca_pem.as_ref().map(|p| p.as_bytes().to_vec()),
+        }
+    }
+}
+
 /// One agent's share of a run: the load (everything of [`LoadConfig`] the agent cannot know
 /// itself), the share, and the common start.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -241,6 +265,9 @@ pub struct Job {
     /// The target as the coordinator resolved it (`scheme+transport://addr/path`).
     pub target: String,
     pub work: Work,
+    /// A TLS target's client options (None without TLS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<JobTls>,
     /// Seed of the agent's request contents (keys, values): its own, so that agents do not
     /// all ask for the same keys in the same order.
     pub work_seed: u64,
@@ -281,6 +308,7 @@ impl Job {
         Job {
             target: cfg.target.to_string(),
             work: Work::of(work),
+            tls: None,
             work_seed: if share.1 > 1 {
                 load::derive_seed(cfg.seed, 0x1000 + u64::from(share.0))
             } else {

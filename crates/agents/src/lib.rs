@@ -40,7 +40,7 @@ use serde::Serialize;
 pub use clock::ClockOffset;
 pub use coord::{run, AgentState, Collected, Sink};
 pub use error::AgentError;
-pub use job::{Done, Hello, Sent};
+pub use job::{Done, Hello, JobTls, Sent};
 pub use serve::serve;
 
 /// One agent to start: how the run names it and the program and arguments it runs.
@@ -60,6 +60,8 @@ pub struct Plan {
     /// connections in it. When every agent runs on the coordinator's machine the start
     /// takes at most [`LOCAL_LEAD`].
     pub lead: Duration,
+    /// A TLS target's client options, sent with every job (None without TLS).
+    pub tls: Option<job::JobTls>,
 }
 
 /// The lead when every agent runs on the coordinator's machine (same boot id): the start

@@ -62,10 +62,12 @@ where
         send_error(&out, &format!("cannot run the job: {e}"));
         AgentError::Invalid(e)
     })?;
-    let factory = load::protocol_factory(&cfg.target, &workload, job.work_seed).map_err(|e| {
-        send_error(&out, &format!("cannot run the job: {e}"));
-        AgentError::from(e)
-    })?;
+    let tls = job.tls.as_ref().map(|t| t.options()).unwrap_or_default();
+    let factory = load::protocol_factory_with(&cfg.target, &workload, job.work_seed, &tls)
+        .map_err(|e| {
+            send_error(&out, &format!("cannot run the job: {e}"));
+            AgentError::from(e)
+        })?;
     eprintln!(
         "tailscope agent {} on {}: share {} of {} against {}, {} thread(s), {} connection(s)",
         here.version,

@@ -65,9 +65,9 @@ impl ::agents::Progress for Watch<'_> {
 }
 
 impl Agents {
-    /// What the coordinator starts and how.
-    fn plan(&self) -> ::agents::Plan {
-        ::agents::Plan {
+    /// What the coordinator starts and how, for `ready`'s target.
+    fn plan(&self, ready: &Ready) -> Result<::agents::Plan, LabError> {
+        Ok(::agents::Plan {
             launch: self
                 .commands
                 .iter()
@@ -78,7 +78,8 @@ impl Agents {
                 .collect(),
             records: self.records,
             lead: self.lead,
-        }
+            tls: job_tls(ready)?,
+        })
     }
 }
 
@@ -270,6 +271,9 @@ fn load_facts(c: &Collected, warmup_ns: u64) -> RunSummary {
         f.connects += d.connects;
         f.misses += d.misses;
         f.add_error_codes(&d.error_codes);
+        if let Some(t) = &d.tls {
+            f.tls.get_or_insert_with(Default::default).add(t);
+        }
         f.drain_ns = f.drain_ns.max(d.drain_ns);
         f.errors
             .extend(d.errors.iter().map(|e| format!("agent {}: {e}", i + 1)));
@@ -378,6 +382,35 @@ fn agents_report(
 
 /// The agents as a run's load source: they send the load (each its share of the one
 /// schedule), their records go into the run's row; `measure` finishes the run.
+///
+/// A TLS target's options travel with the jobs: the CA's certificates themselves (the
+/// coordinator's `--ca` file, or a spawned server's own CA, is not on another host), and the
+/// server's name (a job names the address only).
+fn job_tls(ready: &Ready) -> Result<Option<::agents::JobTls>, LabError> {
+    if !ready.target.tls {
+        return Ok(None);
+    }
+    let t = &ready.tls;
+    let ca_pem = match &t.ca {
+        Some(p) => Some(std::fs::read_to_string(p).map_err(|e| {
+            invalid(format!(
+                "--ca {}: {e}",
+                crate::clip(&p.display().to_string())
+            ))
+        })?),
+        None => None,
+    };
+    Ok(Some(::agents::JobTls {
+        insecure: t.insecure,
+        ca_pem,
+        server_name: t
+            .server_name
+            .clone()
+            .unwrap_or_else(|| ready.target.host.clone()),
+        handshake_per_request: t.handshake_per_request,
+    }))
+}
+
 impl LoadSource for Agents {
     fn check(&self, plan: &RunPlan, ready: &Ready) -> Result<(), LabError> {
         // An agent's job names one address and its connections are not this host's: a
@@ -385,11 +418,6 @@ impl LoadSource for Agents {
         if ready.spread().len() > 1 {
             return Err(invalid(
                 "a server spread over several instances cannot take its load from agents yet",
-            ));
-        }
-        if ready.target.tls {
-            return Err(invalid(
-                "a TLS target (https://, h2://, rediss://, memcached+tls://) cannot take its load from agents yet",
             ));
         }
         if plan.stages == crate::stages::StagesMode::Ebpf {
@@ -423,7 +451,7 @@ impl LoadSource for Agents {
         let c = ::agents::run(
             &cfg,
             &ready.workload,
-            &self.plan(),
+            &self.plan(ready)?,
             sink,
             s.stop,
             &Watch(obs),
@@ -481,11 +509,6 @@ impl LoadSource for Agents {
                 "a server spread over several instances cannot take its load from agents yet",
             ));
         }
-        if ready.target.tls {
-            return Err(invalid(
-                "a TLS target (https://, h2://, rediss://, memcached+tls://) cannot take its load from agents yet",
-            ));
-        }
         let cfg = self.job_load(cfg, ready);
         // Counting needs every reply's time: the agents stream their records.
         let agents = Agents {
@@ -496,7 +519,7 @@ impl LoadSource for Agents {
         let c = ::agents::run(
             &cfg,
             &ready.workload,
-            &agents.plan(),
+            &agents.plan(ready)?,
             Sink::Records(sink),
             stop,
             &Watch(&crate::Quiet),

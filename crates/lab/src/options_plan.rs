@@ -178,6 +178,7 @@ impl TargetArgs {
                 ca: self.ca.clone(),
                 server_name: self.sni.clone(),
                 handshake_per_request: self.tls_handshake_per_request,
+                ca_pem: None,
             },
         })
     }

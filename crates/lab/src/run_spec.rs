@@ -377,11 +377,6 @@ impl RunSpec {
                     "--server-instances above 1 spreads connections over several ports, which agents do not do yet; use one instance with --agent",
                 ));
             }
-            if tplan.is_tls() {
-                return Err(invalid(
-                    "a TLS target (https://, h2://, rediss://, memcached+tls://) cannot take its load from agents yet; drop --agent",
-                ));
-            }
         }
         Ok(())
     }

@@ -153,11 +153,6 @@ pub(crate) fn not_joinable(target: &Target) -> Option<&'static str> {
 }
 
 impl TargetPlan {
-    /// Whether the target speaks over TLS.
-    pub(crate) fn is_tls(&self) -> bool {
-        self.target.tls
-    }
-
     /// Why the kernel's events cannot be joined to this target's requests (HTTP/2, TLS).
     pub(crate) fn not_joinable(&self) -> Option<&'static str> {
         not_joinable(&self.target)

@@ -39,6 +39,10 @@ pub struct TlsOptions {
     /// (`--tls-handshake-per-request`; the engine's churn of one request per connection).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub handshake_per_request: bool,
+    /// The CA certificates themselves (PEM), in place of `ca`'s file: how an agent on another
+    /// host gets the coordinator's `--ca`.
+    #[serde(skip)]
+    pub ca_pem: Option<Vec<u8>>,
 }
 
 /// One run's client configuration and the server's name, shared by all its connections.
@@ -89,7 +93,7 @@ impl TlsClient {
                 .with_no_client_auth()
         } else {
             builder
-                .with_root_certificates(roots(opts.ca.as_ref())?)
+                .with_root_certificates(roots(opts)?)
                 .with_no_client_auth()
         };
         let (alpn, need_alpn): (&[u8], Option<&'static [u8]>) = match target.scheme.as_str() {
@@ -122,25 +126,36 @@ impl TlsClient {
     }
 }
 
-/// The roots to trust: the PEM file's certificates, else the system's (`/etc/ssl/certs`).
-fn roots(ca: Option<&PathBuf>) -> Result<RootCertStore, LoadError> {
+/// The roots to trust: the PEM certificates given (`ca_pem`, else `ca`'s file), else the
+/// system's (`/etc/ssl/certs`).
+fn roots(opts: &TlsOptions) -> Result<RootCertStore, LoadError> {
     let mut store = RootCertStore::empty();
-    match ca {
-        Some(path) => {
+    let given = match (&opts.ca_pem, &opts.ca) {
+        (Some(pem), _) => Some((
+            "--ca (sent by the coordinator)".to_string(),
+            CertificateDer::pem_slice_iter(pem).collect::<Result<Vec<_>, _>>(),
+        )),
+        (None, Some(path)) => {
+            let name = format!("--ca {}", path.display());
             let certs = CertificateDer::pem_file_iter(path)
-                .map_err(|e| LoadError::Config(format!("--ca {}: {e}", path.display())))?
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| LoadError::Config(format!("--ca {}: {e}", path.display())))?;
+                .map_err(|e| LoadError::Config(format!("{name}: {e}")))?
+                .collect::<Result<Vec<_>, _>>();
+            Some((name, certs))
+        }
+        (None, None) => None,
+    };
+    match given {
+        Some((name, certs)) => {
+            let certs = certs.map_err(|e| LoadError::Config(format!("{name}: {e}")))?;
             if certs.is_empty() {
                 return Err(LoadError::Config(format!(
-                    "--ca {}: no PEM certificate in the file",
-                    path.display()
+                    "{name}: no PEM certificate in the file"
                 )));
             }
             for c in certs {
                 store
                     .add(c)
-                    .map_err(|e| LoadError::Config(format!("--ca {}: {e}", path.display())))?;
+                    .map_err(|e| LoadError::Config(format!("{name}: {e}")))?;
             }
         }
         None => {
@@ -264,7 +279,15 @@ impl TlsStats {
                 let _ = a.add(&**b);
             }
             (None, Some(b)) => self.hist = Some(b.clone()),
-            _ => {}
+            // Percentiles without their histogram (an agent's, sent over the wire): a
+            // quantile of the pooled handshakes lies between the shares' own, so the largest
+            // is kept, an upper bound.
+            (_, None) => {
+                for (k, v) in &o.handshake_us {
+                    let e = self.handshake_us.entry(k.clone()).or_insert(*v);
+                    *e = e.max(*v);
+                }
+            }
         }
     }
 

@@ -113,6 +113,41 @@ fn spawned_nginx_over_https_and_h2_verifies_its_certificate_and_counts_the_hands
     );
 }
 
+/// A TLS target's load from two agents: each gets the spawned server's CA and name with its
+/// job, shakes hands on its own connections, and the run adds up their handshakes.
+#[test]
+fn two_local_agents_speak_tls_with_the_spawned_servers_ca() {
+    let _g = common::one_at_a_time(&SERIAL);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let args = [
+        "--spawn",
+        "--server-cpus",
+        "1",
+        "--connections",
+        "2",
+        "--rate",
+        "1000",
+        "--service",
+        "40us",
+        "--agent",
+        "local",
+        "--agent",
+        "local",
+    ];
+    let out = run("https:///", &args, &db);
+    let v = json_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{v}\n{}", stderr(&out));
+    assert_eq!(v["outcomes"]["error"], 0, "{v}");
+    assert_eq!(v["agents"].as_array().map(Vec::len), Some(2), "{v}");
+    common::assert_offered_sent(&v);
+    let tls = &v["tls"];
+    // Two connections for each of the two agents, each verified against the start's CA.
+    assert_eq!(tls["handshakes"], 4, "{tls}");
+    assert_eq!(tls["alpn"], "http/1.1", "{tls}");
+    assert_eq!(tls["insecure"], false, "{tls}");
+}
+
 /// `--tls-handshake-per-request`: every request on a connection of its own with a full
 /// handshake (none resumed), the handshakes' percentiles reported and the screen saying that
 /// the latencies include them.
@@ -469,7 +504,6 @@ fn bad_tls_flags_exit_2_and_write_nothing() {
         ),
         (&["h2://127.0.0.1:9/", "--sni", "bad name!"], "server name"),
         (&["https+udp://127.0.0.1:9/"], "udp"),
-        (&["rediss://127.0.0.1:9", "--agent", "local"], "TLS target"),
         (&["http+tls://127.0.0.1:9/"], "https://"),
         (
             &["http://127.0.0.1:9/", "--tls-handshake-per-request"],
