@@ -454,7 +454,7 @@ impl Spawned {
 
     /// The server's own counters (memcached `stats`, redis `INFO`); nginx has none.
     pub fn stats(&self) -> Result<crate::Stats, TargetError> {
-        crate::stats::read(self.kind, self.addr())
+        crate::stats::read(self.kind, self.addr(), self.ca_file().as_deref())
     }
 
     /// Items evicted since the server started (memcached `evictions`, redis

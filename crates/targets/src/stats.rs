@@ -2,10 +2,14 @@
 //! they show what the server did that the latencies cannot, e.g. evictions: 6.4 M items
 //! overflow memcached's default 64 MB of item memory and it evicts without a word.
 //! Hand-written like the readiness checks, for the same reason: independent of `wire`.
+//! A server started with TLS (`memcached+tls://`, `rediss://`) has no plaintext port: its
+//! counters are read inside a TLS session (rustls), verified against its own throwaway CA.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::{Kind, TargetError};
@@ -21,17 +25,39 @@ fn io(what: &str) -> impl Fn(std::io::Error) -> TargetError + '_ {
     move |e| TargetError::io(what.to_string(), e)
 }
 
-/// Sends `req` and reads until the answer's end marker (`ends`), bounded in size and time.
+/// Sends `req` and reads until the answer's end marker (`ends`), bounded in size and time;
+/// inside TLS, verified against the CA of `ca`'s file, when given.
 fn exchange(
     addr: SocketAddr,
+    ca: Option<&Path>,
     req: &[u8],
     done: &dyn Fn(&[u8]) -> bool,
 ) -> Result<Vec<u8>, TargetError> {
-    let mut s = TcpStream::connect_timeout(&addr, TIMEOUT).map_err(io("connecting for stats"))?;
+    let s = TcpStream::connect_timeout(&addr, TIMEOUT).map_err(io("connecting for stats"))?;
     s.set_read_timeout(Some(TIMEOUT))
         .and_then(|()| s.set_write_timeout(Some(TIMEOUT)))
         .map_err(io("stats socket"))?;
-    s.write_all(req).map_err(io("sending stats request"))?;
+    match ca {
+        None => talk(s, req, done),
+        Some(ca) => {
+            let session = rustls::ClientConnection::new(
+                tls_config(ca)?,
+                rustls::pki_types::ServerName::IpAddress(addr.ip().into()),
+            )
+            .map_err(|e| TargetError::io("stats over TLS", std::io::Error::other(e)))?;
+            talk(rustls::StreamOwned::new(session, s), req, done)
+        }
+    }
+}
+
+fn talk(
+    mut s: impl Read + Write,
+    req: &[u8],
+    done: &dyn Fn(&[u8]) -> bool,
+) -> Result<Vec<u8>, TargetError> {
+    s.write_all(req)
+        .and_then(|()| s.flush())
+        .map_err(io("sending stats request"))?;
     let mut buf = Vec::new();
     let mut b = [0u8; 4096];
     while !done(&buf) {
@@ -45,6 +71,27 @@ fn exchange(
         buf.extend_from_slice(&b[..n]);
     }
     Ok(buf)
+}
+
+/// A client configuration trusting only the CA of the PEM file `ca` (the server's own). ring
+/// is the provider, as for the load (`load::tls` says why).
+#[allow(deprecated)]
+fn tls_config(ca: &Path) -> Result<Arc<rustls::ClientConfig>, TargetError> {
+    use rustls::pki_types::pem::PemObject;
+    let bad = |e: String| TargetError::io("stats over TLS", std::io::Error::other(e));
+    let mut roots = rustls::RootCertStore::empty();
+    for c in rustls::pki_types::CertificateDer::pem_file_iter(ca).map_err(|e| bad(e.to_string()))? {
+        roots
+            .add(c.map_err(|e| bad(e.to_string()))?)
+            .map_err(|e| bad(e.to_string()))?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| bad(e.to_string()))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
 }
 
 /// memcached `stats`: `STAT name value` lines, then `END`.
@@ -69,11 +116,12 @@ pub(crate) fn parse_redis(text: &str) -> Stats {
         .collect()
 }
 
-/// The counters of the server of `kind` at `addr`.
-pub(crate) fn read(kind: Kind, addr: SocketAddr) -> Result<Stats, TargetError> {
+/// The counters of the server of `kind` at `addr` (inside TLS verified against `ca`'s CA,
+/// when given).
+pub(crate) fn read(kind: Kind, addr: SocketAddr, ca: Option<&Path>) -> Result<Stats, TargetError> {
     match kind {
         Kind::Memcached => {
-            let b = exchange(addr, b"stats\r\n", &|b| b.ends_with(b"END\r\n"))?;
+            let b = exchange(addr, ca, b"stats\r\n", &|b| b.ends_with(b"END\r\n"))?;
             Ok(parse_memcached(&String::from_utf8_lossy(&b)))
         }
         Kind::Redis => {
@@ -87,7 +135,7 @@ pub(crate) fn read(kind: Kind, addr: SocketAddr) -> Result<Stats, TargetError> {
                     .and_then(|t| t.parse::<usize>().ok());
                 len.is_none_or(|l| b.len() >= eol + 2 + l + 2)
             };
-            let b = exchange(addr, b"*1\r\n$4\r\nINFO\r\n", &complete)?;
+            let b = exchange(addr, ca, b"*1\r\n$4\r\nINFO\r\n", &complete)?;
             Ok(parse_redis(&String::from_utf8_lossy(&b)))
         }
         Kind::Nginx => Err(TargetError::BadConfig {

@@ -232,6 +232,10 @@ fn spawned_memcached_and_redis_over_tls_preload_and_measure() {
         assert!(v["url"].as_str().unwrap().starts_with(shown), "{v}");
         // The preload stored every item: the gets found them.
         assert_eq!(v["misses"], 0, "{url}: {v}");
+        // The server's own counters were read inside TLS too (it has no plaintext port).
+        let s = &v["server"];
+        assert_eq!(s["evictions_during_run"], 0, "{url}: {s}");
+        assert!(s["evictions_total"].is_u64(), "{url}: {s}");
     }
 }
 
