@@ -91,9 +91,7 @@ fn run(url: &str, extra: &[&str], db: &Path) -> Output {
         .unwrap()
 }
 
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
+use common::stderr;
 
 /// A measured gRPC run: every call answered OK, the offered load sent.
 fn assert_all_ok(out: &Output) -> serde_json::Value {

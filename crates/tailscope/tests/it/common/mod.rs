@@ -48,6 +48,11 @@ pub fn assert_offered_sent(v: &serde_json::Value) {
     );
 }
 
+/// What a command printed on stderr.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// The one JSON object a command printed on stdout.
 pub fn json_of(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
