@@ -167,6 +167,8 @@ pub enum Work {
     Grpc {
         path: String,
         message: Vec<u8>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        metadata: Vec<(String, String)>,
     },
 }
 
@@ -191,6 +193,7 @@ impl Work {
             Workload::Grpc(g) => Work::Grpc {
                 path: g.path.clone(),
                 message: g.message.clone(),
+                metadata: g.metadata.clone(),
             },
         }
     }
@@ -226,9 +229,14 @@ impl Work {
                 paths: paths.clone(),
                 popularity: popularity.parse().map_err(e)?,
             }),
-            Work::Grpc { path, message } => Workload::Grpc(load::GrpcWorkload {
+            Work::Grpc {
+                path,
+                message,
+                metadata,
+            } => Workload::Grpc(load::GrpcWorkload {
                 path: path.clone(),
                 message: message.clone(),
+                metadata: metadata.clone(),
             }),
         })
     }
@@ -450,6 +458,7 @@ mod tests {
         let call = Workload::Grpc(load::GrpcWorkload {
             path: "/pkg.S/M".into(),
             message: vec![0x0a, 1, b'x'],
+            metadata: vec![("x-k".into(), "v".into())],
         });
         let job = Job::of(&cfg, &call, (0, 1));
         let wire: Job = serde_json::from_slice(&serde_json::to_vec(&job).unwrap()).unwrap();

@@ -305,6 +305,8 @@ pub struct ExperimentSpec {
     pub method: Option<String>,
     pub proto: Option<String>,
     pub message: Option<String>,
+    pub data: Option<String>,
+    pub metadata: Option<Vec<String>>,
     pub server_memory_mb: Option<u32>,
     pub open_file_cache: Option<bool>,
     pub server_instances: Option<u32>,

@@ -20,6 +20,10 @@ pub struct GrpcSpec {
     pub proto: Option<PathBuf>,
     /// The request message: protobuf bytes, or JSON with `proto` (none: the empty message).
     pub message: Option<PathBuf>,
+    /// The request message as JSON on the command line (`--data`, with `proto`).
+    pub data: Option<String>,
+    /// Custom metadata, `KEY:VALUE` each (`--metadata`).
+    pub metadata: Vec<String>,
 }
 
 impl GrpcSpec {
@@ -115,19 +119,28 @@ pub fn workload(spec: &GrpcSpec) -> Result<GrpcWorkload, LabError> {
         ));
     };
     let (service, method) = split_method(m)?;
-    let message = match (&spec.proto, &spec.message) {
-        (None, None) => Vec::new(),
-        (None, Some(file)) => read(file, "--message")?,
-        (Some(proto), file) => {
+    let message = match (&spec.proto, &spec.message, &spec.data) {
+        (_, Some(_), Some(_)) => {
+            return Err(invalid("--message and --data exclude each other"));
+        }
+        (None, _, Some(_)) => {
+            return Err(invalid(
+                "--data is JSON for the method's input type: it needs --proto FILE",
+            ));
+        }
+        (None, None, None) => Vec::new(),
+        (None, Some(file), None) => read(file, "--message")?,
+        (Some(proto), file, data) => {
             let md = method_in(proto, service, method)?;
-            let json = match file {
-                Some(f) => read(f, "--message")?,
-                None => b"{}".to_vec(),
+            let (json, shown) = match (file, data) {
+                (Some(f), _) => (
+                    read(f, "--message")?,
+                    crate::clip(&f.display().to_string()).into_owned(),
+                ),
+                (None, Some(d)) => (d.as_bytes().to_vec(), "(--data)".to_string()),
+                (None, None) => (b"{}".to_vec(), "{}".to_string()),
             };
             let mut de = serde_json::Deserializer::from_slice(&json);
-            let shown = file.as_ref().map_or("{}".to_string(), |f| {
-                crate::clip(&f.display().to_string()).into_owned()
-            });
             let msg = DynamicMessage::deserialize(md.input(), &mut de)
                 .and_then(|m| de.end().map(|()| m))
                 .map_err(|e| {
@@ -147,9 +160,25 @@ pub fn workload(spec: &GrpcSpec) -> Result<GrpcWorkload, LabError> {
             load::MAX_GRPC_MESSAGE
         )));
     }
+    let mut metadata = Vec::new();
+    for m in &spec.metadata {
+        let pair = m
+            .split_once(':')
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()));
+        match pair {
+            Some((k, v)) if load::grpc_metadata_ok(&k, &v) => metadata.push((k, v)),
+            _ => {
+                return Err(invalid(format!(
+                    "--metadata '{}' must be KEY:VALUE, a header name that is not grpc-*, te, content-type, user-agent or *-bin, and a printable ASCII value",
+                    crate::clip(m)
+                )))
+            }
+        }
+    }
     Ok(GrpcWorkload {
         path: format!("/{service}/{method}"),
         message,
+        metadata,
     })
 }
 
@@ -175,6 +204,7 @@ service Echo {
             method: Some("demo.v1.Echo/Say".into()),
             proto: Some(dir.path().join("echo.proto")),
             message: Some(dir.path().join("req.json")),
+            ..GrpcSpec::default()
         };
         (dir, spec)
     }
@@ -244,8 +274,8 @@ service Echo {
         std::fs::write(dir.path().join("raw.bin"), [0x0a, 1, b'x']).unwrap();
         let raw = GrpcSpec {
             method: Some("a.B/C".into()),
-            proto: None,
             message: Some(dir.path().join("raw.bin")),
+            ..GrpcSpec::default()
         };
         assert_eq!(workload(&raw).unwrap().message, [0x0a, 1, b'x']);
     }

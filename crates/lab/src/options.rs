@@ -215,6 +215,14 @@ pub struct TargetArgs {
     /// (default: the empty message).
     #[arg(long, value_name = "FILE")]
     pub message: Option<std::path::PathBuf>,
+    /// gRPC: the request message as JSON on the command line (with --proto), instead of
+    /// --message.
+    #[arg(long, value_name = "JSON")]
+    pub data: Option<String>,
+    /// gRPC: custom metadata sent with every call, KEY:VALUE (repeatable), e.g.
+    /// "authorization: Bearer …".
+    #[arg(long, value_name = "KEY:VALUE")]
+    pub metadata: Vec<String>,
     // Isolation, scale-out and colocation (ThunderX §V; Tales §4.1).
     /// Spawned server: item memory in MiB (memcached -m, redis maxmemory). memcached evicts
     /// silently when the items do not fit (64 MB by default); runs report its evictions.

@@ -133,6 +133,8 @@ fn overlay(
         "method": d.server.method => s.method.clone().map(Some);
         "proto": d.server.proto => s.proto.clone().map(|c| Some(std::path::PathBuf::from(c)));
         "message": d.server.message => s.message.clone().map(|c| Some(std::path::PathBuf::from(c)));
+        "data": d.server.data => s.data.clone().map(Some);
+        "metadata": d.server.metadata => s.metadata.clone();
         "server_memory_mb": d.server.server_memory_mb => s.server_memory_mb.map(Some);
         "open_file_cache": d.server.open_file_cache => s.open_file_cache;
         "server_instances": d.server.server_instances => s.server_instances.map(Some);

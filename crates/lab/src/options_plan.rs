@@ -147,6 +147,8 @@ impl TargetArgs {
                 method: self.method.clone(),
                 proto: self.proto.clone(),
                 message: self.message.clone(),
+                data: self.data.clone(),
+                metadata: self.metadata.clone(),
             },
         };
         let spawn = if self.spawn {

@@ -179,7 +179,7 @@ impl TargetPlan {
         }
         if scheme != Scheme::Grpc && spec.workload.grpc.given() {
             return Err(invalid(
-                "--method, --proto and --message apply to gRPC targets (grpc://, grpcs://)",
+                "--method, --proto, --message, --data and --metadata apply to gRPC targets (grpc://, grpcs://)",
             ));
         }
         let workload = workload_of(spec, scheme, &target)?;

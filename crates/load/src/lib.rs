@@ -65,8 +65,8 @@ pub use error::{LoadError, ProtoError};
 pub use preload::{preload, preload_with, PreloadStats};
 pub use protocol::{ErrorCode, NullRpc, Protocol, Reply};
 pub use protocols::{
-    protocol_factory, protocol_factory_with, H2Client, HttpGet, MemcachedTcp, MemcachedUdp,
-    ProtocolFactory, Redis, MAX_GRPC_MESSAGE, UDP_MAX_REQUEST,
+    grpc_metadata_ok, protocol_factory, protocol_factory_with, H2Client, HttpGet, MemcachedTcp,
+    MemcachedUdp, ProtocolFactory, Redis, MAX_GRPC_MESSAGE, UDP_MAX_REQUEST,
 };
 pub use record::{BacklogSample, Outcome, RequestRecord, RunRecords, RunSummary, WriterStats};
 pub use run::{run_open_loop, run_open_loop_into, RecordSink, VecSink};

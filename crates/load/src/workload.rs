@@ -239,6 +239,9 @@ pub struct GrpcWorkload {
     pub path: String,
     /// The request message's protobuf bytes (without gRPC's 5-byte prefix).
     pub message: Vec<u8>,
+    /// Custom metadata sent with every call (`--metadata KEY:VALUE`): header names in lower
+    /// case, values printable ASCII.
+    pub metadata: Vec<(String, String)>,
 }
 
 /// The path, the message's length and its first 32 bytes in hex: what a stored run's
@@ -254,9 +257,10 @@ impl fmt::Debug for GrpcWorkload {
         let more = if self.message.len() > 32 { "…" } else { "" };
         write!(
             f,
-            "GrpcWorkload {{ path: {:?}, message: {} bytes {hex}{more} }}",
+            "GrpcWorkload {{ path: {:?}, message: {} bytes {hex}{more}, metadata: {:?} }}",
             self.path,
-            self.message.len()
+            self.message.len(),
+            self.metadata
         )
     }
 }

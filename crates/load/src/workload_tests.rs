@@ -265,12 +265,13 @@ fn a_grpc_workload_prints_its_message_as_length_and_hex_prefix() {
     let w = GrpcWorkload {
         path: "/p.S/M".into(),
         message: vec![0xab; 40],
+        metadata: vec![("x-team".into(), "a".into())],
     };
     let shown = format!("{w:?}");
     assert_eq!(
         shown,
         format!(
-            "GrpcWorkload {{ path: \"/p.S/M\", message: 40 bytes {}… }}",
+            "GrpcWorkload {{ path: \"/p.S/M\", message: 40 bytes {}…, metadata: [(\"x-team\", \"a\")] }}",
             "ab".repeat(32)
         )
     );

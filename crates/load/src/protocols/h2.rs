@@ -43,12 +43,31 @@ pub const MAX_GRPC_MESSAGE: usize = h2::DEFAULT_WINDOW as usize - wire::grpc::PR
 /// The headers of a gRPC call besides the pseudo-headers.
 const GRPC_HEADERS: [(&str, &str); 2] = [("content-type", "application/grpc"), ("te", "trailers")];
 
+/// Whether `key: value` can be sent as gRPC custom metadata: a lower-case header name that is
+/// none of gRPC's own (`grpc-*`), nor a pseudo-header, nor a binary (`*-bin`, base64) one,
+/// and a printable ASCII value.
+pub fn metadata_ok(key: &str, value: &str) -> bool {
+    let name_ok = !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b))
+        && !key.starts_with("grpc-")
+        && !key.ends_with("-bin")
+        && !matches!(key, "content-type" | "te" | "user-agent");
+    name_ok && value.bytes().all(|b| (0x20..0x7f).contains(&b))
+}
+
 /// What the connection's requests are.
 enum Calls {
     /// GETs of the workload's paths.
     Get(PathGen),
-    /// gRPC unary calls of one method: its path and the length-prefixed message.
-    Grpc { path: String, body: Vec<u8> },
+    /// gRPC unary calls of one method: its path, the length-prefixed message, and the
+    /// headers besides the pseudo-headers (gRPC's own, then the user's metadata).
+    Grpc {
+        path: String,
+        body: Vec<u8>,
+        headers: Vec<(String, String)>,
+    },
 }
 
 /// One connection's HTTP/2 client state.
@@ -122,12 +141,23 @@ impl H2Client {
                 w.message.len()
             )));
         }
+        if let Some((k, v)) = w.metadata.iter().find(|(k, v)| !metadata_ok(k, v)) {
+            return Err(LoadError::Config(format!(
+                "gRPC: metadata {k:?}: {v:?} is not a lower-case header name (not grpc-*, not *-bin) with a printable ASCII value"
+            )));
+        }
         let mut body = Vec::with_capacity(w.message.len() + wire::grpc::PREFIX_LEN);
         wire::grpc::encode_message(&mut body, &w.message)
             .map_err(|e| LoadError::Config(format!("gRPC: {e}")))?;
+        let headers = GRPC_HEADERS
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .chain(w.metadata.iter().cloned())
+            .collect();
         let calls = Calls::Grpc {
             path: w.path.clone(),
             body,
+            headers,
         };
         Ok(Self::with(calls, authority, tls))
     }
@@ -243,9 +273,19 @@ impl Protocol for H2Client {
         self.next_stream = self.next_stream.saturating_add(2);
         self.streams.insert(stream, id);
         self.scratch.clear();
-        let (method, path, headers, body): (_, _, &[(&str, &str)], _) = match &mut self.calls {
-            Calls::Get(paths) => ("GET", paths.next_path(), &[], None),
-            Calls::Grpc { path, body } => ("POST", path.as_str(), &GRPC_HEADERS, Some(&*body)),
+        let (method, path, headers, body) = match &mut self.calls {
+            Calls::Get(paths) => ("GET", paths.next_path(), Vec::new(), None),
+            Calls::Grpc {
+                path,
+                body,
+                headers,
+            } => {
+                let h: Vec<(&str, &str)> = headers
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect();
+                ("POST", path.as_str(), h, Some(&*body))
+            }
         };
         self.hpack.encode_request(
             &h2::Request {
@@ -253,7 +293,7 @@ impl Protocol for H2Client {
                 scheme: self.scheme,
                 authority: &self.authority,
                 path,
-                headers,
+                headers: &headers,
             },
             &mut self.scratch,
         );
@@ -540,6 +580,7 @@ mod tests {
         let w = GrpcWorkload {
             path: "/pkg.Echo/Say".into(),
             message: message.to_vec(),
+            metadata: vec![("authorization".into(), "Bearer t0k".into())],
         };
         H2Client::grpc(&w, "127.0.0.1:1".into(), true).unwrap()
     }
@@ -601,6 +642,7 @@ mod tests {
             (":path", "/pkg.Echo/Say"),
             ("content-type", "application/grpc"),
             ("te", "trailers"),
+            ("authorization", "Bearer t0k"),
         ] {
             assert_eq!(fields.get(name), Some(value.as_bytes()), "{name}");
         }
@@ -683,13 +725,30 @@ mod tests {
             let w = GrpcWorkload {
                 path: path.into(),
                 message: vec![],
+                metadata: vec![],
             };
             assert!(H2Client::grpc(&w, "h:1".into(), false).is_err(), "{path}");
         }
         let w = GrpcWorkload {
             path: "/p.S/M".into(),
             message: vec![0; MAX_GRPC_MESSAGE + 1],
+            metadata: vec![],
         };
         assert!(H2Client::grpc(&w, "h:1".into(), false).is_err());
+        // Metadata that is not a plain lower-case header, or is gRPC's or HTTP/2's own.
+        for (k, v) in [
+            ("X-Up", "a"),
+            ("grpc-timeout", "1S"),
+            ("k-bin", "AA"),
+            ("te", "x"),
+            ("k", "\n"),
+        ] {
+            let w = GrpcWorkload {
+                path: "/p.S/M".into(),
+                message: vec![],
+                metadata: vec![(k.into(), v.into())],
+            };
+            assert!(H2Client::grpc(&w, "h:1".into(), false).is_err(), "{k}: {v}");
+        }
     }
 }

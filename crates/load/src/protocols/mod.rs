@@ -9,7 +9,7 @@ mod redis;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-pub use h2::{H2Client, MAX_GRPC_MESSAGE};
+pub use h2::{metadata_ok as grpc_metadata_ok, H2Client, MAX_GRPC_MESSAGE};
 pub use http::HttpGet;
 pub use memcached::{MemcachedTcp, MemcachedUdp, UDP_MAX_REQUEST};
 pub use redis::Redis;

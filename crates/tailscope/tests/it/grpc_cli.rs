@@ -147,6 +147,24 @@ fn a_real_grpc_server_answers_calls_from_json_or_bytes_over_h2c_and_tls() {
         &db,
     ));
     assert!(v.get("tls").is_none_or(|t| t.is_null()), "{v}");
+    // Inline JSON (--data) and metadata: Auth answers only calls that carry its token.
+    let auth = [
+        "--method",
+        "tailscope.test.Echo/Auth",
+        "--proto",
+        proto.to_str().unwrap(),
+        "--data",
+        r#"{"text": "hi"}"#,
+    ];
+    let token = ["--metadata", "authorization: Bearer t0k"];
+    assert_all_ok(&run(&url, &[&auth[..], &token[..]].concat(), &db));
+    let out = run(&url, &auth, &db);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("gRPC UNAUTHENTICATED (16)"),
+        "{}",
+        stderr(&out)
+    );
     drop(plain);
 
     // Over TLS, with a certificate of a CA only --ca vouches for; HTTP/2 agreed by ALPN.
