@@ -12,6 +12,9 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+/// A server tailscope starts on CPU 1, two connections to it.
+const SPAWNED: [&str; 5] = ["--spawn", "--server-cpus", "1", "--connections", "2"];
+
 /// One at a time: these tests share two CPUs with the servers they start.
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -94,12 +97,11 @@ fn spawned_nginx_over_https_and_h2_verifies_its_certificate_and_counts_the_hands
     let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
-    let spawned = ["--spawn", "--server-cpus", "1", "--connections", "2"];
     let load = ["--rate", "2000", "--service", "40us", "--files", "20"];
-    let https = run("https:///", &[&spawned[..], &load[..]].concat(), &db);
+    let https = run("https:///", &[&SPAWNED[..], &load[..]].concat(), &db);
     let v = assert_tls_run(&https, 2, "http/1.1");
     assert!(v["url"].as_str().unwrap().starts_with("https://"), "{v}");
-    let h2 = run("h2:///", &[&spawned[..], &load[..]].concat(), &db);
+    let h2 = run("h2:///", &[&SPAWNED[..], &load[..]].concat(), &db);
     let v = assert_tls_run(&h2, 2, "h2");
     assert!(v["url"].as_str().unwrap().starts_with("h2://"), "{v}");
     // The screen: one line says what TLS agreed and what the handshakes cost.
@@ -133,22 +135,13 @@ fn two_local_agents_speak_tls_with_the_spawned_servers_ca() {
     let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
-    let args = [
-        "--spawn",
-        "--server-cpus",
-        "1",
-        "--connections",
-        "2",
-        "--rate",
-        "1000",
-        "--service",
-        "40us",
-        "--agent",
-        "local",
-        "--agent",
-        "local",
-    ];
-    let out = run("https:///", &args, &db);
+    let agents = ["--agent", "local", "--agent", "local"];
+    let load = ["--rate", "1000", "--service", "40us"];
+    let out = run(
+        "https:///",
+        &[&SPAWNED[..], &load[..], &agents[..]].concat(),
+        &db,
+    );
     let v = json_of(&out);
     assert_eq!(out.status.code(), Some(0), "{v}\n{}", stderr(&out));
     assert_eq!(v["outcomes"]["error"], 0, "{v}");
@@ -223,19 +216,8 @@ fn spawned_memcached_and_redis_over_tls_preload_and_measure() {
     let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
-    let args = [
-        "--spawn",
-        "--server-cpus",
-        "1",
-        "--connections",
-        "2",
-        "--rate",
-        "2000",
-        "--service",
-        "20us",
-        "--items",
-        "2000",
-    ];
+    let load = ["--rate", "2000", "--service", "20us", "--items", "2000"];
+    let args = [&SPAWNED[..], &load[..]].concat();
     for (url, shown) in [
         ("memcached+tls://", "memcached+tls://"),
         ("rediss://", "rediss://"),
