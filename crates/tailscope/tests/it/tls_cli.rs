@@ -156,7 +156,8 @@ fn two_local_agents_speak_tls_with_the_spawned_servers_ca() {
 
 /// `--tls-handshake-per-request`: every request on a connection of its own with a full
 /// handshake (none resumed), the handshakes' percentiles reported and the screen saying that
-/// the latencies include them.
+/// the latencies include them. 80 req/s: a full handshake costs this VM's nginx ~5 ms of its
+/// CPU (its one worker saturates near 220/s), so the server keeps up whatever the hour.
 #[test]
 fn a_handshake_per_request_opens_a_connection_each_and_resumes_none() {
     let _g = common::one_at_a_time(&SERIAL);
@@ -169,7 +170,7 @@ fn a_handshake_per_request_opens_a_connection_each_and_resumes_none() {
         "--connections",
         "4",
         "--rate",
-        "150",
+        "80",
         "--service",
         "40us",
         "--tls-handshake-per-request",
