@@ -580,6 +580,18 @@ impl Hpack {
 
     /// The header block of `req`, appended to `out`.
     pub fn encode_request(&mut self, req: &Request<'_>, out: &mut Vec<u8>) {
+        self.encode_request_with(req, &[], out);
+    }
+
+    /// The header block of `req` followed by the owned headers `extra` (a client's headers
+    /// fixed for a connection, e.g. gRPC's metadata, passed without a per-request slice of
+    /// borrows), appended to `out`.
+    pub fn encode_request_with(
+        &mut self,
+        req: &Request<'_>,
+        extra: &[(String, String)],
+        out: &mut Vec<u8>,
+    ) {
         let pseudo = [
             (":method", req.method),
             (":scheme", req.scheme),
@@ -589,7 +601,8 @@ impl Hpack {
         let all = pseudo
             .iter()
             .chain(req.headers.iter())
-            .map(|(n, v)| (n.as_bytes(), v.as_bytes()));
+            .map(|(n, v)| (n.as_bytes(), v.as_bytes()))
+            .chain(extra.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())));
         // Writing to a Vec cannot fail.
         let _ = self.encoder.encode_into(all, out);
     }

@@ -273,28 +273,23 @@ impl Protocol for H2Client {
         self.next_stream = self.next_stream.saturating_add(2);
         self.streams.insert(stream, id);
         self.scratch.clear();
-        let (method, path, headers, body) = match &mut self.calls {
-            Calls::Get(paths) => ("GET", paths.next_path(), Vec::new(), None),
+        let (method, path, headers, body): (_, _, &[(String, String)], _) = match &mut self.calls {
+            Calls::Get(paths) => ("GET", paths.next_path(), &[], None),
             Calls::Grpc {
                 path,
                 body,
                 headers,
-            } => {
-                let h: Vec<(&str, &str)> = headers
-                    .iter()
-                    .map(|(k, v)| (k.as_str(), v.as_str()))
-                    .collect();
-                ("POST", path.as_str(), h, Some(&*body))
-            }
+            } => ("POST", path.as_str(), headers, Some(&*body)),
         };
-        self.hpack.encode_request(
+        self.hpack.encode_request_with(
             &h2::Request {
                 method,
                 scheme: self.scheme,
                 authority: &self.authority,
                 path,
-                headers: &headers,
+                headers: &[],
             },
+            headers,
             &mut self.scratch,
         );
         // The stream id and frame size are in range (checked above and by the constants).
