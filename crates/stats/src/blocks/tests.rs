@@ -29,6 +29,23 @@ fn buckets_are_monotone_contiguous_and_hold_their_values() {
     }
 }
 
+/// Every bucket's range, computed on u64 where it fits, is the one exact 128-bit arithmetic
+/// gives, bit for bit, up to the bucket of u64::MAX.
+#[test]
+fn bucket_ranges_equal_their_exact_128_bit_values() {
+    for idx in 0..=bucket_of(u64::MAX) {
+        let want = if idx < (1 << SUB_BITS) {
+            (f64::from(idx), f64::from(idx))
+        } else {
+            let shift = (idx >> (SUB_BITS - 1)) - 1;
+            let top = u128::from(HALF + (idx & (HALF - 1)));
+            let hi = (((top + 1) << shift) - 1).min(u128::from(u64::MAX));
+            ((top << shift) as f64, hi as f64)
+        };
+        assert_eq!(range_of(idx), want, "bucket {idx}");
+    }
+}
+
 #[test]
 fn doubling_and_merging_keep_every_count() {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(2);
