@@ -62,8 +62,9 @@ cargo test --workspace --profile ci --all-targets --no-run
 # (the simulator tests run millions of requests), opt-level 0 elsewhere, which builds faster.
 echo "== cargo test --profile ci" >&2
 log="${CARGO_TARGET_DIR:-target}/test-output.log"
-# The tests that take a module's one-load-at-a-time lock note how long they waited for it here
-# (crates/tailscope/tests/it/common: one_at_a_time), so that their own time can be listed.
+# The integration tests that start processes note how long they waited for their turn here
+# (crates/tailscope/tests/it/common: shared, alone, one_at_a_time), so that their own time can be
+# listed.
 TAILSCOPE_TEST_WAITS=${CARGO_TARGET_DIR:-target}/test-waits.tsv
 case $TAILSCOPE_TEST_WAITS in /*) ;; *) TAILSCOPE_TEST_WAITS=$PWD/$TAILSCOPE_TEST_WAITS ;; esac
 export TAILSCOPE_TEST_WAITS

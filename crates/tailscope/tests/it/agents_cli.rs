@@ -369,6 +369,7 @@ fn bad_agents_are_refused_before_anything_starts_and_a_stranger_fails_the_run() 
 /// stdin it ends quietly, as when its coordinator goes away before a run.
 #[test]
 fn the_agent_command_alone() {
+    let _g = common::shared();
     let out = bin().arg("agent").stdin(Stdio::null()).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(out.stdout.is_empty());
@@ -568,6 +569,7 @@ fn two_local_agents_calibrate_the_built_in_server() {
 /// Bad agents on the experiment commands: exit 2, one line, nothing written.
 #[test]
 fn bad_agents_on_sweep_and_calibrate_are_refused_before_anything_starts() {
+    let _g = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let usage = |args: &[&str], needle: &str| {

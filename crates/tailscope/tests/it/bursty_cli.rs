@@ -28,6 +28,7 @@ fn json(out: &Output) -> serde_json::Value {
 
 #[test]
 fn prediction_matches_formula_8_and_the_tandem_simulation() {
+    let _g = crate::common::shared();
     // Priority stack, TCP/IP stage the bottleneck (T = 4 µs, c_B = 1), U/α = 20 µs > B: case 2,
     // formula 8 — W = ln(100)/(1/ρ... ) as in model's doc example: ln(100)/1.6·T + M.
     let args = [
@@ -74,6 +75,7 @@ fn prediction_matches_formula_8_and_the_tandem_simulation() {
 
 #[test]
 fn validate_prints_the_rows_interface() {
+    let _g = crate::common::shared();
     let v = json(&ts(&["model", "bursty", "--validate", "--small", "--json"]));
     let rows = v["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 48);
@@ -100,6 +102,7 @@ fn validate_prints_the_rows_interface() {
 
 #[test]
 fn fit_recovers_the_parameters_of_predicted_basic_tests() {
+    let _g = crate::common::shared();
     // The four basic tests of Table 3 for the prioritised stack, "measured" by the model itself
     // with known parameters: the fit must give them back.
     let (t0, r0, mr, m) = ("4us", "45us", "500ns", "70us");
@@ -165,6 +168,7 @@ fn fit_recovers_the_parameters_of_predicted_basic_tests() {
 
 #[test]
 fn concurrency_is_where_the_prediction_crosses_the_target_at_k_and_k_t() {
+    let _g = crate::common::shared();
     // LNS Fig. 7: the largest burst whose predicted p99 is within 50 ms. Checked against the
     // prediction itself: N meets the target and N + 1 does not, at k = 4 and at k_t = 13.
     let base = [
@@ -214,6 +218,7 @@ fn concurrency_is_where_the_prediction_crosses_the_target_at_k_and_k_t() {
 
 #[test]
 fn a_sweep_gives_fig_5_and_6_per_value_of_one_factor() {
+    let _g = crate::common::shared();
     // LNS Figs. 5c and 6c: the delay-sensitive p99 and its entropy over α, FCFS stack.
     let base = [
         "model",
@@ -245,6 +250,7 @@ fn a_sweep_gives_fig_5_and_6_per_value_of_one_factor() {
 
 #[test]
 fn improvement_2_cuts_each_stage_in_the_papers_scenario() {
+    let _g = crate::common::shared();
     // LNS §3.2: 20 000 requests, all delay-sensitive, 29 workers, U = 1 µs; the laws above and
     // the dispatcher's default 1 µs: M = 70 µs = T 4 + D 1 + R 59.5 + rest 5.5 µs.
     let base = [
@@ -336,6 +342,7 @@ fn improvement_2_cuts_each_stage_in_the_papers_scenario() {
 
 #[test]
 fn improvement_2_simulated_moves_as_predicted() {
+    let _g = crate::common::shared();
     // The tandem (TCP/IP, dispatcher, 29 round-robin workers, a constant) with each stage
     // cut: deterministic at α = 1, so the simulated reduction agrees with the formulas'
     // within formula 2's bound (under 1 point here).
@@ -365,6 +372,7 @@ fn improvement_2_simulated_moves_as_predicted() {
 
 #[test]
 fn bad_input_exits_2() {
+    let _g = crate::common::shared();
     for (args, needle) in [
         (vec!["model", "bursty", "--alpha", "0"], "alpha"),
         (vec!["model", "bursty", "--alpha", "1.5"], "alpha"),

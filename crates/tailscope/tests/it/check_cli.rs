@@ -216,7 +216,8 @@ fn a_slower_server_reads_worse_at_p50_and_p99_and_exits_3() {
 
 #[test]
 fn two_runs_of_one_server_are_never_worse() {
-    let _g = common::one_at_a_time(&SERIAL);
+    // Alone: it reads an absolute figure of the host, which a test beside it would move.
+    let _g = common::alone();
     // TAILSCOPE_CHECK_TRIES=10 for the 9-of-10 figure; 3 by default.
     let tries: usize = std::env::var("TAILSCOPE_CHECK_TRIES")
         .ok()
@@ -383,7 +384,8 @@ fn bad_input_exits_2_and_writes_nothing() {
 
 #[test]
 fn repeated_runs_are_checked_as_experiments_point_by_point() {
-    let _g = common::one_at_a_time(&SERIAL);
+    // Alone: it reads an absolute figure of the host, which a test beside it would move.
+    let _g = common::alone();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let s = server("127.0.0.1:0", "det:50us");

@@ -18,6 +18,7 @@ fn root() -> &'static Path {
 
 #[test]
 fn the_documented_script_is_the_one_in_the_docs() {
+    let _g = common::shared();
     let doc = std::fs::read_to_string(root().join("docs/ci.md")).unwrap();
     let script = std::fs::read_to_string(root().join("docs/ci-latency.sh")).unwrap();
     let start = doc
@@ -34,6 +35,7 @@ fn the_documented_script_is_the_one_in_the_docs() {
 
 #[test]
 fn the_documented_pipeline_runs_and_its_exit_code_matches_its_junit() {
+    let _g = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("latency");
     let out = Command::new("bash")
@@ -106,6 +108,7 @@ fn the_documented_pipeline_runs_and_its_exit_code_matches_its_junit() {
 
 #[test]
 fn the_documented_ab_script_is_the_one_in_the_docs() {
+    let _g = common::shared();
     let doc = std::fs::read_to_string(root().join("docs/ci.md")).unwrap();
     let script = std::fs::read_to_string(root().join("docs/ci-ab.sh")).unwrap();
     let start = doc
@@ -125,6 +128,7 @@ fn the_documented_ab_script_is_the_one_in_the_docs() {
 /// failure; the comparison is stored and reported.
 #[test]
 fn the_documented_ab_pipeline_runs_and_its_junit_agrees_with_its_exit_code() {
+    let _g = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("latency-ab");
     let out = Command::new("bash")
@@ -220,6 +224,7 @@ fn words(cmd: &str) -> Option<Vec<String>> {
 /// `--dry-run` (nothing started), so a documented example cannot exit 2 on a reader.
 #[test]
 fn the_documents_commands_parse_and_experiment_sweeps_check() {
+    let _g = common::shared();
     let mut files = vec![
         root().join("README.md"),
         root().join("experiments/README.md"),

@@ -71,6 +71,7 @@ fn verdict<'a>(cell: &'a Value, side: &str) -> &'a str {
 
 #[test]
 fn a_side_violating_its_slo_exits_3_and_both_meeting_exits_0() {
+    let _g = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let junit = dir.path().join("slo.xml");
     let md = dir.path().join("slo.md");
@@ -166,6 +167,7 @@ fn a_side_violating_its_slo_exits_3_and_both_meeting_exits_0() {
 
 #[test]
 fn bad_slos_and_outputs_exit_2_and_write_nothing() {
+    let _g = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("x.xml");
     let cases: Vec<Vec<&str>> = vec![

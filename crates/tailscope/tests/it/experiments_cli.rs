@@ -60,16 +60,19 @@ const PARTS: usize = 3;
 
 #[test]
 fn shipped_experiments_part_1_run_reduced_and_store_each_point_with_a_verdict() {
+    let _g = common::shared();
     assert!(run_shipped(0) >= 6);
 }
 
 #[test]
 fn shipped_experiments_part_2_run_reduced_and_store_each_point_with_a_verdict() {
+    let _g = common::shared();
     assert!(run_shipped(1) >= 7);
 }
 
 #[test]
 fn shipped_experiments_part_3_run_reduced_and_store_each_point_with_a_verdict() {
+    let _g = common::shared();
     assert!(run_shipped(2) >= 6);
 }
 

@@ -42,6 +42,7 @@ fn statuses(v: &serde_json::Value) -> std::collections::BTreeMap<String, String>
 
 #[test]
 fn doctor_json_has_the_documented_shape_and_tells_tuned_from_untuned() {
+    let _g = crate::common::shared();
     let bare = json_of(
         &bin()
             .args(["doctor", "--root"])
@@ -84,6 +85,7 @@ fn doctor_json_has_the_documented_shape_and_tells_tuned_from_untuned() {
 
 #[test]
 fn doctor_with_a_pid_checks_the_servers_threads() {
+    let _g = crate::common::shared();
     let v = json_of(
         &bin()
             .args(["doctor", "--root"])
@@ -101,6 +103,7 @@ fn doctor_with_a_pid_checks_the_servers_threads() {
 
 #[test]
 fn doctor_bad_input_exits_2_with_one_line() {
+    let _g = crate::common::shared();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("state");
     std::fs::write(&file, b"not a directory").unwrap();
@@ -166,6 +169,7 @@ fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 
 #[test]
 fn doctor_apply_holds_the_changes_until_sigint_and_then_restores_every_file() {
+    let _g = crate::common::shared();
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("host");
     let st = Command::new("cp")
@@ -203,6 +207,7 @@ fn doctor_apply_holds_the_changes_until_sigint_and_then_restores_every_file() {
 
 #[test]
 fn noise_json_has_the_documented_shape() {
+    let _g = crate::common::shared();
     let dir = tempfile::tempdir().unwrap();
     let plot = dir.path().join("noise.svg");
     let v = json_of(
@@ -255,6 +260,7 @@ fn noise_json_has_the_documented_shape() {
 
 #[test]
 fn noise_bad_input_exits_2() {
+    let _g = crate::common::shared();
     for (args, needle) in [
         (vec!["noise", "--cpus", "99"], "99"),
         (vec!["noise", "--duration", "0s"], "duration"),

@@ -22,6 +22,7 @@ fn stdout_of(args: &[&str]) -> String {
 
 #[test]
 fn the_bash_completion_parses_and_completes_the_subcommands() {
+    let _g = common::shared();
     let script = stdout_of(&["completions", "bash"]);
     for sub in ["sweep", "runs", "export", "completions", "man"] {
         assert!(script.contains(sub), "no '{sub}' in the completion");
@@ -56,6 +57,7 @@ fn the_bash_completion_parses_and_completes_the_subcommands() {
 
 #[test]
 fn zsh_and_fish_completions_name_the_subcommands() {
+    let _g = common::shared();
     for shell in ["zsh", "fish"] {
         let script = stdout_of(&["completions", shell]);
         assert!(script.contains("sweep"), "{shell}");
@@ -71,6 +73,7 @@ fn zsh_and_fish_completions_name_the_subcommands() {
 
 #[test]
 fn the_man_page_renders_in_groff() {
+    let _g = common::shared();
     let page = stdout_of(&["man"]);
     assert!(
         page.contains(".TH tailscope 1"),
@@ -116,6 +119,7 @@ fn the_man_page_renders_in_groff() {
 
 #[test]
 fn man_out_writes_one_page_per_command_and_refuses_a_missing_directory() {
+    let _g = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let out = bin()
         .args(["man", "--out"])

@@ -175,6 +175,7 @@ fn stderr(o: &Output) -> String {
 
 #[test]
 fn sigint_mid_run_removes_every_group_and_the_qdisc() {
+    let _g = common::shared();
     if !privileged("isolation through the CLI") {
         return;
     }
@@ -208,6 +209,7 @@ fn sigint_mid_run_removes_every_group_and_the_qdisc() {
 
 #[test]
 fn sigkill_mid_run_leaves_leftovers_that_the_next_start_removes() {
+    let _g = common::shared();
     if !privileged("isolation through the CLI") {
         return;
     }
@@ -265,6 +267,7 @@ fn sigkill_mid_run_leaves_leftovers_that_the_next_start_removes() {
 
 #[test]
 fn bad_isolation_input_exits_2_and_creates_nothing() {
+    let _g = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let (db, state) = (dir.path().join("runs.db"), dir.path().join("state"));
     let run = |extra: &[&str]| {
@@ -344,6 +347,7 @@ fn bad_isolation_input_exits_2_and_creates_nothing() {
 
 #[test]
 fn stress_command_runs_reports_and_refuses_bad_input() {
+    let _g = common::shared();
     let out = bin()
         .args([
             "stress",
@@ -405,6 +409,7 @@ fn stress_command_runs_reports_and_refuses_bad_input() {
 /// the sweep. Bad container input exits 2 with nothing written.
 #[test]
 fn containers_are_made_recorded_and_removed_and_bad_input_is_refused() {
+    let _g = common::shared();
     if !privileged("server containers") {
         return;
     }

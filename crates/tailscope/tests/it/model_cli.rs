@@ -44,6 +44,7 @@ fn rejects(args: &[&str], needle: &str) {
 
 #[test]
 fn json_has_the_documented_shape_and_matches_mm1_theory() {
+    let _g = crate::common::shared();
     // M/M/1 at ρ = 0.5 with E[S] = 50 µs: response ~ Exp(μ − λ) = Exp(1/100 µs), so the
     // p-quantile is −100 µs · ln(1 − p). 4 replications of 400k give an honest CI.
     let out = ts(&[
@@ -99,6 +100,7 @@ fn json_has_the_documented_shape_and_matches_mm1_theory() {
 
 #[test]
 fn simulation_agrees_with_exact_md4_beside_it() {
+    let _g = crate::common::shared();
     let v = json(&ts(&[
         "model",
         "--service",
@@ -131,6 +133,7 @@ fn simulation_agrees_with_exact_md4_beside_it() {
 
 #[test]
 fn analytic_lists_forms_with_source_and_exactness() {
+    let _g = crate::common::shared();
     let v = json(&ts(&[
         "model",
         "--analytic",
@@ -155,6 +158,7 @@ fn analytic_lists_forms_with_source_and_exactness() {
 
 #[test]
 fn figure_2_checks_the_papers_claim() {
+    let _g = crate::common::shared();
     let dir = tempfile::tempdir().unwrap();
     let plot = dir.path().join("f2.svg");
     let v = json(&ts(&[
@@ -182,6 +186,7 @@ fn figure_2_checks_the_papers_claim() {
 
 #[test]
 fn figure_4_says_where_the_paper_and_exact_theory_disagree() {
+    let _g = crate::common::shared();
     let out = ts(&[
         "model",
         "figure",
@@ -199,6 +204,7 @@ fn figure_4_says_where_the_paper_and_exact_theory_disagree() {
 
 #[test]
 fn traces_replay_and_bad_traces_are_rejected() {
+    let _g = crate::common::shared();
     let dir = tempfile::tempdir().unwrap();
     let good = dir.path().join("good.txt");
     // Arrivals every 100 µs with 50 µs service: nobody waits.
@@ -241,6 +247,7 @@ fn traces_replay_and_bad_traces_are_rejected() {
 
 #[test]
 fn bad_input_exits_2_with_one_clear_line() {
+    let _g = crate::common::shared();
     rejects(&["model", "--load", "1.2"], "utilisation");
     rejects(&["model", "--load", "1"], "utilisation");
     rejects(&["model", "--workers", "0"], "workers");
@@ -257,6 +264,7 @@ fn bad_input_exits_2_with_one_clear_line() {
 
 #[test]
 fn clap_usage_errors_also_exit_2() {
+    let _g = crate::common::shared();
     let out = ts(&["model", "--no-such-flag"]);
     assert_eq!(out.status.code(), Some(2));
     let out = ts(&["model", "figure", "7", "--plot", "/dev/null"]);
@@ -265,6 +273,7 @@ fn clap_usage_errors_also_exit_2() {
 
 #[test]
 fn priority_classes_are_reported_per_class() {
+    let _g = crate::common::shared();
     let v = json(&ts(&[
         "model",
         "--service",

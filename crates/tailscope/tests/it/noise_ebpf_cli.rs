@@ -68,6 +68,7 @@ fn class_of(ns: f64) -> u8 {
 
 #[test]
 fn ebpf_contributors_are_timed_and_classed_by_their_p999() {
+    let _g = crate::common::shared();
     let ncpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let cpus = if ncpus > 1 {
         format!("0-{}", ncpus - 1)
@@ -175,6 +176,7 @@ fn ebpf_contributors_are_timed_and_classed_by_their_p999() {
 
 #[test]
 fn without_ebpf_contributors_are_counters_classed_by_nominal_cost_and_auto_says_why() {
+    let _g = crate::common::shared();
     // A host tree where nothing is supported (no proc/self/status: not root): `auto` falls
     // back to counters and says why; `ebpf` refuses; `counters` never tries.
     let empty = tempfile::tempdir().unwrap();

@@ -86,6 +86,7 @@ fn export(db: &Path, args: &[&str]) -> String {
 
 #[test]
 fn a_run_exports_to_openmetrics_that_prometheus_client_reads_as_its_json() {
+    let _g = common::shared();
     let Some(python) = browser::openmetrics_python() else {
         return;
     };
@@ -213,6 +214,7 @@ fn a_run_exports_to_openmetrics_that_prometheus_client_reads_as_its_json() {
 
 #[test]
 fn an_experiment_exports_one_sample_per_point_with_its_load_and_knobs() {
+    let _g = common::shared();
     let Some(python) = browser::openmetrics_python() else {
         return;
     };
@@ -266,6 +268,7 @@ fn an_experiment_exports_one_sample_per_point_with_its_load_and_knobs() {
 
 #[test]
 fn a_runs_label_is_a_label_escaped_as_openmetrics_wants() {
+    let _g = common::shared();
     let Some(python) = browser::openmetrics_python() else {
         return;
     };
@@ -317,6 +320,7 @@ fn a_runs_label_is_a_label_escaped_as_openmetrics_wants() {
 
 #[test]
 fn bad_openmetrics_exports_are_usage_errors_that_write_nothing() {
+    let _g = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     {
@@ -439,6 +443,7 @@ impl Gateway {
 
 #[test]
 fn push_sends_the_exposition_to_a_real_pushgateway() {
+    let _g = common::shared();
     let Some(gateway) = browser::need(
         "prometheus-pushgateway (Debian package prometheus-pushgateway)",
         browser::on_path("prometheus-pushgateway"),

@@ -206,6 +206,7 @@ fn check_in_chromium(html: &Path, expect: &[&str]) {
 
 #[test]
 fn the_report_of_a_real_run_opens_clean_in_chromium() {
+    let _g = common::shared();
     let f = fixture();
     let dir = tempfile::tempdir().unwrap();
     let id = f.run.to_string();
@@ -233,6 +234,7 @@ fn the_report_of_a_real_run_opens_clean_in_chromium() {
 
 #[test]
 fn the_report_of_an_experiment_opens_clean_in_chromium() {
+    let _g = common::shared();
     let f = fixture();
     let dir = tempfile::tempdir().unwrap();
     let e = f.experiment.to_string();
@@ -253,6 +255,7 @@ fn the_report_of_an_experiment_opens_clean_in_chromium() {
 /// the synthetic one is: the page is built from what `sweep` really stores.
 #[test]
 fn the_report_of_a_real_sweep_opens_clean_in_chromium() {
+    let _g = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("sweep.db");
     let out = bin()
@@ -321,6 +324,7 @@ fn the_report_of_a_real_sweep_opens_clean_in_chromium() {
 
 #[test]
 fn the_hdr_log_reads_back_in_the_reference_python_reader() {
+    let _g = common::shared();
     let Some(python) = browser::hdr_python() else {
         return;
     };
@@ -421,6 +425,7 @@ fn the_hdr_log_reads_back_in_the_reference_python_reader() {
 
 #[test]
 fn hgrm_is_the_spectrum_of_the_measured_latency() {
+    let _g = common::shared();
     let f = fixture();
     let id = f.run.to_string();
     let out = tailscope(&["runs", "export", &id, "--format", "hgrm"], &f.db);
@@ -437,6 +442,7 @@ fn hgrm_is_the_spectrum_of_the_measured_latency() {
 
 #[test]
 fn runs_compare_sets_runs_side_by_side() {
+    let _g = common::shared();
     let f = fixture();
     let dir = tempfile::tempdir().unwrap();
     let st = store::Store::open_existing(&f.db).unwrap().unwrap();
@@ -474,6 +480,7 @@ fn runs_compare_sets_runs_side_by_side() {
 
 #[test]
 fn a_plot_whose_name_ends_in_png_is_a_png() {
+    let _g = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let (svg, png) = (dir.path().join("m.svg"), dir.path().join("m.png"));
     for p in [&svg, &png] {
@@ -504,6 +511,7 @@ fn a_plot_whose_name_ends_in_png_is_a_png() {
 
 #[test]
 fn bad_report_requests_are_refused_before_anything_is_written() {
+    let _g = common::shared();
     let f = fixture();
     let dir = tempfile::tempdir().unwrap();
     let o = dir.path().join("r.html");
@@ -546,6 +554,7 @@ fn bad_report_requests_are_refused_before_anything_is_written() {
 
 #[test]
 fn runs_show_reads_a_typed_run_by_field_and_an_older_row_by_its_summary() {
+    let _g = common::shared();
     let f = fixture();
     let st = store::Store::open_existing(&f.db).unwrap().unwrap();
     // The real run was stored with its typed form: `runs show` prints the run's screen, the

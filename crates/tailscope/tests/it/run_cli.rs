@@ -417,7 +417,8 @@ fn a_sweep_killed_by_sigkill_is_marked_abandoned_with_its_point() {
 
 #[test]
 fn calibrate_inverts_the_peak_throughput_and_feeds_percent_rates() {
-    let _g = common::one_at_a_time(&SERIAL);
+    // Alone: it reads an absolute figure of the host, which a test beside it would move.
+    let _g = common::alone();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let s = serve(&["--arch", "epoll", "--work", "det:300us"]);
@@ -481,6 +482,7 @@ fn calibrate_inverts_the_peak_throughput_and_feeds_percent_rates() {
 
 #[test]
 fn bad_targets_and_flags_exit_2_and_write_nothing() {
+    let _g = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("sub").join("runs.db");
     let dbs = db.to_str().unwrap().to_string();

@@ -43,6 +43,7 @@ fn make_store(dir: &Path, runs: usize, target_len: usize, records: usize) -> Pat
 
 #[test]
 fn read_only_commands_on_a_missing_store_create_nothing() {
+    let _g = common::shared();
     // Regression: `runs show 9999 --db NEW_PATH` created an empty store at NEW_PATH.
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("sub/new.db");
@@ -71,6 +72,7 @@ fn read_only_commands_on_a_missing_store_create_nothing() {
 
 #[test]
 fn read_only_commands_leave_an_existing_store_as_it_was() {
+    let _g = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let db = make_store(dir.path(), 2, 4, 10);
     let before = std::fs::read(&db).unwrap();
@@ -87,6 +89,7 @@ fn read_only_commands_leave_an_existing_store_as_it_was() {
 
 #[test]
 fn export_refuses_to_overwrite_the_store_it_reads() {
+    let _g = common::shared();
     // Regression: `runs export 1 -o runs.db --db runs.db` replaced the store with CSV.
     let dir = tempfile::tempdir().unwrap();
     let db = make_store(dir.path(), 1, 4, 10);
@@ -121,6 +124,7 @@ fn export_refuses_to_overwrite_the_store_it_reads() {
 
 #[test]
 fn export_to_an_unwritable_place_is_a_usage_error_before_reading() {
+    let _g = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let db = make_store(dir.path(), 1, 4, 10);
     for (o, needle) in [
@@ -158,6 +162,7 @@ fn read_one_line_then_close(args: &[&str]) -> Output {
 
 #[test]
 fn a_reader_that_closes_stdout_early_is_success() {
+    let _g = common::shared();
     // Regression: `tailscope runs list | head -1` panicked in println! (exit 101). Each
     // output is far larger than a pipe's 64 KiB, so the writer is still writing when the
     // reader goes away.
@@ -179,6 +184,7 @@ fn a_reader_that_closes_stdout_early_is_success() {
 
 #[test]
 fn a_store_in_a_directory_we_may_not_write_is_still_readable() {
+    let _g = common::shared();
     let top = tempfile::tempdir().unwrap();
     std::fs::set_permissions(top.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let dir = top.path().join("ro");

@@ -68,6 +68,7 @@ fn assert_valid(python: &Path, name: &str, doc: &Value, dir: &Path) {
 
 #[test]
 fn json_outputs_match_their_schemas() {
+    let _g = common::shared();
     let Some(python) = browser::schema_python() else {
         return;
     };

@@ -57,6 +57,7 @@ fn run(db: &Path, url: &str, extra: &[&str]) -> serde_json::Value {
 
 #[test]
 fn a_full_memcached_reports_its_evictions_beside_a_stressor_and_the_host_is_stored() {
+    let _g = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let v = run(
@@ -120,6 +121,7 @@ fn a_full_memcached_reports_its_evictions_beside_a_stressor_and_the_host_is_stor
 
 #[test]
 fn scale_out_spreads_the_connections_and_the_ideal_has_a_queue_per_worker() {
+    let _g = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let v = run(
@@ -147,6 +149,7 @@ fn scale_out_spreads_the_connections_and_the_ideal_has_a_queue_per_worker() {
 
 #[test]
 fn nginx_with_open_file_cache_serves_files_of_drawn_sizes() {
+    let _g = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let v = run(
@@ -166,6 +169,7 @@ fn nginx_with_open_file_cache_serves_files_of_drawn_sizes() {
 
 #[test]
 fn a_stress_axis_changes_the_stressor_but_keeps_the_server() {
+    let _g = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let out = bin()
@@ -233,6 +237,7 @@ fn a_stress_axis_changes_the_stressor_but_keeps_the_server() {
 /// keeps what it said), and a node the host lacks is refused before anything starts.
 #[test]
 fn a_numa_axis_binds_the_spawned_server_and_numa_maps_shows_it() {
+    let _g = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let sweep = |numa: &str| {
@@ -282,6 +287,7 @@ fn a_numa_axis_binds_the_spawned_server_and_numa_maps_shows_it() {
 /// numa_maps said; without --spawn, or for a node the host lacks, exit 2 and nothing stored.
 #[test]
 fn run_server_numa_binds_and_bad_policies_exit_2() {
+    let _g = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     for (args, says) in [
@@ -328,6 +334,7 @@ fn run_server_numa_binds_and_bad_policies_exit_2() {
 /// the flags it replaces (exit 2, nothing written).
 #[test]
 fn the_etc_workload_runs_against_memcached_and_excludes_the_flags_it_sets() {
+    let _g = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let out = bin()

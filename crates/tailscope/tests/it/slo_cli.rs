@@ -343,6 +343,7 @@ fn a_sweep_with_a_violated_bound_exits_3() {
 
 #[test]
 fn bad_slo_percentiles_and_outputs_exit_2_and_run_nothing() {
+    let _g = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
     let missing = dir.path().join("no/such/dir/x.xml");

@@ -135,6 +135,7 @@ fn a_host_without_support_falls_back_with_the_reason() {
 
 #[test]
 fn stages_that_cannot_be_had_are_bad_usage() {
+    let _g = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     for (args, says) in [

@@ -288,6 +288,7 @@ warmup = "500ms"
 /// file itself says this host cannot run it and the refusal names what is missing.
 #[test]
 fn every_shipped_experiment_checks_whole_or_says_what_the_host_lacks() {
+    let _g = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let mut checked = 0;
@@ -341,6 +342,7 @@ fn every_shipped_experiment_checks_whole_or_says_what_the_host_lacks() {
 
 #[test]
 fn bad_sweeps_exit_2_and_write_nothing() {
+    let _g = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("sub").join("runs.db");
     let dbs = db.to_str().unwrap().to_string();

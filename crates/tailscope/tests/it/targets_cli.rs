@@ -347,6 +347,7 @@ fn garbage_replies_are_counted_not_a_panic() {
 
 #[test]
 fn bad_real_target_input_exits_2() {
+    let _g = common::shared();
     for (args, needle) in [
         (
             vec![

@@ -471,6 +471,7 @@ fn an_untrusted_certificate_or_no_h2_by_alpn_fails_clearly_and_insecure_says_so(
 /// Bad TLS input: exit 2, one line naming the flag, nothing written.
 #[test]
 fn bad_tls_flags_exit_2_and_write_nothing() {
+    let _g = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let junk = dir.path().join("junk.pem");

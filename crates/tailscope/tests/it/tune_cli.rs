@@ -24,6 +24,7 @@ fn fixture(root: &std::path::Path) {
 
 #[test]
 fn the_walk_runs_or_skips_every_step_and_reverts_the_host() {
+    let _g = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
     fixture(&root);
@@ -143,6 +144,7 @@ fn the_walk_runs_or_skips_every_step_and_reverts_the_host() {
 
 #[test]
 fn an_slo_judges_every_step_and_the_tuned_configuration_gates() {
+    let _g = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
     fixture(&root);
@@ -210,6 +212,7 @@ fn an_slo_judges_every_step_and_the_tuned_configuration_gates() {
 /// as an `ab` experiment of its own, the host reverted after the walk.
 #[test]
 fn interleaved_steps_give_each_gain_a_paired_interval() {
+    let _g = common::shared();
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
     fixture(&root);

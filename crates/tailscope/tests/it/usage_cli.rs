@@ -33,6 +33,7 @@ fn refused(cases: &[(&[&str], &[&str])]) {
 
 #[test]
 fn unwritable_outputs_are_refused_before_any_computation() {
+    let _g = common::shared();
     // Regression: `model --ccdf a.csv --plot /proc/x.svg` simulated, wrote a.csv, then failed.
     refused(&[
         (
@@ -67,6 +68,7 @@ fn unwritable_outputs_are_refused_before_any_computation() {
 
 #[test]
 fn a_directory_or_file_we_may_not_write_is_refused() {
+    let _g = common::shared();
     let top = tempfile::tempdir().unwrap();
     std::fs::set_permissions(top.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let dir = top.path().join("ro");
@@ -91,6 +93,7 @@ fn a_directory_or_file_we_may_not_write_is_refused() {
 /// probed or anything is sent: exit 2 naming it, and no `-wal`/`-shm` beside it.
 #[test]
 fn a_store_we_may_not_write_is_refused_before_anything_starts() {
+    let _g = common::shared();
     let top = tempfile::tempdir().unwrap();
     std::fs::set_permissions(top.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let dir = top.path().join("ro");
@@ -116,6 +119,7 @@ fn a_store_we_may_not_write_is_refused_before_anything_starts() {
 
 #[test]
 fn numeric_inputs_beyond_what_can_run_are_refused() {
+    let _g = common::shared();
     // Regression: `model --workers 4000000000` hung.
     refused(&[
         (&["model", "--workers", "4000000000"], &["--workers"]),
@@ -178,6 +182,7 @@ fn numeric_inputs_beyond_what_can_run_are_refused() {
 
 #[test]
 fn durations_that_do_not_fit_are_refused_not_saturated() {
+    let _g = common::shared();
     // Regression: `model --service det:1e99s` printed 2^64 ns everywhere with exit 0, and
     // `noise --duration 1e99s` was accepted.
     refused(&[
@@ -196,6 +201,7 @@ fn durations_that_do_not_fit_are_refused_not_saturated() {
 
 #[test]
 fn negative_numbers_reach_the_range_checks() {
+    let _g = common::shared();
     // Regression: clap took `--load -0.1` for a flag named `-0`.
     refused(&[
         (
@@ -247,6 +253,7 @@ mod issue_22 {
 
     #[test]
     fn experiment_files_are_checked_key_by_key_in_our_words() {
+        let _g = common::shared();
         let inputs = tempfile::tempdir().unwrap();
         let file = |name: &str, text: &str| {
             let p = inputs.path().join(name);
@@ -327,6 +334,7 @@ mod issue_22 {
 
     #[test]
     fn doubled_axes_and_empty_conditions_are_refused() {
+        let _g = common::shared();
         let sweep = [
             "sweep",
             "nullrpc://",
@@ -377,6 +385,7 @@ mod issue_22 {
 
     #[test]
     fn tune_refuses_bad_steps_and_a_state_dir_that_is_a_file() {
+        let _g = common::shared();
         let inputs = tempfile::tempdir().unwrap();
         let state = inputs.path().join("state");
         std::fs::write(&state, "").unwrap();
@@ -418,6 +427,7 @@ mod issue_22 {
 
     #[test]
     fn spawn_with_an_address_is_refused() {
+        let _g = common::shared();
         refused_owned(&[
             (
                 strings(&[
@@ -464,6 +474,7 @@ mod issue_22 {
 
     #[test]
     fn runs_compare_refuses_a_calibration() {
+        let _g = common::shared();
         let stores = tempfile::tempdir().unwrap();
         let db = stores.path().join("runs.db");
         let st = store::Store::open(&db).unwrap();
@@ -503,6 +514,7 @@ mod issue_22 {
 
     #[test]
     fn long_values_are_quoted_clipped() {
+        let _g = common::shared();
         let inputs = tempfile::tempdir().unwrap();
         let url = format!("nullrpc://{}:1", "a".repeat(100_000));
         let long = inputs.path().join("long.toml");
@@ -538,6 +550,7 @@ mod issue_22 {
 
     #[test]
     fn an_argument_that_is_not_utf8_is_named() {
+        let _g = common::shared();
         let dir = tempfile::tempdir().unwrap();
         let out = common::bin()
             .current_dir(dir.path())

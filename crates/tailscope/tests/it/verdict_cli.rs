@@ -274,7 +274,8 @@ fn the_demo_says_what_its_runs_measured() {
 /// stand behind the p50. The marks reach the JSON, the screen and the SLO verdict.
 #[test]
 fn scripted_stalls_mark_the_tail_percentiles_of_both_views() {
-    let _g = common::one_at_a_time(&SERIAL);
+    // Alone: the scripted pauses must be the tail, not a test beside it.
+    let _g = common::alone();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let s = serve(&["--arch", "epoll", "--work", "det:100us"]);
@@ -349,7 +350,8 @@ fn scripted_stalls_mark_the_tail_percentiles_of_both_views() {
 /// With `pace:2x` nothing is skipped. Bad policies exit 2 before anything runs.
 #[test]
 fn shedding_overdue_requests_skips_them_and_says_so() {
-    let _g = common::one_at_a_time(&SERIAL);
+    // Alone: the scripted pauses must be the tail, not a test beside it.
+    let _g = common::alone();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
     let s = serve(&["--arch", "epoll", "--work", "det:100us"]);

@@ -4,7 +4,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 /// The tailscope binary, with no store location inherited from the environment.
@@ -14,13 +14,60 @@ pub fn bin() -> Command {
     c
 }
 
-/// Takes a module's one-load-at-a-time lock (its tests share the two CPUs with the servers they
-/// start). How long the test waited for it is appended, with the test's name (libtest names
-/// the test's thread after it), to the file TAILSCOPE_TEST_WAITS names, when it does: that is
-/// how scripts/test.sh lists the slowest tests by their own time, waits excluded.
-pub fn one_at_a_time(lock: &'static Mutex<()>) -> MutexGuard<'static, ()> {
+/// The whole binary's gate. Every test that starts processes holds it: shared by most, so two
+/// run at once on the two CPUs (libtest's two threads); alone by the few whose assertion is an
+/// absolute figure of the host (a calibrated service time, a small effect's direction), which
+/// another test's load would move. std's RwLock lets no new reader in while a writer waits,
+/// so an `alone` test waits only for the test running beside it.
+static GATE: RwLock<()> = RwLock::new(());
+
+/// A test's turn: its place at the gate and, for [`one_at_a_time`], its module's lock. The
+/// fields drop in order: the module's lock, then the gate.
+pub struct Turn {
+    _module: Option<MutexGuard<'static, ()>>,
+    _gate: Gate,
+}
+
+enum Gate {
+    Shared(RwLockReadGuard<'static, ()>),
+    Alone(RwLockWriteGuard<'static, ()>),
+}
+
+/// Holds the gate shared: the test may run beside one other.
+pub fn shared() -> Turn {
+    waited(|| Turn {
+        _module: None,
+        _gate: Gate::Shared(GATE.read().unwrap_or_else(|e| e.into_inner())),
+    })
+}
+
+/// Holds the gate alone: no other test runs processes meanwhile.
+pub fn alone() -> Turn {
+    waited(|| Turn {
+        _module: None,
+        _gate: Gate::Alone(GATE.write().unwrap_or_else(|e| e.into_inner())),
+    })
+}
+
+/// Holds the gate shared and takes a module's one-load-at-a-time lock (its tests' loads
+/// would collide: the same fixed resources, or each other's noise), in that order, so that no
+/// two tests can each hold what the other waits for.
+pub fn one_at_a_time(lock: &'static Mutex<()>) -> Turn {
+    waited(|| {
+        let gate = Gate::Shared(GATE.read().unwrap_or_else(|e| e.into_inner()));
+        Turn {
+            _module: Some(lock.lock().unwrap_or_else(|e| e.into_inner())),
+            _gate: gate,
+        }
+    })
+}
+
+/// Takes a turn, and appends how long the test waited for it, with the test's name (libtest
+/// names the test's thread after it), to the file TAILSCOPE_TEST_WAITS names, when it does:
+/// that is how scripts/test.sh lists the slowest tests by their own time, waits excluded.
+fn waited(take: impl FnOnce() -> Turn) -> Turn {
     let asked = Instant::now();
-    let g = lock.lock().unwrap_or_else(|e| e.into_inner());
+    let turn = take();
     if let Some(path) = std::env::var_os("TAILSCOPE_TEST_WAITS") {
         use std::io::Write;
         let name = std::thread::current().name().unwrap_or("?").to_string();
@@ -35,7 +82,7 @@ pub fn one_at_a_time(lock: &'static Mutex<()>) -> MutexGuard<'static, ()> {
             let _ = f.write_all(line.as_bytes());
         }
     }
-    g
+    turn
 }
 
 /// The run sent its offered load: achieved within 1 % of the schedule's rate.
