@@ -21,13 +21,20 @@ fi
 # prometheus_client), JSON Schema validator (PyPI's jsonschema) and a real gRPC server (PyPI's
 # grpcio) in a throwaway virtual environment, made when one is missing; the report, export,
 # schema and gRPC tests find it through TAILSCOPE_TEST_PYTHON.
+# It is made in the background while the tests build (~20 s of downloading and unpacking that
+# the build's two busy CPUs hardly notice), and waited for before they run.
 venv="${CARGO_TARGET_DIR:-target}/test-venv"
+case $venv in /*) ;; *) venv=$PWD/$venv ;; esac
+venv_pid=
 if ! "$venv/bin/python" -c 'import hdrh.log, prometheus_client.openmetrics.parser, jsonschema, grpc' >/dev/null 2>&1; then
   echo "making $venv with PyPI's hdrhistogram, prometheus_client, jsonschema and grpcio" >&2
-  python3 -m venv --clear "$venv"
-  "$venv/bin/pip" install -q hdrhistogram prometheus_client jsonschema grpcio
+  mkdir -p "$(dirname "$venv")"
+  venv_log="$(dirname "$venv")/test-venv.log"
+  (python3 -m venv --clear "$venv" &&
+    "$venv/bin/pip" install -q hdrhistogram prometheus_client jsonschema grpcio) >"$venv_log" 2>&1 &
+  venv_pid=$!
 fi
-TAILSCOPE_TEST_PYTHON="$(cd "$venv" && pwd)/bin/python"
+TAILSCOPE_TEST_PYTHON="$venv/bin/python"
 export TAILSCOPE_TEST_PYTHON
 
 echo "== cargo fmt --check" >&2
@@ -60,6 +67,11 @@ echo "== cargo test --profile ci --all-targets --no-run, linted by clippy (-D wa
 cargo test --workspace --profile ci --all-targets --no-run
 # The `ci` profile (Cargo.toml): release's optimisation on the hot path and the dependencies
 # (the simulator tests run millions of requests), opt-level 0 elsewhere, which builds faster.
+if [ -n "$venv_pid" ] && ! wait "$venv_pid"; then
+  cat "$venv_log" >&2
+  echo "making the tests' Python virtual environment $venv failed" >&2
+  exit 1
+fi
 echo "== cargo test --profile ci" >&2
 log="${CARGO_TARGET_DIR:-target}/test-output.log"
 # The integration tests that start processes note how long they waited for their turn here
