@@ -1,5 +1,7 @@
-//! Every server thread is pinned and scheduled as configured. Its own test binary (its own
-//! process), so that the only `ts-*` threads in /proc/self/task are this test's server's.
+//! Every server thread is pinned and scheduled as configured. The test that lists the
+//! process's `ts-*` threads runs in a process of its own (the test binary run again for that
+//! one test), so that the only ones in /proc/self/task are its server's: server_it's other
+//! tests start servers in this process at the same time.
 
 use crate::common;
 
@@ -43,8 +45,30 @@ fn server_threads() -> Vec<(String, String, i64)> {
     out
 }
 
+/// Set in the process that runs [`server_threads_are_pinned_and_niced`] alone.
+const ALONE: &str = "SERVER_IT_PLACEMENT_ALONE";
+
 #[test]
 fn server_threads_are_pinned_and_niced() {
+    if std::env::var_os(ALONE).is_none() {
+        let name = "placement::server_threads_are_pinned_and_niced";
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", name, "--test-threads", "1", "--nocapture"])
+            .env(ALONE, "1")
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "{text}");
+        assert!(
+            text.contains("1 passed"),
+            "the test did not run alone: {text}"
+        );
+        return;
+    }
     let cpu = online_cpus() - 1;
     for arch in [
         Arch::Thread,
