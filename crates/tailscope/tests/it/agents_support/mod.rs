@@ -152,13 +152,17 @@ pub fn assert_agents_add_up(v: &serde_json::Value, n: usize, rate: f64) {
         let share = rate / n as f64;
         assert_eq!(a["offered_rate_rps"].as_f64(), Some(share));
         let achieved = a["achieved_rate_rps"].as_f64().unwrap();
-        // A Poisson share over seconds: within 10 % of its rate.
+        let requests = a["requests"].as_u64().unwrap();
+        assert!(requests > 0);
+        // A Poisson share: within 10 % of its rate, or 4 standard deviations of its count
+        // where it sent few (a sweep's 20 % point of 0.5 s sent ~80 requests per agent, whose
+        // count varies by ±11 %: 145 req/s of 162 was seen).
+        let tolerance = (4.0 / (requests as f64).sqrt()).max(0.10);
         assert!(
-            (achieved / share - 1.0).abs() < 0.10,
-            "agent {}: {achieved} req/s of {share}",
+            (achieved / share - 1.0).abs() < tolerance,
+            "agent {}: {achieved} req/s of {share} ({requests} requests)",
             a["agent"]
         );
-        assert!(a["requests"].as_u64().unwrap() > 0);
     }
 }
 
