@@ -108,7 +108,6 @@ fn assert_all_ok(out: &Output) -> serde_json::Value {
 
 #[test]
 fn a_real_grpc_server_answers_calls_from_json_or_bytes_over_h2c_and_tls() {
-    let _g = common::shared();
     let Some(python) = grpc_python() else { return };
     let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
@@ -192,7 +191,6 @@ fn a_real_grpc_server_answers_calls_from_json_or_bytes_over_h2c_and_tls() {
 
 #[test]
 fn non_ok_statuses_are_counted_by_code_and_a_run_of_only_errors_says_which() {
-    let _g = common::shared();
     let Some(python) = grpc_python() else { return };
     let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();
@@ -331,7 +329,6 @@ fn bad_grpc_input_exits_2_in_one_line_and_writes_nothing() {
 /// what it measured before, and says what happened to the connections.
 #[test]
 fn a_grpcs_server_killed_mid_run_fails_the_run_and_keeps_what_it_measured() {
-    let _g = common::shared();
     let Some(python) = grpc_python() else { return };
     let _g = common::one_at_a_time(&SERIAL);
     let dir = tempfile::tempdir().unwrap();

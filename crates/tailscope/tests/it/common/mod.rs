@@ -28,6 +28,18 @@ pub struct Turn {
     _gate: Gate,
 }
 
+thread_local! {
+    /// Whether this thread (libtest runs each test on its own) holds a turn. A second turn
+    /// would take the gate twice, and a writer waiting between the two reads deadlocks both.
+    static HOLDS_A_TURN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        HOLDS_A_TURN.set(false);
+    }
+}
+
 enum Gate {
     Shared(RwLockReadGuard<'static, ()>),
     Alone(RwLockWriteGuard<'static, ()>),
@@ -66,6 +78,10 @@ pub fn one_at_a_time(lock: &'static Mutex<()>) -> Turn {
 /// names the test's thread after it), to the file TAILSCOPE_TEST_WAITS names, when it does:
 /// that is how scripts/test.sh lists the slowest tests by their own time, waits excluded.
 fn waited(take: impl FnOnce() -> Turn) -> Turn {
+    assert!(
+        !HOLDS_A_TURN.replace(true),
+        "a test takes one turn (shared, alone or one_at_a_time), not two"
+    );
     let asked = Instant::now();
     let turn = take();
     if let Some(path) = std::env::var_os("TAILSCOPE_TEST_WAITS") {
