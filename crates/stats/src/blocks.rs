@@ -90,18 +90,26 @@ fn range_of(idx: u32) -> (f64, f64) {
     }
     let shift = (idx >> (SUB_BITS - 1)) - 1;
     let top = u64::from(HALF + (idx & (HALF - 1)));
-    // (top + 1) << shift fits in a u64 below the last octave; there the u128 below. The u64
-    // path gives the same f64s: converting a u128 to f64 is a call into compiler-rt, and this
-    // runs for every bucket of every quantile (a quarter of the sectioning tests' time).
-    if shift < 64 - SUB_BITS + 1 {
-        let lo = top << shift;
-        let hi = ((top + 1) << shift) - 1;
-        return (lo as f64, hi as f64);
-    }
-    let top = u128::from(top);
+    // On u64, not u128: converting a u128 to f64 is a call into compiler-rt, and this runs for
+    // every bucket of every quantile (a quarter of the sectioning tests' time). The largest
+    // shift is 64 − SUB_BITS (the bucket of u64::MAX), so only the very last bucket's
+    // (top + 1) << shift is 2^64, which wraps to 0: its hi, 0 − 1, wraps to u64::MAX.
     let lo = top << shift;
-    let hi = ((top + 1) << shift) - 1;
-    (lo as f64, hi.min(u128::from(u64::MAX)) as f64)
+    let hi = ((top + 1) << shift).wrapping_sub(1);
+    (lo as f64, hi as f64)
+}
+
+/// Adds `c` to a bucket's count, which stops at u32::MAX; returns what did not fit.
+#[inline]
+fn add_saturating(slot: &mut u32, c: u32) -> u64 {
+    let (sum, over) = slot.overflowing_add(c);
+    if over {
+        *slot = u32::MAX;
+        u64::from(sum) + 1
+    } else {
+        *slot = sum;
+        0
+    }
 }
 
 /// A mergeable histogram of one block: dense counts for buckets `base..base + counts.len()`.
@@ -123,14 +131,7 @@ impl Block {
         {
             self.reach(idx);
         }
-        let slot = &mut self.counts[(idx - self.base) as usize];
-        let (sum, over) = slot.overflowing_add(c);
-        if over {
-            self.saturated += u64::from(sum) + 1;
-            *slot = u32::MAX;
-        } else {
-            *slot = sum;
-        }
+        self.saturated += add_saturating(&mut self.counts[(idx - self.base) as usize], c);
         self.n += u64::from(c);
     }
 
@@ -167,19 +168,13 @@ impl Block {
                     .max(other.base + other.counts.len() as u32 - 1),
             )
         };
-        self.add(lo, 0);
-        self.add(hi, 0);
+        self.reach(lo);
+        self.reach(hi);
         // Both ranges are now inside self's: add other's counts slot by slot.
         let off = (other.base - self.base) as usize;
         let dst = &mut self.counts[off..off + other.counts.len()];
         for (slot, &c) in dst.iter_mut().zip(&other.counts) {
-            let (sum, over) = slot.overflowing_add(c);
-            if over {
-                self.saturated += u64::from(sum) + 1;
-                *slot = u32::MAX;
-            } else {
-                *slot = sum;
-            }
+            self.saturated += add_saturating(slot, c);
         }
         self.n += other.n;
         self.saturated += other.saturated;
