@@ -291,9 +291,13 @@ fn sampled_echo(first_after: Duration) {
             matched += 1;
         }
     }
+    // Over a hundred whole requests, or fewer only with the evidence that the budget was
+    // spent all the same (as for the windows above: in a CI where this test took 8 s instead
+    // of 2.5 s, one attach took 138 ms and one detach 239 ms of the sampler's CPU, and the
+    // budget allowed two windows holding 35 requests).
     assert!(
-        whole > 100 && whole < REQS,
-        "{whole} requests inside windows"
+        (whole > 100 || (whole > 0 && spent >= 0.7 * allowed)) && whole < REQS,
+        "{whole} requests inside windows, {spent} ns spent of {allowed} allowed: {report:?}"
     );
     // The kernel's counters name a full ring (records dropped) if that was the cause.
     assert_eq!(matched, whole, "{:?} {:?}", j.stats(), c.counters());
