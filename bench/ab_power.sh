@@ -26,7 +26,7 @@ TRIES=${3:-10}
 SECTIONS=" ${SECTIONS:-1 2 3 4 5} "
 want() { [[ $SECTIONS == *" $1 "* ]]; }
 cargo build --release -q -p tailscope
-cargo build --release -q -p lab --example ab_coverage
+cargo build --release -q -p experiments --example ab_coverage
 TS=target/release/tailscope
 tmp=$(mktemp -d)
 pids=()

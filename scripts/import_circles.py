@@ -2,7 +2,8 @@
 """Fails when modules of one crate import each other, two or a group in a ring (the house rule of ARCHITECTURE.md:
 layers point one way). A module's imports are the `crate::…` and `super::…` paths in its
 code outside `#[cfg(test)]` and comments; a name the crate root re-exports (`pub use m::{X}`)
-counts as an import of `m`. A module and its own parent or child are not a circle.
+counts as an import of `m`, and a name a module re-exports from its child (`crate::ab::X`, with
+`pub use within::{X}` in `ab`) as an import of the child. A module and its own parent or child are not a circle.
 
 Usage: scripts/import_circles.py [REPO]   (prints each circle; exit 1 when there is one)
 """
@@ -34,10 +35,28 @@ def reexports(crate_src):
     return names
 
 
+def child_reexports(mods):
+    """(module, name) -> the child module a module's `pub use child::{name}` takes it from."""
+    out = {}
+    for mod, path in mods.items():
+        text = open(path, encoding="utf-8").read().split("#[cfg(test)]")[0]
+        for m in re.finditer(r"pub use (?:self::)?(\w+)::\{([^}]*)\}", text):
+            child = (mod + "::" if mod else "") + m.group(1)
+            if child in mods:
+                for n in re.findall(r"\w+", m.group(2)):
+                    out[(mod, n)] = child
+        for m in re.finditer(r"pub use (?:self::)?(\w+)::(\w+);", text):
+            child = (mod + "::" if mod else "") + m.group(1)
+            if child in mods:
+                out[(mod, m.group(2))] = child
+    return out
+
+
 def imports(crate_src):
     files = glob.glob(os.path.join(crate_src, "**", "*.rs"), recursive=True)
     mods = {module_name(crate_src, f): f for f in files}
     roots = reexports(crate_src)
+    inner = child_reexports(mods)
     graph = {}
     for mod, path in mods.items():
         code = open(path, encoding="utf-8").read().split("#[cfg(test)]")[0]
@@ -47,7 +66,11 @@ def imports(crate_src):
             parts = m.group(1).split("::")
             for i in range(len(parts), 0, -1):
                 if "::".join(parts[:i]) in mods:
-                    deps.add("::".join(parts[:i]))
+                    found = "::".join(parts[:i])
+                    # A name a module re-exports from its child is the child's.
+                    if i < len(parts):
+                        found = inner.get((found, parts[i]), found)
+                    deps.add(found)
                     break
             else:
                 if parts[0] in roots:

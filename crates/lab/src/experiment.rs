@@ -4,7 +4,7 @@
 //! is refused naming the key and its line, and so is a value its option's parser refuses:
 //! durations, counts, loads, the SLO, percentiles) and checks every axis of its `[param]`
 //! table. The CLI lays its typed options under the command line's, option by option, and
-//! [`merge_axes`](crate::merge_axes) its axes under the command line's, axis by axis.
+//! [`merge_axes`](experiments::merge_axes) its axes under the command line's, axis by axis.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -14,11 +14,11 @@ use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use toml::Spanned;
 
-use crate::error::{clip, invalid, LabError};
-use crate::input_file::MAX_EXPERIMENT_BYTES;
-use crate::input_file::{line_of, read_bounded, toml_message};
-use crate::knob::{Axis, Knob};
 use crate::options::{OnOff, QueuesArg, UndecidedArg, ViewArg, WorkloadArg};
+use experiments::{Axis, Knob};
+use measurement::error::{clip, invalid, LabError};
+use measurement::input_file::MAX_EXPERIMENT_BYTES;
+use measurement::input_file::{line_of, read_bounded, toml_message};
 
 /// A value given as text or as a number (`key-size = 30`, `cpus = "0"`): kept as its text.
 #[derive(Clone, Debug, PartialEq)]
@@ -182,21 +182,21 @@ fn count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Text>, D::Error> {
 /// `loads`: what `--loads` takes, as one text or an array.
 fn loads<'de, D: Deserializer<'de>>(d: D) -> Result<Option<List>, D::Error> {
     checked(d, |l: &List| {
-        crate::loads::parse_loads(&l.0.join(",")).map(|_| ())
+        measurement::parse_loads(&l.0.join(",")).map(|_| ())
     })
 }
 
 /// `slo`: what `--slo` takes.
 fn slo<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     checked(d, |s: &String| {
-        crate::slo::Slo::parse(s, crate::slo::ViewChoice::Auto).map(|_| ())
+        experiments::slo::Slo::parse(s, experiments::slo::ViewChoice::Auto).map(|_| ())
     })
 }
 
 /// `percentiles`: what `--percentiles` takes.
 fn percentiles<'de, D: Deserializer<'de>>(d: D) -> Result<Option<List>, D::Error> {
     checked(d, |l: &List| {
-        crate::percentile::parse_percentiles(&l.0.join(",")).map(|_| ())
+        measurement::percentile::parse_percentiles(&l.0.join(",")).map(|_| ())
     })
 }
 
@@ -236,7 +236,7 @@ pub struct ExperimentSpec {
     pub agent: Option<String>,
     pub agents: Option<String>,
     pub agent_records: Option<OnOff>,
-    pub label: Option<crate::Label>,
+    pub label: Option<measurement::Label>,
     pub find_max: Option<bool>,
     pub max_steps: Option<u32>,
     // `--interleave`: the knob values compared in paired slices.
@@ -424,7 +424,7 @@ impl ExperimentFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::clip_to;
+    use measurement::clip_to;
 
     fn err(text: &str) -> String {
         ExperimentFile::parse("e.toml", text)

@@ -10,7 +10,7 @@ use std::str::FromStr;
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
-use crate::cli_values::{Count, DurationArg};
+use measurement::{Count, DurationArg};
 
 /// A value as parsed and as the user wrote it (stored configurations repeat the text).
 #[derive(Clone, Debug)]
@@ -81,7 +81,7 @@ pub struct LoadArgs {
     pub threads: usize,
     /// CPUs for the generator threads (e.g. 0).
     #[arg(long)]
-    pub cpus: Option<crate::CpuList>,
+    pub cpus: Option<measurement::CpuList>,
     /// Requests in flight per connection before further ones wait in the client.
     #[arg(long, default_value_t = 64)]
     pub max_outstanding: usize,
@@ -185,7 +185,7 @@ pub struct TargetArgs {
     /// http: each client opens a connection, sends MIN..MAX requests and closes it
     /// (Tales of the Tail §4.3), e.g. 20,40.
     #[arg(long, value_name = "MIN,MAX")]
-    pub churn: Option<crate::Churn>,
+    pub churn: Option<measurement::Churn>,
     /// TLS targets (https://, h2://, grpcs://, rediss://, memcached+tls://): accept any server
     /// certificate (for test certificates);
     /// the handshake's signatures are still checked, and the run says the certificate was not.
@@ -246,16 +246,16 @@ pub struct TargetArgs {
     pub server_numa: Option<host::numa::NumaPolicy>,
     /// Spawned server: a cgroup cpuset (a CPU list the server cannot widen).
     #[arg(long)]
-    pub server_cpuset: Option<crate::CpuList>,
+    pub server_cpuset: Option<measurement::CpuList>,
     /// Spawned server: a cgroup memory limit (512M, 2G).
     #[arg(long)]
-    pub server_memory: Option<crate::Bytes>,
+    pub server_memory: Option<measurement::Bytes>,
     /// Spawned server: cgroup CPU bandwidth, a fraction of one CPU (0.5: 50 ms per 100 ms).
     #[arg(long, allow_hyphen_values = true)]
-    pub server_cpu_quota: Option<crate::CpuShare>,
+    pub server_cpu_quota: Option<measurement::CpuShare>,
     /// Spawned server: outgoing bandwidth on --net-dev through an HTB class (100mbit).
     #[arg(long)]
-    pub net_rate: Option<crate::NetRate>,
+    pub net_rate: Option<measurement::NetRate>,
     /// The interface --net-rate (or the net-rate knob) shapes: DEV, or NETNS/DEV for one in
     /// a network namespace (`ip netns`), e.g. the server side of a veth pair.
     #[arg(long, value_name = "[NETNS/]DEV")]
@@ -293,7 +293,7 @@ pub struct ServerSideArgs {
     pub server_pid: Vec<u32>,
     /// The server's CPUs, for the attribution (interrupts, softirqs, steal, other tasks).
     #[arg(long)]
-    pub server_cpus: Option<crate::CpuList>,
+    pub server_cpus: Option<measurement::CpuList>,
     /// Do not sample the sources of tail latency beside the run (no "why"; for measuring the
     /// sampler's own cost, as bench/observer.sh does).
     #[arg(long)]
@@ -358,12 +358,12 @@ pub enum ViewArg {
     Server,
 }
 
-impl From<ViewArg> for crate::ViewChoice {
-    fn from(v: ViewArg) -> crate::ViewChoice {
+impl From<ViewArg> for experiments::ViewChoice {
+    fn from(v: ViewArg) -> experiments::ViewChoice {
         match v {
-            ViewArg::Auto => crate::ViewChoice::Auto,
-            ViewArg::User => crate::ViewChoice::User,
-            ViewArg::Server => crate::ViewChoice::Server,
+            ViewArg::Auto => experiments::ViewChoice::Auto,
+            ViewArg::User => experiments::ViewChoice::User,
+            ViewArg::Server => experiments::ViewChoice::Server,
         }
     }
 }
@@ -440,7 +440,7 @@ pub struct SweepOptions {
     /// A name stored with the experiment and its runs (config `label`), shown by `runs list` and usable as a
     /// baseline: `tailscope check ID --baseline label:NAME`. Letters, digits and . _ - + / @.
     #[arg(long, value_name = "NAME")]
-    pub label: Option<crate::Label>,
+    pub label: Option<measurement::Label>,
     /// Search the highest offered load meeting the SLO (bracket, then bisect to 2 %), and the
     /// highest rate with achieved >= 99 % of offered and no timeouts.
     #[arg(long)]

@@ -6,22 +6,22 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::calibrate::CalibrateSpec;
-use crate::error::clip;
-use crate::error::{invalid, LabError};
 use crate::options::{AgentArgs, GateArgs, Given, LoadArgs, ServerSideArgs, TargetArgs, ViewArg};
 use crate::options_plan::service_ns;
-use crate::run_spec::{IdealAsk, RunSpec};
-use crate::sweep::RunTemplate;
-use crate::target::TargetPlan;
-use crate::tune::{TunePlan, TuneStepKind};
+use experiments::{TunePlan, TuneStepKind};
+use measurement::clip;
+use measurement::error::{invalid, LabError};
+use measurement::CalibrateSpec;
+use measurement::RunTemplate;
+use measurement::TargetPlan;
+use measurement::{IdealAsk, RunSpec};
 
 /// `run`'s options.
 #[derive(Args, Debug, Clone)]
 pub struct RunOptions {
     /// Request rate: requests per second (10000) or a percentage of the calibrated capacity (70%).
     #[arg(long)]
-    pub rate: Given<crate::Load>,
+    pub rate: Given<experiments::Load>,
     #[command(flatten)]
     pub load: LoadArgs,
     #[command(flatten)]
@@ -31,12 +31,12 @@ pub struct RunOptions {
     /// the built-in server's), off, or auto (ebpf for a spawned server when the host
     /// supports it, else stamps).
     #[arg(long, default_value = "auto", value_name = "auto|ebpf|stamps|off")]
-    pub stages: crate::StagesMode,
+    pub stages: measurement::StagesMode,
     /// What eBPF stages may cost: a percentage of the server's CPUs (their programs are
     /// attached only in windows that keep their measured time within it; at low rates that
     /// is the whole run), or all (attached throughout, every request joined).
     #[arg(long, default_value = "1%", value_name = "PERCENT|all")]
-    pub stages_budget: crate::StagesBudget,
+    pub stages_budget: measurement::StagesBudget,
     /// Run N times in a row against the same target (distinct seeds): the result is the
     /// median of the repeats with an interval from their spread, the one that holds when the
     /// host drifts between runs.
@@ -45,7 +45,7 @@ pub struct RunOptions {
     /// A name stored with the run (config `label`), shown by `runs list` and usable as a
     /// baseline: `tailscope check ID --baseline label:NAME`. Letters, digits and . _ - + / @.
     #[arg(long, value_name = "NAME")]
-    pub label: Option<crate::Label>,
+    pub label: Option<measurement::Label>,
     /// The view the run is judged by: user (intended send → received; valid when the
     /// generator kept its schedule), server (sent → kernel receive; valid when the offered
     /// load was sent), or auto (the user view if valid, else the server view). Exit code 1
@@ -78,20 +78,20 @@ pub struct CalibrateOptions {
     pub server: TargetArgs,
     /// Spawned server: its CPUs.
     #[arg(long)]
-    pub server_cpus: Option<crate::CpuList>,
+    pub server_cpus: Option<measurement::CpuList>,
     /// CPUs of the calibration's load (as `run --cpus`; default: not pinned).
     #[arg(long)]
-    pub cpus: Option<crate::CpuList>,
+    pub cpus: Option<measurement::CpuList>,
     /// Measured window of each step of the peak search.
     #[arg(long, default_value = "200ms")]
-    pub duration: crate::DurationArg,
+    pub duration: measurement::DurationArg,
     /// Warm-up of each step.
     #[arg(long, default_value = "100ms")]
-    pub warmup: crate::DurationArg,
+    pub warmup: measurement::DurationArg,
     /// The open-loop confirmation's length (a quarter of it warm-up); default 600ms.
     /// (Hidden: for bench/calibrate.sh, which times the old 2 s beside it.)
     #[arg(long, hide = true)]
-    pub confirm: Option<crate::DurationArg>,
+    pub confirm: Option<measurement::DurationArg>,
     /// Most connections the search tries (one request in flight each, then pipelines).
     #[arg(long, alias = "connections", default_value_t = 16)]
     pub max_connections: usize,
@@ -116,7 +116,7 @@ pub struct TuneOptions {
     /// The offered load of every step: req/s, or a percentage of each step's calibrated
     /// capacity (80%).
     #[arg(long, default_value = "80%")]
-    pub rate: Given<crate::Load>,
+    pub rate: Given<experiments::Load>,
     /// The mitigations, in order (each adds to the ones before).
     #[arg(long, default_value = "rt,udp,irq,numa,cstate,governor")]
     pub steps: String,
@@ -133,7 +133,7 @@ pub struct TuneOptions {
     /// A name stored with the walk and its runs (config `label`), shown by `runs list`.
     /// Letters, digits and . _ - + / @.
     #[arg(long, value_name = "NAME")]
-    pub label: Option<crate::Label>,
+    pub label: Option<measurement::Label>,
     /// Most runs per search.
     #[arg(long, default_value_t = 8)]
     pub max_steps: u32,
@@ -147,7 +147,7 @@ pub struct TuneOptions {
     pub server: TargetArgs,
     /// The server's CPUs (the interrupts step moves IRQs away from them).
     #[arg(long)]
-    pub server_cpus: Option<crate::CpuList>,
+    pub server_cpus: Option<measurement::CpuList>,
     /// Root of the host whose /proc and /sys the host steps read and write.
     #[arg(long, default_value = "/")]
     pub root: PathBuf,
@@ -183,7 +183,7 @@ impl RunOptions {
         let (la, side) = (&self.load, &self.side);
         let server_cpus = side.server_cpus.clone().unwrap_or_default().0;
         let load = la.plan()?;
-        let config = crate::RunConfig {
+        let config = measurement::RunConfig {
             rate: Some(self.rate.to_string()),
             workload_preset: la.workload.map(|_| "etc".to_string()),
             request_size: Some(la.request_size as u64),
@@ -282,7 +282,7 @@ impl TuneOptions {
             server_cpus,
             extra_pids: Vec::new(),
             calibrate: CalibrateSpec::default(),
-            config: crate::RunConfig {
+            config: measurement::RunConfig {
                 target: Some(target.to_string()),
                 rate: Some(self.rate.to_string()),
                 duration: Some(la.duration.to_string()),
@@ -293,7 +293,7 @@ impl TuneOptions {
                 slo: self.slo.clone(),
                 slo_view: Some(self.slo_view.into()),
                 label: self.label.as_ref().map(|l| l.0.clone()),
-                ..crate::RunConfig::default()
+                ..measurement::RunConfig::default()
             },
         };
         if self.interleave.interleave && template.agents.is_some() {

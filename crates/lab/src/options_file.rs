@@ -5,10 +5,10 @@
 
 use std::path::PathBuf;
 
-use crate::error::clip;
-use crate::error::{invalid, LabError};
 use crate::experiment::{ExperimentFile, List, Text};
 use crate::options::SweepOptions;
+use measurement::clip;
+use measurement::error::{invalid, LabError};
 
 fn text(t: &Option<Text>) -> Option<String> {
     t.as_ref().map(|t| t.0.clone())
@@ -201,8 +201,8 @@ mod tests {
     use clap::{Args, FromArgMatches};
 
     use super::*;
-    use crate::knob::Axis;
     use crate::options::{OnOff, QueuesArg, UndecidedArg, ViewArg, WorkloadArg};
+    use experiments::Axis;
 
     /// `sweep`'s command line as the CLI builds it: a target, then the options.
     fn command() -> clap::Command {

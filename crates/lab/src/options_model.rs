@@ -7,9 +7,9 @@ use clap::Args;
 use model::bursty::{BurstyParams, BurstyWorkload, Stack};
 use model::query::{ModelPlan, ModelQuery};
 
-use crate::bursty::BurstyPlan;
-use crate::error::{invalid, LabError};
-use crate::model_query::{read_arrival, read_service};
+use experiments::bursty::BurstyPlan;
+use experiments::model_query::{read_arrival, read_service};
+use measurement::error::{invalid, LabError};
 
 /// `model`'s options: an A/S/c queue and how to simulate it.
 #[derive(Args, Debug, Clone)]
@@ -73,20 +73,20 @@ pub struct ModelOptions {
 pub struct BurstyOptions {
     /// T0: fixed network-stack time per request.
     #[arg(long, default_value = "4us", allow_hyphen_values = true)]
-    pub t0: crate::ServiceTime,
+    pub t0: measurement::ServiceTime,
     /// mT: network-stack time per payload byte (e.g. 4ns; 0ns for a zero-copy stack).
     #[arg(long, default_value = "0ns", allow_hyphen_values = true)]
-    pub mt: crate::ServiceTime,
+    pub mt: measurement::ServiceTime,
     /// R0: fixed worker time per request.
     #[arg(long, default_value = "45us", allow_hyphen_values = true)]
-    pub r0: crate::ServiceTime,
+    pub r0: measurement::ServiceTime,
     /// mR: worker time per worker thread (contention), R = R0 + k·mR.
     #[arg(long, default_value = "500ns", allow_hyphen_values = true)]
-    pub mr: crate::ServiceTime,
+    pub mr: measurement::ServiceTime,
     /// M: the constant part of the latency, the sum of every stage's service time (formula 1;
     /// --improve splits it as T + D + R + the rest).
     #[arg(long, default_value = "70us", allow_hyphen_values = true)]
-    pub m: crate::ServiceTime,
+    pub m: measurement::ServiceTime,
     /// N: requests per burst.
     #[arg(long, default_value_t = 1000, allow_negative_numbers = true)]
     pub n: u32,
@@ -101,7 +101,7 @@ pub struct BurstyOptions {
     pub workers: u32,
     /// U: spacing between the requests of a burst.
     #[arg(long, default_value = "1us", allow_hyphen_values = true)]
-    pub spacing: crate::ServiceTime,
+    pub spacing: measurement::ServiceTime,
     /// The percentile to predict, in percent.
     #[arg(long, default_value_t = 99.0, allow_negative_numbers = true)]
     pub percentile: f64,
@@ -116,11 +116,11 @@ pub struct BurstyOptions {
     pub bursts: u64,
     /// Bin width of the latency entropy (formulas 13-14) in --simulate.
     #[arg(long, allow_hyphen_values = true)]
-    pub entropy_bin: Option<crate::ServiceTime>,
+    pub entropy_bin: Option<measurement::ServiceTime>,
     /// LNS Fig. 7: for each share in --alphas, the largest burst N whose predicted latency
     /// stays within this target (the paper: 50ms), at --workers and at k_t (formula 16).
     #[arg(long, value_name = "TARGET")]
-    pub concurrency: Option<crate::DurationArg>,
+    pub concurrency: Option<measurement::DurationArg>,
     /// With --concurrency: the shares α of delay-sensitive requests.
     #[arg(
         long,
@@ -133,7 +133,7 @@ pub struct BurstyOptions {
     /// at each value of one factor, the others as given: n=1k,5k,20k, payload=…, alpha=…,
     /// workers=….
     #[arg(long, value_name = "KEY=V1,V2,..", conflicts_with = "concurrency")]
-    pub sweep: Option<crate::bursty::Sweep>,
+    pub sweep: Option<experiments::bursty::Sweep>,
     /// LNS §3.2, Improvement 2: the predicted percentile with each stage's time (TCP/IP,
     /// event dispatcher, worker threads, the rest of M) cut by --by, everything else held;
     /// the reduction per stage and the bottleneck before and after. M is split as
@@ -149,11 +149,11 @@ pub struct BurstyOptions {
         requires = "improve",
         allow_hyphen_values = true
     )]
-    pub by: Option<crate::Cut>,
+    pub by: Option<measurement::Cut>,
     /// With --improve: D, the event dispatcher's time per request [default: 1us, an
     /// illustrative value: the LNS paper does not publish its measured one].
     #[arg(long, requires = "improve", allow_hyphen_values = true)]
-    pub dispatcher: Option<crate::ServiceTime>,
+    pub dispatcher: Option<measurement::ServiceTime>,
     /// Formulas against tandem simulation over a grid of N, L, α and k, both stacks.
     #[arg(long)]
     pub validate: bool,

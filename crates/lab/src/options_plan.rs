@@ -2,18 +2,23 @@
 //! specs: the target ([`TargetSpec`]), the load ([`LoadPlan`], in `run_spec`), the agents,
 //! a sweep ([`SweepPlan`]). Every check names the flag; nothing starts here.
 
-use load::NullRpcWorkload;
+use std::time::Duration;
 
-use crate::agent_spec::Agents;
-use crate::calibrate::CalibrateSpec;
-use crate::error::{invalid, LabError};
-use crate::knob::{merge_axes, Axis};
+use load::{NullRpcWorkload, StopAt};
+
 use crate::options::{
     AgentArgs, LoadArgs, OnOff, ServerSideArgs, SweepOptions, TargetArgs, WorkloadArg,
 };
-use crate::slo::ViewChoice;
-use crate::sweep::{RunTemplate, SweepPlan};
-use crate::target_spec::{SpawnSpec, TargetSpec, WorkloadSpec};
+use experiments::SweepPlan;
+use experiments::{merge_axes, Axis};
+use measurement::converge::Precision;
+use measurement::error::{invalid, LabError};
+use measurement::run_spec::{LoadPlan, MAX_CONNECTIONS};
+use measurement::target_spec::{SpawnSpec, TargetSpec, WorkloadSpec};
+use measurement::view::{View, ViewChoice};
+use measurement::Agents;
+use measurement::CalibrateSpec;
+use measurement::RunTemplate;
 
 impl LoadArgs {
     /// The null-RPC request options.
@@ -34,9 +39,9 @@ impl LoadArgs {
     }
 
     /// The load flags as the user wrote them, for the run's stored configuration.
-    pub fn stored(&self, target: &str, cpus: &[usize]) -> crate::RunConfig {
+    pub fn stored(&self, target: &str, cpus: &[usize]) -> measurement::RunConfig {
         let n = |x: usize| Some(x as u64);
-        crate::RunConfig {
+        measurement::RunConfig {
             target: Some(target.to_string()),
             arrival: Some(self.arrival_text()),
             duration: Some(self.duration.to_string()),
@@ -48,7 +53,7 @@ impl LoadArgs {
             max_outstanding: n(self.max_outstanding),
             timeout: Some(self.timeout.to_string()),
             seed: Some(self.seed),
-            ..crate::RunConfig::default()
+            ..measurement::RunConfig::default()
         }
     }
 
@@ -66,7 +71,7 @@ impl LoadArgs {
             Some(WorkloadArg::Etc) => Ok(model::ArrivalSpec::GenPareto {
                 shape: model::ETC_GAP_SHAPE,
             }),
-            None => crate::model_query::read_arrival(&self.arrival, self.trace_unit),
+            None => experiments::model_query::read_arrival(&self.arrival, self.trace_unit),
         }
     }
 }
@@ -120,7 +125,7 @@ pub(crate) fn service_ns(text: Option<&str>) -> Result<Option<f64>, LabError> {
     if ns.is_nan() || ns <= 0.0 {
         return Err(invalid(format!(
             "--service must be positive, got '{}'",
-            crate::clip(s)
+            measurement::clip(s)
         )));
     }
     Ok(Some(ns))
@@ -143,7 +148,7 @@ impl TargetArgs {
             files: self.files,
             file_size: self.file_size,
             nullrpc,
-            grpc: crate::GrpcSpec {
+            grpc: measurement::GrpcSpec {
                 method: self.method.clone(),
                 proto: self.proto.clone(),
                 message: self.message.clone(),
@@ -160,7 +165,7 @@ impl TargetArgs {
                 work: self
                     .server_work
                     .as_deref()
-                    .map(crate::model_query::read_service)
+                    .map(experiments::model_query::read_service)
                     .transpose()?,
                 ..self.isolation_spec()
             })
@@ -244,7 +249,7 @@ impl SweepOptions {
         la.apply_workload(&mut spec.workload);
         let p = la.plan()?;
         let loads = match &self.loads {
-            Some(l) => crate::loads::parse_loads(l)?,
+            Some(l) => measurement::parse_loads(l)?,
             None => Vec::new(),
         };
         if self.find_max && self.slo.is_none() {
@@ -280,7 +285,7 @@ impl SweepOptions {
                 server_cpus,
                 extra_pids: side.server_pid.clone(),
                 calibrate: CalibrateSpec::default(),
-                config: crate::RunConfig {
+                config: measurement::RunConfig {
                     service: side.service.clone(),
                     slo: self.slo.clone(),
                     slo_view: Some(view),
@@ -296,5 +301,201 @@ impl SweepOptions {
             max_steps: self.max_steps,
             experiment: None,
         })
+    }
+}
+
+impl LoadArgs {
+    /// Checks every option (and their combinations); the error names the flag. A trace
+    /// file named by `--arrival trace:PATH` is read here.
+    pub fn plan(&self) -> Result<LoadPlan, LabError> {
+        let stop = self.stop()?;
+        self.check_counts()?;
+        if !(self.confidence > 0.0 && self.confidence < 1.0) {
+            return Err(invalid(format!(
+                "--confidence must be in (0, 1), got {}",
+                self.confidence
+            )));
+        }
+        if let Some(alpha) = self.alpha {
+            if !(alpha > 0.0 && alpha <= 1.0) {
+                return Err(invalid(format!("--alpha must be in (0, 1], got {alpha}")));
+            }
+        }
+        // The warm-up comes before the measured --duration (or --requests), as the schedule
+        // lays them out (issue 37: the help said inside), so any length of either is coherent.
+        let warmup = self.warmup.value.0;
+        let timeout = self.timeout.value.0;
+        if timeout.is_zero() {
+            return Err(invalid("--timeout must be positive"));
+        }
+        Ok(LoadPlan {
+            arrival: self.arrival_spec()?,
+            stop,
+            warmup,
+            timeout,
+            cpus: self.cpus.clone().unwrap_or_default().0,
+            lateness_threshold_ns: self.lateness_threshold.0.as_nanos() as f64,
+            precision: self.precision(stop)?,
+            connections: self.connections,
+            threads: self.threads,
+            max_outstanding: self.max_outstanding,
+            seed: self.seed,
+            alpha: self.alpha,
+            confidence: self.confidence,
+            yield_when_far: self.yield_when_far,
+            overdue: self.overdue,
+        })
+    }
+
+    fn stop(&self) -> Result<StopAt, LabError> {
+        if let Some(r) = &self.requests {
+            let n = r.value.0;
+            if n == 0 {
+                return Err(invalid("--requests must be at least 1"));
+            }
+            return Ok(StopAt::Requests(n));
+        }
+        let d = self.duration.value.0;
+        if d.is_zero() {
+            return Err(invalid("--duration must be positive"));
+        }
+        Ok(StopAt::Duration(d))
+    }
+
+    fn check_counts(&self) -> Result<(), LabError> {
+        if self.connections == 0 || self.threads == 0 || self.max_outstanding == 0 {
+            return Err(invalid(
+                "--connections, --threads and --max-outstanding must be at least 1",
+            ));
+        }
+        if self.threads > self.connections {
+            return Err(invalid(format!(
+                "--threads ({}) cannot exceed --connections ({}): each thread owns connections",
+                self.threads, self.connections
+            )));
+        }
+        if self.connections > MAX_CONNECTIONS {
+            return Err(invalid(format!(
+                "--connections must be at most {MAX_CONNECTIONS}, got {}",
+                self.connections
+            )));
+        }
+        Ok(())
+    }
+
+    /// `--precision` (with `--max-duration`, default 60 s): a run that keeps going in time.
+    fn precision(&self, stop: StopAt) -> Result<Option<Precision>, LabError> {
+        let Some(text) = &self.precision else {
+            if self.max_duration.is_some() {
+                return Err(invalid(
+                    "--max-duration goes with --precision (how long a converging run may take)",
+                ));
+            }
+            return Ok(None);
+        };
+        let (max_text, max) = match &self.max_duration {
+            Some(m) => (m.text.as_str(), m.value.0),
+            None => ("60s", Duration::from_secs(60)),
+        };
+        let p = Precision::parse(text, View::User, max)?;
+        match stop {
+            StopAt::Requests(_) => Err(invalid(
+                "--precision keeps a run going in time: give --duration (the least it runs), not --requests",
+            )),
+            StopAt::Duration(d) if d > max => Err(invalid(format!(
+                "--duration ({}) is longer than --max-duration ({max_text})",
+                self.duration
+            ))),
+            StopAt::Duration(_) => Ok(Some(p)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{Args, FromArgMatches};
+
+    use super::*;
+
+    /// The load options of a command line: `--duration 2s --warmup 500ms …` and `extra`.
+    fn options(extra: &[&str]) -> LoadArgs {
+        let base = [
+            "x",
+            "--duration=2s",
+            "--warmup=500ms",
+            "--connections=4",
+            "--threads=2",
+            "--max-outstanding=8",
+            "--alpha=0.25",
+            "--seed=7",
+        ];
+        // With the target's flags beside them, as every command has them (`--workload`
+        // conflicts with `--key-size`, which clap checks in debug builds).
+        let cmd = crate::options::TargetArgs::augment_args(LoadArgs::augment_args(
+            clap::Command::new("x").args_override_self(true),
+        ));
+        let m = cmd.try_get_matches_from(base.iter().chain(extra)).unwrap();
+        LoadArgs::from_arg_matches(&m).unwrap()
+    }
+
+    #[test]
+    fn load_options_become_a_plan_and_a_config() {
+        let p = options(&[]).plan().unwrap();
+        assert_eq!(p.stop, StopAt::Duration(Duration::from_secs(2)));
+        assert_eq!(p.warmup, Duration::from_millis(500));
+        assert_eq!(p.lateness_threshold_ns, 50_000.0);
+        let c = p.config(1234.0);
+        assert_eq!(c.rate_per_s, 1234.0);
+        assert_eq!((c.connections, c.threads, c.seed), (4, 2, 7));
+        assert_eq!(c.class_probs, vec![0.25, 0.75]);
+        assert!(!c.yield_when_far);
+        let mut r = options(&[]);
+        r.requests = Some("10k".parse().unwrap());
+        assert_eq!(r.plan().unwrap().stop, StopAt::Requests(10_000));
+        // The warm-up precedes the measured duration, whatever their lengths (issue 37).
+        let w = options(&["--warmup=3s", "--duration=2s"]).plan().unwrap();
+        assert_eq!(w.warmup, Duration::from_secs(3));
+        assert_eq!(w.stop, StopAt::Duration(Duration::from_secs(2)));
+    }
+
+    #[test]
+    fn bad_load_options_name_their_flag() {
+        let connections = format!("--connections={}", MAX_CONNECTIONS + 1);
+        let cases: Vec<(LoadArgs, &str)> = vec![
+            (options(&["--threads=5"]), "--threads (5) cannot exceed"),
+            (options(&["--timeout=0s"]), "--timeout must be positive"),
+            (options(&["--confidence=1"]), "--confidence"),
+            (
+                options(&["--max-duration=9s"]),
+                "--max-duration goes with --precision",
+            ),
+            (options(&[&connections]), "--connections must be at most"),
+        ];
+        for (o, needle) in cases {
+            let e = o.plan().unwrap_err();
+            assert!(e.is_invalid(), "{needle}: {e}");
+            assert!(e.to_string().contains(needle), "{needle}: {e}");
+        }
+        let mut zero = options(&[]);
+        zero.requests = Some("0".parse().unwrap());
+        let e = zero.plan().unwrap_err();
+        assert!(
+            e.to_string().contains("--requests must be at least 1"),
+            "{e}"
+        );
+        // Values of no option's type are refused by clap, naming the flag.
+        let cmd = crate::options::TargetArgs::augment_args(LoadArgs::augment_args(
+            clap::Command::new("x"),
+        ));
+        for bad in [
+            "--warmup=soon",
+            "--timeout=-1s",
+            "--requests=many",
+            "--trace-unit=ms",
+        ] {
+            let e = cmd.clone().try_get_matches_from(["x", bad]).unwrap_err();
+            let flag = bad.split('=').next().unwrap();
+            assert!(e.to_string().contains(flag), "{bad}: {e}");
+        }
     }
 }
