@@ -27,6 +27,12 @@ pub const DEFAULT_MAX_DURATION: Duration = Duration::from_secs(120);
 
 /// `ab`'s options beside its two arms.
 #[derive(Args, Debug, Clone)]
+#[command(mut_arg("slo", |a| {
+    a.help(
+        "Service-level objective of each arm (as for `run --slo`): a verdict per arm, exit 3 \
+         when either violates it",
+    )
+}))]
 pub struct AbOptions {
     /// Request rate of both arms (the same arrivals need the same rate): requests per second
     /// (6000) or a percentage of the baseline's calibrated capacity (40%).
@@ -63,13 +69,6 @@ pub struct AbOptions {
     /// keeps its schedule in both arms, else the server's). Both views' rows are reported.
     #[arg(long, value_enum, default_value_t = ViewArg::Auto)]
     pub view: ViewArg,
-    /// Service-level objective of each arm (as for `run --slo`): a verdict per arm, exit 3
-    /// when either violates it.
-    #[arg(long)]
-    pub slo: Option<String>,
-    /// The view an SLO condition without a prefix reads (auto: each arm's headline view).
-    #[arg(long, value_enum, default_value_t = ViewArg::Auto)]
-    pub slo_view: ViewArg,
     #[command(flatten)]
     pub gate: GateArgs,
     /// A name stored with the comparison and its two runs (config `label`), shown by `runs
@@ -296,9 +295,9 @@ impl AbOptions {
             view: self.view,
             // One probe before the pairs, made with the baseline's plan.
             no_noise_probe: self.no_noise_probe || arm == Arm::Candidate,
-            slo: self.slo.clone(),
-            slo_view: self.slo_view,
             gate: GateArgs {
+                slo: self.gate.slo.clone(),
+                slo_view: self.gate.slo_view,
                 percentiles: self.gate.percentiles.clone(),
                 slo_undecided: UndecidedArg::Fail,
                 junit: None,

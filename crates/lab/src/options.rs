@@ -320,10 +320,24 @@ impl QueuesArg {
     }
 }
 
-/// What a run or sweep reports for CI: extra percentiles, how an undecided SLO counts, and
-/// JUnit / Markdown files of the verdicts.
+/// The SLO group of every measuring command (`run`, `sweep`, `tune`, `ab`, `colocate`),
+/// declared once: the service-level objective and the view it reads, extra percentiles, how an
+/// undecided verdict counts, and JUnit / Markdown files of the verdicts. A command whose
+/// `--slo` means more (a verdict per step, per arm) says so with its own help
+/// (`#[command(mut_arg("slo", …))]` on its struct).
 #[derive(Args, Debug, Clone)]
 pub struct GateArgs {
+    /// Service-level objective: conditions joined by commas, all of which must hold — any
+    /// percentile 'p99<=1ms' (p95, p99.5, …), 'mean<=500us', 'errors<=0.1%' (errors, timeouts
+    /// and drops), 'rate>=9000' or 'rate>=99%' (of offered); prefix one with a view
+    /// ('server:p99<=1ms'). Verdicts read the intervals; violated → exit 3.
+    #[arg(long)]
+    pub slo: Option<String>,
+    /// The view an SLO condition without a prefix reads: user (intended → received), server
+    /// (sent → kernel receive), or auto (each run's headline view: the user's when valid, else
+    /// the server's). A verdict read from a view that is invalid for the run is undecided.
+    #[arg(long, value_enum, default_value_t = ViewArg::Auto)]
+    pub slo_view: ViewArg,
     /// Extra percentiles to report beside p50, p90, p99, p99.9 and p99.99, each with its
     /// interval (e.g. 50,95,99.5).
     #[arg(long, value_name = "LIST")]
@@ -402,6 +416,12 @@ pub enum OnOff {
 
 /// The options of `sweep` (and of every point of an experiment file) beside its target.
 #[derive(Args, Debug, Clone)]
+#[command(mut_arg("slo", |a| {
+    a.help(
+        "Service-level objective (as for `run --slo`), e.g. 'p99<=1ms' or 'p99<=1ms,p99.9<=5ms': \
+         a verdict per point (meets / violates / undecided, from the confidence intervals)",
+    )
+}))]
 pub struct SweepOptions {
     /// Offered loads: req/s, or percentages of the calibrated capacity with a trailing %
     /// (on the list or on each); `a,b,...,z` steps evenly: 10,20,...,100%.
@@ -419,15 +439,6 @@ pub struct SweepOptions {
     /// Run each point this many times (each with its own seed derived from --seed).
     #[arg(long, default_value_t = 1)]
     pub repeat: u32,
-    /// Service-level objective, e.g. 'p99<=1ms' or 'p99<=1ms,p99.9<=5ms': a verdict per
-    /// point (meets / violates / undecided, from the confidence intervals).
-    #[arg(long)]
-    pub slo: Option<String>,
-    /// Which latency the SLO reads: user (intended → received), server (sent → kernel
-    /// receive), or auto (each run's headline view: the user's when valid, else the
-    /// server's). A verdict read from a view that is invalid for the run is undecided.
-    #[arg(long, value_enum, default_value_t = ViewArg::Auto)]
-    pub slo_view: ViewArg,
     #[command(flatten)]
     pub gate: GateArgs,
     /// Skip the short host-noise probe made before the sweep.

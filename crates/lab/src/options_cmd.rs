@@ -56,15 +56,6 @@ pub struct RunOptions {
     /// made before the load starts.
     #[arg(long)]
     pub no_noise_probe: bool,
-    /// Service-level objective: conditions joined by commas, all of which must hold — any
-    /// percentile 'p99<=1ms' (p95, p99.5, …), 'mean<=500us', 'errors<=0.1%' (errors, timeouts
-    /// and drops), 'rate>=9000' or 'rate>=99%' (of offered); prefix one with a view
-    /// ('server:p99<=1ms'). Verdicts read the intervals; violated → exit 3.
-    #[arg(long)]
-    pub slo: Option<String>,
-    /// The view an SLO condition without a prefix reads (auto: the run's headline view).
-    #[arg(long, value_enum, default_value_t = ViewArg::Auto)]
-    pub slo_view: ViewArg,
     #[command(flatten)]
     pub gate: GateArgs,
     #[command(flatten)]
@@ -112,6 +103,13 @@ pub struct CalibrateOptions {
 
 /// `tune`'s options.
 #[derive(Args, Debug, Clone)]
+#[command(mut_arg("slo", |a| {
+    a.help(
+        "Service-level objective (as for `run --slo`): a verdict per step at --rate, and each \
+         step also searches the highest load meeting it. Exit 3 when the tuned configuration \
+         (the last step measured) violates it at --rate",
+    )
+}))]
 pub struct TuneOptions {
     /// The offered load of every step: req/s, or a percentage of each step's calibrated
     /// capacity (80%).
@@ -120,14 +118,6 @@ pub struct TuneOptions {
     /// The mitigations, in order (each adds to the ones before).
     #[arg(long, default_value = "rt,udp,irq,numa,cstate,governor")]
     pub steps: String,
-    /// Service-level objective (as for `run --slo`): a verdict per step at --rate, and each
-    /// step also searches the highest load meeting it. Exit 3 when the tuned configuration
-    /// (the last step measured) violates it at --rate.
-    #[arg(long)]
-    pub slo: Option<String>,
-    /// The view an SLO condition without a prefix reads (auto: each run's headline view).
-    #[arg(long, value_enum, default_value_t = ViewArg::Auto)]
-    pub slo_view: ViewArg,
     #[command(flatten)]
     pub gate: GateArgs,
     /// A name stored with the walk and its runs (config `label`), shown by `runs list`.
@@ -290,8 +280,8 @@ impl TuneOptions {
                 connections: Some(la.connections as u64),
                 cpus: Some(p.cpus.iter().map(|c| *c as u64).collect()),
                 seed: Some(la.seed),
-                slo: self.slo.clone(),
-                slo_view: Some(self.slo_view.into()),
+                slo: self.gate.slo.clone(),
+                slo_view: Some(self.gate.slo_view.into()),
                 label: self.label.as_ref().map(|l| l.0.clone()),
                 ..measurement::RunConfig::default()
             },

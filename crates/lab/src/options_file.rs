@@ -64,8 +64,8 @@ fn overlay(
     lay! { given;
         "loads": a.loads => list(&s.loads).map(Some);
         "repeat": a.repeat => s.repeat;
-        "slo": a.slo => s.slo.clone().map(Some);
-        "slo_view": a.slo_view => s.slo_view;
+        "slo": a.gate.slo => s.slo.clone().map(Some);
+        "slo_view": a.gate.slo_view => s.slo_view;
         "percentiles": a.gate.percentiles => list(&s.percentiles).map(Some);
         "slo_undecided": a.gate.slo_undecided => s.slo_undecided;
         "junit": a.gate.junit => path(&s.junit).map(Some);
@@ -260,7 +260,7 @@ mod tests {
         let (a, target, axes) = parse(f, &[]).unwrap();
         assert_eq!(target, "memcached://");
         assert!(axes.is_empty());
-        assert_eq!(a.slo_view, ViewArg::Server);
+        assert_eq!(a.gate.slo_view, ViewArg::Server);
         assert_eq!(a.side.queues, QueuesArg::PerWorker);
         assert_eq!(a.gate.slo_undecided, UndecidedArg::Pass);
         assert_eq!(a.agents.agent_records, OnOff::Off);

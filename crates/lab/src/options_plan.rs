@@ -252,7 +252,7 @@ impl SweepOptions {
             Some(l) => measurement::parse_loads(l)?,
             None => Vec::new(),
         };
-        if self.find_max && self.slo.is_none() {
+        if self.find_max && self.gate.slo.is_none() {
             return Err(invalid("--find-max needs --slo (e.g. --slo 'p99<=1ms')"));
         }
         let cli_axes = self
@@ -261,7 +261,7 @@ impl SweepOptions {
             .map(|x| Axis::parse(x))
             .collect::<Result<Vec<_>, _>>()?;
         let axes = merge_axes(file_axes, cli_axes)?;
-        let view: ViewChoice = self.slo_view.into();
+        let view: ViewChoice = self.gate.slo_view.into();
         let interleave = self.interleave.design(
             la.confidence,
             la.seed,
@@ -287,7 +287,7 @@ impl SweepOptions {
                 calibrate: CalibrateSpec::default(),
                 config: measurement::RunConfig {
                     service: side.service.clone(),
-                    slo: self.slo.clone(),
+                    slo: self.gate.slo.clone(),
                     slo_view: Some(view),
                     label: self.label.as_ref().map(|l| l.0.clone()),
                     ..la.stored(target, &p.cpus)

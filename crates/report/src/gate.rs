@@ -42,8 +42,9 @@ pub struct Gate {
 impl Gate {
     /// Parses and checks everything (the output files must be writable): a usage error on
     /// bad input, before anything runs or is written.
-    pub fn new(slo: Option<&str>, view: ViewChoice, g: &GateArgs) -> Result<Gate, GateError> {
-        let slo = slo.map(|s| Slo::parse(s, view)).transpose()?;
+    pub fn new(g: &GateArgs) -> Result<Gate, GateError> {
+        let view = ViewChoice::from(g.slo_view);
+        let slo = g.slo.as_deref().map(|s| Slo::parse(s, view)).transpose()?;
         let mut gate = Gate::judging(&[slo.as_ref()], g)?;
         gate.slo = slo;
         Ok(gate)

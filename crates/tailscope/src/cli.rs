@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-pub use lab::options::{AgentArgs, GateArgs, Given, UndecidedArg, ViewArg};
+pub use lab::options::{AgentArgs, GateArgs, Given, UndecidedArg};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -529,6 +529,12 @@ pub struct SweepArgs {
 }
 
 #[derive(Args, Debug, Clone)]
+#[command(mut_arg("slo", |a| {
+    a.help(
+        "Service-level objective of both services (as for `run --slo`), in place of their \
+         files' `slo`. Exit 3 when a side of a cell violates its SLO",
+    )
+}))]
 pub struct ColocateArgs {
     /// The first service: an experiment file (as for `sweep`: target, spawn options, loads,
     /// slo).
@@ -541,19 +547,12 @@ pub struct ColocateArgs {
     /// Overrides each run's warm-up in both files.
     #[arg(long)]
     pub warmup: Option<Given<lab::DurationArg>>,
-    /// Service-level objective of both services (as for `run --slo`), in place of their
-    /// files' `slo`. Exit 3 when a side of a cell violates its SLO.
-    #[arg(long)]
-    pub slo: Option<String>,
     /// The first service's SLO (in place of --slo and its file's).
     #[arg(long, value_name = "SLO")]
     pub slo_a: Option<String>,
     /// The second service's SLO (in place of --slo and its file's).
     #[arg(long, value_name = "SLO")]
     pub slo_b: Option<String>,
-    /// The view an SLO condition without a prefix reads (auto: each run's headline view).
-    #[arg(long, value_enum, default_value_t = ViewArg::Auto)]
-    pub slo_view: ViewArg,
     #[command(flatten)]
     pub gate: GateArgs,
     /// A name stored with the matrix and its runs (config `label`), shown by `runs list`.

@@ -31,7 +31,7 @@ pub fn run(a: &AbArgs) -> anyhow::Result<i32> {
     let o = &a.opts;
     let mut gate_args = o.gate.clone();
     let (junit, markdown) = (gate_args.junit.take(), gate_args.markdown.take());
-    let gate = Gate::new(o.slo.as_deref(), o.slo_view.into(), &gate_args)?;
+    let gate = Gate::new(&gate_args)?;
     for (flag, p) in [("--junit", &junit), ("--markdown", &markdown)] {
         if let Some(p) = p {
             report::files::check_writable(flag, p)?;

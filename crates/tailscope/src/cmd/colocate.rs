@@ -42,9 +42,9 @@ pub fn run(a: &ColocateArgs) -> anyhow::Result<i32> {
     let mut pa = side(&a.a, a)?;
     let mut pb = side(&a.b, a)?;
     // --slo-a / --slo-b, else --slo, in place of the files' own SLOs.
-    let view: lab::ViewChoice = a.slo_view.into();
+    let view: lab::ViewChoice = a.gate.slo_view.into();
     for (plan, own) in [(&mut pa, &a.slo_a), (&mut pb, &a.slo_b)] {
-        if let Some(text) = own.as_deref().or(a.slo.as_deref()) {
+        if let Some(text) = own.as_deref().or(a.gate.slo.as_deref()) {
             plan.slo = Some(lab::Slo::parse(text, view)?);
         }
         if let Some(l) = &a.label {

@@ -21,12 +21,14 @@ pub fn run(a: &DemoArgs) -> anyhow::Result<i32> {
         plot: Some(a.plot.clone()),
     };
     let gate_args = GateArgs {
+        slo: a.slo.clone(),
+        slo_view: lab::options::ViewArg::Auto,
         percentiles: None,
         slo_undecided: a.slo_undecided,
         junit: None,
         markdown: None,
     };
-    let gate = report::gate::Gate::new(a.slo.as_deref(), lab::ViewChoice::Auto, &gate_args)?;
+    let gate = report::gate::Gate::new(&gate_args)?;
     let spec = DemoSpec {
         server_cpu: a.server_cpu,
         client_cpu: a.client_cpu,

@@ -15,7 +15,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<i32> {
     // Validate everything, then run: nothing is written (not even the store file) and no
     // server is started on bad input.
     let o = &a.opts;
-    let gate = Gate::new(o.slo.as_deref(), o.slo_view.into(), &o.gate)?;
+    let gate = Gate::new(&o.gate)?;
     let (tplan, spec) = o.plan(&a.target, gate.extra.clone())?;
     output::check_outputs(&a.out)?;
     let db = db_path(&a.db)?;

@@ -15,7 +15,7 @@ use report::gate::Gate;
 pub fn sweep_plan(a: &SweepArgs, file_axes: Vec<Axis>) -> anyhow::Result<(SweepPlan, Gate)> {
     let o = &a.opts;
     let mut plan = o.plan(&a.target, file_axes)?;
-    let gate = Gate::new(o.slo.as_deref(), o.slo_view.into(), &o.gate)?;
+    let gate = Gate::new(&o.gate)?;
     plan.slo = gate.slo.clone();
     plan.template.extra_quantiles = gate.extra.clone();
     Ok((plan, gate))

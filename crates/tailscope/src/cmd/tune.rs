@@ -11,7 +11,7 @@ use crate::output;
 pub fn run(a: &TuneArgs) -> anyhow::Result<i32> {
     let o = &a.opts;
     let mut tplan = o.plan(&a.target)?;
-    let gate = report::gate::Gate::new(o.slo.as_deref(), o.slo_view.into(), &o.gate)?;
+    let gate = report::gate::Gate::new(&o.gate)?;
     tplan.slo = gate.slo.clone();
     tplan.template.extra_quantiles = gate.extra.clone();
     let db = db_path(&a.db)?;
