@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use stats::P99;
 
+use crate::experiment_config::{ColocateConfig, ColocateSide, ExperimentConfig};
 use crate::slo::{SloReport, Verdict};
 use crate::sweep::{Load, SweepPlan};
 use measurement::error::{invalid, LabError};
@@ -183,10 +184,11 @@ pub fn colocate(
     let experiment = db.store.begin_experiment(&store::NewExperiment {
         kind: "colocate".into(),
         started_at: store::now_rfc3339(),
-        config: json!({
-            "a": {"loads": a.loads, "slo": a.slo, "run": a.template.config},
-            "b": {"loads": b.loads, "slo": b.slo, "run": b.template.config},
-        }),
+        config: ExperimentConfig::Colocate(Box::new(ColocateConfig {
+            a: ColocateSide::of(a),
+            b: ColocateSide::of(b),
+        }))
+        .to_json(),
     })?;
     let mut cells = Vec::new();
     let outcome = (|| -> Result<(String, String), LabError> {

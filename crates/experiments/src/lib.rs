@@ -22,6 +22,7 @@ mod colocate;
 pub mod demo;
 pub mod doctor;
 mod dry_run;
+mod experiment_config;
 pub mod figures;
 mod headlines;
 mod knob;
@@ -36,6 +37,9 @@ mod tune;
 
 pub use colocate::{colocate, Cell, Colocation};
 pub use dry_run::{DryAxis, DryRun};
+pub use experiment_config::{
+    AbConfig, ColocateConfig, ColocateSide, ExperimentConfig, RepeatConfig, SweepConfig, TuneConfig,
+};
 pub use headlines::Headlines;
 pub use knob::{merge_axes, Axis, Knob, KNOBS};
 pub use outcome::{verdict_code, Suites, EXIT_FAILED, EXIT_SLO_VIOLATED};

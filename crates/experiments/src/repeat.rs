@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::json;
 
+use crate::experiment_config::{ExperimentConfig, RepeatConfig};
 use crate::slo::{
     forced_by, judge_latency, latency_bound, Condition, ConditionResult, Slo, SloReport, Verdict,
     View, ViewChoice,
@@ -278,11 +279,12 @@ pub fn measure_repeated(
     let experiment = db.store.begin_experiment(&store::NewExperiment {
         kind: "repeat".into(),
         started_at: store::now_rfc3339(),
-        config: json!({
-            "repeat": n,
-            "run": plan.config,
-            "label": plan.config.label,
-        }),
+        config: ExperimentConfig::Repeat(RepeatConfig {
+            repeat: n,
+            run: plan.config.clone(),
+            label: plan.config.label.clone(),
+        })
+        .to_json(),
     })?;
     let mut runs = Vec::new();
     let mut failure = None;

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use stats::Distribution;
 
+use crate::experiment_config::{ExperimentConfig, SweepConfig};
 use crate::knob::Axis;
 use crate::repeat::{repeated, Repeated};
 use crate::slo::{Slo, SloReport, Verdict};
@@ -732,12 +733,17 @@ pub fn sweep(
         None => db.store.begin_experiment(&store::NewExperiment {
             kind: plan.kind.clone(),
             started_at: store::now_rfc3339(),
-            config: json!({
-                "axes": plan.axes, "loads": plan.loads, "repeat": plan.repeat,
-                "slo": plan.slo, "find_max": plan.find_max, "max_steps": plan.max_steps,
-                "run": plan.template.config,
-                "label": plan.template.config.label,
-            }),
+            config: ExperimentConfig::Sweep(SweepConfig {
+                axes: plan.axes.clone(),
+                loads: plan.loads.clone(),
+                repeat: plan.repeat,
+                slo: plan.slo.clone(),
+                find_max: plan.find_max,
+                max_steps: plan.max_steps,
+                run: plan.template.config.clone(),
+                label: plan.template.config.label.clone(),
+            })
+            .to_json(),
         })?,
     };
     let mut ctx = Ctx {

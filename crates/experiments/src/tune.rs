@@ -13,9 +13,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use host::mitigate::{self, Applied, Journal, Mitigation};
 use host::probe::HostRoot;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use crate::experiment_config::{ExperimentConfig, TuneConfig};
 use crate::slo::{Slo, SloReport};
 use crate::sweep::{sweep, Load, SweepPlan};
 use measurement::error::{invalid, LabError};
@@ -25,7 +26,7 @@ use measurement::RunTemplate;
 use measurement::{ExperimentStatus, RunStatus};
 
 /// One mitigation of the walk.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TuneStepKind {
     /// The server's threads in the realtime FIFO class (Tales §4.2: FIFO order of wake-ups,
@@ -299,10 +300,13 @@ pub fn tune(
     let experiment = db.store.begin_experiment(&store::NewExperiment {
         kind: "tune".into(),
         started_at: store::now_rfc3339(),
-        config: json!({
-            "steps": plan.steps, "load": plan.load, "slo": plan.slo,
-            "run": plan.template.config,
-        }),
+        config: ExperimentConfig::Tune(TuneConfig {
+            steps: plan.steps.clone(),
+            load: plan.load,
+            slo: plan.slo.clone(),
+            run: plan.template.config.clone(),
+        })
+        .to_json(),
     })?;
     let mut applied: Vec<Applied> = Vec::new();
     let mut steps = Vec::new();

@@ -14,6 +14,7 @@ use serde_json::json;
 use super::paired::{AbRow, Arm, CarryOver, Looks, PairFacts, Paired, SliceFacts};
 use super::slices::{ArmFacts, Discard, SliceSink};
 use crate::check::CheckVerdict;
+use crate::experiment_config::{AbConfig, ExperimentConfig};
 use measurement::error::{invalid, LabError};
 use measurement::records::StoreSink;
 use measurement::view::{View, ViewChoice};
@@ -283,18 +284,19 @@ pub fn compare_planned(
     let experiment = db.store.begin_experiment(&store::NewExperiment {
         kind: "ab".into(),
         started_at: store::now_rfc3339(),
-        config: json!({
-            "baseline": texts[0],
-            "candidate": texts[1],
-            "run": plans[0].config,
-            "slice": format!("{:?}", spec.slice),
-            "settle": format!("{:?}", spec.settle),
-            "gap": format!("{:?}", spec.gap),
-            "pairs": spec.pairs,
-            "until_decided": spec.until_decided.map(|d| d.as_secs_f64()),
-            "tolerance": spec.tolerance,
-            "label": spec.label,
-        }),
+        config: ExperimentConfig::Ab(AbConfig {
+            baseline: texts[0].clone(),
+            candidate: texts[1].clone(),
+            run: plans[0].config.clone(),
+            slice: format!("{:?}", spec.slice),
+            settle: format!("{:?}", spec.settle),
+            gap: format!("{:?}", spec.gap),
+            pairs: spec.pairs,
+            until_decided: spec.until_decided.map(|d| d.as_secs_f64()),
+            tolerance: spec.tolerance,
+            label: spec.label.clone(),
+        })
+        .to_json(),
     })?;
     let mut live = Vec::with_capacity(2);
     for (k, mut plan) in plans.into_iter().enumerate() {
