@@ -8,15 +8,15 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use analysis::IdealSpec;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use stats::P99;
 
-use crate::experiment_config::{ColocateConfig, ColocateSide, ExperimentConfig};
 use crate::slo::{SloReport, Verdict};
 use crate::sweep::{Load, SweepPlan};
 use measurement::error::{invalid, LabError};
 use measurement::measure::{measure, RunPlan};
+use measurement::run_config::stored;
 use measurement::Db;
 use measurement::IdealSource;
 use measurement::Observer;
@@ -173,6 +173,32 @@ fn side_of(x: &Result<measurement::Run, LabError>, slo: &Option<crate::slo::Slo>
     }
 }
 
+/// Two services colocated: each side's sweep.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ColocateConfig {
+    pub a: ColocateSide,
+    pub b: ColocateSide,
+}
+
+/// One side of a colocation.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ColocateSide {
+    pub loads: Vec<Load>,
+    pub slo: Option<crate::slo::Slo>,
+    pub run: measurement::RunConfig,
+}
+
+impl ColocateSide {
+    /// A side as its sweep plan asks for it.
+    pub fn of(plan: &crate::sweep::SweepPlan) -> ColocateSide {
+        ColocateSide {
+            loads: plan.loads.clone(),
+            slo: plan.slo.clone(),
+            run: plan.template.config.clone(),
+        }
+    }
+}
+
 pub fn colocate(
     a: &SweepPlan,
     b: &SweepPlan,
@@ -184,11 +210,10 @@ pub fn colocate(
     let experiment = db.store.begin_experiment(&store::NewExperiment {
         kind: "colocate".into(),
         started_at: store::now_rfc3339(),
-        config: ExperimentConfig::Colocate(Box::new(ColocateConfig {
+        config: stored(&ColocateConfig {
             a: ColocateSide::of(a),
             b: ColocateSide::of(b),
-        }))
-        .to_json(),
+        }),
     })?;
     let mut cells = Vec::new();
     let outcome = (|| -> Result<(String, String), LabError> {

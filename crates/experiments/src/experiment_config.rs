@@ -1,16 +1,18 @@
 //! An experiment's configuration as the store keeps it (`experiments.config`), typed like a
-//! run's [`RunConfig`]: every kind's keys are one struct's fields, so a loop writes what it
-//! asked for through serde rather than a `json!` around its parts, and a reader gets the same
-//! types back. The JSON is the shape the loops have always stored (the keys of each kind, a
+//! run's [`RunConfig`]: every kind's keys are one struct's fields, declared beside its loop
+//! ([`SweepConfig`], [`TuneConfig`], [`AbConfig`], [`ColocateConfig`], [`RepeatConfig`]), which
+//! writes what it asked for through serde rather than a `json!` around its parts; a reader
+//! gets the same types back through [`ExperimentConfig`]. The JSON is the shape the loops have always stored (the keys of each kind, a
 //! `null` where an option was not given), so older stores read as before.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::knob::Axis;
-use crate::slo::Slo;
-use crate::tune::TuneStepKind;
-use measurement::load_spec::Load;
+use crate::ab::AbConfig;
+use crate::colocate::ColocateConfig;
+use crate::repeat::RepeatConfig;
+use crate::sweep::SweepConfig;
+use crate::tune::TuneConfig;
 use measurement::RunConfig;
 
 /// One experiment's configuration; which kind it is, the store's `kind` column says (a
@@ -26,86 +28,10 @@ pub enum ExperimentConfig {
     Repeat(RepeatConfig),
 }
 
-/// A sweep over loads and knob axes (and `demo`, which is one).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct SweepConfig {
-    pub axes: Vec<Axis>,
-    pub loads: Vec<Load>,
-    pub repeat: u32,
-    pub slo: Option<Slo>,
-    pub find_max: bool,
-    pub max_steps: u32,
-    /// What every point shares: the user's options.
-    pub run: RunConfig,
-    pub label: Option<String>,
-}
-
-/// The tuning walk.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct TuneConfig {
-    pub steps: Vec<TuneStepKind>,
-    pub load: Load,
-    pub slo: Option<Slo>,
-    pub run: RunConfig,
-}
-
-/// A paired A/B comparison: the two arms as the user wrote them, and its design.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct AbConfig {
-    pub baseline: String,
-    pub candidate: String,
-    /// The baseline's options (each arm's run stores its own).
-    pub run: RunConfig,
-    /// `Debug` of the durations (`1s`, `100ms`), as stored since the first `ab`.
-    pub slice: String,
-    pub settle: String,
-    pub gap: String,
-    pub pairs: u32,
-    /// `--until-decided`'s longest duration in seconds.
-    pub until_decided: Option<f64>,
-    pub tolerance: f64,
-    pub label: Option<String>,
-}
-
-/// Two services colocated: each side's sweep.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct ColocateConfig {
-    pub a: ColocateSide,
-    pub b: ColocateSide,
-}
-
-/// One side of a colocation.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct ColocateSide {
-    pub loads: Vec<Load>,
-    pub slo: Option<Slo>,
-    pub run: RunConfig,
-}
-
-impl ColocateSide {
-    /// A side as its sweep plan asks for it.
-    pub fn of(plan: &crate::sweep::SweepPlan) -> ColocateSide {
-        ColocateSide {
-            loads: plan.loads.clone(),
-            slo: plan.slo.clone(),
-            run: plan.template.config.clone(),
-        }
-    }
-}
-
-/// `run --repeat`: one configuration measured n times.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct RepeatConfig {
-    pub repeat: u32,
-    pub run: RunConfig,
-    pub label: Option<String>,
-}
-
 impl ExperimentConfig {
     /// The JSON object the store keeps.
     pub fn to_json(&self) -> Value {
-        // Every field is a string, number, list or map of them: serde_json cannot fail here.
-        serde_json::to_value(self).unwrap_or(Value::Null)
+        measurement::run_config::stored(self)
     }
 
     /// A stored configuration read back, when it has one of the shapes above (older stores'
@@ -131,6 +57,11 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::colocate::ColocateSide;
+    use crate::knob::Axis;
+    use crate::slo::Slo;
+    use crate::tune::TuneStepKind;
+    use measurement::load_spec::Load;
 
     fn run_config() -> RunConfig {
         RunConfig {

@@ -36,13 +36,13 @@ mod sweep;
 mod tune;
 
 pub use colocate::{colocate, Cell, Colocation};
+pub use colocate::{ColocateConfig, ColocateSide};
 pub use dry_run::{DryAxis, DryRun};
-pub use experiment_config::{
-    AbConfig, ColocateConfig, ColocateSide, ExperimentConfig, RepeatConfig, SweepConfig, TuneConfig,
-};
+pub use experiment_config::ExperimentConfig;
 pub use headlines::Headlines;
 pub use knob::{merge_axes, Axis, Knob, KNOBS};
 pub use outcome::{verdict_code, Suites, EXIT_FAILED, EXIT_SLO_VIOLATED};
+pub use repeat::RepeatConfig;
 pub use repeat::{measure_repeated, Combined, Repeated};
 pub use simulate::{
     check_not_saturated, simulate, SimResult, CI_BATCH_MEANS, CI_ORDER_STAT, CI_REPLICATIONS,
@@ -51,5 +51,7 @@ pub use slo::{
     fmt_unit, parse_percentile, parse_percentiles, Bound, Condition, ConditionResult, Slo,
     SloReport, Verdict, View, ViewChoice, What,
 };
+pub use sweep::SweepConfig;
 pub use sweep::{sweep, Bracket, Load, MaxLoad, Point, Role, Row, SweepPlan, SweepResult};
+pub use tune::TuneConfig;
 pub use tune::{check_tunable, tune, TunePlan, TuneResult, TuneStep, TuneStepKind};

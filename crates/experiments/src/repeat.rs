@@ -27,12 +27,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::json;
 
-use crate::experiment_config::{ExperimentConfig, RepeatConfig};
 use crate::slo::{
     forced_by, judge_latency, latency_bound, Condition, ConditionResult, Slo, SloReport, Verdict,
     View, ViewChoice,
 };
 use measurement::measure::{measure, RunPlan};
+use measurement::run_config::stored;
 use measurement::Db;
 use measurement::LabError;
 use measurement::Observer;
@@ -279,12 +279,11 @@ pub fn measure_repeated(
     let experiment = db.store.begin_experiment(&store::NewExperiment {
         kind: "repeat".into(),
         started_at: store::now_rfc3339(),
-        config: ExperimentConfig::Repeat(RepeatConfig {
+        config: stored(&RepeatConfig {
             repeat: n,
             run: plan.config.clone(),
             label: plan.config.label.clone(),
-        })
-        .to_json(),
+        }),
     })?;
     let mut runs = Vec::new();
     let mut failure = None;
@@ -468,6 +467,14 @@ fn excess_combined(runs: &[&Run], confidence: f64) -> Option<Combined> {
     c.summary.min_ns = f64::NAN;
     c.summary.max_ns = f64::NAN;
     Some(c)
+}
+
+/// `run --repeat`: one configuration measured n times.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RepeatConfig {
+    pub repeat: u32,
+    pub run: measurement::RunConfig,
+    pub label: Option<String>,
 }
 
 #[cfg(test)]

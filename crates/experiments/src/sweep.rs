@@ -20,13 +20,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use stats::Distribution;
 
-use crate::experiment_config::{ExperimentConfig, SweepConfig};
 use crate::knob::Axis;
 use crate::repeat::{repeated, Repeated};
 use crate::slo::{Slo, SloReport, Verdict};
 use measurement::error::{invalid, LabError};
 pub use measurement::load_spec::Load;
 use measurement::measure::{check_load, measure, RunPlan};
+use measurement::run_config::stored;
 pub use measurement::run_config::Role;
 use measurement::Db;
 use measurement::Observer;
@@ -34,6 +34,20 @@ use measurement::RunTemplate;
 use measurement::{stored_calibration, CalibrateSpec, IdealSource};
 use measurement::{Ready, TargetPlan, TargetSpec};
 use measurement::{Run, RunStatus, SweepStatus};
+
+/// A sweep over loads and knob axes (and `demo`, which is one).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SweepConfig {
+    pub axes: Vec<Axis>,
+    pub loads: Vec<Load>,
+    pub repeat: u32,
+    pub slo: Option<Slo>,
+    pub find_max: bool,
+    pub max_steps: u32,
+    /// What every point shares: the user's options.
+    pub run: measurement::RunConfig,
+    pub label: Option<String>,
+}
 
 /// A sweep.
 #[derive(Clone, Debug)]
@@ -733,7 +747,7 @@ pub fn sweep(
         None => db.store.begin_experiment(&store::NewExperiment {
             kind: plan.kind.clone(),
             started_at: store::now_rfc3339(),
-            config: ExperimentConfig::Sweep(SweepConfig {
+            config: stored(&SweepConfig {
                 axes: plan.axes.clone(),
                 loads: plan.loads.clone(),
                 repeat: plan.repeat,
@@ -742,8 +756,7 @@ pub fn sweep(
                 max_steps: plan.max_steps,
                 run: plan.template.config.clone(),
                 label: plan.template.config.label.clone(),
-            })
-            .to_json(),
+            }),
         })?,
     };
     let mut ctx = Ctx {

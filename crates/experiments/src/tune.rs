@@ -16,10 +16,10 @@ use host::probe::HostRoot;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::experiment_config::{ExperimentConfig, TuneConfig};
 use crate::slo::{Slo, SloReport};
 use crate::sweep::{sweep, Load, SweepPlan};
 use measurement::error::{invalid, LabError};
+use measurement::run_config::stored;
 use measurement::Db;
 use measurement::Observer;
 use measurement::RunTemplate;
@@ -300,13 +300,12 @@ pub fn tune(
     let experiment = db.store.begin_experiment(&store::NewExperiment {
         kind: "tune".into(),
         started_at: store::now_rfc3339(),
-        config: ExperimentConfig::Tune(TuneConfig {
+        config: stored(&TuneConfig {
             steps: plan.steps.clone(),
             load: plan.load,
             slo: plan.slo.clone(),
             run: plan.template.config.clone(),
-        })
-        .to_json(),
+        }),
     })?;
     let mut applied: Vec<Applied> = Vec::new();
     let mut steps = Vec::new();
@@ -598,6 +597,15 @@ pub fn check_tunable(t: &RunTemplate) -> Result<(), LabError> {
         ));
     }
     Ok(())
+}
+
+/// The tuning walk.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TuneConfig {
+    pub steps: Vec<TuneStepKind>,
+    pub load: Load,
+    pub slo: Option<Slo>,
+    pub run: measurement::RunConfig,
 }
 
 #[cfg(test)]

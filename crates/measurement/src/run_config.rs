@@ -397,6 +397,13 @@ pub struct RunConfig {
     pub other: BTreeMap<String, Value>,
 }
 
+/// A configuration as the store keeps it (a run's, or an experiment's kind: `experiments`'
+/// `SweepConfig` and the others).
+pub fn stored<T: Serialize>(config: &T) -> Value {
+    // Every field is a string, number, list or map with string keys: serde_json cannot fail.
+    serde_json::to_value(config).unwrap_or(Value::Null)
+}
+
 impl RunConfig {
     /// A stored configuration read back (lenient: see the module).
     pub fn of(v: &Value) -> RunConfig {
@@ -405,7 +412,7 @@ impl RunConfig {
 
     /// The JSON object the store keeps.
     pub fn to_json(&self) -> Value {
-        serde_json::to_value(self).unwrap_or(Value::Null)
+        stored(self)
     }
 
     /// The label: the configuration's own, else its run template's.

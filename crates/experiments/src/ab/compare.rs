@@ -14,9 +14,9 @@ use serde_json::json;
 use super::paired::{AbRow, Arm, CarryOver, Looks, PairFacts, Paired, SliceFacts};
 use super::slices::{ArmFacts, Discard, SliceSink};
 use crate::check::CheckVerdict;
-use crate::experiment_config::{AbConfig, ExperimentConfig};
 use measurement::error::{invalid, LabError};
 use measurement::records::StoreSink;
+use measurement::run_config::stored;
 use measurement::view::{View, ViewChoice};
 use measurement::Observer;
 use measurement::{host_facts, Db};
@@ -284,7 +284,7 @@ pub fn compare_planned(
     let experiment = db.store.begin_experiment(&store::NewExperiment {
         kind: "ab".into(),
         started_at: store::now_rfc3339(),
-        config: ExperimentConfig::Ab(AbConfig {
+        config: stored(&AbConfig {
             baseline: texts[0].clone(),
             candidate: texts[1].clone(),
             run: plans[0].config.clone(),
@@ -295,8 +295,7 @@ pub fn compare_planned(
             until_decided: spec.until_decided.map(|d| d.as_secs_f64()),
             tolerance: spec.tolerance,
             label: spec.label.clone(),
-        })
-        .to_json(),
+        }),
     })?;
     let mut live = Vec::with_capacity(2);
     for (k, mut plan) in plans.into_iter().enumerate() {
@@ -863,4 +862,22 @@ fn finish(
         result,
         runs: runs.into_iter().flatten().collect(),
     })
+}
+
+/// A paired A/B comparison: the two arms as the user wrote them, and its design.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AbConfig {
+    pub baseline: String,
+    pub candidate: String,
+    /// The baseline's options (each arm's run stores its own).
+    pub run: measurement::RunConfig,
+    /// `Debug` of the durations (`1s`, `100ms`), as stored since the first `ab`.
+    pub slice: String,
+    pub settle: String,
+    pub gap: String,
+    pub pairs: u32,
+    /// `--until-decided`'s longest duration in seconds.
+    pub until_decided: Option<f64>,
+    pub tolerance: f64,
+    pub label: Option<String>,
 }

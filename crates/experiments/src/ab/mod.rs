@@ -8,8 +8,8 @@ mod stored;
 pub mod within;
 
 pub use compare::{
-    candidate_first, compare, compare_planned, AbOutcome, AbResult, AbSpec, ArmResult, ArmSpec,
-    Design, PlannedArm, Switch, AB_METHOD,
+    candidate_first, compare, compare_planned, AbConfig, AbOutcome, AbResult, AbSpec, ArmResult,
+    ArmSpec, Design, PlannedArm, Switch, AB_METHOD,
 };
 pub use paired::{AbRow, Arm, CarryOver, Centre, Looks, PairFacts, Paired, SliceFacts};
 pub use stored::{check_stored, stored_result};
