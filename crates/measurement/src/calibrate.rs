@@ -29,8 +29,8 @@ use crate::db::{host_facts, Db};
 use crate::error::{invalid, LabError};
 use crate::local::LocalEngine;
 use crate::observer::Observer;
-use crate::run::RunStatus;
 use crate::source::LoadSource;
+use crate::status::RunStatus;
 use crate::target::Ready;
 
 pub use crate::run::IdealSource;

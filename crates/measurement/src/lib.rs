@@ -29,6 +29,7 @@ mod grpc_call;
 pub mod input_file;
 pub mod instruments;
 pub mod interference;
+mod judge;
 pub mod lenient;
 pub mod load_spec;
 mod loads;
@@ -45,6 +46,7 @@ pub mod run_spec;
 mod server_facts;
 mod source;
 mod stages;
+mod status;
 pub mod tail_validity;
 mod target;
 pub mod target_spec;
@@ -70,16 +72,16 @@ pub use grpc_call::GrpcSpec;
 pub use input_file::read_bounded;
 pub use instruments::{Instrument, ServerInfo};
 pub use interference::stress_cpus;
+pub use judge::{
+    judge, lateness_verdict_of, saturation_of, status_of, views_of, JudgeInput, Judgement,
+    LatenessCause, LatenessVerdict, Saturation, ViewValidity, Views,
+};
 pub use load_spec::LoadParseError;
 pub use loads::parse_loads;
 pub use measure::{check_load, expected_requests, measure};
 pub use observer::{Observer, Quiet};
 pub use placement::{parse_bytes, MAX_INSTANCES};
-pub use run::{
-    judge, lateness_verdict_of, load_run, saturation_of, status_of, store_run, views_of,
-    ExperimentStatus, JudgeInput, Judgement, LatenessCause, LatenessVerdict, LoadFacts, Run,
-    RunStatus, Saturation, SweepStatus, ViewValidity, Views, RUN_ENCODING_VERSION,
-};
+pub use run::{load_run, store_run, LoadFacts, Run, RUN_ENCODING_VERSION};
 pub use run_config::{Arm, RunConfig};
 pub use run_config::{StagesBudget, StagesMode};
 pub use run_spec::{
@@ -88,6 +90,7 @@ pub use run_spec::{
 };
 pub use server_facts::{ContainerFacts, ServerFacts};
 pub use source::{LoadSource, Loaded, Measured, RunPlan, Sending};
+pub use status::{ExperimentStatus, RunStatus, SweepStatus};
 pub use tail_validity::{PercentileValidity, PERCENTILE_SHARE};
 pub use target::{
     own_server_threads, Ready, Scheme, SpawnSpec, TargetPlan, TargetSpec, WorkloadSpec,

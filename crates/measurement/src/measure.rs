@@ -14,11 +14,13 @@ use store::Store;
 
 use crate::db::{free_bytes, host_facts, Db};
 use crate::error::{invalid, LabError};
+use crate::judge::{judge, saturation_of, JudgeInput};
 use crate::local::LocalEngine;
 use crate::observer::Observer;
 use crate::records::StoredRecords;
-use crate::run::{judge, saturation_of, JudgeInput, Run, RunStatus};
+use crate::run::Run;
 use crate::source::{LoadSource, Loaded, Measured, Sending};
+use crate::status::RunStatus;
 use crate::target::Ready;
 
 pub use crate::source::RunPlan;

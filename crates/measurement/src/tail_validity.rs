@@ -1,7 +1,7 @@
 //! Which printed percentiles are the server's (issue 37): a view valid as a whole can still
 //! have a tail that is mostly the generator's own stalls (the user view) or the server under
 //! the bursts those stalls send (the server view). Each measured percentile is judged per
-//! view; [`crate::run::Views`] carries the verdicts, and every place that prints a percentile
+//! view; [`crate::judge::Views`] carries the verdicts, and every place that prints a percentile
 //! (terminal, JSON, HTML, SLO verdicts, `check`, `ab`) marks the ones a view does not stand
 //! behind.
 
