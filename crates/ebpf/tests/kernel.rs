@@ -270,6 +270,9 @@ fn sampled_echo(first_after: Duration) {
     }
     let margin = 2_000_000;
     let (mut whole, mut matched) = (0, 0);
+    // Where in their windows the requests without a match were (ms after its start, ms
+    // before its end), to tell a window's edge from a window that missed a program.
+    let mut unmatched: Vec<(usize, f64, Option<f64>)> = Vec::new();
     for (i, &(sent, received)) in reqs.iter().enumerate() {
         let Some(w) = ebpf::sampling::window_of(&windows, sent) else {
             continue;
@@ -289,6 +292,13 @@ fn sampled_echo(first_after: Duration) {
         if let Some(m) = j.join(&r) {
             assert!(sent <= m.stamps[0] && m.stamps[4] <= received, "{m:?}");
             matched += 1;
+        } else {
+            let k = windows.partition_point(|x| x.start <= sent);
+            unmatched.push((
+                k,
+                (sent - w.start) as f64 / 1e6,
+                w.end.map(|end| end.saturating_sub(received) as f64 / 1e6),
+            ));
         }
     }
     // Over a hundred whole requests, or fewer only with the evidence that the budget was
@@ -300,5 +310,18 @@ fn sampled_echo(first_after: Duration) {
         "{whole} requests inside windows, {spent} ns spent of {allowed} allowed: {report:?}"
     );
     // The kernel's counters name a full ring (records dropped) if that was the cause.
-    assert_eq!(matched, whole, "{:?} {:?}", j.stats(), c.counters());
+    let shown: Vec<_> = unmatched.iter().take(8).collect();
+    assert_eq!(
+        matched,
+        whole,
+        "{:?} {:?}; unmatched (window, ms after its start, ms before its end), first 8 of {}: \
+         {shown:?}; windows (start, length ms): {:?}",
+        j.stats(),
+        c.counters(),
+        unmatched.len(),
+        windows
+            .iter()
+            .map(|w| (w.start, w.end.map(|e| (e - w.start) as f64 / 1e6)))
+            .collect::<Vec<_>>()
+    );
 }
