@@ -197,21 +197,10 @@ pub fn lines(
     for p in written {
         writeln!(w, "wrote {p}")?;
     }
-    let counts: Vec<String> = r
-        .counts
-        .iter()
-        .filter(|(_, n)| **n > 0)
-        .map(|(k, n)| format!("{n} {k}"))
-        .collect();
-    writeln!(
+    crate::check_view::counts_line(
         w,
-        "{}{}",
-        counts.join(", "),
-        if r.regression {
-            " → the candidate is worse (exit 3)"
-        } else {
-            " → no regression"
-        }
+        &r.counts,
+        r.regression.then_some("the candidate is worse"),
     )
 }
 

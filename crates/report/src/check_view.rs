@@ -116,22 +116,25 @@ pub fn table(w: &mut dyn std::io::Write, c: &Check) -> std::io::Result<()> {
     for cv in &c.caveats {
         writeln!(w, "caveat: {cv}")?;
     }
-    let counts: Vec<String> = c
-        .counts
+    counts_line(w, &c.counts, c.regression.then_some("regression"))
+}
+
+/// The verdicts' counts ("3 same, 1 worse") and the conclusion: `regression` names it (exit 3),
+/// else "no regression".
+pub(crate) fn counts_line(
+    w: &mut dyn std::io::Write,
+    counts: &std::collections::BTreeMap<String, usize>,
+    regression: Option<&str>,
+) -> std::io::Result<()> {
+    let counts: Vec<String> = counts
         .iter()
         .filter(|(_, n)| **n > 0)
         .map(|(k, n)| format!("{n} {k}"))
         .collect();
-    writeln!(
-        w,
-        "{}{}",
-        counts.join(", "),
-        if c.regression {
-            " → regression (exit 3)"
-        } else {
-            " → no regression"
-        }
-    )
+    match regression {
+        Some(what) => writeln!(w, "{} → {what} (exit 3)", counts.join(", ")),
+        None => writeln!(w, "{} → no regression", counts.join(", ")),
+    }
 }
 
 #[cfg(test)]

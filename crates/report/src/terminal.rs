@@ -230,22 +230,31 @@ fn server_view(w: &mut dyn Write, run: &Run) -> io::Result<()> {
     Ok(())
 }
 
+/// The arrival check in words: the Anderson–Darling test on the sent gaps, and the
+/// schedule's own (terminal, HTML report and the reports of older stored runs alike).
+pub(crate) fn arrivals_text(n: f64, a2: f64, p: f64, exponential: bool, schedule_p: f64) -> String {
+    let verdict = if exponential {
+        "consistent with exponential"
+    } else {
+        "NOT exponential"
+    };
+    format!(
+        "Anderson–Darling on {n} inter-arrival gaps: A² = {a2:.3}, p = {p:.3} → {verdict} \
+         (the schedule's own gaps: p = {schedule_p:.3})"
+    )
+}
+
 /// The arrival check and the per-class lines.
 fn arrivals_and_classes(w: &mut dyn Write, a: &RunAnalysis) -> io::Result<()> {
     if let Some(c) = &a.arrival_check {
-        writeln!(
-            w,
-            "arrivals as sent: Anderson–Darling on {} inter-arrival gaps: A² = {:.3}, p = {:.3} → {} (the schedule's own gaps: p = {:.3})",
-            c.n,
+        let t = arrivals_text(
+            c.n as f64,
             c.statistic,
             c.p_value,
-            if c.exponential {
-                "consistent with exponential"
-            } else {
-                "NOT exponential"
-            },
-            c.schedule_p_value
-        )?;
+            c.exponential,
+            c.schedule_p_value,
+        );
+        writeln!(w, "arrivals as sent: {t}")?;
     }
     for c in &a.classes {
         let g = |k: &str| q(&c.measured, k);

@@ -483,7 +483,7 @@ fn pairs(
                 if !switch_to(switch, l) {
                     break;
                 }
-                match slice(spec, l, &mut paired, i, seed, settle_ns, stop) {
+                match slice_at(spec, l, &mut paired, i, seed, settle_ns, stop, None) {
                     Ok(f) => facts[k] = f,
                     Err(e) => l.error = Some(e),
                 }
@@ -562,20 +562,8 @@ fn duet_slices(
     facts
 }
 
-/// One slice of arm `l` in pair `i`: its counted records stored and recorded.
-fn slice(
-    spec: &Design,
-    l: &mut Live,
-    paired: &mut Paired,
-    i: u32,
-    seed: u64,
-    settle_ns: u64,
-    stop: &AtomicBool,
-) -> Result<SliceFacts, String> {
-    slice_at(spec, l, paired, i, seed, settle_ns, stop, None)
-}
-
-/// [`slice`], its schedule's time zero at `at` (absolute CLOCK_MONOTONIC ns) when given.
+/// One slice of arm `l` in pair `i`: its counted records stored and recorded; its schedule's
+/// time zero at `at` (absolute CLOCK_MONOTONIC ns) when given.
 #[allow(clippy::too_many_arguments)]
 fn slice_at(
     spec: &Design,

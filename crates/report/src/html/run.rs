@@ -456,19 +456,14 @@ fn validity(out: &mut String, a: &RunAnalysis) {
     }
     out.push_str("</table>\n");
     if let Some(c) = &a.arrival_check {
-        let _ = writeln!(
-            out,
-            "<p class=\"muted\">Arrivals as sent: Anderson–Darling on {} inter-arrival gaps: A² = {:.3}, p = {:.3} → {} (the schedule's own gaps: p = {:.3}).</p>",
-            c.n,
+        let t = crate::terminal::arrivals_text(
+            c.n as f64,
             c.statistic,
             c.p_value,
-            if c.exponential {
-                "consistent with exponential"
-            } else {
-                "NOT exponential"
-            },
-            c.schedule_p_value
+            c.exponential,
+            c.schedule_p_value,
         );
+        let _ = writeln!(out, "<p class=\"muted\">Arrivals as sent: {t}.</p>");
     }
 }
 

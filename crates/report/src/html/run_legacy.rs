@@ -365,19 +365,14 @@ fn validity(out: &mut String, s: &RunSummary) {
     }
     out.push_str("</table>\n");
     if let Some(a) = &s.arrival_check {
-        let _ = writeln!(
-            out,
-            "<p class=\"muted\">Arrivals as sent: Anderson–Darling on {} inter-arrival gaps: A² = {:.3}, p = {:.3} → {} (the schedule's own gaps: p = {:.3}).</p>",
+        let t = crate::terminal::arrivals_text(
             a.n.unwrap_or(0.0),
             a.statistic.unwrap_or(f64::NAN),
             a.p_value.unwrap_or(f64::NAN),
-            if a.exponential == Some(true) {
-                "consistent with exponential"
-            } else {
-                "NOT exponential"
-            },
-            a.schedule_p_value.unwrap_or(f64::NAN)
+            a.exponential == Some(true),
+            a.schedule_p_value.unwrap_or(f64::NAN),
         );
+        let _ = writeln!(out, "<p class=\"muted\">Arrivals as sent: {t}.</p>");
     }
 }
 

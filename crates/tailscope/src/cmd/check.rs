@@ -62,7 +62,14 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<i32> {
             .or_else(|| lab::RunStatus::of_row(&row.status));
         (c, status == Some(lab::RunStatus::Failed))
     };
-    let code = if failed {
+    let why = "the candidate's measurement failed";
+    finish(a, &check, failed.then_some(why))
+}
+
+/// Prints a check (its table, or `--json` with the candidate's failure and the exit code) and
+/// returns the exit code: 1 when the candidate failed (`failed` says how), 3 on a regression.
+fn finish(a: &CheckArgs, check: &lab::check::Check, failed: Option<&str>) -> anyhow::Result<i32> {
+    let code = if failed.is_some() {
         1
     } else if check.regression {
         REGRESSION
@@ -70,14 +77,14 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<i32> {
         0
     };
     if a.json {
-        let mut v = serde_json::to_value(&check)?;
-        v["candidate_failed"] = serde_json::json!(failed);
+        let mut v = serde_json::to_value(check)?;
+        v["candidate_failed"] = serde_json::json!(failed.is_some());
         v["exit_code"] = serde_json::json!(code);
         output::print_json(&v)?;
     } else {
-        output::print_with(|w| report::check_view::table(w, &check))?;
-        if failed {
-            outln!("the candidate's measurement failed: its rows cannot be trusted (exit 1)")?;
+        output::print_with(|w| report::check_view::table(w, check))?;
+        if let Some(why) = failed {
+            outln!("{why}: its rows cannot be trusted (exit 1)")?;
         }
     }
     Ok(code)
@@ -86,27 +93,10 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<i32> {
 /// `check ID --experiment` of an `ab` comparison.
 fn print_ab(a: &CheckArgs, st: &store::Store, tol: f64) -> anyhow::Result<i32> {
     let (check, r) = lab::ab::check_stored(st, a.candidate, tol).map_err(check_err)?;
-    let failed = r.status == lab::RunStatus::Failed;
-    let code = if failed {
-        1
-    } else if check.regression {
-        REGRESSION
-    } else {
-        0
-    };
-    if a.json {
-        let mut v = serde_json::to_value(&check)?;
-        v["candidate_failed"] = serde_json::json!(failed);
-        v["exit_code"] = serde_json::json!(code);
-        output::print_json(&v)?;
-    } else {
-        output::print_with(|w| report::check_view::table(w, &check))?;
-        if failed {
-            outln!(
-                "the comparison failed ({}): its rows cannot be trusted (exit 1)",
-                r.stopped
-            )?;
-        }
-    }
-    Ok(code)
+    let why = format!("the comparison failed ({})", r.stopped);
+    finish(
+        a,
+        &check,
+        (r.status == lab::RunStatus::Failed).then_some(why.as_str()),
+    )
 }
