@@ -31,7 +31,7 @@ pub use stationarity::{
     MovedSpan, Stationarity, TailStationarity, MIN_WINDOW_COUNT, MOVE_FACTOR, MOVE_MADS,
     TREND_ALPHA,
 };
-pub use windows::{window_width, Window};
+pub use windows::{server_latency, window_width, Window};
 
 use first::First;
 

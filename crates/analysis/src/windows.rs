@@ -51,9 +51,10 @@ pub fn window_width(requested: u64, span_ns: u64) -> u64 {
     (span_ns / 300).div_ceil(STEP).max(1) * STEP
 }
 
-/// The server's view of one request: sent → kernel receive (user-space receive without a
-/// kernel stamp), as in the first pass.
-pub(crate) fn server_latency(r: &RequestRecord) -> Option<u64> {
+/// The server's view of one answered request: sent → the client kernel's receive stamp (the
+/// user-space receive without one), as in the first pass and as every paired comparison reads
+/// it.
+pub fn server_latency(r: &RequestRecord) -> Option<u64> {
     r.latency_ns()?;
     let arrived = if r.kernel_rx_ns > 0 {
         r.kernel_rx_ns

@@ -10,8 +10,6 @@ use analysis::Excess;
 use lab::{Run, View};
 use stats::Summary;
 
-use crate::terminal::{fmt_ns, NOT_STOOD_BEHIND};
-
 /// The widest line the brief view prints.
 pub const WIDTH: usize = 100;
 
@@ -59,9 +57,11 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
         " — NOT VALID"
     };
     line(w, &format!("{} view ({what}){valid}:", v.headline))?;
-    table(w, measured, ideal, excess, |k| {
-        v.is_valid(v.headline) && !v.percentile_valid(v.headline, k)
-    })?;
+    // The terminal's table, brief: no interval for the ideal.
+    let not_stood_behind = |k: &str| v.is_valid(v.headline) && !v.percentile_valid(v.headline, k);
+    for l in crate::terminal::table_lines(measured, ideal, excess, not_stood_behind, true) {
+        line(w, &l)?;
+    }
     marked(w, v, v.headline)?;
     validity(w, run)?;
     let o = &a.outcomes;
@@ -110,47 +110,6 @@ pub fn run(w: &mut dyn Write, run: &Run) -> io::Result<()> {
 fn marked(w: &mut dyn Write, v: &lab::Views, view: View) -> io::Result<()> {
     for l in crate::terminal::marked_lines(v, view) {
         line(w, &l)?;
-    }
-    Ok(())
-}
-
-/// Measured [interval], ideal, excess [interval], one row per percentile; a row whose
-/// percentile the view does not stand behind (`marked`) ends in [`NOT_STOOD_BEHIND`].
-fn table(
-    w: &mut dyn Write,
-    measured: &Summary,
-    ideal: Option<&Summary>,
-    excess: &[Excess],
-    marked: impl Fn(&str) -> bool,
-) -> io::Result<()> {
-    let conf = measured.confidence * 100.0;
-    line(
-        w,
-        &format!(
-            "  {:<7} {:>9} {:<22} {:>9} {:>8} {:<16}",
-            "",
-            "measured",
-            format!("{conf:.0} % interval"),
-            "ideal",
-            "excess",
-            "interval"
-        ),
-    )?;
-    for x in &measured.quantiles {
-        let i = ideal.and_then(|s| s.get(&x.key));
-        let e = excess.iter().find(|e| e.key == x.key);
-        let row = format!(
-            "  {:<7} {:>9} {:<22} {:>9} {:>8} {:<16}",
-            x.key,
-            fmt_ns(x.est.value),
-            format!("[{}, {}]", fmt_ns(x.est.lo), fmt_ns(x.est.hi)),
-            i.map_or_else(|| "-".into(), |e| fmt_ns(e.value)),
-            e.map_or_else(|| "-".into(), |e| format!("{:.2}×", e.value)),
-            e.map(|e| format!("[{:.2}, {:.2}]", e.lo, e.hi))
-                .unwrap_or_default(),
-        );
-        let mark = if marked(&x.key) { NOT_STOOD_BEHIND } else { "" };
-        line(w, &format!("{}{mark}", row.trim_end()))?;
     }
     Ok(())
 }

@@ -29,38 +29,29 @@ pub fn text(w: &mut dyn Write, f: &Figure, written: &[String]) -> io::Result<()>
              its Wikipedia trace is not shipped — add one with --trace PATH)"
         )?;
     }
-    writeln!(
-        w,
-        "{:<28} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "response time", "p50", "p90", "p99", "p99.9", "p99.99"
-    )?;
-    let keys = ["p50", "p90", "p99", "p99.9", "p99.99"];
-    for (c, r) in f.curves.iter().zip(&f.results) {
-        let row: Vec<String> = keys.iter().map(|k| fmt_ns(q(r, k))).collect();
+    // One row: its name and five cells.
+    let row = |w: &mut dyn Write, name: &str, cells: [&str; 5]| {
         writeln!(
             w,
             "{:<28} {:>9} {:>9} {:>9} {:>9} {:>9}",
-            format!("{} (sim)", c.label),
-            row[0],
-            row[1],
-            row[2],
-            row[3],
-            row[4]
+            name, cells[0], cells[1], cells[2], cells[3], cells[4]
+        )
+    };
+    let keys = ["p50", "p90", "p99", "p99.9", "p99.99"];
+    row(w, "response time", keys)?;
+    for (c, r) in f.curves.iter().zip(&f.results) {
+        let sim = keys.map(|k| fmt_ns(q(r, k)));
+        row(
+            w,
+            &format!("{} (sim)", c.label),
+            sim.each_ref().map(String::as_str),
         )?;
         if c.exact.is_some() {
-            let row: Vec<String> = keys
-                .iter()
-                .map(|k| exact_q(c, k).map(fmt_ns).unwrap_or_default())
-                .collect();
-            writeln!(
+            let exact = keys.map(|k| exact_q(c, k).map(fmt_ns).unwrap_or_default());
+            row(
                 w,
-                "{:<28} {:>9} {:>9} {:>9} {:>9} {:>9}",
-                format!("{} (exact)", c.label),
-                row[0],
-                row[1],
-                row[2],
-                row[3],
-                row[4]
+                &format!("{} (exact)", c.label),
+                exact.each_ref().map(String::as_str),
             )?;
         }
     }

@@ -403,7 +403,72 @@ fn q(s: &Summary, k: &str) -> String {
     s.get(k).map(|e| fmt_ns(e.value)).unwrap_or_default()
 }
 
-/// Measured vs ideal vs excess per percentile, with intervals.
+/// Measured vs ideal vs excess per percentile, with intervals: the table's lines, its header
+/// first. `brief` (the default screen's): no interval for the ideal, "%" interval headers and
+/// × for the excess. A row whose percentile the view does not stand behind (`marked`) ends in
+/// [`NOT_STOOD_BEHIND`].
+pub(crate) fn table_lines(
+    measured: &Summary,
+    ideal: Option<&Summary>,
+    excess: &[Excess],
+    marked: impl Fn(&str) -> bool,
+    brief: bool,
+) -> Vec<String> {
+    let conf = measured.confidence * 100.0;
+    let iv = |lo: f64, hi: f64| format!("[{}, {}]", fmt_ns(lo), fmt_ns(hi));
+    let mut lines = vec![if brief {
+        format!(
+            "  {:<7} {:>9} {:<22} {:>9} {:>8} {:<16}",
+            "",
+            "measured",
+            format!("{conf:.0} % interval"),
+            "ideal",
+            "excess",
+            "interval"
+        )
+    } else {
+        format!(
+            "{:<8} {:>10} {:<24} {:>10} {:<24} {:>8} {:<16}",
+            "",
+            "measured",
+            format!("{conf:.0}% CI"),
+            "ideal",
+            format!("{conf:.0}% CI"),
+            "excess",
+            "CI"
+        )
+    }];
+    for x in &measured.quantiles {
+        let i = ideal.and_then(|s| s.get(&x.key));
+        let e = excess.iter().find(|e| e.key == x.key);
+        let value = fmt_ns(x.est.value);
+        let interval = iv(x.est.lo, x.est.hi);
+        let ideal = i.map_or_else(|| "-".into(), |e| fmt_ns(e.value));
+        let excess_iv = e
+            .map(|e| format!("[{:.2}, {:.2}]", e.lo, e.hi))
+            .unwrap_or_default();
+        let row = if brief {
+            let excess = e.map_or_else(|| "-".into(), |e| format!("{:.2}×", e.value));
+            format!(
+                "  {:<7} {value:>9} {interval:<22} {ideal:>9} {excess:>8} {excess_iv:<16}",
+                x.key
+            )
+        } else {
+            let ideal_iv = i.map(|e| iv(e.lo, e.hi)).unwrap_or_default();
+            let excess = e.map_or_else(|| "-".into(), |e| format!("{:.2}x", e.value));
+            format!(
+                "{:<8} {value:>10} {interval:<24} {ideal:>10} {ideal_iv:<24} {excess:>8} \
+                 {excess_iv:<16}",
+                x.key
+            )
+        };
+        let mark = if marked(&x.key) { NOT_STOOD_BEHIND } else { "" };
+        lines.push(format!("{}{mark}", row.trim_end()));
+    }
+    lines
+}
+
+/// [`table_lines`] in full.
 fn table(
     w: &mut dyn Write,
     measured: &Summary,
@@ -411,36 +476,8 @@ fn table(
     excess: &[Excess],
     marked: impl Fn(&str) -> bool,
 ) -> io::Result<()> {
-    let conf = measured.confidence * 100.0;
-    writeln!(
-        w,
-        "{:<8} {:>10} {:<24} {:>10} {:<24} {:>8} {:<16}",
-        "",
-        "measured",
-        format!("{conf:.0}% CI"),
-        "ideal",
-        format!("{conf:.0}% CI"),
-        "excess",
-        "CI"
-    )?;
-    for x in &measured.quantiles {
-        let i = ideal.and_then(|s| s.get(&x.key));
-        let e = excess.iter().find(|e| e.key == x.key);
-        let row = format!(
-            "{:<8} {:>10} {:<24} {:>10} {:<24} {:>8} {:<16}",
-            x.key,
-            fmt_ns(x.est.value),
-            format!("[{}, {}]", fmt_ns(x.est.lo), fmt_ns(x.est.hi)),
-            i.map(|e| fmt_ns(e.value)).unwrap_or_else(|| "-".into()),
-            i.map(|e| format!("[{}, {}]", fmt_ns(e.lo), fmt_ns(e.hi)))
-                .unwrap_or_default(),
-            e.map(|e| format!("{:.2}x", e.value))
-                .unwrap_or_else(|| "-".into()),
-            e.map(|e| format!("[{:.2}, {:.2}]", e.lo, e.hi))
-                .unwrap_or_default(),
-        );
-        let mark = if marked(&x.key) { NOT_STOOD_BEHIND } else { "" };
-        writeln!(w, "{}{mark}", row.trim_end())?;
+    for l in table_lines(measured, ideal, excess, marked, false) {
+        writeln!(w, "{l}")?;
     }
     Ok(())
 }

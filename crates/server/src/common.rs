@@ -174,6 +174,30 @@ pub(crate) fn accept_backoff(e: &io::Error) {
     }
 }
 
+/// What a non-blocking listener gave.
+pub(crate) enum Accepted {
+    /// A connection, non-blocking and set up for the server ([`setup_conn`]).
+    Conn(TcpStream),
+    /// One that could not be set up (dropped: its client sees the connection close).
+    Skipped,
+    /// None waiting now (after the pause [`accept_backoff`] asks for on an error).
+    None,
+}
+
+/// The next connection from a non-blocking `listener`.
+pub(crate) fn accept_nonblocking(listener: &std::net::TcpListener, shared: &Shared) -> Accepted {
+    match listener.accept() {
+        Ok((s, _)) if s.set_nonblocking(true).is_ok() && setup_conn(&s, shared).is_ok() => {
+            Accepted::Conn(s)
+        }
+        Ok(_) => Accepted::Skipped,
+        Err(e) => {
+            accept_backoff(&e);
+            Accepted::None
+        }
+    }
+}
+
 /// Pins the calling thread and applies the scheduling and memory policies of `cfg`.
 pub(crate) fn place(cfg: &ServerConfig) -> Result<(), ServerError> {
     if !cfg.cpus.is_empty() {

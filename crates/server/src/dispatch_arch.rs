@@ -14,8 +14,8 @@ use nix::sys::epoll::{Epoll, EpollEvent, EpollFlags, EpollTimeout};
 use wire::nullrpc::{Header, HEADER_LEN};
 
 use crate::backpressure::{paused_and_hung_up, sync_interest, Backlog};
-use crate::common::{accept_backoff, place, AtomicCounters, Pre, Work, STOP_TOKEN};
-use crate::common::{setup_conn, READ_EVENTS};
+use crate::common::READ_EVENTS;
+use crate::common::{accept_nonblocking, place, Accepted, AtomicCounters, Pre, Work, STOP_TOKEN};
 use crate::epoll_arch::new_epoll;
 use crate::tcp_buf::{InBuf, OutBuf};
 use crate::{spawn, ServerError, Shared, Started};
@@ -59,16 +59,27 @@ struct Queue {
     backlog: Backlog,
 }
 
-pub(crate) fn start(listener: TcpListener, shared: &Arc<Shared>) -> Result<Started, ServerError> {
+/// The epoll instance of a server whose one thread accepts and reads (this architecture's
+/// dispatcher, the staged server's first stage): the stop eventfd and the non-blocking
+/// listener registered.
+pub(crate) fn listener_epoll(
+    listener: &TcpListener,
+    shared: &Shared,
+) -> Result<Arc<Epoll>, ServerError> {
     listener
         .set_nonblocking(true)
         .map_err(|e| ServerError::io("set_nonblocking(listener)", e))?;
-    let ep = Arc::new(new_epoll(shared)?);
+    let ep = new_epoll(shared)?;
     ep.add(
-        &listener,
+        listener,
         EpollEvent::new(EpollFlags::EPOLLIN, LISTENER_TOKEN),
     )
     .map_err(|e| ServerError::io("epoll_ctl(listener)", e))?;
+    Ok(Arc::new(ep))
+}
+
+pub(crate) fn start(listener: TcpListener, shared: &Arc<Shared>) -> Result<Started, ServerError> {
+    let ep = listener_epoll(&listener, shared)?;
     let queue = Arc::new(Queue {
         jobs: Mutex::default(),
         ready: Condvar::new(),
@@ -174,16 +185,11 @@ pub(crate) fn on_events(
         match ev.data() {
             STOP_TOKEN => return false,
             LISTENER_TOKEN => loop {
-                let s = match listener.accept() {
-                    Ok((s, _)) => s,
-                    Err(e) => {
-                        accept_backoff(&e);
-                        break;
-                    }
+                let s = match accept_nonblocking(listener, shared) {
+                    Accepted::Conn(s) => s,
+                    Accepted::Skipped => continue,
+                    Accepted::None => break,
                 };
-                if s.set_nonblocking(true).is_err() || setup_conn(&s, shared).is_err() {
-                    continue;
-                }
                 let fd = s.as_raw_fd();
                 if ep.add(&s, EpollEvent::new(READ_EVENTS, fd as u64)).is_ok() {
                     let c = DConn {

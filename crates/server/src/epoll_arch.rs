@@ -13,7 +13,7 @@ use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTime
 
 use crate::backpressure::{paused_and_hung_up, sync_interest};
 use crate::common::{
-    accept_backoff, place, setup_conn, AtomicCounters, Pre, Work, READ_EVENTS, STOP_TOKEN,
+    accept_nonblocking, place, Accepted, AtomicCounters, Pre, Work, READ_EVENTS, STOP_TOKEN,
 };
 use crate::tcp_buf::{InBuf, OutBuf};
 use crate::{spawn, ServerError, Shared, Started};
@@ -63,16 +63,11 @@ fn accept_loop(listener: TcpListener, slots: Vec<(Arc<Epoll>, Inbox)>, shared: &
     let mut next = 0usize;
     while let Ok(true) = shared.stop.wait_readable(listener.as_raw_fd()) {
         loop {
-            let s = match listener.accept() {
-                Ok((s, _)) => s,
-                Err(e) => {
-                    accept_backoff(&e);
-                    break;
-                }
+            let s = match accept_nonblocking(&listener, shared) {
+                Accepted::Conn(s) => s,
+                Accepted::Skipped => continue,
+                Accepted::None => break,
             };
-            if s.set_nonblocking(true).is_err() || setup_conn(&s, shared).is_err() {
-                continue;
-            }
             let (ep, inbox) = &slots[next % slots.len()];
             next += 1;
             // The stream goes into the inbox before its fd is registered, under the inbox lock,

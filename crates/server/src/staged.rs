@@ -60,15 +60,14 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use host::tstamp::mono_now_ns;
 use nix::errno::Errno;
-use nix::sys::epoll::{Epoll, EpollEvent, EpollFlags, EpollTimeout};
+use nix::sys::epoll::{Epoll, EpollEvent, EpollTimeout};
 use wire::nullrpc::Header;
 
 use crate::backpressure::Backlog;
 use crate::common::{place, spin_until, AtomicCounters, Pre, Work};
 use crate::dispatch_arch::{
-    close_all, frame_bytes, on_events, reply, Conns, DConn, Request, LISTENER_TOKEN,
+    close_all, frame_bytes, listener_epoll, on_events, reply, Conns, DConn, Request,
 };
-use crate::epoll_arch::new_epoll;
 use crate::{spawn, ServerError, Shared, StagedConfig, Started};
 
 /// The class byte value of a delay-sensitive request (the load generator's class 0).
@@ -189,15 +188,7 @@ impl Link {
 }
 
 pub(crate) fn start(listener: TcpListener, shared: &Arc<Shared>) -> Result<Started, ServerError> {
-    listener
-        .set_nonblocking(true)
-        .map_err(|e| ServerError::io("set_nonblocking(listener)", e))?;
-    let ep = Arc::new(new_epoll(shared)?);
-    ep.add(
-        &listener,
-        EpollEvent::new(EpollFlags::EPOLLIN, LISTENER_TOKEN),
-    )
-    .map_err(|e| ServerError::io("epoll_ctl(listener)", e))?;
+    let ep = listener_epoll(&listener, shared)?;
     let sc = &shared.cfg.staged;
     let to_dispatch = Arc::new(Link::new(sc.priority));
     let to_workers = Arc::new(Link::new(sc.priority));

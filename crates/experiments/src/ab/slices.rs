@@ -11,20 +11,9 @@ use std::net::SocketAddr;
 use load::{RecordSink, RequestRecord, RunSummary};
 
 use super::paired::{Arm, Paired, SliceFacts, SLICE_PERCENTILES};
+use analysis::server_latency;
 use measurement::records::StoreSink;
 use measurement::view::View;
-
-/// The server's view of one answered request: sent → the client kernel's receive stamp (the
-/// user-space receive without one), as the analysis reads it.
-fn server_latency(r: &RequestRecord) -> Option<u64> {
-    r.latency_ns()?;
-    let arrived = if r.kernel_rx_ns > 0 {
-        r.kernel_rx_ns
-    } else {
-        r.received_ns
-    };
-    Some(arrived.saturating_sub(r.sent_ns))
-}
 
 /// A record moved `shift` ns later on its run's timeline (unset times stay unset; the
 /// server's stamps are on its own clock and stay as they are).
