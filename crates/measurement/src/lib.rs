@@ -20,6 +20,7 @@
 pub mod agent_spec;
 pub mod agents;
 mod calibrate;
+mod calibration;
 pub mod cli_values;
 mod container;
 pub mod converge;
@@ -57,9 +58,9 @@ pub use agent_spec::{
     agents_file, AgentClock, AgentCommand, AgentReport, AgentStatus, Agents, AgentsMerged,
     AgentsReport,
 };
-pub use calibrate::{
-    calibrate, stored_calibration, CalibrateSpec, Calibration, CalibrationRecord, IdealSource,
-    Step, StoredCalibration,
+pub use calibrate::{calibrate, CalibrateSpec};
+pub use calibration::{
+    stored_calibration, Calibration, CalibrationRecord, Step, StoredCalibration,
 };
 pub use cli_values::{
     is_label, Bytes, Churn, Count, CpuList, CpuShare, Cut, DurationArg, Label, NetRate,
@@ -81,6 +82,7 @@ pub use loads::parse_loads;
 pub use measure::{check_load, expected_requests, measure};
 pub use observer::{Observer, Quiet};
 pub use placement::{parse_bytes, MAX_INSTANCES};
+pub use run::IdealSource;
 pub use run::{load_run, store_run, LoadFacts, Run, RUN_ENCODING_VERSION};
 pub use run_config::{Arm, RunConfig};
 pub use run_config::{StagesBudget, StagesMode};

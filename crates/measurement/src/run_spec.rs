@@ -12,13 +12,15 @@ use analysis::{IdealSpec, QueueStructure};
 use load::{LoadConfig, StopAt};
 
 use crate::agent_spec::Agents;
-use crate::calibrate::{calibrate, stored_calibration, CalibrateSpec, IdealSource};
+use crate::calibrate::{calibrate, CalibrateSpec};
+use crate::calibration::stored_calibration;
 use crate::converge::Precision;
 use crate::db::Db;
 use crate::error::{invalid, LabError};
 use crate::load_spec::Load;
 use crate::measure::check_load;
 use crate::observer::Observer;
+use crate::run::IdealSource;
 use crate::source::RunPlan;
 use crate::stages::StagesMode;
 use crate::target::{Ready, TargetPlan, TargetSpec};
