@@ -13,6 +13,7 @@
 //! ```
 
 mod ab_options;
+pub mod commands;
 pub mod experiment;
 pub mod options;
 mod options_cmd;
