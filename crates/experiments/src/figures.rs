@@ -25,8 +25,11 @@ pub struct Curve {
     pub exact: Option<Vec<(String, f64, f64)>>,
 }
 
-/// One of the paper's statements about a figure.
+/// One of the paper's statements about a figure (serialised as `model figure --json` prints
+/// it, the statement as `claim`).
+#[derive(serde::Serialize)]
 pub struct Claim {
+    #[serde(rename = "claim")]
     pub text: &'static str,
     pub paper: f64,
     pub exact: Option<f64>,

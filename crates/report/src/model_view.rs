@@ -402,12 +402,8 @@ pub struct CurveJson<'a> {
 /// One claim of the paper, against exact theory and the simulation.
 #[derive(Serialize)]
 pub struct ClaimJson<'a> {
-    pub claim: &'a str,
-    pub paper: f64,
-    pub exact: Option<f64>,
-    pub simulated: f64,
-    pub unit: &'a str,
-    pub tolerance: f64,
+    #[serde(flatten)]
+    pub claim: &'a lab::figures::Claim,
     pub paper_agrees_with_exact: Option<bool>,
 }
 
@@ -446,12 +442,7 @@ impl<'a> FigureJson<'a> {
             .claims
             .iter()
             .map(|c| ClaimJson {
-                claim: c.text,
-                paper: c.paper,
-                exact: c.exact,
-                simulated: c.simulated,
-                unit: c.unit,
-                tolerance: c.tolerance,
+                claim: c,
                 paper_agrees_with_exact: c.exact.map(|e| agrees(c, e)),
             })
             .collect();
