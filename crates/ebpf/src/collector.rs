@@ -274,7 +274,7 @@ impl crate::sampling::Toggle for Programs {
         Programs::attach(self)
     }
 
-    fn detach(&self) -> u64 {
+    fn detach(&self) {
         Programs::detach(self)
     }
 
@@ -323,17 +323,14 @@ impl Programs {
         }
     }
 
-    /// Detaches the programs (the fork follower stays); returns CLOCK_MONOTONIC before the
-    /// first detach: every event until then was seen.
-    fn detach(&self) -> u64 {
-        let at = host::clock::mono_now_ns();
+    /// Detaches the programs (the fork follower stays), one at a time.
+    fn detach(&self) {
         if let Ok(mut links) = self.links.lock() {
             while let Some(link) = links.pop() {
                 drop(link);
                 self.pause();
             }
         }
-        at
     }
 
     fn attached(&self) -> usize {

@@ -33,8 +33,8 @@ use crate::EbpfError;
 pub(crate) trait Toggle: Send + Sync {
     /// Attaches every program; CLOCK_MONOTONIC after the last attach.
     fn attach(&self) -> Result<u64, EbpfError>;
-    /// Detaches them; CLOCK_MONOTONIC before the first detach.
-    fn detach(&self) -> u64;
+    /// Detaches them (the sampler closes the window before it calls this).
+    fn detach(&self);
     /// The programs' run time so far (BPF run-time statistics; 0 when not measured), ns.
     fn program_ns(&self) -> u64;
 }
@@ -315,16 +315,27 @@ fn run(
                 // Unmeasured: every window is the shortest (a fixed duty cycle).
                 let over = !measured || spent > allowed;
                 if age >= min_window && over {
-                    let end = programs.detach();
+                    // The window's end is written before the first program goes, not after
+                    // the last: detaching takes milliseconds (a pause between programs), and
+                    // whoever reads the windows meanwhile must not see the window open while
+                    // some programs are gone (a request sent then would count as whole with
+                    // half its events; issue 36's CI: 34 requests without their arrival).
+                    let end = host::clock::mono_now_ns();
+                    match shared.state.lock() {
+                        Ok(mut st) => {
+                            if let Some(w) = st.windows.back_mut() {
+                                w.end = Some(end);
+                            }
+                        }
+                        Err(_) => return,
+                    }
+                    programs.detach();
                     let took = host::clock::mono_now_ns().saturating_sub(end);
                     let Ok(mut st) = shared.state.lock() else {
                         return;
                     };
                     st.report.detach_max_ns = st.report.detach_max_ns.max(took);
                     st.report.attached_ns += end.saturating_sub(start);
-                    if let Some(w) = st.windows.back_mut() {
-                        w.end = Some(end);
-                    }
                     opened = None;
                     closed_at = end;
                     wait = slice;
