@@ -529,13 +529,22 @@ impl Collector {
             .received
             .lock()
             .map_err(|_| EbpfError::Read("ring buffer callback panicked".into()))?;
+        let mut kept = Vec::new();
         if let Some(s) = &self.sampler {
             // Only what a window saw whole: the programs attach and detach one by one, so
-            // records from around the edges may lack their other halves.
-            let windows = s.windows();
+            // records from around the edges may lack their other halves. Events after the
+            // start of an attach whose window is not listed yet wait for the next drain.
+            let (windows, attaching) = s.windows_and_attaching();
             let before = got.len();
-            got.retain(|e| crate::sampling::inside(&windows, e.ts));
-            self.outside += (before - got.len()) as u64;
+            let (inside, later): (Vec<Event>, Vec<Event>) = std::mem::take(&mut *got)
+                .into_iter()
+                .filter(|e| {
+                    crate::sampling::inside(&windows, e.ts) || attaching.is_some_and(|t| e.ts >= t)
+                })
+                .partition(|e| crate::sampling::inside(&windows, e.ts));
+            self.outside += (before - inside.len() - later.len()) as u64;
+            *got = inside;
+            kept = later;
         }
         let n = got.len();
         let offset = host::tstamp::ClockMap::sample().offset_ns();
@@ -543,6 +552,7 @@ impl Collector {
             e.map_rx(offset);
         }
         out.append(&mut got);
+        *got = kept;
         Ok(n)
     }
 

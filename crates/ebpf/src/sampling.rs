@@ -143,6 +143,11 @@ impl SamplingReport {
 
 struct State {
     windows: VecDeque<Window>,
+    /// Since when the programs are being attached (CLOCK_MONOTONIC ns), until their window
+    /// is listed: a drain meanwhile keeps the events after it for the next drain, which
+    /// knows the window (they would otherwise be dropped as outside every window, and the
+    /// window's first requests would lack them).
+    attaching_since: Option<u64>,
     report: SamplingReport,
 }
 
@@ -181,6 +186,7 @@ impl Sampler {
                     .map(|start| Window { start, end: None })
                     .into_iter()
                     .collect(),
+                attaching_since: None,
                 report: SamplingReport {
                     budget: cfg.budget,
                     cpus: cfg.cpus,
@@ -213,10 +219,17 @@ impl Sampler {
 
     /// The windows kept so far, oldest first.
     pub fn windows(&self) -> Vec<Window> {
+        self.windows_and_attaching().0
+    }
+
+    /// The windows kept so far, and since when programs are being attached for the next
+    /// (None when they are not): events after that instant may belong to a window not
+    /// listed yet.
+    pub fn windows_and_attaching(&self) -> (Vec<Window>, Option<u64>) {
         self.shared
             .state
             .lock()
-            .map(|s| s.windows.iter().copied().collect())
+            .map(|s| (s.windows.iter().copied().collect(), s.attaching_since))
             .unwrap_or_default()
     }
 
@@ -373,10 +386,15 @@ fn run(
                     continue;
                 }
                 let t = host::clock::mono_now_ns();
+                match shared.state.lock() {
+                    Ok(mut st) => st.attaching_since = Some(t),
+                    Err(_) => return,
+                }
                 let got = programs.attach();
                 let Ok(mut st) = shared.state.lock() else {
                     return;
                 };
+                st.attaching_since = None;
                 match got {
                     Ok(start) => {
                         st.report.attach_max_ns =
@@ -409,6 +427,8 @@ const LONGEST_WAIT: u64 = 500_000_000;
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicU64, AtomicU8};
+
     use super::*;
 
     #[test]
@@ -442,5 +462,81 @@ mod tests {
             assert_eq!(inside(&w, ts), want.is_some());
         }
         assert_eq!(window_of(&[], 5), None);
+    }
+
+    /// Programs that take a few milliseconds to attach and to detach, and say which they
+    /// are doing (0 idle, 1 attaching, 2 attached, 3 detaching).
+    struct Slow {
+        phase: AtomicU8,
+        attached_at: AtomicU64,
+    }
+
+    impl Toggle for Slow {
+        fn attach(&self) -> Result<u64, EbpfError> {
+            self.phase.store(1, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(6));
+            let now = host::clock::mono_now_ns();
+            self.attached_at.store(now, Ordering::SeqCst);
+            self.phase.store(2, Ordering::SeqCst);
+            Ok(now)
+        }
+        fn detach(&self) {
+            self.phase.store(3, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(6));
+            self.phase.store(0, Ordering::SeqCst);
+        }
+        fn program_ns(&self) -> u64 {
+            0
+        }
+    }
+
+    /// Whoever reads the windows while programs attach is told since when (so a drain keeps
+    /// those events for the window to come), and while they detach sees the window closed
+    /// (so no request sent then counts as whole).
+    #[test]
+    fn the_windows_say_what_the_programs_are_doing_meanwhile() {
+        let slow = Arc::new(Slow {
+            phase: AtomicU8::new(0),
+            attached_at: AtomicU64::new(0),
+        });
+        let mut cfg = Sampling::new(0.01, 1);
+        cfg.min_window = Duration::from_millis(10);
+        let started = host::clock::mono_now_ns();
+        // Unmeasured: windows of the shortest length, a fixed duty cycle.
+        let sampler = Sampler::start(cfg, slow.clone(), started, None, false).unwrap();
+        let (mut attaching_seen, mut detaching_seen) = (0, 0);
+        let until = std::time::Instant::now() + Duration::from_millis(600);
+        while std::time::Instant::now() < until {
+            let before = slow.phase.load(Ordering::SeqCst);
+            let (windows, attaching) = sampler.windows_and_attaching();
+            let after = slow.phase.load(Ordering::SeqCst);
+            if before != after {
+                continue;
+            }
+            match before {
+                1 => {
+                    attaching_seen += 1;
+                    assert!(attaching.is_some(), "{windows:?}");
+                }
+                3 => {
+                    detaching_seen += 1;
+                    let last = windows.last().expect("a window was opened");
+                    assert!(last.end.is_some(), "open while detaching: {windows:?}");
+                    assert!(attaching.is_none());
+                }
+                2 => {
+                    let last = windows.last().expect("a window was opened");
+                    assert!(last.end.is_none(), "closed while attached: {windows:?}");
+                    assert!(last.start >= slow.attached_at.load(Ordering::SeqCst));
+                }
+                _ => {}
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        drop(sampler);
+        assert!(
+            attaching_seen > 0 && detaching_seen > 0,
+            "looked {attaching_seen} times while attaching, {detaching_seen} while detaching"
+        );
     }
 }
