@@ -535,16 +535,16 @@ impl Collector {
             // records from around the edges may lack their other halves. Events after the
             // start of an attach whose window is not listed yet wait for the next drain.
             let (windows, attaching) = s.windows_and_attaching();
-            let before = got.len();
-            let (inside, later): (Vec<Event>, Vec<Event>) = std::mem::take(&mut *got)
+            let (inside, rest): (Vec<Event>, Vec<Event>) = std::mem::take(&mut *got)
                 .into_iter()
-                .filter(|e| {
-                    crate::sampling::inside(&windows, e.ts) || attaching.is_some_and(|t| e.ts >= t)
-                })
                 .partition(|e| crate::sampling::inside(&windows, e.ts));
-            self.outside += (before - inside.len() - later.len()) as u64;
+            let rest_len = rest.len();
+            kept = rest
+                .into_iter()
+                .filter(|e| attaching.is_some_and(|t| e.ts >= t))
+                .collect();
+            self.outside += (rest_len - kept.len()) as u64;
             *got = inside;
-            kept = later;
         }
         let n = got.len();
         let offset = host::tstamp::ClockMap::sample().offset_ns();
